@@ -1,0 +1,36 @@
+# The two set-up commands: `make demo` and `make test`. Both create .venv themselves.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip install --quiet --disable-pip-version-check
+
+.PHONY: demo test lint typecheck pytest clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.demo-installed: pyproject.toml | $(PY)
+	$(PIP) -e .
+	touch $@
+
+$(VENV)/.dev-installed: pyproject.toml | $(PY)
+	$(PIP) -e '.[dev]'
+	touch $@ $(VENV)/.demo-installed
+
+demo: $(VENV)/.demo-installed
+	$(PY) -m tablequest demo examples/corpus
+
+lint: $(VENV)/.dev-installed
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff format --check src tests benchmarks
+
+typecheck: $(VENV)/.dev-installed
+	$(VENV)/bin/mypy
+
+pytest: $(VENV)/.dev-installed
+	$(VENV)/bin/pytest --cov=tablequest --cov-report=term-missing:skip-covered --cov-fail-under=85
+
+test: lint typecheck pytest
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .coverage

@@ -1,0 +1,5 @@
+"""`python -m tablequest` is the `tablequest` command."""
+
+from tablequest.cli import main
+
+main()

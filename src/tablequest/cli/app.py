@@ -1,0 +1,32 @@
+"""The `tablequest` typer application; sub-command groups register here."""
+
+from __future__ import annotations
+
+import typer
+
+from tablequest.cli import cache, eval_compare, trace
+from tablequest.cli.ask import ask_command
+from tablequest.cli.corpus import ingest_command, search_command
+
+app = typer.Typer(
+    name="tablequest",
+    help="Answer questions from tables with LLM agents, and show the evidence.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.command("ingest")(ingest_command)
+app.command("search")(search_command)
+app.command("ask")(ask_command)
+app.add_typer(cache.app, name="cache")
+app.add_typer(trace.app, name="trace")
+
+eval_app = typer.Typer(help="Evaluate methods on benchmarks and compare runs.",
+                       no_args_is_help=True)
+eval_compare.register(eval_app)
+app.add_typer(eval_app, name="eval")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,49 @@
+"""`tablequest trace show FILE`: render a query trace (JSONL) in the terminal."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from tablequest.trace import UnreadableTrace, default_trace_dir, read_trace, render_trace
+
+app = typer.Typer(help="Show recorded query traces.", no_args_is_help=True)
+
+
+@app.callback()
+def trace() -> None:
+    """Show recorded query traces."""
+
+
+def _latest() -> Path | None:
+    directory = default_trace_dir()
+    files = sorted(directory.glob("*.jsonl")) if directory.is_dir() else []
+    return files[-1] if files else None
+
+
+@app.command()
+def show(
+    file: Annotated[str, typer.Argument(help="Trace file, or 'latest' for the newest one.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the events as JSON.")] = False,
+) -> None:
+    """Render the events of a trace file: LLM calls, decisions, actions, errors, totals."""
+    path = Path(file)
+    if file == "latest" and not path.exists():
+        latest = _latest()
+        if latest is None:
+            typer.echo(f"error: no trace files in {default_trace_dir()}", err=True)
+            raise typer.Exit(1)
+        path = latest
+    try:
+        events = read_trace(path)
+    except UnreadableTrace as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    if as_json:
+        typer.echo(json.dumps(events, indent=2, ensure_ascii=False))
+        return
+    Console().print(render_trace(events, title=str(path)))

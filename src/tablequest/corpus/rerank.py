@@ -1,0 +1,97 @@
+"""Rerank baseline: rerank the dense top-N with a cross-encoder (papers/tableseek.txt Table 12).
+
+Rerankers (pluggable): a sentence-transformers `CrossEncoder` from a local model directory,
+or an OpenAI-compatible server's `/v1/rerank` (Cohere/Jina style, served by vLLM for e.g.
+Qwen3-Reranker) or `/v1/score` endpoint. Documents are the tables' plain serializations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol
+
+import httpx
+
+from tablequest.corpus.dense import Encoder, EncoderUnavailable, dense_rank
+from tablequest.corpus.store import Hit, Store
+
+
+class Reranker(Protocol):
+    name: str
+
+    def scores(self, query: str, documents: Sequence[str]) -> list[float]: ...
+
+
+class APIReranker:
+    """`/v1/rerank` or `/v1/score` of an OpenAI-compatible server."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        endpoint: Literal["rerank", "score"] = "rerank",
+        api_key: str | None = None,
+        timeout: float = 60.0,
+    ) -> None:
+        from tablequest.llm.guard import check_model_request
+
+        check_model_request(base_url, model=model)
+        self.url = base_url.rstrip("/") + f"/{endpoint}"
+        self.endpoint = endpoint
+        self.model = model
+        self.name = f"{endpoint}:{model}"
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(timeout=timeout, headers=headers)
+
+    def scores(self, query: str, documents: Sequence[str]) -> list[float]:
+        if not documents:
+            return []
+        if self.endpoint == "rerank":
+            body: dict[str, Any] = {"model": self.model, "query": query,
+                                    "documents": list(documents), "top_n": len(documents)}
+        else:
+            body = {"model": self.model, "text_1": query, "text_2": list(documents)}
+        try:
+            reply = self._client.post(self.url, json=body)
+            reply.raise_for_status()
+            data = reply.json()
+            items = data["results"] if self.endpoint == "rerank" else data["data"]
+            out = [0.0] * len(documents)
+            for item in items:
+                score = item.get("relevance_score", item.get("score"))
+                out[int(item["index"])] = float(score)
+        except (httpx.HTTPError, ValueError, KeyError, TypeError, IndexError) as exc:
+            raise EncoderUnavailable(f"{self.endpoint} request to {self.url} failed: {exc}") from exc
+        return out
+
+
+class CrossEncoderReranker:
+    """A sentence-transformers CrossEncoder loaded from a local path (no download)."""
+
+    def __init__(self, model_path: str) -> None:
+        try:
+            from sentence_transformers import CrossEncoder
+        except ImportError as exc:
+            raise EncoderUnavailable(
+                "a cross-encoder needs the [dense] extra: pip install 'tablequest[dense]'"
+            ) from exc
+        self.name = f"cross-encoder:{model_path}"
+        self._model = CrossEncoder(model_path, device="cpu")
+
+    def scores(self, query: str, documents: Sequence[str]) -> list[float]:
+        pairs = [(query, d) for d in documents]
+        return [float(s) for s in self._model.predict(pairs, show_progress_bar=False)]
+
+
+def rerank_rank(
+    store: Store, query: str, k: int, *, encoder: Encoder, reranker: Reranker, pool: int = 5
+) -> list[Hit]:
+    """Dense top-`pool`, reordered by the reranker; the best k returned."""
+    candidates = dense_rank(store, query, max(pool, k), encoder)
+    if not candidates:
+        return []
+    docs = [store.plain(h.table_id) for h in candidates]
+    scores = reranker.scores(query, docs)
+    order = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))
+    return [Hit(candidates[i].table_id, scores[i]) for i in order[:k]]

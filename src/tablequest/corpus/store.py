@@ -1,0 +1,333 @@
+"""The corpus store: tables, their serializations and retrieval indexes in one DuckDB file.
+
+Layout (one row per table; no separate files table so that a one-table file is stored by a
+single INSERT, which DuckDB commits as its own transaction):
+
+    tables(table_id, path, file_hash, idx, format, sheet, title, content_hash,
+           n_rows, n_cols, data, text, plain)
+    indexes(name, fingerprint, blob)        -- persisted grep / bm25 indexes
+    embeddings(content_hash, model, vector) -- dense vectors, keyed by content
+
+`text` is the table serialized in its corpus format (what grep searches and what previews
+show); `plain` is header and cell words for BM25 and dense encoders. Table ids are opaque
+(a hash of path and position): agents see them, never the path.
+
+Choices (ours): xlsx tables are serialized as HTML (keeps merged headers), parquet and
+sqlite as CSV, JSON as Markdown. Indexes are keyed by a fingerprint of (count, table ids,
+file hashes) and rebuilt lazily when the corpus changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from tablequest.table import Source, Table
+from tablequest.table.serialize import serialize
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS tables (
+    table_id TEXT NOT NULL, path TEXT NOT NULL, file_hash TEXT NOT NULL, idx INTEGER NOT NULL,
+    format TEXT, sheet TEXT, title TEXT, content_hash TEXT NOT NULL,
+    n_rows INTEGER NOT NULL, n_cols INTEGER NOT NULL,
+    data TEXT NOT NULL, text TEXT NOT NULL, plain TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS indexes (name TEXT NOT NULL, fingerprint TEXT NOT NULL, blob BLOB);
+CREATE TABLE IF NOT EXISTS embeddings (
+    content_hash TEXT NOT NULL, model TEXT NOT NULL, vector FLOAT[] NOT NULL
+);
+"""
+
+TEXT_FORMAT = {
+    "csv": "csv",
+    "tsv": "tsv",
+    "markdown": "markdown",
+    "html": "html",
+    "json": "markdown",
+    "xlsx": "html",
+    "parquet": "csv",
+    "sqlite": "csv",
+}
+
+ROW_COLUMNS = (
+    "table_id, path, file_hash, idx, format, sheet, title, content_hash, "
+    "n_rows, n_cols, data, text, plain"
+)
+
+
+class StoreError(Exception):
+    """The store cannot be opened or written; the message names the file and the fix."""
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One ranked table: its id, score and the body rows each pattern matched."""
+
+    table_id: str
+    score: float
+    matched_rows: dict[str, list[int]] = field(default_factory=dict)
+
+
+_INT_COLUMNS = {"idx", "n_rows", "n_cols"}
+
+
+def _arrow_rows(rows: Sequence[tuple[Any, ...]]) -> Any:
+    import pyarrow as pa
+
+    names = [c.strip() for c in ROW_COLUMNS.split(",")]
+    columns = list(zip(*rows, strict=True)) if rows else [() for _ in names]
+    arrays = [
+        pa.array(col, type=pa.int64() if name in _INT_COLUMNS else pa.string())
+        for name, col in zip(names, columns, strict=True)
+    ]
+    return pa.Table.from_arrays(arrays, names=names)
+
+
+def table_id_for(path: str, idx: int) -> str:
+    """Opaque, stable id of the idx-th table of a file: reveals nothing of the name."""
+    return "t" + hashlib.sha256(f"{path}\0{idx}".encode()).hexdigest()[:15]
+
+
+def text_format(table: Table) -> str:
+    return TEXT_FORMAT.get(table.source.format or "markdown", "markdown")
+
+
+def plain_text(table: Table) -> str:
+    """Title, headers and cells as whitespace-separated words (for BM25 / dense)."""
+    parts = [table.title or ""]
+    parts.extend(" ".join(row) for row in table.cells)
+    return "\n".join(p for p in parts if p)
+
+
+def table_row(table: Table, *, path: str, file_hash: str, idx: int) -> tuple[Any, ...]:
+    """The `tables` row for one table (computed in ingest workers, inserted by the store)."""
+    return (
+        table_id_for(path, idx),
+        path,
+        file_hash,
+        idx,
+        table.source.format,
+        table.source.sheet,
+        table.title,
+        table.content_hash,
+        table.n_rows,
+        table.n_cols,
+        json.dumps(table.to_dict(), ensure_ascii=False),
+        serialize(table, text_format(table)),  # type: ignore[arg-type]
+        plain_text(table),
+    )
+
+
+class Store:
+    """A corpus of tables in DuckDB (`path=None`: in memory)."""
+
+    def __init__(self, path: str | Path | None = None, *, read_only: bool = False) -> None:
+        self.path = None if path in (None, ":memory:") else Path(str(path)).expanduser()
+        self._indexes: dict[str, tuple[str, Any]] = {}
+        target = ":memory:" if self.path is None else str(self.path)
+        if self.path is not None and not read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        if read_only and self.path is not None and not self.path.exists():
+            raise StoreError(f"no store at {str(self.path)!r}: run `tablequest ingest` first")
+        try:
+            self.con = duckdb.connect(target, read_only=read_only)
+            if not read_only:
+                self.con.execute(SCHEMA)
+        except duckdb.Error as exc:
+            raise StoreError(
+                f"cannot open store {target!r}: {exc}. Is it a DuckDB file, and not in use "
+                "by another tablequest process?"
+            ) from exc
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writing -----------------------------------------------------------------------
+    def known_files(self) -> dict[str, tuple[str, int]]:
+        """path → (file_hash, number of tables) for every stored file."""
+        rows = self.con.execute(
+            "SELECT path, any_value(file_hash), count(*) FROM tables GROUP BY path"
+        ).fetchall()
+        return {p: (h, int(n)) for p, h, n in rows}
+
+    def put_file(self, path: str, rows: Sequence[tuple[Any, ...]], *, replace: bool) -> None:
+        """Store all tables of one file atomically (replacing the file's old tables)."""
+        placeholders = ", ".join(["(" + ", ".join(["?"] * 13) + ")"] * len(rows))
+        params = [v for row in rows for v in row]
+        sql = f"INSERT INTO tables ({ROW_COLUMNS}) VALUES {placeholders}"
+        if not replace:
+            self.con.execute(sql, params)  # one statement: its own transaction
+            return
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            self.con.execute("DELETE FROM tables WHERE path = ?", [path])
+            self.con.execute(sql, params)
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+
+    def put_files(self, batch: Sequence[tuple[str, Sequence[tuple[Any, ...]], bool]]) -> list[str]:
+        """Store many files in one transaction (Arrow bulk insert); each file stays atomic.
+
+        `batch` holds (path, rows, replace) per file. When the group fails, every file is
+        retried alone in its own transaction, so one bad file never blocks another. Returns
+        the paths that could not be stored.
+        """
+        if not batch:
+            return []
+        try:
+            self.con.execute("BEGIN TRANSACTION")
+            replaced = [path for path, _, replace in batch if replace]
+            if replaced:
+                self.con.execute("DELETE FROM tables WHERE list_contains(?, path)", [replaced])
+            arrow = _arrow_rows([row for _, rows, _ in batch for row in rows])
+            self.con.register("tq_batch", arrow)
+            try:
+                self.con.execute(f"INSERT INTO tables ({ROW_COLUMNS}) SELECT {ROW_COLUMNS} FROM tq_batch")
+            finally:
+                self.con.unregister("tq_batch")
+            self.con.execute("COMMIT")
+            return []
+        except duckdb.Error:
+            self.con.execute("ROLLBACK")
+        failed = []
+        for path, rows, replace in batch:
+            try:
+                self.put_file(path, rows, replace=replace)
+            except duckdb.Error:
+                failed.append(path)
+        return failed
+
+    def add_table(self, table: Table, *, key: str, idx: int = 0) -> str:
+        """Add one in-memory table under a caller-chosen key (used by corpus builders)."""
+        row = table_row(table, path=key, file_hash=table.content_hash, idx=idx)
+        known = self.known_files().get(key)
+        if known is not None and known[0] == table.content_hash:
+            return str(row[0])
+        self.put_file(key, [row], replace=known is not None)
+        return str(row[0])
+
+    # -- reading -----------------------------------------------------------------------
+    def __len__(self) -> int:
+        row = self.con.execute("SELECT count(*) FROM tables").fetchone()
+        return int(row[0]) if row else 0
+
+    def table_ids(self) -> list[str]:
+        rows = self.con.execute("SELECT table_id FROM tables ORDER BY table_id").fetchall()
+        return [r[0] for r in rows]
+
+    def get(self, table_id: str) -> Table:
+        """The stored table; KeyError naming the id when there is none."""
+        row = self.con.execute("SELECT data FROM tables WHERE table_id = ?", [table_id]).fetchone()
+        if row is None:
+            raise KeyError(f"no table {table_id!r} in the store")
+        return Table.from_dict(json.loads(row[0]))
+
+    def source(self, table_id: str) -> Source:
+        row = self.con.execute(
+            "SELECT path, format, sheet FROM tables WHERE table_id = ?", [table_id]
+        ).fetchone()
+        if row is None:
+            raise KeyError(f"no table {table_id!r} in the store")
+        return Source(row[0], row[1], row[2])
+
+    def text(self, table_id: str) -> str:
+        row = self.con.execute("SELECT text FROM tables WHERE table_id = ?", [table_id]).fetchone()
+        if row is None:
+            raise KeyError(f"no table {table_id!r} in the store")
+        return str(row[0])
+
+    def plain(self, table_id: str) -> str:
+        row = self.con.execute("SELECT plain FROM tables WHERE table_id = ?", [table_id]).fetchone()
+        if row is None:
+            raise KeyError(f"no table {table_id!r} in the store")
+        return str(row[0])
+
+    def ids_for_path(self, path: str) -> list[str]:
+        rows = self.con.execute(
+            "SELECT table_id FROM tables WHERE path = ? ORDER BY idx", [path]
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def iter_tables(self) -> Iterator[tuple[str, Table]]:
+        cur = self.con.cursor()
+        cur.execute("SELECT table_id, data FROM tables ORDER BY table_id")
+        while batch := cur.fetchmany(512):
+            for tid, data in batch:
+                yield tid, Table.from_dict(json.loads(data))
+
+    def column(self, name: str) -> tuple[list[str], list[str]]:
+        """(table ids, values of column `name`) in table-id order; name is text or plain."""
+        if name not in ("text", "plain"):
+            raise ValueError(f"unknown text column {name!r}")
+        rows = self.con.execute(f"SELECT table_id, {name} FROM tables ORDER BY table_id")
+        ids: list[str] = []
+        values: list[str] = []
+        for tid, value in rows.fetchall():
+            ids.append(tid)
+            values.append(value)
+        return ids, values
+
+    def fingerprint(self) -> str:
+        row = self.con.execute(
+            "SELECT count(*), coalesce(bit_xor(hash(table_id || file_hash)), 0) FROM tables"
+        ).fetchone()
+        return f"{row[0]}-{row[1]}" if row else "0-0"
+
+    # -- persisted indexes -------------------------------------------------------------
+    def load_blob(self, name: str, fingerprint: str) -> bytes | None:
+        row = self.con.execute(
+            "SELECT blob FROM indexes WHERE name = ? AND fingerprint = ?", [name, fingerprint]
+        ).fetchone()
+        return bytes(row[0]) if row else None
+
+    def save_blob(self, name: str, fingerprint: str, blob: bytes) -> None:
+        """Replace a persisted index (best effort: a read-only store keeps it in memory)."""
+        try:
+            self.con.execute("BEGIN TRANSACTION")
+            self.con.execute("DELETE FROM indexes WHERE name = ?", [name])
+            self.con.execute("INSERT INTO indexes VALUES (?, ?, ?)", [name, fingerprint, blob])
+            self.con.execute("COMMIT")
+        except duckdb.Error:
+            self.con.execute("ROLLBACK")
+
+    def cached_index(self, name: str) -> Any | None:
+        """An in-process index built for the current corpus, if any."""
+        fp = self.fingerprint()
+        entry = self._indexes.get(name)
+        return entry[1] if entry and entry[0] == fp else None
+
+    def remember_index(self, name: str, index: Any) -> None:
+        self._indexes[name] = (self.fingerprint(), index)
+
+    def ingest(self, paths: Sequence[str | Path], **options: Any) -> Any:
+        """Ingest files and folders (see `tablequest.corpus.ingest.ingest`)."""
+        from tablequest.corpus.ingest import ingest
+
+        return ingest(self, paths, **options)
+
+    # -- ranking -----------------------------------------------------------------------
+    def rank(self, patterns: Sequence[str], k: int = 10) -> list[Hit]:
+        """TableSeek Eq. 1 ranking with matched body rows per pattern (see corpus.grep)."""
+        from tablequest.corpus.rank import grep_rank
+
+        return grep_rank(self, patterns, k)
+
+    def bm25(self, query: str, k: int = 10) -> list[Hit]:
+        from tablequest.corpus.rank import bm25_rank
+
+        return bm25_rank(self, query, k)

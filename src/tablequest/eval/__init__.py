@@ -1,0 +1,1 @@
+"""Evaluation harness: benchmark loaders, the papers' metrics and significance tests."""

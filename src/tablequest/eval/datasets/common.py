@@ -1,0 +1,220 @@
+"""Shared types for benchmark loaders: `Question`, `TableRef`, `Dataset`, `DatasetError`.
+
+Table keys are dataset-relative: the file's path under the dataset root for one-table files
+(`csv/204-csv/590.csv`), and `<file>#<id>` for tables stored inside a shared file
+(`raw_data/aitqa_tables.jsonl#tab-0`, `data/fetaQA-v1_test.jsonl#2206`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from tablequest.table.model import Format, Table
+
+__all__ = [
+    "Dataset",
+    "DatasetError",
+    "Question",
+    "TableRef",
+    "Task",
+    "missing_summary",
+    "read_json",
+    "read_jsonl",
+    "read_one_table",
+    "register_reader",
+    "require_dir",
+    "require_file",
+    "require_keys",
+    "unique_id",
+]
+
+Task = Literal["tableqa", "fact_verification", "free_form", "visualization"]
+
+
+class DatasetError(Exception):
+    """A benchmark's files are missing or malformed; the message names what and where."""
+
+
+@dataclass(frozen=True)
+class Question:
+    """One benchmark question with its gold answers and gold tables.
+
+    Attributes:
+        id: the benchmark's question id (made unique per dataset).
+        question: the question or claim text.
+        answers: gold answers as text (several items = a list answer, not alternatives).
+        gold_table_ids: dataset-relative keys of the gold table(s).
+        group: keys of the sibling group (gold included); empty when the benchmark has none.
+        task: what kind of answer is expected.
+        extra: benchmark-specific fields (target_canon, label, question type, …).
+    """
+
+    id: str
+    question: str
+    answers: list[str]
+    gold_table_ids: list[str]
+    group: list[str] = field(default_factory=list)
+    task: Task = "tableqa"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+TableReader = Callable[["TableRef"], Table]
+_READERS: dict[str, TableReader] = {}
+
+
+def register_reader(fmt: str, reader: TableReader) -> None:
+    """Register how `TableRef.load` reads tables whose `format` is `fmt`."""
+    _READERS[fmt] = reader
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """Where one table of a benchmark lives and how to read it.
+
+    Attributes:
+        key: dataset-relative key (see module doc).
+        path: the file holding the table.
+        format: reader name: "csv" / "xlsx" (tablequest readers), "inline" (already built,
+            in `table`) or a benchmark format registered with `register_reader`.
+        table: the built table for inline tables, else None.
+        meta: extra facts about the table (e.g. TCR-Bench's `render_format`).
+    """
+
+    key: str
+    path: Path
+    format: str
+    table: Table | None = None
+    meta: Mapping[str, str] = field(default_factory=dict)
+
+    def load(self) -> Table:
+        """Read (or return) the table.
+
+        Raises:
+            DatasetError: the file cannot be read as a table.
+        """
+        if self.table is not None:
+            return self.table
+        reader = _READERS.get(self.format)
+        if reader is None:
+            raise DatasetError(f"no reader for table format {self.format!r} ({self.key})")
+        return reader(self)
+
+
+@dataclass
+class Dataset:
+    """A loaded benchmark: its questions, its tables (lazily read) and loader notes."""
+
+    name: str
+    root: Path
+    questions: list[Question]
+    table_refs: dict[str, TableRef]
+    notes: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.questions)
+
+    def table(self, key: str) -> Table:
+        """The table with this key (raises KeyError naming the key)."""
+        try:
+            ref = self.table_refs[key]
+        except KeyError:
+            raise KeyError(f"{self.name}: no table {key!r}") from None
+        return ref.load()
+
+    def tables(self) -> Iterator[tuple[str, Table]]:
+        """Yield (key, Table) for every table of the dataset, in a stable order."""
+        for key, ref in self.table_refs.items():
+            yield key, ref.load()
+
+
+def require_dir(path: Path, what: str) -> Path:
+    """Return `path` if it is a directory, else raise DatasetError naming `what`."""
+    if not path.is_dir():
+        raise DatasetError(f"{what}: directory not found: {str(path)!r}")
+    return path
+
+
+def require_file(path: Path, what: str) -> Path:
+    """Return `path` if it is a file, else raise DatasetError naming `what`."""
+    if not path.is_file():
+        raise DatasetError(f"{what}: file not found: {str(path)!r}")
+    return path
+
+
+def read_json(path: Path, what: str) -> Any:
+    """Parse a JSON file, with errors naming the file."""
+    require_file(path, what)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DatasetError(f"{what}: {str(path)!r} is not valid JSON: {exc}") from exc
+
+
+def read_jsonl(path: Path, what: str) -> list[dict[str, Any]]:
+    """Parse a JSON-lines file of objects, with errors naming the file and line."""
+    require_file(path, what)
+    rows: list[dict[str, Any]] = []
+    with path.open(encoding="utf-8") as handle:
+        for lineno, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DatasetError(f"{what}: {path}:{lineno} is not valid JSON: {exc}") from exc
+            if not isinstance(row, dict):
+                raise DatasetError(f"{what}: {path}:{lineno} is not a JSON object")
+            rows.append(row)
+    return rows
+
+
+def require_keys(row: Mapping[str, Any], keys: tuple[str, ...], where: str) -> None:
+    """Raise DatasetError if `row` is not an object or lacks any of `keys`."""
+    if not isinstance(row, Mapping):
+        raise DatasetError(f"{where}: expected a JSON object, got {type(row).__name__}")
+    missing = [k for k in keys if k not in row]
+    if missing:
+        raise DatasetError(f"{where}: missing field(s) {', '.join(missing)}")
+
+
+def missing_summary(missing: list[str], limit: int = 5) -> str:
+    """Format as `a, b, c (and 7 more)` for error messages."""
+    head = ", ".join(missing[:limit])
+    return head + (f" (and {len(missing) - limit} more)" if len(missing) > limit else "")
+
+
+def unique_id(qid: str, seen: dict[str, int]) -> str:
+    """Return `qid`, or `qid#2`, `qid#3`… when it was already used."""
+    count = seen.get(qid, 0) + 1
+    seen[qid] = count
+    return qid if count == 1 else f"{qid}#{count}"
+
+
+_FILE_FORMATS: dict[str, Format] = {"csv": "csv", "json": "json", "xlsx": "xlsx"}
+
+
+def read_one_table(name: str, *, fmt: Format, data: bytes | None = None) -> Table:
+    """First table of a file (or of `data`, named `name`) via the tablequest readers.
+
+    Raises:
+        DatasetError: the input holds no readable table.
+    """
+    from tablequest.table.errors import UnreadableTable
+    from tablequest.table.readers import read_tables
+
+    try:
+        return read_tables(name, format=fmt, data=data)[0]
+    except UnreadableTable as exc:
+        raise DatasetError(f"unreadable table {exc.path}: {exc.reason}") from exc
+
+
+def _read_file(ref: TableRef) -> Table:
+    return read_one_table(str(ref.path), fmt=_FILE_FORMATS[ref.format])
+
+
+for _fmt in _FILE_FORMATS:
+    register_reader(_fmt, _read_file)

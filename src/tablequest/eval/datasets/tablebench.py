@@ -1,0 +1,96 @@
+"""TableBench loader: 886 TQA test questions with inline tables (`TableBench.jsonl`).
+
+Each line: `id`, `qtype`, `qsubtype`, `table` ({"columns", "data"}, cells as strings, null →
+""), `question`, `answer` (and `chart_type` for Visualization). `extra["metric"]` names the
+official metric of the item (README "Evaluation Metrics"): "em" for Fact Checking, Numerical
+Reasoning and Impact Analysis; "em_10pct" (±10%) for Correlation, Trend and Statistical
+analysis; "rouge_l" for the other analysis types; "pass@1" for charts. Tasks: charts →
+"visualization", ROUGE-scored analysis → "free_form", the rest "tableqa". One id occurs twice
+upstream (two subtypes on one table); the second becomes `<id>#2`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tablequest.eval.datasets.common import (
+    Dataset,
+    DatasetError,
+    Question,
+    TableRef,
+    Task,
+    read_jsonl,
+    require_dir,
+    require_keys,
+    unique_id,
+)
+from tablequest.table.model import Source, Table
+
+__all__ = ["load_tablebench", "tablebench_metric"]
+
+_KEYS = ("id", "qtype", "qsubtype", "table", "question", "answer")
+_EM_10 = {"CorrelationAnalysis", "TrendForecasting", "StatisticalAnalysis"}
+
+
+def tablebench_metric(qtype: str, qsubtype: str) -> str:
+    """The official metric for a TableBench item."""
+    if qtype == "Visualization":
+        return "pass@1"
+    if qtype == "DataAnalysis":
+        if qsubtype == "ImpactAnalysis":
+            return "em"
+        return "em_10pct" if qsubtype in _EM_10 else "rouge_l"
+    return "em"
+
+
+def load_tablebench(root: Path | str, file: str = "TableBench.jsonl") -> Dataset:
+    """Load TableBench questions and their inline tables.
+
+    Raises:
+        DatasetError: the file is missing or a record is malformed.
+    """
+    root = require_dir(Path(root), "TableBench root")
+    rows = read_jsonl(root / file, "TableBench questions")
+    questions: list[Question] = []
+    refs: dict[str, TableRef] = {}
+    seen: dict[str, int] = {}
+    for lineno, row in enumerate(rows, start=1):
+        where = f"TableBench: {file} record {lineno}"
+        require_keys(row, _KEYS, where)
+        table_obj = row["table"]
+        require_keys(table_obj, ("columns", "data"), f"{where} table")
+        if not isinstance(table_obj["columns"], list) or not isinstance(table_obj["data"], list):
+            raise DatasetError(f"{where}: table columns/data must be lists")
+        qid = unique_id(str(row["id"]), seen)
+        key = f"{file}#{qid}"
+        table = Table.from_rows(
+            [table_obj["columns"], *table_obj["data"]], source=Source(path=key, format="json")
+        )
+        refs[key] = TableRef(key, root / file, "inline", table=table)
+        qtype, qsubtype = str(row["qtype"]), str(row["qsubtype"])
+        metric = tablebench_metric(qtype, qsubtype)
+        task: Task = (
+            "visualization"
+            if metric == "pass@1"
+            else "free_form"
+            if metric == "rouge_l"
+            else "tableqa"
+        )
+        extra = {"qtype": qtype, "qsubtype": qsubtype, "metric": metric}
+        if "chart_type" in row:
+            extra["chart_type"] = str(row["chart_type"])
+        questions.append(
+            Question(
+                id=qid,
+                question=str(row["question"]),
+                answers=[str(row["answer"])],
+                gold_table_ids=[key],
+                task=task,
+                extra=extra,
+            )
+        )
+    notes = [f"{len(questions)} questions, {len(refs)} inline tables"]
+    dupes = sum(n - 1 for n in seen.values())
+    if dupes:
+        notes.append(f"{dupes} duplicate id(s) renamed with a #N suffix")
+    return Dataset(name="tablebench", root=root, questions=questions, table_refs=refs, notes=notes)

@@ -1,0 +1,116 @@
+"""The LLM layer: one interface, backends, test doubles, cache, usage, parsing.
+
+Backends: `OpenAICompatible` (any OpenAI-compatible server), `LlamaCppLocal` (GGUF file, extra
+``[local]``), `Scripted` (in-process fake). `StubServer` is a fault-injecting OpenAI-compatible
+HTTP server for tests. Wrappers: `CachedLLM`, `Instrumented`. See docs/llm.md.
+"""
+
+from tablequest.llm.base import (
+    LLM,
+    Completion,
+    LLMBadResponse,
+    LLMError,
+    LLMRequestRejected,
+    LLMTimeout,
+    LLMUnavailable,
+    Message,
+    ModelRequestsDisallowed,
+    Usage,
+    estimate_tokens,
+)
+from tablequest.llm.cache import (
+    CachedLLM,
+    CacheError,
+    cache_clear,
+    cache_key,
+    cache_stats,
+    default_cache_dir,
+)
+from tablequest.llm.config import (
+    NOT_CONFIGURED_HINT,
+    ConfigError,
+    LLMConfig,
+    build_llm,
+    register_llm_spec,
+    resolve_config,
+)
+from tablequest.llm.guard import check_model_request, model_requests_allowed
+from tablequest.llm.instrument import Instrumented
+from tablequest.llm.local import LlamaCppLocal
+from tablequest.llm.openai_compat import OpenAICompatible
+from tablequest.llm.parse import (
+    BadCall,
+    BadReAct,
+    NoAnswer,
+    NoJSONFound,
+    ParseError,
+    ReactStep,
+    TruncatedOutput,
+    WrongJSONType,
+    extract_answer,
+    extract_json,
+    parse_f_col,
+    parse_f_row,
+    parse_react,
+    strip_think,
+)
+from tablequest.llm.repair import DEFAULT_REPAIR_PROMPT, ask_with_repair
+from tablequest.llm.scripted import Scripted, ScriptedCall, ScriptExhausted
+from tablequest.llm.stub import Fault, StubServer
+from tablequest.llm.usage import BudgetExhausted, StepBudget, UsageMeter, UsageTotals
+
+__all__ = [
+    "DEFAULT_REPAIR_PROMPT",
+    "LLM",
+    "NOT_CONFIGURED_HINT",
+    "BadCall",
+    "BadReAct",
+    "BudgetExhausted",
+    "CacheError",
+    "CachedLLM",
+    "Completion",
+    "ConfigError",
+    "Fault",
+    "Instrumented",
+    "LLMBadResponse",
+    "LLMConfig",
+    "LLMError",
+    "LLMRequestRejected",
+    "LLMTimeout",
+    "LLMUnavailable",
+    "LlamaCppLocal",
+    "Message",
+    "ModelRequestsDisallowed",
+    "NoAnswer",
+    "NoJSONFound",
+    "OpenAICompatible",
+    "ParseError",
+    "ReactStep",
+    "ScriptExhausted",
+    "Scripted",
+    "ScriptedCall",
+    "StepBudget",
+    "StubServer",
+    "TruncatedOutput",
+    "Usage",
+    "UsageMeter",
+    "UsageTotals",
+    "WrongJSONType",
+    "ask_with_repair",
+    "build_llm",
+    "cache_clear",
+    "cache_key",
+    "cache_stats",
+    "check_model_request",
+    "default_cache_dir",
+    "estimate_tokens",
+    "extract_answer",
+    "extract_json",
+    "model_requests_allowed",
+    "parse_f_col",
+    "parse_f_row",
+    "parse_react",
+    "register_llm_spec",
+    "resolve_config",
+    "strip_think",
+]

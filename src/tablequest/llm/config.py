@@ -1,0 +1,288 @@
+"""Resolve which model to use: flags > environment > tablequest.toml > defaults.
+
+Environment: TABLEQUEST_LLM_URL, TABLEQUEST_LLM_MODEL, TABLEQUEST_LLM_KEY, then the standard
+OPENAI_BASE_URL / OPENAI_API_KEY. Files: ``tablequest.toml`` in the working directory, then in
+the user config directory; keys of the first override keys of the second. Layout::
+
+    [llm]
+    url = "http://localhost:8000/v1"
+    model = "Qwen/Qwen3-8B"
+    timeout = 60          # seconds per HTTP attempt
+    max_retries = 3
+    max_concurrency = 4
+    cache = true          # temperature-0 calls only
+
+    [prices]              # USD per 1k prompt tokens, per 1k completion tokens
+    "gpt-4o-mini" = [0.00015, 0.0006]
+
+Choices: a model without a URL means OpenAI's API when an API key is set; a URL without a
+model is a configuration error (servers differ in what they would pick).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from tablequest.llm.base import LLM
+from tablequest.llm.cache import CachedLLM
+from tablequest.llm.instrument import Instrumented
+from tablequest.llm.local import LlamaCppLocal
+from tablequest.llm.openai_compat import OpenAICompatible
+from tablequest.llm.usage import UsageMeter
+from tablequest.trace import Trace
+
+CONFIG_FILE = "tablequest.toml"
+OPENAI_URL = "https://api.openai.com/v1"
+NOT_CONFIGURED_HINT = (
+    "No LLM configured: pass --llm-url http://localhost:8000/v1 --model NAME, or set "
+    "TABLEQUEST_LLM_URL/TABLEQUEST_LLM_MODEL (any OpenAI-compatible server: vLLM, SGLang, "
+    "Ollama, llama.cpp, OpenAI), or --llm gguf:/path/model.gguf for a local file."
+)
+
+
+class ConfigError(ValueError):
+    """A configuration value or file that cannot be used; the message names it and the fix."""
+
+
+SpecFactory = Callable[[str], LLM]
+_SPECS: dict[str, SpecFactory] = {}
+
+
+def register_llm_spec(prefix: str, factory: SpecFactory) -> None:
+    """Make ``--llm PREFIX:ARG`` build ``factory(ARG)`` (built-in: ``gguf``)."""
+    _SPECS[prefix.lower()] = factory
+
+
+register_llm_spec("gguf", LlamaCppLocal)
+
+
+@dataclass(frozen=True, slots=True)
+class LLMConfig:
+    """Resolved LLM settings. `sources` says where each value came from (flag/env/file/default)."""
+
+    url: str | None = None
+    model: str | None = None
+    api_key: str | None = None
+    timeout: float = 60.0
+    max_retries: int = 3
+    max_concurrency: int = 4
+    cache: bool = True
+    prices: dict[str, tuple[float, float]] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def configured(self) -> bool:
+        """Whether a URL or a model was given at all."""
+        return bool(self.url or self.model)
+
+
+_DEFAULTS = LLMConfig()
+_KEYS = ("url", "model", "api_key", "timeout", "max_retries", "max_concurrency", "cache")
+_ENV = {
+    "url": ("TABLEQUEST_LLM_URL", "OPENAI_BASE_URL"),
+    "model": ("TABLEQUEST_LLM_MODEL",),
+    "api_key": ("TABLEQUEST_LLM_KEY", "OPENAI_API_KEY"),
+}
+
+
+def config_files(cwd: str | Path | None = None) -> list[Path]:
+    """Existing config files, highest precedence first (cwd, then user config dir)."""
+    candidates = [
+        Path(cwd or Path.cwd()) / CONFIG_FILE,
+        platformdirs.user_config_path("tablequest") / CONFIG_FILE,
+    ]
+    return [p for p in candidates if p.is_file()]
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read {str(path)!r}: {exc}") from exc
+
+
+def _coerce(key: str, value: Any, where: str) -> Any:
+    try:
+        if key in ("url", "model", "api_key"):
+            if not isinstance(value, str):
+                raise TypeError("expected a string")
+            return value.strip() or None
+        if key == "cache":
+            if isinstance(value, str):
+                lowered = value.strip().lower()
+                if lowered in ("1", "true", "yes", "on"):
+                    return True
+                if lowered in ("0", "false", "no", "off"):
+                    return False
+                raise ValueError("expected true or false")
+            if not isinstance(value, bool):
+                raise TypeError("expected true or false")
+            return value
+        if isinstance(value, bool):
+            raise TypeError("expected a number")
+        number = float(value) if key == "timeout" else int(value)
+        if (number <= 0 and key != "max_retries") or number < 0:
+            raise ValueError("must be positive")
+        return number
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{where}: invalid {key} = {value!r} ({exc})") from exc
+
+
+def _prices(table: Any, where: str) -> dict[str, tuple[float, float]]:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: [prices] must be a table of model = [in_per_1k, out_per_1k]")
+    out = {}
+    for model, value in table.items():
+        pair: Any = [value.get("input"), value.get("output")] if isinstance(value, dict) else value
+        try:
+            price_in, price_out = (float(x) for x in pair)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(
+                f"{where}: price of {model!r} must be [in_per_1k, out_per_1k] or "
+                f"{{input = ..., output = ...}}, got {value!r}"
+            ) from exc
+        out[str(model)] = (price_in, price_out)
+    return out
+
+
+def resolve_config(
+    *,
+    url: str | None = None,
+    model: str | None = None,
+    api_key: str | None = None,
+    timeout: float | None = None,
+    max_retries: int | None = None,
+    max_concurrency: int | None = None,
+    cache: bool | None = None,
+    config_path: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+) -> LLMConfig:
+    """Merge flags (the keyword arguments), environment, config files and defaults.
+
+    Args:
+        config_path: Use this file instead of searching cwd and the user config dir.
+        env: Environment to read (default: ``os.environ``).
+        cwd: Directory to look for ``tablequest.toml`` in (default: the working directory).
+
+    Raises:
+        ConfigError: a config file is unreadable or holds a value of the wrong type.
+    """
+    environ = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    prices: dict[str, tuple[float, float]] = {}
+    files = [Path(config_path)] if config_path is not None else config_files(cwd)
+    if config_path is not None and not files[0].is_file():
+        raise ConfigError(f"config file not found: {str(config_path)!r}")
+    for path in reversed(files):  # lowest precedence first
+        data = _read_toml(path)
+        llm = data.get("llm", {})
+        if not isinstance(llm, dict):
+            raise ConfigError(f"{path}: [llm] must be a table")
+        unknown = set(llm) - set(_KEYS)
+        if unknown:
+            raise ConfigError(f"{path}: unknown [llm] key(s) {sorted(unknown)}; known: {_KEYS}")
+        for key, value in llm.items():
+            values[key] = _coerce(key, value, str(path))
+            sources[key] = str(path)
+        if "prices" in data:
+            prices.update(_prices(data["prices"], str(path)))
+    for key, names in _ENV.items():
+        for name in names:
+            if environ.get(name):
+                values[key] = _coerce(key, environ[name], f"${name}")
+                sources[key] = f"${name}"
+                break
+    flags = {
+        "url": url,
+        "model": model,
+        "api_key": api_key,
+        "timeout": timeout,
+        "max_retries": max_retries,
+        "max_concurrency": max_concurrency,
+        "cache": cache,
+    }
+    for key, value in flags.items():
+        if value is not None:
+            values[key] = _coerce(key, value, "--" + key.replace("_", "-"))
+            sources[key] = "flag"
+    for key in _KEYS:
+        sources.setdefault(key, "default")
+    merged = {key: values.get(key, getattr(_DEFAULTS, key)) for key in _KEYS}
+    return LLMConfig(**merged, prices=prices, sources=sources)
+
+
+def build_llm(
+    config: LLMConfig,
+    *,
+    llm_spec: str | None = None,
+    trace: Trace | None = None,
+    usage: UsageMeter | None = None,
+    cache_dir: str | Path | None = None,
+) -> LLM | None:
+    """The model described by `config` (or `llm_spec`), wrapped in cache and instrumentation.
+
+    Args:
+        config: From `resolve_config`.
+        llm_spec: ``PREFIX:ARG`` for a registered backend; built in:
+            ``gguf:/path/model.gguf`` (local llama.cpp).
+        trace: Gets an ``llm_call`` event per call.
+        usage: Gets every call.
+        cache_dir: Cache directory (default: `default_cache_dir()`); unused if config.cache
+            is False.
+
+    Returns:
+        The model, or None when nothing is configured (print `NOT_CONFIGURED_HINT`).
+
+    Raises:
+        ConfigError: an unknown spec, a URL without a model, or a model without a URL or key.
+        LLMUnavailable: the local backend is requested but unusable (extra or file missing).
+    """
+    base: LLM
+    if llm_spec:
+        kind, _, rest = llm_spec.partition(":")
+        factory = _SPECS.get(kind.lower())
+        if factory is None or not rest:
+            known = ", ".join(f"{k}:..." for k in sorted(_SPECS))
+            raise ConfigError(
+                f"unknown --llm {llm_spec!r}; expected one of {known} "
+                "(e.g. gguf:/path/to/model.gguf)"
+            )
+        base = factory(rest)
+    elif not config.configured:
+        return None
+    else:
+        if not config.model:
+            raise ConfigError(
+                f"an LLM URL is set ({config.url}, from {config.sources.get('url')}) but no "
+                "model: pass --model NAME or set TABLEQUEST_LLM_MODEL"
+            )
+        url = config.url
+        if not url:
+            if not config.api_key:
+                raise ConfigError(
+                    f"model {config.model!r} is set but no URL: pass --llm-url "
+                    "http://HOST:PORT/v1 or set TABLEQUEST_LLM_URL (or an API key for OpenAI)"
+                )
+            url = OPENAI_URL
+        base = OpenAICompatible(
+            url,
+            config.model,
+            config.api_key,
+            timeout=config.timeout,
+            max_retries=config.max_retries,
+            max_concurrency=config.max_concurrency,
+        )
+    llm: LLM = CachedLLM(base, cache_dir) if config.cache else base
+    if trace is not None or usage is not None:
+        llm = Instrumented(llm, trace=trace, usage=usage)
+    return llm

@@ -1,0 +1,433 @@
+"""Parsers for what real models write: JSON in prose, `f_row`/`f_col` calls, tagged answers.
+
+Every failure is a `ParseError` subclass naming what was wrong and quoting the text, so callers
+can make one repair request (`ask_with_repair`) and then apply their documented fallback.
+
+Choices:
+- ``<think>…</think>`` blocks are removed first; an unclosed ``<think>`` drops the rest of the
+  text (the model ran out of tokens while thinking); a lone ``</think>`` keeps what follows.
+- `extract_json` tries fenced blocks, then every ``{`` / ``[`` left to right, and returns the
+  first candidate that parses as the expected type. Leniency: trailing commas, single quotes,
+  Python literals (True/None), bare keys. A truncated trailing object is repaired by cutting
+  back to the last complete element and closing the brackets; a partial string or number is
+  dropped rather than guessed. If nothing can be repaired: `TruncatedOutput`.
+- `f_row` / `f_col`: the last call in the text wins (models often restate the format first).
+- `parse_react` reads up to the first ``Observation:`` (anything after it was hallucinated);
+  when both an Action and a Final Answer appear, the earlier one wins.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+_EXCERPT = 200
+
+
+class ParseError(ValueError):
+    """Model output that could not be parsed.
+
+    Attributes:
+        kind: Short machine-readable reason ("no_json", "truncated", ...).
+        text_excerpt: The start of the offending text.
+    """
+
+    kind = "parse"
+
+    def __init__(self, message: str, text: str):
+        excerpt = text if len(text) <= _EXCERPT else text[:_EXCERPT] + "…"
+        super().__init__(f"{message}: {excerpt!r}")
+        self.text_excerpt = excerpt
+
+
+class NoJSONFound(ParseError):
+    kind = "no_json"
+
+
+class WrongJSONType(ParseError):
+    kind = "wrong_type"
+
+
+class TruncatedOutput(ParseError):
+    kind = "truncated"
+
+
+class BadCall(ParseError):
+    kind = "bad_call"
+
+
+class NoAnswer(ParseError):
+    kind = "no_answer"
+
+
+class BadReAct(ParseError):
+    kind = "react"
+
+
+# -- <think> and <answer> -----------------------------------------------------------------------
+
+_THINK_BLOCK = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>", re.S | re.I)
+_THINK_OPEN = re.compile(r"<think(?:ing)?>", re.I)
+_THINK_CLOSE = re.compile(r"</think(?:ing)?>", re.I)
+_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S | re.I)
+_ANSWER_OPEN = re.compile(r"<answer>", re.I)
+_ANSWER_CLOSE = re.compile(r"</answer>", re.I)
+_ANSWER_LINE = re.compile(
+    r"^\s*(?:\*\*)?(?:final\s+)?answer(?:\*\*)?\s*[:：]\s*(?:\*\*)?\s*(.+)$", re.I | re.M
+)
+
+
+def strip_think(text: str) -> str:
+    """Remove reasoning blocks (closed, unclosed, or a lone closing tag) and strip."""
+    text = _THINK_BLOCK.sub("", text)
+    closes = list(_THINK_CLOSE.finditer(text))
+    if closes:
+        text = text[closes[-1].end() :]
+    opened = _THINK_OPEN.search(text)
+    if opened:
+        text = text[: opened.start()]
+    return text.strip()
+
+
+def extract_answer(text: str, *, require_tag: bool = False) -> str:
+    """The answer in ``<answer>…</answer>`` (the last non-empty one), after removing thinking.
+
+    Without a tag: an unclosed ``<answer>`` yields what follows it; else (unless `require_tag`)
+    a final ``Answer:`` line, else the whole remaining text.
+
+    Raises:
+        NoAnswer: nothing is left, or `require_tag` and no tag was found.
+    """
+    body = strip_think(text)
+    tagged = [m.group(1).strip() for m in _ANSWER.finditer(body)]
+    tagged = [t for t in tagged if t]
+    if tagged:
+        return tagged[-1]
+    opened = list(_ANSWER_OPEN.finditer(body))
+    if opened:
+        rest = _ANSWER_CLOSE.sub("", body[opened[-1].end() :]).strip()
+        if rest:
+            return rest
+    elif not require_tag:
+        lines = _ANSWER_LINE.findall(body)
+        if lines:
+            return str(lines[-1]).strip()
+        if body:
+            return body
+    raise NoAnswer("no <answer>…</answer> in the model output", text)
+
+
+# -- JSON ---------------------------------------------------------------------------------------
+
+_FENCE = re.compile(
+    r"```[ \t]*(?:json5?|javascript|js|python|py)?[ \t]*\n?(.*?)(?:```|\Z)", re.S | re.I
+)
+_CLOSER = {"{": "}", "[": "]"}
+_WORDS = {"true": "true", "false": "false", "null": "null", "True": "true", "False": "false"}
+_WORDS["None"] = "null"
+_MAX_STARTS = 64  # openers tried per segment
+_MAX_WORK = 400_000  # characters scanned in total before giving up
+
+
+_SPECIAL = re.compile(r"[\"'{}\[\],\\]")
+Scan = tuple[Literal["ok", "open", "bad"], int, list[str], list[tuple[int, tuple[str, ...]]]]
+
+
+def _scan(s: str, start: int) -> Scan:
+    """Bracket-match from `s[start]`.
+
+    Returns the status ("ok" balanced, "open" runs to the end, "bad" mismatched), the end
+    index, the stack still open at the end (a trailing quote char if inside a string), and
+    each comma outside strings with the stack open at that point.
+    """
+    stack: list[str] = []
+    commas: list[tuple[int, tuple[str, ...]]] = []
+    quote = ""
+    skip_to = start
+    for match in _SPECIAL.finditer(s, start):
+        i = match.start()
+        if i < skip_to:
+            continue
+        c = s[i]
+        if quote:
+            if c == "\\":
+                skip_to = i + 2
+            elif c == quote:
+                quote = ""
+        elif c in "\"'":
+            quote = c
+        elif c in "{[":
+            stack.append(c)
+        elif c in "}]":
+            if not stack or _CLOSER[stack[-1]] != c:
+                return "bad", i, stack, commas
+            stack.pop()
+            if not stack:
+                return "ok", i + 1, stack, commas
+        elif c == ",":
+            commas.append((i, tuple(stack)))
+    if quote:
+        stack.append(quote)
+    return "open", len(s), stack, commas
+
+
+def _to_json(s: str) -> str:
+    """Rewrite JSON-ish text (single quotes, Python literals, bare keys, trailing commas)."""
+    out: list[str] = []
+    i, n = 0, len(s)
+    while i < n:
+        c = s[i]
+        if c in "\"'":
+            j, buf = i + 1, []
+            while j < n and s[j] != c:
+                if s[j] == "\\" and j + 1 < n:
+                    pair = s[j : j + 2]
+                    buf.append("'" if pair == "\\'" else pair)
+                    j += 2
+                    continue
+                buf.append('\\"' if s[j] == '"' else s[j])
+                j += 1
+            out.append('"' + "".join(buf) + '"')
+            i = j + 1
+        elif c.isalpha() or c == "_":
+            j = i
+            while j < n and (s[j].isalnum() or s[j] in "_-"):
+                j += 1
+            word = s[i:j]
+            out.append(_WORDS.get(word, json.dumps(word)))
+            i = j
+        elif c == ",":
+            rest = s[i + 1 :].lstrip()
+            if not rest.startswith(("}", "]")):
+                out.append(c)
+            i += 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+_FAIL = object()
+
+
+def _loads(s: str) -> Any:
+    try:
+        return json.loads(s, strict=False)
+    except ValueError:
+        pass
+    try:
+        return json.loads(_to_json(s), strict=False)
+    except ValueError:
+        return _FAIL
+
+
+def _repair(fragment: str) -> Any:
+    """Close a truncated fragment after its last complete element; `_FAIL` if impossible."""
+    _, _, stack, commas = _scan(fragment, 0)
+    cuts: list[tuple[int, tuple[str, ...]]] = []
+    tail = fragment.rstrip()
+    if stack and stack[-1] in "{[" and tail.endswith(("}", "]", '"', ",")):
+        cuts.append((len(tail), tuple(stack)))
+    cuts.extend(reversed(commas))
+    for end, open_stack in cuts[:12]:
+        prefix = fragment[:end].rstrip().rstrip(",")
+        closed = prefix + "".join(_CLOSER[b] for b in reversed(open_stack))
+        value = _loads(closed)
+        if value is not _FAIL:
+            return value
+    return _FAIL
+
+
+def _type_ok(value: Any, expect: type | None) -> bool:
+    if expect is None:
+        return isinstance(value, dict | list)
+    return isinstance(value, expect)
+
+
+def extract_json(text: str, expect: type[dict[Any, Any]] | type[list[Any]] | None = None) -> Any:
+    """The first JSON object or array in `text` (of type `expect` when given).
+
+    Raises:
+        NoJSONFound: there is no JSON-like value in the text.
+        WrongJSONType: JSON was found, but not of type `expect`.
+        TruncatedOutput: the value is cut off and cannot be repaired.
+    """
+    body = strip_think(text)
+    segments = [m.group(1) for m in _FENCE.finditer(body) if m.group(1).strip()] + [body]
+    truncated = wrong = False
+    work = 0
+    for segment in segments:
+        starts = [i for i, c in enumerate(segment) if c in "{["][:_MAX_STARTS]
+        repaired = False
+        for start in starts:
+            if work > _MAX_WORK:
+                break
+            status, end, _, _ = _scan(segment, start)
+            work += end - start
+            if status == "bad" or (status == "open" and repaired):
+                continue
+            if status == "open":
+                repaired = True  # one repair per segment: later openers are inside this one
+                value = _repair(segment[start:])
+                truncated = truncated or value is _FAIL
+            else:
+                value = _loads(segment[start:end])
+            if value is _FAIL:
+                continue
+            if _type_ok(value, expect):
+                return value
+            wrong = True
+    if truncated:
+        raise TruncatedOutput("JSON in the model output is cut off and cannot be repaired", text)
+    if wrong:
+        name = expect.__name__ if expect is not None else "object or array"
+        raise WrongJSONType(f"the model output has JSON, but no {name}", text)
+    raise NoJSONFound("no JSON object or array in the model output", text)
+
+
+# -- f_row / f_col ------------------------------------------------------------------------------
+
+_CALL = r"f\\?_{name}\s*\(\s*(\[(?:.*?)\]|[^()]*?)\s*\)"
+_ROW_ITEM = re.compile(r"^(?:rows?)?[\s_#-]*(\d+)$", re.I)
+_ROW_RANGE = re.compile(r"^(?:rows?)?[\s_#-]*(\d+)\s*(?:-|–|to)\s*(?:rows?)?[\s_#-]*(\d+)$", re.I)
+
+
+def _call_args(text: str, name: str) -> list[str] | None:
+    body = strip_think(text)
+    matches = list(re.finditer(_CALL.format(name=name), body, re.S | re.I))
+    if not matches:
+        if re.search(rf"f\\?_{name}\s*\(", body, re.I):
+            raise TruncatedOutput(f"f_{name}( is not closed", text)
+        raise BadCall(f"no f_{name}([...]) call in the model output", text)
+    inner = matches[-1].group(1).strip()
+    if inner.startswith("[") and inner.endswith("]"):
+        inner = inner[1:-1]
+    return _split_items(inner)
+
+
+def _split_items(inner: str) -> list[str]:
+    items, buf, quote = [], [], ""
+    for c in inner:
+        if quote:
+            if c == quote:
+                quote = ""
+            else:
+                buf.append(c)
+        elif c in "\"'`":
+            quote = c
+        elif c == ",":
+            items.append("".join(buf).strip())
+            buf = []
+        else:
+            buf.append(c)
+    items.append("".join(buf).strip())
+    return [item for item in items if item]
+
+
+def parse_f_row(text: str) -> list[int] | Literal["*"]:
+    """Row numbers from ``f_row([row1, row 3, 5])``, or "*" for ``f_row([*])``.
+
+    Ranges like ``row 2-4`` are expanded; duplicates dropped, order kept.
+
+    Raises:
+        BadCall: no call, or an item that is not a row number.
+        TruncatedOutput: the call is not closed.
+    """
+    items = _call_args(text, "row") or []
+    if "*" in items:
+        return "*"
+    rows: list[int] = []
+    for item in items:
+        single, span = _ROW_ITEM.match(item), _ROW_RANGE.match(item)
+        if single:
+            numbers = [int(single.group(1))]
+        elif span:
+            lo, hi = int(span.group(1)), int(span.group(2))
+            numbers = list(range(min(lo, hi), max(lo, hi) + 1))
+        else:
+            raise BadCall(f"f_row item {item!r} is not a row number", text)
+        rows.extend(r for r in numbers if r not in rows)
+    return rows
+
+
+def parse_f_col(text: str) -> list[str] | Literal["*"]:
+    """Column names from ``f_col([name, "other name"])``, or "*" for ``f_col([*])``.
+
+    Raises:
+        BadCall: no call in the text.
+        TruncatedOutput: the call is not closed.
+    """
+    items = _call_args(text, "col") or []
+    if "*" in items:
+        return "*"
+    return list(dict.fromkeys(items))
+
+
+# -- ReAct --------------------------------------------------------------------------------------
+
+_LABELS = r"(thought|action\s+input|action|observation|final\s+answer)"
+_LABEL_LINE = re.compile(rf"^[ \t]*(?:\*\*)?{_LABELS}(?:\*\*)?[ \t]*:(?:\*\*)?", re.I | re.M)
+_LABEL_INLINE = re.compile(rf"\b{_LABELS}\s*:", re.I)
+_CODE_FENCE = re.compile(r"^```[\w+-]*\s*\n?(.*?)\n?```$", re.S)
+
+
+@dataclass(frozen=True, slots=True)
+class ReactStep:
+    """One ReAct step: a thought and either an action (with optional input) or a final answer."""
+
+    thought: str
+    action: str | None = None
+    action_input: str | None = None
+    final_answer: str | None = None
+
+    @property
+    def is_final(self) -> bool:
+        return self.final_answer is not None
+
+
+def _unfence(text: str) -> str:
+    text = text.strip()
+    fenced = _CODE_FENCE.match(text)
+    if fenced:
+        return fenced.group(1).strip()
+    if len(text) > 1 and text.startswith("`") and text.endswith("`"):
+        return text.strip("`").strip()
+    return text
+
+
+def parse_react(text: str) -> ReactStep:
+    """Parse ``Thought: … Action: … [Action Input: …]`` or ``… Final Answer: …``.
+
+    Raises:
+        BadReAct: neither an action nor a final answer before the first Observation.
+    """
+    body = strip_think(text)
+    marks = list(_LABEL_LINE.finditer(body))
+    if not any(m.group(1).lower().startswith(("action", "final")) for m in marks):
+        marks = list(_LABEL_INLINE.finditer(body))  # everything on one line
+    parts: list[tuple[str, str]] = []
+    for i, mark in enumerate(marks):
+        label = " ".join(mark.group(1).lower().split())
+        end = marks[i + 1].start() if i + 1 < len(marks) else len(body)
+        if label == "observation":
+            break
+        parts.append((label, body[mark.end() : end].strip()))
+    lead = body[: marks[0].start()].strip() if marks else body
+    thought = next((v for k, v in parts if k == "thought"), lead)
+    for i, (label, value) in enumerate(parts):
+        if label == "final answer":
+            if not value:
+                raise BadReAct("empty Final Answer", text)
+            return ReactStep(thought=thought, final_answer=value)
+        if label == "action":
+            action = _unfence(value)
+            if not action:
+                raise BadReAct("empty Action", text)
+            following = parts[i + 1] if i + 1 < len(parts) else None
+            action_input = (
+                _unfence(following[1]) if following and following[0] == "action input" else None
+            )
+            return ReactStep(thought=thought, action=action, action_input=action_input)
+    raise BadReAct("no Action or Final Answer before the first Observation", text)

@@ -1,0 +1,354 @@
+"""TableSeek, Algorithm 1 (papers/tableseek.txt; SEEDS.md §1).
+
+    P ← GeneratePatterns(q, τ); s ← 1; R ← Rank(S, P)
+    while s < S_max − 1:  previews of top-n; δ ← RefineDecision; s ← s+1
+        select → K ← δ.tables; break | regenerate → P ← δ.patterns; R ← Rank(S, P) | none → break
+    if K empty: K ← top-K_fb of R
+    ŷ ← QA(q, C_K); s ← s+1
+    for T in R \\ K while ŷ unsatisfactory and s < S_max: ŷ ← QA(q, C_T); s ← s+1
+
+Every LLM call of the query, repair requests included, spends one step of S_max; the last
+step is reserved for QA (`StepBudget(reserve=1)`), so when refinement exhausts the budget QA
+runs on the current top-1. The agent sees only table content under temporary ids (`Table_i`,
+new per round and per QA call), never paths, file names or formats.
+
+Choices (ours, the paper is silent): an unparsable reply gets one repair request when the
+budget allows, then a documented fallback (content-word patterns; refine-none; QA reply text
+taken as the answer when short). A select naming only unknown ids counts as refine-none.
+With a rerank strategy, R is reordered by the model's ranking (unknown ids ignored, missing
+ones kept in grep order) and its top table goes to QA. An empty R ends with status
+"insufficient" without a QA call.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tablequest.corpus.rank import grep_index, question_patterns
+from tablequest.corpus.store import Store, text_format
+from tablequest.llm.base import LLM, LLMError, Message
+from tablequest.llm.instrument import Instrumented
+from tablequest.llm.parse import ParseError, extract_json
+from tablequest.llm.usage import QA, StepBudget, UsageMeter
+from tablequest.methods.base import Result, Status, Task
+from tablequest.methods.seek import prompts
+from tablequest.methods.seek.config import SeekConfig
+from tablequest.methods.seek.qa import QAOutcome, parse_qa, qa_context
+from tablequest.table.preview import preview
+from tablequest.trace import Trace
+
+MAX_PATTERNS = 20
+MAX_PATTERN_CHARS = 200
+
+
+@dataclass
+class _Run:
+    """State of one query."""
+
+    question: str
+    task: Task
+    budget: StepBudget
+    trace: Trace
+    llm: LLM
+    counts: Counter[str] = field(default_factory=Counter)
+    rounds_top1: list[str | None] = field(default_factory=list)
+    patterns_history: list[list[str]] = field(default_factory=list)
+
+
+class TableSeek:
+    """Agentic grep search over a Store, then QA with an answerability check."""
+
+    name = "seek"
+
+    def __init__(
+        self,
+        llm: LLM,
+        config: SeekConfig | None = None,
+        *,
+        usage: UsageMeter | None = None,
+    ) -> None:
+        self.llm = llm
+        self.config = config or SeekConfig()
+        self.usage = usage or UsageMeter()
+
+    # -- public ------------------------------------------------------------------------
+    def answer(
+        self,
+        question: str,
+        source: Store,
+        *,
+        task: Task = "tableqa",
+        trace: Trace | None = None,
+        query_id: str | None = None,
+    ) -> Result:
+        """Run Algorithm 1 for `question` over the store `source`."""
+        cfg = self.config
+        trace = trace or Trace.in_memory()
+        meter = self.usage.scope(query_id or f"q{time.monotonic_ns()}")
+        run = _Run(
+            question=question,
+            task=task,
+            budget=StepBudget(cfg.max_steps, reserve=1),
+            trace=trace,
+            llm=Instrumented(self.llm, trace=trace, usage=meter),
+        )
+        trace.event("decision", stage="start", method="seek", config=cfg.name, task=task,
+                    question=question)
+        patterns = self._generate_patterns(run)
+        ranked = self._rank(run, source, patterns)
+        selected: list[str] = []
+        if cfg.refine:
+            selected, ranked, patterns = self._refine(run, source, ranked, patterns)
+        if not selected:
+            selected = ranked[: cfg.fallback_top_k]
+        result = self._answer(run, source, ranked, selected, patterns)
+        result.usage = meter.totals
+        result.trace_path = str(trace.path) if trace.path else None
+        result.steps = run.budget.used
+        result.details.update(
+            action_counts=dict(run.counts),
+            rounds_top1=run.rounds_top1,
+            patterns=run.patterns_history,
+            selected=selected,
+        )
+        trace.event("decision", stage="end", status=result.status, answer=result.answer,
+                    steps=result.steps, tables_consulted=result.tables_consulted)
+        return result
+
+    # -- LLM calls ---------------------------------------------------------------------
+    def _call(self, run: _Run, kind: str, messages: list[Message]) -> str | None:
+        """One budgeted call; None when the budget forbids it or the model failed."""
+        if not run.budget.can_spend(kind):
+            return None
+        run.budget.spend(kind)
+        run.counts[kind] += 1
+        try:
+            completions = run.llm.chat(
+                messages, temperature=self.config.temperature, max_tokens=self.config.max_tokens
+            )
+        except LLMError as exc:
+            run.trace.event("fallback", stage=kind, reason=f"{type(exc).__name__}: {exc}")
+            return None
+        return completions[0].text
+
+    def _ask_json(
+        self,
+        run: _Run,
+        kind: str,
+        messages: list[Message],
+        validate: Callable[[Any], Any],
+    ) -> tuple[Any | None, str | None]:
+        """Call, parse and validate; one repair request on failure. Returns (value, raw)."""
+        raw = self._call(run, kind, messages)
+        if raw is None:
+            return None, None
+        try:
+            return validate(extract_json(raw)), raw
+        except (ParseError, ValueError) as exc:
+            problem = str(exc)
+        run.trace.event("error", stage=kind, problem=problem, reply=raw[:2000])
+        repair = [*messages, {"role": "assistant", "content": raw}, prompts.repair_message(problem)]
+        repaired = self._call(run, "repair" if kind != QA else QA, repair)
+        if repaired is None:
+            return None, raw
+        try:
+            return validate(extract_json(repaired)), repaired
+        except (ParseError, ValueError) as exc:
+            run.trace.event("error", stage=kind, problem=str(exc), reply=repaired[:2000])
+            return None, repaired
+
+    # -- stages ------------------------------------------------------------------------
+    def _generate_patterns(self, run: _Run) -> list[str]:
+        messages = prompts.pattern_messages(run.question, run.task)
+        value, _ = self._ask_json(run, "pattern_gen", messages, _validate_patterns)
+        if value is None:
+            value = question_patterns(run.question)
+            run.trace.event("fallback", stage="pattern_gen", reason="no usable patterns",
+                            patterns=value)
+        run.patterns_history.append(value)
+        run.trace.event("decision", stage="patterns", patterns=value)
+        return list(value)
+
+    def _rank(self, run: _Run, store: Store, patterns: Sequence[str]) -> list[str]:
+        index = grep_index(store)
+        top = index.top(patterns, self.config.rank_depth)
+        ranked = [index.ids[i] for i, _ in top]
+        run.rounds_top1.append(ranked[0] if ranked else None)
+        run.trace.event("rank", patterns=list(patterns),
+                        hits=[{"table_id": index.ids[i], "score": round(s, 4)} for i, s in top])
+        return ranked
+
+    def _previews(
+        self, run: _Run, store: Store, ids: Sequence[str], patterns: Sequence[str]
+    ) -> tuple[str, dict[str, str]]:
+        cfg = self.config
+        blocks, mapping = [], {}
+        for i, tid in enumerate(ids):
+            anon = f"Table_{i}"
+            mapping[anon] = tid
+            table = store.get(tid)
+            if cfg.evidence == "full":
+                text = store.text(tid)
+            else:
+                text = preview(
+                    table,
+                    patterns,
+                    fmt=text_format(table),  # type: ignore[arg-type]
+                    head_chars=cfg.preview_chars,
+                    max_rows=cfg.max_matched_rows,
+                    rows_per_pattern=cfg.rows_per_pattern,
+                    line_chars=cfg.max_line_chars,
+                    match_only=cfg.match_only,
+                ).text
+            blocks.append(f"[{anon}]\n{text}")
+        run.trace.event("preview", tables=mapping, chars=sum(len(b) for b in blocks))
+        return "\n\n".join(blocks), mapping
+
+    def _refine(
+        self, run: _Run, store: Store, ranked: list[str], patterns: list[str]
+    ) -> tuple[list[str], list[str], list[str]]:
+        cfg = self.config
+        while run.budget.used < cfg.max_steps - 1 and ranked:
+            candidates = ranked[: cfg.n_candidates]
+            text, mapping = self._previews(run, store, candidates, patterns)
+            messages = prompts.refine_messages(
+                run.question,
+                run.task,
+                text,
+                patterns,
+                max_select=cfg.max_select_tables,
+                rerank=cfg.rerank,
+                allow_select=cfg.select,
+                allow_regenerate=cfg.regenerate,
+                example_ids=list(mapping),
+            )
+            decision, _ = self._ask_json(run, "refine", messages, _validate_decision)
+            action = decision["action"] if decision else "none"
+            if decision is None:
+                run.trace.event("fallback", stage="refine", reason="no usable decision → none")
+            if action == "regenerate" and cfg.regenerate:
+                run.counts["refine_regenerate"] += 1
+                patterns = decision["patterns"] if decision else patterns
+                run.patterns_history.append(patterns)
+                run.trace.event("decision", stage="refine", action="regenerate",
+                                patterns=patterns)
+                ranked = self._rank(run, store, patterns)
+                continue
+            if action in ("select", "rerank") and cfg.select and decision:
+                chosen, ranked = self._apply_selection(run, decision, mapping, ranked)
+                if chosen:
+                    return chosen, ranked, patterns
+            run.counts["refine_none"] += 1
+            run.trace.event("decision", stage="refine", action="none",
+                            requested=action if action != "none" else None)
+            break
+        return [], ranked, patterns
+
+    def _apply_selection(
+        self, run: _Run, decision: dict[str, Any], mapping: dict[str, str], ranked: list[str]
+    ) -> tuple[list[str], list[str]]:
+        cfg = self.config
+        key = "ranking" if decision["action"] == "rerank" else "selected_tables"
+        named = [str(x).strip() for x in decision.get(key, [])]
+        valid = [mapping[n] for n in dict.fromkeys(named) if n in mapping]
+        unknown = [n for n in named if n not in mapping]
+        if unknown:
+            run.trace.event("error", stage="refine", problem="unknown table ids ignored",
+                            ids=unknown)
+        if decision["action"] == "rerank" and cfg.rerank:
+            run.counts["refine_rerank"] += 1
+            rest = [t for t in ranked if t not in valid]
+            ranked = valid + rest
+            chosen = ranked[:1] if valid else []
+        else:
+            run.counts["refine_select"] += 1
+            chosen = valid[: cfg.max_select_tables]
+        run.trace.event("decision", stage="refine", action=decision["action"],
+                        selected=chosen, named=named)
+        return chosen, ranked
+
+    def _answer(
+        self,
+        run: _Run,
+        store: Store,
+        ranked: list[str],
+        selected: list[str],
+        patterns: list[str],
+    ) -> Result:
+        if not selected:
+            run.trace.event("fallback", stage="qa", reason="no candidate table matched")
+            return Result(answer=None, status="insufficient")
+        consulted: list[str] = []
+        outcome = self._qa(run, store, selected, patterns)
+        consulted.extend(selected)
+        final = outcome.final_table or selected[0]
+        if self.config.fallback:
+            for tid in (t for t in ranked if t not in selected):
+                if outcome.satisfactory or not run.budget.can_spend(QA):
+                    break
+                run.trace.event("fallback", stage="qa", reason=f"QA said {outcome.status}",
+                                next_table=tid)
+                outcome = self._qa(run, store, [tid], patterns)
+                consulted.append(tid)
+                final = outcome.final_table or tid
+        status: Status = (
+            "answered" if outcome.satisfactory else
+            "failed" if outcome.status == "failed" else "insufficient"
+        )
+        return Result(
+            answer=outcome.answer,
+            status=status,
+            tables_consulted=consulted,
+            final_table=final,
+            evidence=outcome.evidence,
+        )
+
+    def _qa(self, run: _Run, store: Store, ids: Sequence[str], patterns: list[str]) -> QAOutcome:
+        cfg = self.config
+        tables = {f"Table_{i}": (tid, store.get(tid)) for i, tid in enumerate(ids)}
+        context = qa_context(
+            tables,
+            patterns=patterns if cfg.match_only_qa else None,
+            config=cfg,
+        )
+        messages = prompts.qa_messages(run.question, run.task, context, standalone=False)
+        raw = self._call(run, QA, messages)
+        outcome = parse_qa(raw, tables, task=run.task)
+        run.trace.event("qa", tables=[tid for tid, _ in tables.values()], status=outcome.status,
+                        answer=outcome.answer)
+        return outcome
+
+
+def _validate_patterns(value: Any) -> list[str]:
+    items = value.get("patterns") if isinstance(value, dict) else value
+    if not isinstance(items, list):
+        raise ValueError('expected {"patterns": [...]}')
+    patterns = [str(p).strip()[:MAX_PATTERN_CHARS] for p in items if str(p).strip()]
+    patterns = list(dict.fromkeys(patterns))[:MAX_PATTERNS]
+    if not patterns:
+        raise ValueError("the pattern list is empty")
+    return patterns
+
+
+def _validate_decision(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError('expected an object like {"action": ...}')
+    action = str(value.get("action", "")).strip().lower()
+    if action not in ("select", "regenerate", "none", "rerank"):
+        raise ValueError(f"unknown action {action!r}")
+    out: dict[str, Any] = {"action": action}
+    if action == "regenerate":
+        out["patterns"] = _validate_patterns(value)
+    elif action in ("select", "rerank"):
+        key = "ranking" if action == "rerank" else "selected_tables"
+        ids = value.get(key) or value.get("selected_tables") or value.get("ranking") or []
+        if isinstance(ids, str):
+            ids = [ids]
+        if not isinstance(ids, list):
+            raise ValueError(f"{key} must be a list of table ids")
+        out[key] = ids
+    return out

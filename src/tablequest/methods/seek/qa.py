@@ -1,0 +1,181 @@
+"""QA context and reply parsing shared by TableSeek and the QA baselines.
+
+Tables are given as ``[Table: Table_i]\\n{table in its corpus format}`` (papers/tableseek.txt
+Table 20 caption), each cut at `qa_table_chars` (ours). With match-only QA (ablation) each
+table is shown only through the rows its patterns match, without its head.
+
+Parsing (ours): the reply is one JSON object {status, answer, evidence}; evidence cells are
+named by table, column and value and are checked against the table (unknown ones are
+dropped); when the model cites nothing valid, cells equal to the answer are located in the
+table. A reply that is not JSON but is short is taken as the answer text (recorded via the
+"unparsed" flag); an empty or missing reply is a failure.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tablequest.corpus.store import text_format
+from tablequest.llm.parse import ParseError, extract_json
+from tablequest.methods.base import locate_evidence
+from tablequest.table import CellRef, Table
+from tablequest.table.preview import preview
+from tablequest.table.serialize import serialize
+
+if TYPE_CHECKING:
+    from tablequest.methods.seek.config import SeekConfig
+
+MAX_PLAIN_ANSWER = 300
+_TRUE = {"true", "yes", "supported", "support", "entailed", "1"}
+_FALSE = {"false", "no", "refuted", "refute", "0"}
+
+
+@dataclass
+class QAOutcome:
+    status: str  # answered | insufficient | mismatch | failed
+    answer: str | None = None
+    evidence: list[CellRef] = field(default_factory=list)
+    final_table: str | None = None
+    unparsed: bool = False
+
+    @property
+    def satisfactory(self) -> bool:
+        return self.status == "answered"
+
+
+def qa_context(
+    tables: Mapping[str, tuple[str, Table]],
+    *,
+    patterns: Sequence[str] | None,
+    config: SeekConfig | None = None,
+    max_chars: int = 60_000,
+) -> str:
+    """The tables block of a QA prompt (match-only when `patterns` is given)."""
+    limit = config.qa_table_chars if config else max_chars
+    blocks = []
+    for key, (_, table) in tables.items():
+        fmt = text_format(table)
+        if patterns is not None and config is not None:
+            text = preview(
+                table,
+                patterns,
+                fmt=fmt,  # type: ignore[arg-type]
+                max_rows=config.max_matched_rows,
+                rows_per_pattern=config.rows_per_pattern,
+                line_chars=config.max_line_chars,
+                match_only=True,
+            ).text
+        else:
+            text = serialize(table, fmt)  # type: ignore[arg-type]
+        if len(text) > limit:
+            text = text[:limit] + f"\n… [table cut at {limit} characters]"
+        blocks.append(f"[Table: {key}]\n{text}")
+    return "\n\n".join(blocks)
+
+
+def parse_qa(
+    raw: str | None, tables: Mapping[str, tuple[str, Table]], *, task: str
+) -> QAOutcome:
+    """Turn a QA reply into an outcome; never raises."""
+    if raw is None or not raw.strip():
+        return QAOutcome("failed")
+    first = next(iter(tables.values()))[0] if tables else None
+    try:
+        data = extract_json(raw)
+    except ParseError:
+        data = None
+    if not isinstance(data, dict):
+        text = _strip_think(raw).strip()
+        if not text or len(text) > MAX_PLAIN_ANSWER:
+            return QAOutcome("failed", final_table=first, unparsed=True)
+        data = {"status": _plain_status(text), "answer": text}
+    status = str(data.get("status", "answered")).strip().lower()
+    if status not in ("answered", "insufficient", "mismatch"):
+        status = "answered"
+    answer = _answer_text(data.get("answer"))
+    if task == "fact_verification" and status == "answered":
+        answer = _verdict(answer)
+        if answer is None:
+            return QAOutcome("failed", final_table=first)
+    if status == "answered" and not answer:
+        status = "insufficient"
+    evidence, final = _evidence(data.get("evidence"), tables)
+    final = final or first
+    if status == "answered" and not evidence and answer and final:
+        table = next(t for tid, t in tables.values() if tid == final)
+        evidence = locate_evidence(table, final, answer)
+    return QAOutcome(status, answer if status == "answered" else None, evidence, final)
+
+
+def _strip_think(text: str) -> str:
+    text = re.sub(r"(?is)<think>.*?</think>", "", text)
+    return re.sub(r"(?is)<think>.*", "", text) if "<think>" in text.lower() else text
+
+
+def _plain_status(text: str) -> str:
+    low = text.lower()
+    if "insufficient" in low or "not enough" in low:
+        return "insufficient"
+    if "mismatch" in low:
+        return "mismatch"
+    return "answered"
+
+
+def _answer_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return " | ".join(str(v).strip() for v in value if str(v).strip()) or None
+    text = str(value).strip()
+    return text or None
+
+
+def _verdict(answer: str | None) -> str | None:
+    if answer is None:
+        return None
+    word = answer.strip().strip(".").lower()
+    if word in _TRUE:
+        return "true"
+    if word in _FALSE:
+        return "false"
+    return None
+
+
+def _evidence(
+    cited: Any, tables: Mapping[str, tuple[str, Table]]
+) -> tuple[list[CellRef], str | None]:
+    """Cited cells that really exist: (cells, the table most cited)."""
+    if not isinstance(cited, list):
+        return [], None
+    found: list[CellRef] = []
+    for item in cited[:50]:
+        if not isinstance(item, dict):
+            continue
+        key = str(item.get("table", "Table_0"))
+        if key not in tables:
+            continue
+        tid, table = tables[key]
+        column, value = str(item.get("column", "")).strip(), str(item.get("value", "")).strip()
+        found.extend(_find_cells(table, tid, column, value))
+    if not found:
+        return [], None
+    counts: dict[str, int] = {}
+    for ref in found:
+        counts[ref.table_id] = counts.get(ref.table_id, 0) + 1
+    return list(dict.fromkeys(found)), max(counts, key=lambda k: counts[k])
+
+
+def _find_cells(table: Table, tid: str, column: str, value: str) -> list[CellRef]:
+    cols = [j for j, name in enumerate(table.columns) if name.lower() == column.lower()]
+    if not cols or not value:
+        return []
+    low = value.lower()
+    return [
+        CellRef(tid, table.row_ids[r], table.col_ids[j], row[j])
+        for r, row in enumerate(table.body)
+        for j in cols
+        if row[j].strip().lower() == low
+    ][:5]

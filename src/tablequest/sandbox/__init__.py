@@ -1,0 +1,10 @@
+"""Out-of-process execution of generated Python over DataFrames (see docs/security.md).
+
+`Sandbox().session({"sales": df}).run("sales.groupby('region').amount.sum()")` runs the code
+in a separate, locked-down Python process and returns an `ExecResult`.
+"""
+
+from ._sandbox import Sandbox, Session
+from ._types import ExecResult, Layer, SandboxError, SandboxUnavailable
+
+__all__ = ["ExecResult", "Layer", "Sandbox", "SandboxError", "SandboxUnavailable", "Session"]

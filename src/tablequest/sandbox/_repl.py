@@ -1,0 +1,189 @@
+"""The REPL step that runs inside the sandbox child: one cell in, one JSON-able reply out.
+
+Runs inside the child (loaded as a plain module; it imports nothing from `tablequest`).
+Behaves like LangChain's `python_repl_ast`: every statement but the last is executed, the last
+one is evaluated when it is an expression and its value is returned as text. Choices:
+- values are previews, not objects: DataFrames/Series through pandas' own repr with at most
+  `max_rows` rows and `max_cols` columns (dimensions shown when truncated), everything else
+  through `repr`, all capped at `max_chars`;
+- stdout and stderr (print, warnings) share one capped buffer;
+- errors are `"<ExceptionType>: <message>"`, with ` (line N)` when the cell has several lines;
+  no traceback, so no sandbox-internal path reaches the LLM;
+- matplotlib figures left open after the cell are rendered as PNG, then all are closed.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import io
+import sys
+import types
+from typing import Any
+
+CELL = "<cell>"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+class CappedWriter(io.TextIOBase):
+    """A text sink that keeps the first `limit` characters and counts the rest."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.parts: list[str] = []
+        self.kept = 0
+        self.dropped = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        room = self.limit - self.kept
+        if room > 0:
+            self.parts.append(text[:room])
+            self.kept += min(room, len(text))
+        self.dropped += max(0, len(text) - max(room, 0))
+        return len(text)
+
+    def getvalue(self) -> str:
+        text = "".join(self.parts)
+        if self.dropped:
+            text += f"\n... [output truncated: {self.dropped} more characters]"
+        return text
+
+
+def compile_cell(code: str) -> tuple[types.CodeType | None, types.CodeType | None]:
+    """Compile `code` into (statements, last expression); either part may be None."""
+    tree = ast.parse(code, filename=CELL, mode="exec")
+    last: ast.Expression | None = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = ast.Expression(body=tree.body[-1].value)
+        del tree.body[-1]
+    body = compile(tree, CELL, "exec") if tree.body else None
+    tail = compile(last, CELL, "eval") if last is not None else None
+    return body, tail
+
+
+def cap(text: str, limit: int) -> str:
+    """Cut `text` to `limit` characters, saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"... [truncated: {len(text) - limit} more characters]"
+
+
+def format_error(exc: BaseException, code: str, *, limit: int = 2000) -> str:
+    """`"KeyError: 'price'"`, plus ` (line N)` for multi-line cells when the line is known."""
+    try:
+        message = str(exc)
+    except Exception:  # a user-defined __str__ that fails
+        message = "<unprintable message>"
+    kind = type(exc).__name__
+    line: int | None = None
+    if isinstance(exc, SyntaxError):
+        line = exc.lineno
+        message = exc.msg or message
+    else:
+        tb = exc.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == CELL:
+                line = tb.tb_lineno
+            tb = tb.tb_next
+    text = f"{kind}: {message}" if message else kind
+    if line is not None and (code.count("\n") > 0 or isinstance(exc, SyntaxError)):
+        text += f" (line {line})"
+    return cap(text, limit)
+
+
+def preview(value: object, *, max_rows: int = 20, max_cols: int = 20, max_chars: int) -> str:
+    """A compact text preview of a value (pandas objects bounded in rows and columns)."""
+    pd = sys.modules.get("pandas")
+    if pd is not None and isinstance(value, pd.DataFrame | pd.Series | pd.Index):
+        with pd.option_context(
+            "display.max_rows",
+            max_rows,
+            "display.min_rows",
+            max_rows,
+            "display.max_columns",
+            max_cols,
+            "display.width",
+            160,
+            "display.max_colwidth",
+            60,
+        ):
+            text = repr(value)
+    else:
+        text = repr(value)
+    return cap(text, max_chars)
+
+
+def grab_figures(*, max_figures: int, max_bytes: int) -> tuple[list[str], list[str]]:
+    """Render open matplotlib figures as base64 PNG and close them all; return (pngs, notes)."""
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is None:
+        return [], []
+    pngs: list[str] = []
+    notes: list[str] = []
+    try:
+        for num in plt.get_fignums():
+            if len(pngs) >= max_figures:
+                notes.append(f"[figures beyond {max_figures} were dropped]")
+                break
+            buf = io.BytesIO()
+            plt.figure(num).savefig(buf, format="png", dpi=100)
+            data = buf.getvalue()
+            if len(data) > max_bytes:
+                notes.append(f"[figure {num} dropped: {len(data)} bytes > {max_bytes}]")
+                continue
+            pngs.append(base64.b64encode(data).decode("ascii"))
+    finally:
+        plt.close("all")
+    return pngs, notes
+
+
+def run_cell(
+    code: str,
+    namespace: dict[str, Any],
+    *,
+    max_output: int,
+    max_value: int,
+    max_figures: int = 8,
+    max_figure_bytes: int = 2_000_000,
+) -> dict[str, Any]:
+    """Run one cell in `namespace`; return the reply fields (ok, stdout, value, error, figures)."""
+    out = CappedWriter(max_output)
+    value: str | None = None
+    error: str | None = None
+    old = sys.stdout, sys.stderr
+    sys.stdout = sys.stderr = out
+    try:
+        body, tail = compile_cell(code)
+        if body is not None:
+            exec(body, namespace)
+        if tail is not None:
+            result = eval(tail, namespace)
+            if result is not None:
+                value = preview(result, max_chars=max_value)
+    except BaseException as exc:  # the cell's own failure, reported to the caller
+        if isinstance(exc, SystemExit | KeyboardInterrupt | GeneratorExit):
+            error = f"{type(exc).__name__}: the cell tried to exit"
+        else:
+            error = format_error(exc, code)
+    finally:
+        sys.stdout, sys.stderr = old
+    try:
+        figures, notes = grab_figures(max_figures=max_figures, max_bytes=max_figure_bytes)
+    except Exception as exc:
+        figures, notes = [], [f"[figures could not be rendered: {format_error(exc, code)}]"]
+    stdout = out.getvalue()
+    if notes:
+        sep = "\n" if stdout and not stdout.endswith("\n") else ""
+        stdout = stdout + sep + "\n".join(notes)
+    return {
+        "ok": error is None,
+        "stdout": stdout,
+        "value": value,
+        "error": error,
+        "figures": figures,
+    }

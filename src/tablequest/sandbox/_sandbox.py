@@ -1,0 +1,253 @@
+"""`Sandbox` (configuration + a pre-warmed child) and `Session` (one stateful child)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from . import _frames, _launch, _protocol
+from ._layers import build_layers
+from ._process import Child, Limits
+from ._types import ExecResult, Layer, SandboxError, SandboxUnavailable
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def _positive(name: str, value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+
+
+class Sandbox:
+    """Runs generated Python over DataFrames out of process, contained and resource-limited.
+
+    Example:
+        >>> with Sandbox() as sandbox, sandbox.session({"sales": df}) as s:  # doctest: +SKIP
+        ...     s.run("sales.groupby('region')['amount'].sum()").value
+
+    Args:
+        cpu_seconds: CPU time per session (all runs together); SIGXCPU kills the child.
+        memory_mb: address-space limit of the child (imports take about 600 MB of it).
+        file_size_mb: largest file the child may write.
+        disk_mb: size of the session directory when it is a tmpfs (bubblewrap only).
+        max_open_files: open file descriptors in the child.
+        max_output_bytes: cap on stdout and on the value preview (characters).
+        max_figures: figures returned per run; max_figure_bytes caps each PNG.
+        network: allow AF_INET/AF_INET6 sockets and keep the host network (off by default).
+        use_namespaces: "auto" (bubblewrap, else unshare, else none), or force one;
+            a forced mode that does not work raises SandboxUnavailable.
+        seccomp / audit_hook: the in-child layers; turn off only to test the other layers.
+        python: interpreter for the child (default: this one; it needs pandas & co.).
+        prewarm: keep one started child ready so `session()` only hands it the frames.
+        startup_timeout: seconds a child may take to import its libraries.
+    """
+
+    def __init__(
+        self,
+        *,
+        cpu_seconds: int = 60,
+        memory_mb: int = 2048,
+        file_size_mb: int = 64,
+        disk_mb: int = 256,
+        max_open_files: int = 64,
+        max_output_bytes: int = 100_000,
+        max_figures: int = 8,
+        max_figure_bytes: int = 2_000_000,
+        network: bool = False,
+        use_namespaces: _launch.Mode = "auto",
+        seccomp: bool = True,
+        audit_hook: bool = True,
+        python: str | None = None,
+        prewarm: bool = True,
+        startup_timeout: float = 60.0,
+    ) -> None:
+        for name, value in (
+            ("cpu_seconds", cpu_seconds),
+            ("memory_mb", memory_mb),
+            ("file_size_mb", file_size_mb),
+            ("disk_mb", disk_mb),
+            ("max_open_files", max_open_files),
+            ("max_output_bytes", max_output_bytes),
+            ("max_figures", max_figures),
+            ("max_figure_bytes", max_figure_bytes),
+            ("startup_timeout", startup_timeout),
+        ):
+            _positive(name, value)
+        if use_namespaces not in ("auto", "bwrap", "unshare", "off"):
+            raise ValueError(
+                f"use_namespaces must be 'auto', 'bwrap', 'unshare' or 'off', "
+                f"got {use_namespaces!r}"
+            )
+        self.limits = Limits(
+            cpu_seconds=int(cpu_seconds),
+            memory_mb=int(memory_mb),
+            file_size_mb=int(file_size_mb),
+            disk_mb=int(disk_mb),
+            max_open_files=int(max_open_files),
+            max_output_bytes=int(max_output_bytes),
+            max_figures=int(max_figures),
+            max_figure_bytes=int(max_figure_bytes),
+            network=bool(network),
+            seccomp=bool(seccomp),
+            audit_hook=bool(audit_hook),
+        )
+        self.plan = _launch.plan(use_namespaces, python=python, network=bool(network))
+        self.prewarm = prewarm
+        self.startup_timeout = float(startup_timeout)
+        self._lock = threading.Lock()
+        self._spare: Child | None = None
+        self._closed = False
+        if prewarm:
+            self._spare = Child(self.plan, self.limits)
+
+    @property
+    def mode(self) -> str:
+        """The isolation mode in use: "bwrap", "unshare" or "off"."""
+        return self.plan.mode
+
+    def session(self, frames: Mapping[str, pd.DataFrame] | None = None) -> Session:
+        """Start a session with `frames` bound to their names in the child's namespace."""
+        if self._closed:
+            raise SandboxError("this Sandbox is closed")
+        encoded, notes = _frames.encode_frames(frames or {})
+        return Session(self, encoded, notes)
+
+    def warm(self) -> None:
+        """Block until a pre-started child is ready (starting one if needed)."""
+        with self._lock:
+            if self._spare is None or not self._spare.alive:
+                self._spare = Child(self.plan, self.limits)
+            spare = self._spare
+        spare.wait_ready(self.startup_timeout)
+
+    def layers(self) -> list[Layer]:
+        """The isolation layers as measured in a real child on this machine."""
+        with self.session() as s:
+            return s.layers
+
+    def describe(self) -> str:
+        """A human-readable report: mode, degradations and every layer."""
+        lines = [f"sandbox mode: {self.mode}"]
+        lines += [f"  degraded: {note}" for note in self.plan.notes]
+        lines += [f"  {layer}" for layer in self.layers()]
+        return "\n".join(lines)
+
+    def _claim(self, frames: list[tuple[str, bytes]]) -> Child:
+        """A loaded child: the spare when there is one, else a new one; then re-arm a spare."""
+        with self._lock:
+            child, self._spare = self._spare, None
+        for attempt in range(2):
+            if child is None or not child.alive:
+                child = Child(self.plan, self.limits)
+            try:
+                child.load(frames, self.startup_timeout)
+                break
+            except SandboxUnavailable:
+                if attempt == 1 or child.state != "dead":
+                    raise
+                child = None
+        assert child is not None
+        if self.prewarm:
+            with self._lock:
+                if self._spare is None and not self._closed:
+                    self._spare = Child(self.plan, self.limits)
+        return child
+
+    def close(self) -> None:
+        """Kill the pre-started child; sessions already open keep working until closed."""
+        self._closed = True
+        with self._lock:
+            spare, self._spare = self._spare, None
+        if spare is not None:
+            spare.kill()
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class Session:
+    """One child with persistent state; `run` executes cells in it. Not thread-safe."""
+
+    def __init__(self, sandbox: Sandbox, frames: list[tuple[str, bytes]], notes: list[str]) -> None:
+        self._sandbox = sandbox
+        self._frames = frames
+        self.notes = notes
+        self.restarts = 0
+        self._closed = False
+        self._child: Child | None = sandbox._claim(frames)
+        self._facts = self._child.facts
+
+    @property
+    def layers(self) -> list[Layer]:
+        """Isolation layers measured in this session's child."""
+        rows = build_layers(self._sandbox.plan, self._sandbox.limits, self._facts)
+        return [Layer(name, active, detail) for name, active, detail in rows]
+
+    def run(self, code: str, timeout: float = 10.0) -> ExecResult:
+        """Run `code`; the last expression's value comes back as a preview.
+
+        A timeout, a crash or a malformed reply kills the child; the next `run` starts a
+        fresh one with the same frames (earlier variables are gone, the error says so).
+        """
+        if self._closed:
+            raise SandboxError("this session is closed")
+        if not isinstance(code, str):
+            raise TypeError(f"code must be str, not {type(code).__name__}")
+        _positive("timeout", timeout)
+        if self._child is None:
+            self._child = self._sandbox._claim(self._frames)
+            self._facts = self._child.facts
+            self.restarts += 1
+        child = self._child
+        start = time.monotonic()
+        try:
+            reply = child.run(code, float(timeout))
+        except _protocol.ChannelTimeout:
+            error = f"TimeoutError: the cell did not finish within {timeout:g} s"
+        except _protocol.ChannelClosed:
+            error = f"SandboxError: {child.death_reason()}"
+        except _protocol.ProtocolViolation as exc:
+            error = f"SandboxError: invalid reply from the sandbox ({exc})"
+        else:
+            return ExecResult(
+                ok=reply.ok,
+                stdout=reply.stdout,
+                value=reply.value,
+                error=reply.error,
+                figures=reply.figures,
+                seconds=time.monotonic() - start,
+            )
+        child.kill()
+        self._child = None
+        error += "; the sandbox was restarted: variables from earlier runs are gone"
+        return ExecResult(ok=False, error=error, seconds=time.monotonic() - start)
+
+    def close(self) -> None:
+        """Kill the child and remove its directory."""
+        self._closed = True
+        if self._child is not None:
+            self._child.kill()
+            self._child = None
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,37 @@
+"""Table model, readers, serializers and previews."""
+
+from tablequest.table.errors import UnreadableTable
+from tablequest.table.model import FORMATS, HEADER_SEP, CellRef, Format, Merge, Source, Table
+from tablequest.table.patterns import compile_pattern
+from tablequest.table.preview import Preview, preview
+from tablequest.table.readers import (
+    Reader,
+    ReadInput,
+    detect_format,
+    read_tables,
+    register_reader,
+)
+from tablequest.table.serialize import SERIAL_FORMATS, SerialFormat, render, serialize
+
+__all__ = [
+    "FORMATS",
+    "HEADER_SEP",
+    "SERIAL_FORMATS",
+    "CellRef",
+    "Format",
+    "Merge",
+    "Preview",
+    "ReadInput",
+    "Reader",
+    "SerialFormat",
+    "Source",
+    "Table",
+    "UnreadableTable",
+    "compile_pattern",
+    "detect_format",
+    "preview",
+    "read_tables",
+    "register_reader",
+    "render",
+    "serialize",
+]

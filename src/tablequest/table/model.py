@@ -1,0 +1,314 @@
+"""The table model: a cell grid that keeps its structure.
+
+A `Table` is a rectangular grid of strings. The first `n_header_rows` grid rows are column
+headers (several levels when > 1) and the first `n_header_cols` grid columns are row headers
+(the left header tree of hierarchical tables). Merged ranges are kept as `Merge` records;
+readers fill every cell of a merged range with the range's value so that header paths and
+`to_dataframe()` work without looking at merges (choice: ours, the papers are silent).
+
+Coordinates: `row_ids` are the original body-row numbers (0 = first row under the headers)
+and `col_ids` the original grid-column numbers. `sub_table` keeps both, so evidence cited on
+a sub-table can always be traced back to the source table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+Format = Literal["csv", "tsv", "markdown", "html", "json", "xlsx", "parquet", "sqlite"]
+FORMATS: tuple[Format, ...] = (
+    "csv",
+    "tsv",
+    "markdown",
+    "html",
+    "json",
+    "xlsx",
+    "parquet",
+    "sqlite",
+)
+
+HEADER_SEP = " / "
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where a table came from. Shown to the user, never to an agent."""
+
+    path: str | None = None
+    format: Format | None = None
+    sheet: str | None = None  # xlsx sheet, sqlite table, or "table N" for HTML/JSON with many
+
+
+@dataclass(frozen=True, slots=True)
+class Merge:
+    """A merged range in grid coordinates, inclusive on both ends."""
+
+    top: int
+    left: int
+    bottom: int
+    right: int
+
+    def contains(self, row: int, col: int) -> bool:
+        return self.top <= row <= self.bottom and self.left <= col <= self.right
+
+
+@dataclass(frozen=True, slots=True)
+class CellRef:
+    """One cell of a table in original coordinates (body row id, grid column id)."""
+
+    table_id: str
+    row: int
+    col: int
+    value: str
+
+
+@dataclass(frozen=True)
+class Table:
+    """A structure-preserving table. Cells are strings; "" is an empty cell."""
+
+    cells: tuple[tuple[str, ...], ...]
+    n_header_rows: int = 1
+    n_header_cols: int = 0
+    merges: tuple[Merge, ...] = ()
+    title: str | None = None
+    source: Source = field(default_factory=Source)
+    row_ids: tuple[int, ...] = ()
+    col_ids: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        width = len(self.cells[0]) if self.cells else 0
+        if any(len(row) != width for row in self.cells):
+            raise ValueError("Table cells must be rectangular; use Table.from_rows to pad")
+        if not 0 <= self.n_header_rows <= len(self.cells):
+            raise ValueError(f"n_header_rows={self.n_header_rows} exceeds {len(self.cells)} rows")
+        if not 0 <= self.n_header_cols <= width:
+            raise ValueError(f"n_header_cols={self.n_header_cols} exceeds {width} columns")
+        if not self.row_ids:
+            object.__setattr__(self, "row_ids", tuple(range(len(self.cells) - self.n_header_rows)))
+        if not self.col_ids:
+            object.__setattr__(self, "col_ids", tuple(range(width)))
+        if len(self.row_ids) != len(self.cells) - self.n_header_rows:
+            raise ValueError("row_ids must name every body row")
+        if len(self.col_ids) != width:
+            raise ValueError("col_ids must name every column")
+
+    # -- construction -------------------------------------------------------------------
+    @classmethod
+    def from_rows(
+        cls,
+        rows: Iterable[Sequence[object]],
+        *,
+        n_header_rows: int = 1,
+        n_header_cols: int = 0,
+        merges: Iterable[Merge] = (),
+        title: str | None = None,
+        source: Source | None = None,
+    ) -> Table:
+        """Build a table from ragged rows: pads short rows with "", turns values into text."""
+        grid = [[cell_text(v) for v in row] for row in rows]
+        width = max((len(r) for r in grid), default=0)
+        padded = tuple(tuple(r + [""] * (width - len(r))) for r in grid)
+        return cls(
+            cells=padded,
+            n_header_rows=min(n_header_rows, len(padded)),
+            n_header_cols=min(n_header_cols, width),
+            merges=tuple(merges),
+            title=title,
+            source=source or Source(),
+        )
+
+    # -- shape and parts ----------------------------------------------------------------
+    @property
+    def n_rows(self) -> int:
+        """Number of body rows (grid rows under the header rows)."""
+        return len(self.cells) - self.n_header_rows
+
+    @property
+    def n_cols(self) -> int:
+        return len(self.cells[0]) if self.cells else 0
+
+    @property
+    def header_rows(self) -> tuple[tuple[str, ...], ...]:
+        return self.cells[: self.n_header_rows]
+
+    @property
+    def body(self) -> tuple[tuple[str, ...], ...]:
+        return self.cells[self.n_header_rows :]
+
+    def header_path(self, col: int) -> tuple[str, ...]:
+        """The column-header path of grid column `col` (position, not id), top level first.
+
+        Repeated values from a vertical merge ("Year" spanning two header rows) and empty
+        levels are dropped.
+        """
+        return _dedupe_path(row[col] for row in self.header_rows)
+
+    def row_header_path(self, row: int) -> tuple[str, ...]:
+        """The row-header path of body row `row` (position), outermost level first."""
+        return _dedupe_path(self.body[row][: self.n_header_cols])
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """Flat, unique column names: "Parent / Child", empty → "column_N" (1-based)."""
+        names = [HEADER_SEP.join(self.header_path(j)) for j in range(self.n_cols)]
+        return unique_names(names)
+
+    @property
+    def content_hash(self) -> str:
+        """sha256 of the content and structure (not the source): equal tables, equal hash."""
+        payload = json.dumps(
+            [
+                self.cells,
+                self.n_header_rows,
+                self.n_header_cols,
+                [(m.top, m.left, m.bottom, m.right) for m in self.merges],
+                self.title,
+            ],
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+    # -- exact storage form -------------------------------------------------------------
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready dict that `from_dict` turns back into an equal table (ids included)."""
+        return {
+            "cells": [list(r) for r in self.cells],
+            "n_header_rows": self.n_header_rows,
+            "n_header_cols": self.n_header_cols,
+            "merges": [[m.top, m.left, m.bottom, m.right] for m in self.merges],
+            "title": self.title,
+            "source": [self.source.path, self.source.format, self.source.sheet],
+            "row_ids": list(self.row_ids),
+            "col_ids": list(self.col_ids),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Table:
+        path, fmt, sheet = data.get("source") or (None, None, None)
+        return cls(
+            cells=tuple(tuple(str(c) for c in r) for r in data["cells"]),
+            n_header_rows=int(data["n_header_rows"]),
+            n_header_cols=int(data["n_header_cols"]),
+            merges=tuple(Merge(*(int(x) for x in m)) for m in data["merges"]),
+            title=data.get("title"),
+            source=Source(path, fmt, sheet),
+            row_ids=tuple(int(x) for x in data["row_ids"]),
+            col_ids=tuple(int(x) for x in data["col_ids"]),
+        )
+
+    # -- views --------------------------------------------------------------------------
+    def to_dataframe(self) -> pd.DataFrame:
+        """Body as a DataFrame of strings; flattened unique headers; index = row ids."""
+        import pandas as pd
+
+        frame = pd.DataFrame([list(r) for r in self.body], columns=list(self.columns), dtype=object)
+        if self.n_rows == 0:
+            frame = pd.DataFrame({c: pd.Series([], dtype=object) for c in self.columns})
+        frame.index = pd.Index(list(self.row_ids), name="row_id")
+        return frame
+
+    def sub_table(
+        self, rows: Sequence[int] | None = None, cols: Sequence[int] | None = None
+    ) -> Table:
+        """Keep body rows with ids in `rows` and columns with ids in `cols` (None = all).
+
+        Header rows are always kept, so header paths survive. Unknown ids raise KeyError with
+        the offending ids named. Order follows the table, not the argument.
+        """
+        row_pos = self._positions(self.row_ids, rows, "row")
+        col_pos = self._positions(self.col_ids, cols, "column")
+        keep_rows = list(range(self.n_header_rows)) + [self.n_header_rows + p for p in row_pos]
+        grid = tuple(tuple(self.cells[r][c] for c in col_pos) for r in keep_rows)
+        row_map = {old: new for new, old in enumerate(keep_rows)}
+        col_map = {old: new for new, old in enumerate(col_pos)}
+        merges = []
+        for m in self.merges:
+            rs = [row_map[r] for r in range(m.top, m.bottom + 1) if r in row_map]
+            cs = [col_map[c] for c in range(m.left, m.right + 1) if c in col_map]
+            if rs and cs and (len(rs) > 1 or len(cs) > 1):
+                merges.append(Merge(min(rs), min(cs), max(rs), max(cs)))
+        return replace(
+            self,
+            cells=grid,
+            n_header_cols=sum(1 for p in col_pos if p < self.n_header_cols),
+            merges=tuple(merges),
+            row_ids=tuple(self.row_ids[p] for p in row_pos),
+            col_ids=tuple(self.col_ids[p] for p in col_pos),
+        )
+
+    def transpose(self) -> Table:
+        """Swap axes: header rows become header columns and vice versa.
+
+        The result is a new table with fresh coordinates (ids are positions again).
+        """
+        grid = tuple(zip(*self.cells, strict=True)) if self.cells else ()
+        return Table(
+            cells=grid,
+            n_header_rows=self.n_header_cols,
+            n_header_cols=self.n_header_rows,
+            merges=tuple(Merge(m.left, m.top, m.right, m.bottom) for m in self.merges),
+            title=self.title,
+            source=self.source,
+        )
+
+    def cell(self, row_id: int, col_id: int) -> str:
+        """The body cell at original coordinates."""
+        r = self._positions(self.row_ids, [row_id], "row")[0]
+        c = self._positions(self.col_ids, [col_id], "column")[0]
+        return self.body[r][c]
+
+    @staticmethod
+    def _positions(ids: Sequence[int], wanted: Sequence[int] | None, what: str) -> list[int]:
+        if wanted is None:
+            return list(range(len(ids)))
+        index = {v: i for i, v in enumerate(ids)}
+        missing = [w for w in wanted if w not in index]
+        if missing:
+            raise KeyError(f"unknown {what} ids {missing[:10]} (table has {len(ids)} {what}s)")
+        return sorted({index[w] for w in wanted})
+
+
+def cell_text(value: object) -> str:
+    """Render a cell value as text: None/NaN → "", 3.0 → "3", other values via str."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        if value != value:  # NaN
+            return ""
+        if value.is_integer() and abs(value) < 1e16:
+            return str(int(value))
+        return repr(value)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return str(value)
+
+
+def unique_names(names: Iterable[str]) -> tuple[str, ...]:
+    """Make header names unique and non-empty: `a`, `a_2`, and `column_3` for a blank 3rd."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for i, raw in enumerate(names, start=1):
+        name = " ".join(raw.split()) or f"column_{i}"
+        candidate, k = name, 2
+        while candidate in seen:
+            candidate, k = f"{name}_{k}", k + 1
+        seen.add(candidate)
+        out.append(candidate)
+    return tuple(out)
+
+
+def _dedupe_path(values: Iterable[str]) -> tuple[str, ...]:
+    path: list[str] = []
+    for v in values:
+        v = " ".join(v.split())
+        if v and (not path or path[-1] != v):
+            path.append(v)
+    return tuple(path)

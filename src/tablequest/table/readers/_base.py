@@ -1,0 +1,39 @@
+"""The reader interface: one function from a file's bytes to its tables."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from tablequest.table.model import Source, Table
+
+__all__ = ["ReadInput", "Reader", "number_tables"]
+
+
+@dataclass(frozen=True, slots=True)
+class ReadInput:
+    """What a reader gets: the display path, the content, and the file when it is on disk.
+
+    `file` is set only when the bytes were read from that file (SQLite opens it read-only
+    instead of copying the bytes into memory).
+    """
+
+    path: str
+    data: bytes
+    file: Path | None = None
+
+
+Reader = Callable[[ReadInput], list[Table]]
+"""A reader returns every table in the input or raises `UnreadableTable`.
+
+Readers may set `Table.source.sheet` (and `format` when they know better than the caller);
+`read_tables` fills in the path and format.
+"""
+
+
+def number_tables(tables: list[Table]) -> list[Table]:
+    """Name the tables of a multi-table file "table 1", "table 2", ... (single: unchanged)."""
+    if len(tables) < 2:
+        return tables
+    return [replace(t, source=Source(sheet=f"table {i}")) for i, t in enumerate(tables, 1)]

@@ -1,0 +1,210 @@
+"""The reader registry, format detection and `read_tables`.
+
+Format detection: the extension first; the content decides when the extension is unknown or
+lies (a text file named .xlsx, an xlsx named .csv, HTML saved as .csv). Sniffing only answers
+when it is confident: a binary magic number, JSON that starts like JSON, an HTML document,
+Markdown pipe lines, or delimited text with two or more lines and at least two consistent
+columns. When the content overrides the extension and the content's reader fails, the
+extension's reader is tried before giving up.
+"""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import Iterable
+from dataclasses import replace
+from pathlib import Path
+
+from tablequest.table.errors import UnreadableTable
+from tablequest.table.model import FORMATS, Format, Merge, Source, Table
+from tablequest.table.readers._base import Reader, ReadInput
+from tablequest.table.readers._text import binary_kind, count_control_bytes
+from tablequest.table.readers.delimited import _consistency, sniff_delimiter
+
+__all__ = [
+    "detect_format",
+    "format_for_extension",
+    "read_tables",
+    "register_reader",
+    "registered_formats",
+    "sniff_format",
+]
+
+MAX_FILE_BYTES = 1024**3
+SNIFF_BYTES = 64 * 1024
+BINARY_FORMATS: frozenset[Format] = frozenset({"xlsx", "parquet", "sqlite"})
+_MAGIC: dict[Format, bytes] = {
+    "xlsx": b"PK\x03\x04",
+    "parquet": b"PAR1",
+    "sqlite": b"SQLite format 3\x00",
+}
+_READERS: dict[Format, Reader] = {}
+_EXTENSIONS: dict[str, Format] = {}
+
+
+def register_reader(fmt: Format, func: Reader, extensions: Iterable[str] = ()) -> None:
+    """Register (or replace) the reader of `fmt` and the file extensions that select it."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    _READERS[fmt] = func
+    for ext in extensions:
+        ext = ext.lower()
+        _EXTENSIONS[ext if ext.startswith(".") else "." + ext] = fmt
+
+
+def registered_formats() -> dict[Format, tuple[str, ...]]:
+    """Each registered format with its extensions."""
+    return {f: tuple(e for e, g in _EXTENSIONS.items() if g == f) for f in _READERS}
+
+
+def format_for_extension(path: str | Path) -> Format | None:
+    """The format registered for the file's extension, or None."""
+    return _EXTENSIONS.get(Path(path).suffix.lower())
+
+
+def _head_text(head: bytes) -> str | None:
+    for bom, codec in (
+        (codecs.BOM_UTF8, "utf-8-sig"),
+        (codecs.BOM_UTF16_LE, "utf-16-le"),
+        (codecs.BOM_UTF16_BE, "utf-16-be"),
+    ):
+        if head.startswith(bom):
+            return head[len(bom) :].decode(codec, errors="ignore")
+    if b"\x00" in head[:1024]:
+        return None
+    if count_control_bytes(head[:4096]) > 0.02 * max(1, min(len(head), 4096)):
+        return None
+    return head.decode("utf-8", errors="ignore")
+
+
+def sniff_format(head: bytes) -> Format | None:
+    """The format the content looks like, or None when it is not confidently a table format."""
+    for fmt, magic in _MAGIC.items():
+        if head.startswith(magic):
+            return fmt
+    if binary_kind(head) is not None:
+        return None
+    text = _head_text(head)
+    if text is None:
+        return None
+    s = text.lstrip()
+    if s.startswith("{") or (
+        s.startswith("[") and s[1:].lstrip()[:1] in tuple('{["-0123456789tfn]')
+    ):
+        return "json"
+    low = s[:8192].lower()
+    if s.startswith("<") and any(
+        t in low for t in ("<table", "<html", "<!doctype", "<tr", "<body")
+    ):
+        return "html"
+    lines = [ln.strip() for ln in s.splitlines()[:40] if ln.strip()]
+    if lines and sum(ln.startswith("|") for ln in lines) * 2 >= len(lines):
+        return "markdown"
+    if len(lines) < 2:
+        return None
+    delimiter = sniff_delimiter(s, ",")
+    share, width = _consistency(s, delimiter)
+    if width >= 2 and share >= 0.8:
+        return "tsv" if delimiter == "\t" else "csv"
+    return None
+
+
+def detect_format(path: str | Path, head: bytes) -> Format | None:
+    """The format to read `path` with, from its extension and its first bytes."""
+    by_ext = format_for_extension(path)
+    if by_ext is not None and by_ext in _MAGIC and head.startswith(_MAGIC[by_ext]):
+        return by_ext
+    sniffed = sniff_format(head)
+    if by_ext is None or sniffed is None or sniffed == by_ext:
+        return sniffed or by_ext
+    if by_ext in BINARY_FORMATS or sniffed in BINARY_FORMATS:
+        return sniffed
+    if {by_ext, sniffed} == {"csv", "tsv"}:
+        return by_ext
+    if sniffed in ("csv", "tsv") and by_ext in ("markdown", "json", "html"):
+        return sniffed
+    return sniffed if sniffed in ("html", "json", "markdown") else by_ext
+
+
+def _load(path: str | Path, name: str) -> tuple[bytes, Path]:
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+        if p.is_dir():
+            raise UnreadableTable(name, "is a directory")
+        if size > MAX_FILE_BYTES:
+            raise UnreadableTable(
+                name, f"file size {size:,} bytes exceeds the {MAX_FILE_BYTES:,} limit"
+            )
+        return p.read_bytes(), p
+    except FileNotFoundError:
+        raise UnreadableTable(name, "no such file") from None
+    except PermissionError:
+        raise UnreadableTable(name, "permission denied") from None
+    except OSError as exc:
+        raise UnreadableTable(name, f"cannot read file ({exc.strerror or exc})") from None
+
+
+def _reader(fmt: Format, name: str) -> Reader:
+    reader = _READERS.get(fmt)
+    if reader is None:
+        raise UnreadableTable(name, f"no reader registered for format {fmt!r}")
+    return reader
+
+
+def read_tables(
+    path: str | Path, *, format: Format | None = None, data: bytes | None = None
+) -> list[Table]:
+    """Read every table in a file (or in `data`, named `path`).
+
+    The format comes from `format`, else the extension, else the content. Every failure is
+    an `UnreadableTable` naming the path and the reason; no other exception escapes. Merges
+    are returned sorted (top, left, bottom, right) so equal content hashes to equal values.
+    """
+    name = str(path)
+    try:
+        file = None
+        if data is None:
+            data, file = _load(path, name)
+        if not data:
+            raise UnreadableTable(name, "empty file")
+        fmt = format or detect_format(name, data[:SNIFF_BYTES])
+        if fmt is None:
+            ext = Path(name).suffix or "no extension"
+            raise UnreadableTable(
+                name, f"unrecognised format ({ext}; the content is not a table format we read)"
+            )
+        inp = ReadInput(path=name, data=data, file=file)
+        by_ext = None if format else format_for_extension(name)
+        try:
+            tables = _reader(fmt, name)(inp)
+        except UnreadableTable as first:
+            # The content looked like another format than the extension says: the
+            # extension's reader gets a second chance (a CSV whose first cell starts "{").
+            if by_ext is None or by_ext == fmt:
+                raise
+            try:
+                tables = _reader(by_ext, name)(inp)
+            except UnreadableTable:
+                raise first from None
+            fmt = by_ext
+    except UnreadableTable:
+        raise
+    except RecursionError:
+        raise UnreadableTable(name, "structure nested too deeply (RecursionError)") from None
+    except Exception as exc:
+        raise UnreadableTable(name, f"unexpected {type(exc).__name__}: {exc}") from exc
+    if not tables:
+        raise UnreadableTable(name, f"no table found ({fmt})")
+    return [
+        replace(
+            t,
+            merges=tuple(sorted(t.merges, key=_merge_key)),
+            source=Source(path=name, format=t.source.format or fmt, sheet=t.source.sheet),
+        )
+        for t in tables
+    ]
+
+
+def _merge_key(m: Merge) -> tuple[int, int, int, int]:
+    return (m.top, m.left, m.bottom, m.right)

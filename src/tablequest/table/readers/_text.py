@@ -1,0 +1,123 @@
+"""Decoding text files: BOMs, UTF-8, cp1252 and latin-1 fallbacks, NUL bytes, binary junk."""
+
+from __future__ import annotations
+
+import codecs
+import re
+
+from tablequest.table.errors import UnreadableTable
+
+__all__ = ["BINARY_MAGIC", "binary_kind", "count_control_bytes", "decode_text"]
+
+# Magic numbers of binary formats we do not read, named in the error message.
+BINARY_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"%PDF", "a PDF document"),
+    (b"\x89PNG", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF8", "a GIF image"),
+    (b"\x1f\x8b", "a gzip archive"),
+    (b"BZh", "a bzip2 archive"),
+    (b"\xfd7zXZ", "an xz archive"),
+    (b"7z\xbc\xaf", "a 7z archive"),
+    (b"Rar!", "a RAR archive"),
+    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "a legacy OLE2 (.xls/.doc) file; save it as .xlsx"),
+    (b"\x7fELF", "an ELF executable"),
+    (b"MZ", "a Windows executable"),
+)
+
+# C0 controls except tab, newlines and form feed; DEL; the replacement char. (C1 controls
+# are left out: a latin-1 fallback exists precisely for bytes 0x80-0x9f.)
+_CONTROL = re.compile("[\x00-\x08\x0e-\x1f\x7f\ufffd]")
+_MAX_CONTROL_RATIO = 0.02
+_CONTROL_BYTES = frozenset([*range(0, 9), *range(14, 32), 127])
+_NOT_CONTROL = bytes(b for b in range(256) if b not in _CONTROL_BYTES)
+_SAMPLE = 1 << 16
+
+
+def binary_kind(head: bytes) -> str | None:
+    """Name a known binary format from its first bytes, else None."""
+    for magic, kind in BINARY_MAGIC:
+        if head.startswith(magic):
+            return kind
+    return None
+
+
+def count_control_bytes(data: bytes) -> int:
+    """Number of C0 control bytes (not tab/newlines/form feed) and DEL in `data`."""
+    return len(data.translate(None, _NOT_CONTROL))
+
+
+def _utf16_without_bom(data: bytes) -> str | None:
+    """'utf-16-le'/'utf-16-be' when NULs sit on every other byte of mostly-ASCII text."""
+    sample = data[:4096]
+    if len(sample) < 4:
+        return None
+    even, odd = sample[0::2], sample[1::2]
+    if odd.count(0) >= 0.9 * len(odd) and even.count(0) <= 0.1 * len(even):
+        return "utf-16-le"
+    if even.count(0) >= 0.9 * len(even) and odd.count(0) <= 0.1 * len(odd):
+        return "utf-16-be"
+    return None
+
+
+def _bom_codec(data: bytes) -> str | None:
+    if data.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        return "utf-32"
+    if data.startswith(codecs.BOM_UTF8):
+        return "utf-8-sig"
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "utf-16"
+    return None
+
+
+def _decode_plain(data: bytes) -> str:
+    for codec in ("utf-8", "cp1252"):
+        try:
+            return data.decode(codec)
+        except UnicodeDecodeError:
+            continue
+    return data.decode("latin-1")
+
+
+def decode_text(data: bytes, path: str) -> str:
+    """Decode a text file: UTF-8/16/32 with BOM, UTF-8, cp1252, then latin-1.
+
+    NUL bytes are stripped when the rest is text (a UTF-16 file without BOM is recognised
+    first). Raises UnreadableTable for empty files and binary content.
+    """
+    if not data.strip():
+        raise UnreadableTable(path, "empty file")
+    kind = binary_kind(data[:16])
+    if kind is not None:
+        raise UnreadableTable(path, f"binary file ({kind})")
+    codec = _bom_codec(data)
+    if codec is not None:
+        try:
+            text = data.decode(codec)
+        except UnicodeDecodeError as exc:
+            raise UnreadableTable(
+                path, f"invalid {codec} text after its BOM ({exc.reason})"
+            ) from None
+    elif b"\x00" in data:
+        utf16 = _utf16_without_bom(data)
+        if utf16 is not None:
+            try:
+                text = data.decode(utf16)
+            except UnicodeDecodeError:
+                text = _decode_plain(data.replace(b"\x00", b""))
+        else:
+            text = _decode_plain(data.replace(b"\x00", b""))
+    else:
+        text = _decode_plain(data)
+    text = text.replace("\x00", "").removeprefix("\ufeff")
+    sample = text[:_SAMPLE]
+    if codec is None and b"\x00" not in data:
+        # Plain path: control characters are exactly the control bytes (fast count).
+        controls = count_control_bytes(data[:_SAMPLE])
+    else:
+        controls = len(_CONTROL.findall(sample))
+    if sample and controls > _MAX_CONTROL_RATIO * len(sample):
+        raise UnreadableTable(path, "binary file (not text in any supported encoding)")
+    if not text.strip():
+        raise UnreadableTable(path, "empty file (only whitespace or NUL bytes)")
+    return text

@@ -1,0 +1,124 @@
+"""CSV and TSV via the csv module.
+
+Choices (ours):
+- Everything is read as text; the first row is the header; ragged rows are padded.
+- Delimiter sniffing among `,` `;` tab `|`: each candidate parses a sample of the file and the
+  one giving the most consistent row width (with at least two columns) wins; the extension's
+  own delimiter (`,` for .csv, tab for .tsv) wins ties and any candidate that is consistent.
+- Quoting: a strict parse first. Files that use backslash-escaped quotes (`\\"`, as in the
+  WikiTableQuestions CSVs) fail the strict parse and are read with `\\` as escape character;
+  other broken quoting is recovered by the lenient parser, or, when an unterminated quote
+  swallows the rest of the file, by reading quotes as plain characters.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import sys
+from collections import Counter
+
+from tablequest.table.errors import UnreadableTable
+from tablequest.table.model import Format, Source, Table
+from tablequest.table.readers._base import ReadInput
+from tablequest.table.readers._text import decode_text
+
+__all__ = ["parse_delimited", "read_csv", "read_tsv", "sniff_delimiter"]
+
+DELIMITERS: tuple[str, ...] = (",", "\t", ";", "|")
+_SAMPLE_CHARS = 64 * 1024
+_SAMPLE_ROWS = 200
+
+
+def _rows(text: str, delimiter: str, **fmt: object) -> list[list[str]]:
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, **fmt)  # type: ignore[arg-type]
+    return list(reader)
+
+
+def _sample_rows(text: str, delimiter: str) -> list[list[str]]:
+    sample = text[:_SAMPLE_CHARS]
+    if len(text) > _SAMPLE_CHARS and "\n" in sample:
+        sample = sample[: sample.rindex("\n")]
+    return [r for r in parse_delimited(sample, delimiter)[:_SAMPLE_ROWS] if r]
+
+
+def _consistency(text: str, delimiter: str) -> tuple[float, int]:
+    """(share of sampled rows with the modal width, modal width) for one delimiter."""
+    widths = Counter(len(r) for r in _sample_rows(text, delimiter))
+    if not widths:
+        return (0.0, 0)
+    width, count = widths.most_common(1)[0]
+    return (count / sum(widths.values()), width)
+
+
+def sniff_delimiter(text: str, preferred: str = ",") -> str:
+    """Pick the delimiter (`,` tab `;` `|`) that splits the sample most consistently."""
+    _ensure_field_limit()
+    pref_share, pref_width = _consistency(text, preferred)
+    if pref_width >= 2 and pref_share >= 0.9:
+        return preferred
+    best, best_key = preferred, (pref_width >= 2, pref_share, pref_width)
+    for delim in DELIMITERS:
+        if delim == preferred:
+            continue
+        share, width = _consistency(text, delim)
+        key = (width >= 2, share, width)
+        if key > best_key:
+            best, best_key = delim, key
+    return best
+
+
+def _ensure_field_limit() -> None:
+    # The csv default (128 KiB per field) rejects large cells; a 5 MB cell must load.
+    if csv.field_size_limit() < sys.maxsize // 2:
+        csv.field_size_limit(sys.maxsize // 2)
+
+
+def _width_score(rows: list[list[str]]) -> float:
+    widths = Counter(len(r) for r in rows if r)
+    return widths.most_common(1)[0][1] / max(1, sum(widths.values())) if widths else 0.0
+
+
+def parse_delimited(text: str, delimiter: str) -> list[list[str]]:
+    """Parse delimited text into rows, recovering from backslash escapes and broken quotes."""
+    _ensure_field_limit()
+    try:
+        return _rows(text, delimiter, strict=True)
+    except csv.Error:
+        pass
+    if '\\"' in text:
+        try:
+            return _rows(text, delimiter, strict=True, escapechar="\\")
+        except csv.Error:
+            pass
+    lenient = _rows(text, delimiter)
+    n_lines = text.count("\n") + 1
+    if len(lenient) < 0.5 * n_lines:
+        plain = _rows(text, delimiter, quoting=csv.QUOTE_NONE)
+        if _width_score(plain) > _width_score(lenient):
+            return plain
+    return lenient
+
+
+def _read(inp: ReadInput, preferred: str) -> list[Table]:
+    text = decode_text(inp.data, inp.path)
+    delimiter = sniff_delimiter(text, preferred)
+    try:
+        rows = parse_delimited(text, delimiter)
+    except csv.Error as exc:  # pragma: no cover - the lenient parser does not raise
+        raise UnreadableTable(inp.path, f"unparseable delimited text ({exc})") from None
+    rows = [r for r in rows if len(r) > 1 or (r and r[0].strip())]
+    if not rows:
+        raise UnreadableTable(inp.path, "no rows found (only blank lines)")
+    fmt: Format = "tsv" if delimiter == "\t" else "csv"
+    return [Table.from_rows(rows, source=Source(format=fmt))]
+
+
+def read_csv(inp: ReadInput) -> list[Table]:
+    """Read a CSV file (delimiter sniffed, `,` preferred)."""
+    return _read(inp, ",")
+
+
+def read_tsv(inp: ReadInput) -> list[Table]:
+    """Read a TSV file (delimiter sniffed, tab preferred)."""
+    return _read(inp, "\t")

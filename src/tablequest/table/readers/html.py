@@ -1,0 +1,259 @@
+"""HTML tables via lxml.
+
+Every `<table>` in the document is a table, nested ones included; a nested table's text is not
+copied into the cell that holds it. `rowspan`/`colspan` are expanded: the value is copied into
+every covered cell and the range recorded as a `Merge`. Choices (ours):
+- Header rows = the leading rows that sit in `<thead>` or hold only `<th>` cells; at least one
+  (a table without `<th>` still has its first row as header) and, when every row qualifies,
+  just the first. Header columns = the leading columns whose body cells are all `<th>`.
+- Cell text: whitespace runs collapse to one space; `<br>`, `<p>`, `<div>`, `<li>` break lines.
+  Dropped: `<script>`, `<style>`, hidden elements (`hidden`, `display:none`), and Wikipedia's
+  sort keys (`span.sortkey`) and citation marks (`sup.reference`), which readers do not see.
+- `rowspan="0"` spans to the last row; colspans are capped at `MAX_COLSPAN`.
+- Tables without any cell are skipped. The title is the caption plus any leading rows made of
+  one cell spanning the full width (banner rows), which are removed from the grid.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from lxml import etree
+
+from tablequest.table.errors import UnreadableTable
+from tablequest.table.model import Merge, Table
+from tablequest.table.readers._base import ReadInput, number_tables
+from tablequest.table.readers._text import decode_text
+
+__all__ = ["parse_html", "read_html"]
+
+MAX_COLSPAN = 1000
+MAX_CELLS = 20_000_000
+_BLOCKS = ("p", "div", "li", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6")
+_NEEDLES = re.compile(
+    r"<(?:script|style|template|noscript|br|p|div|li|ul|ol|h[1-6])(?=[\s>/])"
+    r"|hidden|display|sortkey|reference",
+    re.IGNORECASE,
+)
+_XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>", re.IGNORECASE)
+_SECTIONS = frozenset({"thead", "tbody", "tfoot"})
+# Removal XPaths, each run only when the raw text mentions what it looks for (speed).
+_REMOVALS: tuple[tuple[tuple[str, ...], Any], ...] = (
+    (
+        ("<script", "<style", "<template", "<noscript"),
+        etree.XPath("//script | //style | //template | //noscript"),
+    ),
+    (("hidden",), etree.XPath("//*[@hidden]")),
+    (("display",), etree.XPath("//*[contains(@style, 'none')]")),
+    (("sortkey",), etree.XPath("//span[contains(concat(' ', @class, ' '), ' sortkey ')]")),
+    (("reference",), etree.XPath("//sup[contains(concat(' ', @class, ' '), ' reference ')]")),
+)
+
+
+def _remove_keep_tail(el: Any) -> None:
+    parent = el.getparent()
+    if parent is None:
+        return
+    if el.tail:
+        prev = el.getprevious()
+        if prev is not None:
+            prev.tail = (prev.tail or "") + el.tail
+        else:
+            parent.text = (parent.text or "") + el.tail
+    parent.remove(el)
+
+
+def _prepare(root: Any, text: str) -> None:
+    """Drop hidden and non-text elements; turn line-breaking elements into newlines."""
+    found = {m.lower() for m in _NEEDLES.findall(text)}
+    for needles, xpath in _REMOVALS:
+        if found.intersection(needles):
+            for el in xpath(root):
+                style = el.get("style")
+                if style is None or "display:none" in "".join(style.lower().split()):
+                    _remove_keep_tail(el)
+    if "<br" in found:
+        for el in root.iter("br"):
+            el.tail = "\n" + (el.tail or "")
+    if found.intersection(f"<{tag}" for tag in _BLOCKS):
+        for el in root.iter(*_BLOCKS):
+            el.text = "\n" + (el.text or "")
+            el.tail = "\n" + (el.tail or "")
+
+
+def _normalize(text: str) -> str:
+    if "\n" not in text:
+        return " ".join(text.split())
+    lines = (" ".join(line.split()) for line in text.split("\n"))
+    return "\n".join(line for line in lines if line)
+
+
+def _own_text(node: Any, parts: list[str]) -> None:
+    """Collect the text of `node` without the text of nested tables."""
+    if node.text:
+        parts.append(node.text)
+    for child in node:
+        if child.tag != "table":
+            _own_text(child, parts)
+        if child.tail:
+            parts.append(child.tail)
+
+
+def cell_text(cell: Any, nested: bool = False) -> str:
+    """Text of a cell (after `_prepare`); `nested` when it holds a table to leave out."""
+    if not nested:
+        text = cell.text or "" if len(cell) == 0 else _text_of(cell)
+        if "\n" not in text:
+            return " ".join(text.split())
+        return _normalize(text)
+    parts: list[str] = []
+    _own_text(cell, parts)
+    return _normalize("".join(parts))
+
+
+def _text_of(cell: Any) -> str:
+    return str(etree.tostring(cell, method="text", encoding="unicode", with_tail=False))
+
+
+def _rows(table: Any) -> Iterator[tuple[Any, bool]]:
+    """The table's own rows (not those of nested tables) and whether each is in <thead>."""
+    for child in table:
+        if child.tag == "tr":
+            yield child, False
+        elif child.tag in _SECTIONS:
+            for tr in child:
+                if tr.tag == "tr":
+                    yield tr, child.tag == "thead"
+
+
+def _span(value: str | None, limit: int) -> int:
+    if value is None:
+        return 1
+    try:
+        n = int(value.strip().rstrip(";"))
+    except ValueError:
+        return 1
+    if n == 0:
+        return limit
+    return max(1, min(n, limit))
+
+
+def _table(el: Any, holders: set[Any]) -> Table | None:
+    rows = list(_rows(el))
+    n_rows = len(rows)
+    pending: dict[int, dict[int, tuple[str, bool]]] = {}
+    grid: list[list[str]] = []
+    th: list[list[bool]] = []
+    merges: list[Merge] = []
+    header_like: list[bool] = []
+    n_cells = 0
+    for r, (tr, in_head) in enumerate(rows):
+        row: list[str] = []
+        row_th: list[bool] = []
+        covered = pending.pop(r, {})
+        only_th, any_cell = True, False
+        for cell in tr:
+            tag = cell.tag
+            if tag != "td" and tag != "th":
+                continue
+            any_cell = True
+            while covered and len(row) in covered:
+                text, is_th = covered.pop(len(row))
+                row.append(text)
+                row_th.append(is_th)
+            text = cell_text(cell, cell in holders) if holders else cell_text(cell)
+            is_th = tag == "th"
+            only_th = only_th and is_th
+            rowspan, colspan = cell.get("rowspan"), cell.get("colspan")
+            if rowspan is None and colspan is None:
+                row.append(text)
+                row_th.append(is_th)
+                continue
+            c = len(row)
+            rs = _span(rowspan, n_rows - r)
+            cs = _span(colspan, MAX_COLSPAN)
+            row.extend([text] * cs)
+            row_th.extend([is_th] * cs)
+            if rs > 1 or cs > 1:
+                n_cells += rs * cs
+                if n_cells > MAX_CELLS:
+                    raise ValueError(f"table larger than {MAX_CELLS:,} cells")
+                for rr in range(r + 1, r + rs):
+                    below = pending.setdefault(rr, {})
+                    for cc in range(c, c + cs):
+                        below[cc] = (text, is_th)
+                merges.append(Merge(r, c, r + rs - 1, c + cs - 1))
+        while covered:
+            text, is_th = covered.pop(len(row), ("", False))
+            row.append(text)
+            row_th.append(is_th)
+        grid.append(row)
+        th.append(row_th)
+        header_like.append(in_head or (any_cell and only_th))
+    width = max((len(row) for row in grid), default=0)
+    if width == 0:
+        return None
+    banners: list[str] = []
+    while len(grid) > 1 and width > 1 and Merge(0, 0, 0, width - 1) in merges:
+        banners.append(grid[0][0])
+        del grid[0], th[0], header_like[0]
+        merges = [Merge(m.top - 1, m.left, m.bottom - 1, m.right) for m in merges if m.top > 0]
+    n_rows = len(grid)
+    cells = tuple(tuple(row) + ("",) * (width - len(row)) for row in grid)
+    n_head = next((i for i, h in enumerate(header_like) if not h), n_rows)
+    if n_head == 0 or (n_head == n_rows and n_rows > 1):
+        n_head = 1
+    n_head_cols = 0
+    while (
+        n_head < n_rows
+        and n_head_cols < width - 1
+        and all(len(row_th) > n_head_cols and row_th[n_head_cols] for row_th in th[n_head:])
+    ):
+        n_head_cols += 1
+    caption = el.find("caption")
+    if caption is not None:
+        banners.insert(0, cell_text(caption))
+    title = "\n".join(b for b in banners if b)
+    return Table(
+        cells=cells,
+        n_header_rows=n_head,
+        n_header_cols=n_head_cols,
+        merges=tuple(merges),
+        title=title or None,
+    )
+
+
+def _holders(root: Any) -> set[Any]:
+    """The cells that contain a nested table."""
+    holders = set()
+    for table in root.iter("table"):
+        for anc in table.iterancestors("td", "th"):
+            holders.add(anc)
+            break
+    return holders
+
+
+def parse_html(text: str) -> list[Table]:
+    """Every non-empty table in an HTML document, in document order."""
+    text = _XML_DECL.sub("", text, count=1)
+    parser = etree.HTMLParser(huge_tree=True, remove_comments=True, remove_pis=True)
+    root = etree.fromstring(text, parser)
+    if root is None:
+        return []
+    _prepare(root, text)
+    holders = _holders(root)
+    return [t for t in (_table(el, holders) for el in root.iter("table")) if t is not None]
+
+
+def read_html(inp: ReadInput) -> list[Table]:
+    """Read every table of an HTML file."""
+    text = decode_text(inp.data, inp.path)
+    try:
+        tables = parse_html(text)
+    except (etree.ParserError, ValueError) as exc:
+        raise UnreadableTable(inp.path, f"unparseable HTML ({exc})") from None
+    if not tables:
+        raise UnreadableTable(inp.path, "no table found in HTML")
+    return number_tables(tables)

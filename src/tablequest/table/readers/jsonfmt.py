@@ -1,0 +1,253 @@
+"""JSON and JSON Lines tables.
+
+Shapes understood (a file may hold one, a list of them, or {"tables": [...]}):
+- records: `[{"a": 1, "b": 2}, ...]` (header = keys in first-seen order) or a JSON Lines file;
+- rows: `[["a", "b"], [1, 2]]` (first row = header);
+- `{"header": [...] | [[level 1], [level 2]], "rows": [[...]], "merges": [...], "title": ...}`
+  (what `serialize(table, "json")` writes; `n_header_cols`, `row_ids`, `col_ids` optional);
+- pandas "split" `{"columns": [...], "data": [[...]]}` and column lists `{"a": [..], "b": [..]}`;
+- HiTab `{"texts", "merged_regions", "top_header_rows_num", "left_header_columns_num", "title"}`;
+- AIT-QA `{"column_header": [[path]], "row_header": [[path]], "data": [[...]]}`.
+
+Choices (ours): HiTab's `top_header_rows_num` is one more than the header rows in most tables
+and exact in others (unit rows such as "percent"), so the header rows are the top header tree's
+rows plus following rows up to that number that hold text but no number. Merged regions in HiTab
+hold their text in the top-left cell only; it is copied into the covered cells. AIT-QA paths
+shorter than the deepest one repeat their last level downwards (a vertical merge).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from tablequest.table.errors import UnreadableTable
+from tablequest.table.model import Merge, Table
+from tablequest.table.readers._base import ReadInput, number_tables
+from tablequest.table.readers._cells import looks_numeric, value_text
+from tablequest.table.readers._text import decode_text
+
+__all__ = ["parse_json_value", "read_json"]
+
+
+class _Shape(ValueError):
+    """The JSON value is valid but not a table shape we know."""
+
+
+def _str_rows(rows: Any, what: str) -> list[list[str]]:
+    if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
+        raise _Shape(f"{what} must be a list of lists")
+    return [[value_text(v) for v in r] for r in rows]
+
+
+def _title(obj: dict[str, Any]) -> str | None:
+    for key in ("title", "caption", "table_title"):
+        value = obj.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+    return None
+
+
+def _records(records: Sequence[dict[str, Any]], title: str | None = None) -> Table:
+    keys: dict[str, None] = {}
+    for rec in records:
+        keys.update(dict.fromkeys(rec))
+    header = list(keys)
+    rows = [[value_text(rec.get(k)) for k in header] for rec in records]
+    return Table.from_rows([header, *rows], title=title)
+
+
+def _merge(m: Any) -> Merge:
+    if isinstance(m, dict):
+        keys = ("top", "left", "bottom", "right")
+        if not all(k in m for k in keys):
+            keys = ("first_row", "first_column", "last_row", "last_column")
+        return Merge(*(int(m[k]) for k in keys))
+    if isinstance(m, list) and len(m) == 4:
+        return Merge(*(int(v) for v in m))
+    raise _Shape(f"a merge must be [top, left, bottom, right], got {m!r}")
+
+
+def _header_rows(obj: dict[str, Any]) -> Table:
+    header = obj["header"]
+    if not isinstance(header, list):
+        raise _Shape('"header" must be a list')
+    levels = _str_rows(header, '"header"') if header and isinstance(header[0], list) else None
+    head = levels if levels is not None else [[value_text(v) for v in header]]
+    body = _str_rows(obj["rows"], '"rows"')
+    height, width = len(head) + len(body), max((len(r) for r in [*head, *body]), default=0)
+    merges = [_merge(m) for m in obj.get("merges") or []]
+    merges = [
+        m for m in merges if 0 <= m.top <= m.bottom < height and 0 <= m.left <= m.right < width
+    ]
+    table = Table.from_rows(
+        [*head, *body],
+        n_header_rows=len(head),
+        n_header_cols=int(obj.get("n_header_cols") or 0),
+        merges=merges,
+        title=_title(obj),
+    )
+    row_ids, col_ids = obj.get("row_ids"), obj.get("col_ids")
+    if isinstance(row_ids, list) and len(row_ids) == table.n_rows:
+        table = replace(table, row_ids=tuple(int(i) for i in row_ids))
+    if isinstance(col_ids, list) and len(col_ids) == table.n_cols:
+        table = replace(table, col_ids=tuple(int(i) for i in col_ids))
+    return table
+
+
+def _fill_merges(rows: list[list[str]], merges: list[Merge]) -> None:
+    height, width = len(rows), max((len(r) for r in rows), default=0)
+    for row in rows:
+        row.extend([""] * (width - len(row)))
+    for m in merges:
+        if not (0 <= m.top < height and 0 <= m.left < width):
+            continue
+        value = rows[m.top][m.left]
+        for r in range(m.top, min(m.bottom, height - 1) + 1):
+            for c in range(m.left, min(m.right, width - 1) + 1):
+                if not rows[r][c]:
+                    rows[r][c] = value
+
+
+def _tree_depth(node: Any) -> int:
+    if not isinstance(node, dict):
+        return 0
+    rows = [int(node.get("row_index", -1))]
+    stack = list(node.get("children") or [])
+    while stack:
+        child = stack.pop()
+        if isinstance(child, dict):
+            rows.append(int(child.get("row_index", -1)))
+            stack.extend(child.get("children") or [])
+    return max(rows) + 1
+
+
+def _hitab(obj: dict[str, Any]) -> Table:
+    rows = _str_rows(obj["texts"], '"texts"')
+    merges = [_merge(m) for m in obj.get("merged_regions") or []]
+    _fill_merges(rows, merges)
+    width = len(rows[0]) if rows else 0
+    n_left = max(0, min(int(obj.get("left_header_columns_num") or 0), max(0, width - 1)))
+    declared = int(obj.get("top_header_rows_num") or 1)
+    n_head = max(1, min(_tree_depth(obj.get("top_root")) or declared, len(rows)))
+    while n_head < min(declared, len(rows)):
+        values = [v for v in rows[n_head][n_left:] if v.strip()]
+        if not values or any(looks_numeric(v) for v in values):
+            break
+        n_head += 1
+    merges = [m for m in merges if m.top < len(rows) and m.left < width]
+    return Table.from_rows(
+        rows, n_header_rows=n_head, n_header_cols=n_left, merges=merges, title=_title(obj)
+    )
+
+
+def _aitqa(obj: dict[str, Any]) -> Table:
+    col_paths = _str_rows(obj["column_header"], '"column_header"')
+    row_paths = _str_rows(obj.get("row_header") or [], '"row_header"')
+    data = _str_rows(obj["data"], '"data"')
+    levels = max((len(p) for p in col_paths), default=1) or 1
+    n_left = max((len(p) for p in row_paths), default=0)
+    merges: list[Merge] = []
+    head = [[""] * n_left for _ in range(levels)]
+    for j, path in enumerate(col_paths):
+        for i in range(levels):
+            head[i].append(path[min(i, len(path) - 1)] if path else "")
+        if 0 < len(path) < levels:
+            merges.append(Merge(len(path) - 1, n_left + j, levels - 1, n_left + j))
+    for i in range(levels):
+        j = 0
+        while j < len(col_paths):
+            k = j
+            while k + 1 < len(col_paths) and col_paths[k + 1][: i + 1] == col_paths[j][: i + 1]:
+                k += 1
+            if k > j and len(col_paths[j]) > i + 1:
+                merges.append(Merge(i, n_left + j, i, n_left + k))
+            j = k + 1
+    body = []
+    for r, row in enumerate(data):
+        path = row_paths[r] if r < len(row_paths) else []
+        body.append(path + [""] * (n_left - len(path)) + row)
+    return Table.from_rows(
+        [*head, *body], n_header_rows=levels, n_header_cols=n_left, merges=merges
+    )
+
+
+def _is_table_object(value: Any) -> bool:
+    return isinstance(value, dict) and (
+        ("header" in value and "rows" in value)
+        or "texts" in value
+        or ("column_header" in value and "data" in value)
+        or ("columns" in value and "data" in value)
+    )
+
+
+def _object(obj: dict[str, Any]) -> list[Table]:
+    if "header" in obj and "rows" in obj:
+        return [_header_rows(obj)]
+    if "texts" in obj:
+        return [_hitab(obj)]
+    if "column_header" in obj and "data" in obj:
+        return [_aitqa(obj)]
+    if "columns" in obj and "data" in obj:
+        header = [value_text(c) for c in obj["columns"]]
+        return [Table.from_rows([header, *_str_rows(obj["data"], '"data"')], title=_title(obj))]
+    if isinstance(obj.get("tables"), list):
+        return [t for item in obj["tables"] for t in parse_json_value(item)]
+    lists = {k: v for k, v in obj.items() if isinstance(v, list)}
+    for value in lists.values():
+        if value and all(isinstance(r, dict) for r in value):
+            return [_records(value, _title(obj))]
+    if lists and len(lists) == len(obj) and len({len(v) for v in lists.values()}) == 1:
+        columns = list(lists.values())
+        rows = [list(lists), *([c[i] for c in columns] for i in range(len(columns[0])))]
+        return [Table.from_rows([[value_text(v) for v in r] for r in rows])]
+    raise _Shape(f"no table in a JSON object with keys {sorted(obj)[:8]}")
+
+
+def parse_json_value(value: Any) -> list[Table]:
+    """Tables in a parsed JSON value; raises ValueError for shapes that hold none."""
+    if isinstance(value, dict):
+        return _object(value)
+    if isinstance(value, list):
+        if not value:
+            raise _Shape("an empty JSON list")
+        if all(_is_table_object(v) for v in value):
+            return [t for v in value for t in _object(v)]
+        if all(isinstance(v, dict) for v in value):
+            return [_records(value)]
+        if all(isinstance(v, list) for v in value):
+            return [Table.from_rows(_str_rows(value, "rows"))]
+        raise _Shape("a JSON list mixing records, rows and scalars")
+    raise _Shape(f"a JSON {type(value).__name__}, not a table")
+
+
+def _load(text: str, path: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        lines = [ln for ln in text.splitlines() if ln.strip()]
+        if exc.msg != "Extra data" or len(lines) < 2:
+            raise UnreadableTable(
+                path, f"invalid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+            ) from None
+    values = []
+    for n, line in enumerate(lines, start=1):
+        try:
+            values.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise UnreadableTable(path, f"invalid JSON Lines ({exc.msg} on line {n})") from None
+    return values
+
+
+def read_json(inp: ReadInput) -> list[Table]:
+    """Read a JSON or JSON Lines file."""
+    value = _load(decode_text(inp.data, inp.path).lstrip("\ufeff"), inp.path)
+    try:
+        tables = parse_json_value(value)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise UnreadableTable(inp.path, f"no table in JSON ({exc})") from None
+    if not tables:
+        raise UnreadableTable(inp.path, "no table in JSON")
+    return number_tables(tables)

@@ -1,0 +1,310 @@
+"""TableSeek Algorithm 1, branch by branch, with a scripted LLM (papers/tableseek.txt)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from tablequest.corpus import Store
+from tablequest.llm import Scripted
+from tablequest.llm.base import LLMTimeout
+from tablequest.methods.seek import SeekConfig, TableSeek
+from tablequest.table import Source, Table
+from tablequest.trace import Trace
+
+LEAGUE = Table.from_rows(
+    [["Year", "Division", "League"], ["2001", "2", "USL A-League"], ["2004", "2", "USL A-League"],
+     ["2005", "2", "USL First Division"]],
+    source=Source(format="csv"),
+)
+CITIES = Table.from_rows(
+    [["City", "July rainfall (mm)"], ["Zurich", "110"], ["Oslo", "81"]],
+    source=Source(format="markdown"),
+)
+MEDALS = Table.from_rows(
+    [["Nation", "Gold", "Silver"], ["Norway", "16", "8"], ["Germany", "12", "10"]],
+    source=Source(format="html"),
+)
+SOCCER = Table.from_rows(
+    [["Club", "League", "Founded"], ["Rochester Rhinos", "USL A-League", "1996"]],
+    source=Source(format="csv"),
+)
+
+
+@pytest.fixture()
+def store() -> Store:
+    st = Store()
+    for key, table in [("league.csv", LEAGUE), ("cities.md", CITIES), ("medals.html", MEDALS),
+                       ("clubs.csv", SOCCER)]:
+        st.add_table(table, key=f"/secret/dir/{key}")
+    return st
+
+
+def j(**data: object) -> str:
+    return json.dumps(data)
+
+
+def ids_in(prompt: str) -> list[str]:
+    return re.findall(r"\[(Table_\d+)\]", prompt)
+
+
+def answer(status: str = "answered", value: str = "2004") -> str:
+    return j(status=status, answer=value, evidence=[])
+
+
+def run(store: Store, replies: list[object], config: SeekConfig | None = None,
+        question: str = "What was the last year the team was in the USL A-League?",
+        task: str = "tableqa") -> tuple[Scripted, object, Trace]:
+    llm = Scripted(replies)  # type: ignore[arg-type]
+    trace = Trace.in_memory()
+    result = TableSeek(llm, config).answer(question, store, task=task, trace=trace)  # type: ignore[arg-type]
+    return llm, result, trace
+
+
+def llm_calls(trace: Trace) -> int:
+    return sum(1 for e in trace.events if e["kind"] == "llm_call")
+
+
+def test_select_on_first_round(store: Store) -> None:
+    def reply(messages: list[dict[str, str]], params: dict[str, object]) -> str:
+        prompt = messages[-1]["content"]
+        if "grep patterns" in prompt and "Candidate tables" not in prompt:
+            return j(patterns=["USL A-League", "year"])
+        if "Candidate tables" in prompt:
+            # pick whichever anonymous id shows the league table
+            for block in prompt.split("[Table_")[1:]:
+                if "First Division" in block:
+                    return j(action="select", selected_tables=["Table_" + block.split("]")[0]])
+        return answer()
+
+    llm, result, trace = run(store, reply)  # type: ignore[arg-type]
+    assert result.status == "answered" and result.answer == "2004"
+    assert result.steps == 3
+    assert result.details["action_counts"] == {"pattern_gen": 1, "refine": 1,
+                                               "refine_select": 1, "qa": 1}
+    assert result.tables_consulted == [store.ids_for_path("/secret/dir/league.csv")[0]]
+    assert result.final_table == result.tables_consulted[0]
+    assert llm_calls(trace) == len(llm.calls) == 3
+    # evidence located in the table: the cell "2004"
+    assert [e.value for e in result.evidence] == ["2004"]
+
+
+def test_regenerate_then_select(store: Store) -> None:
+    replies = [
+        j(patterns=["zzz-no-match", "USL"]),
+        j(action="regenerate", patterns=["rainfall", "July"]),
+        j(action="select", selected_tables=["Table_0"]),
+        answer(value="Zurich"),
+    ]
+    llm, result, trace = run(store, replies)
+    assert result.answer == "Zurich"
+    assert result.details["action_counts"]["refine_regenerate"] == 1
+    assert result.details["patterns"] == [["zzz-no-match", "USL"], ["rainfall", "July"]]
+    cities = store.ids_for_path("/secret/dir/cities.md")[0]
+    assert result.tables_consulted == [cities]
+    assert result.details["rounds_top1"][-1] == cities
+    assert len(result.details["rounds_top1"]) == 2
+
+
+def test_refine_none_uses_fallback_top_k(store: Store) -> None:
+    replies = [j(patterns=["Gold", "Norway"]), j(action="none"), answer(value="Norway")]
+    _, result, _ = run(store, replies)
+    assert result.tables_consulted == [store.ids_for_path("/secret/dir/medals.html")[0]]
+    assert result.details["action_counts"]["refine_none"] == 1
+
+
+def test_budget_exhausted_during_refinement_runs_qa_on_top1(store: Store) -> None:
+    replies = [j(patterns=["USL"])] + [j(action="regenerate", patterns=["USL", "League"])] * 3
+    replies.append(answer())
+    llm, result, trace = run(store, replies, SeekConfig(max_steps=5))
+    assert len(llm.calls) == 5 and result.steps == 5
+    assert result.details["action_counts"]["refine_regenerate"] == 3
+    top1 = result.details["rounds_top1"][-1]
+    assert result.tables_consulted == [top1]
+    assert llm_calls(trace) == 5
+
+
+def test_fallback_order_and_stop(store: Store) -> None:
+    replies = [
+        j(patterns=["USL A-League", "League", r"\d"]),
+        j(action="none"),
+        answer("insufficient", ""),
+        answer("mismatch", ""),
+        answer(value="2004"),
+    ]
+    llm, result, trace = run(store, replies, SeekConfig(max_steps=5))
+    assert result.status == "answered" and len(llm.calls) == 5
+    ranked = [h["table_id"] for h in next(e for e in trace.events if e["kind"] == "rank")["hits"]]
+    assert result.tables_consulted == ranked[:3]
+    assert sum(1 for e in trace.events if e["kind"] == "fallback") == 2
+
+
+def test_fallback_stops_when_budget_is_spent(store: Store) -> None:
+    replies = [j(patterns=["USL A-League", "League", r"\d"]), j(action="none")] + [
+        answer("insufficient", "")] * 3
+    llm, result, _ = run(store, replies, SeekConfig(max_steps=5))
+    assert result.status == "insufficient" and result.answer is None
+    assert len(llm.calls) == 5
+
+
+@pytest.mark.parametrize("steps", [5, 10])
+def test_budget_never_exceeded_with_garbage(store: Store, steps: int) -> None:
+    llm = Scripted(lambda m, p: "I think the answer is somewhere {not json")
+    trace = Trace.in_memory()
+    result = TableSeek(llm, SeekConfig(max_steps=steps)).answer("usl league year", store,
+                                                               trace=trace)
+    assert len(llm.calls) <= steps
+    assert llm_calls(trace) == len(llm.calls)
+    assert result.status in ("answered", "insufficient", "failed")
+
+
+def test_unparsable_patterns_repair_then_content_words(store: Store) -> None:
+    replies = ["no idea", "still no json", j(action="none"), answer()]
+    llm, result, trace = run(store, replies)
+    assert result.details["action_counts"]["repair"] == 1
+    assert result.details["patterns"][0] == [r"\byear\b", r"\bteam\b", r"\busl\b", r"\ba\-league\b"]
+    assert any(e["kind"] == "fallback" and e["stage"] == "pattern_gen" for e in trace.events)
+
+
+def test_repair_succeeds(store: Store) -> None:
+    replies = ["patterns: USL", j(patterns=["USL"]), j(action="none"), answer()]
+    _, result, _ = run(store, replies)
+    assert result.details["patterns"][0] == ["USL"]
+
+
+def test_hallucinated_ids_are_ignored_and_recorded(store: Store) -> None:
+    replies = [j(patterns=["USL"]), j(action="select", selected_tables=["Table_99", "t_abc"]),
+               answer()]
+    _, result, trace = run(store, replies)
+    assert result.details["action_counts"]["refine_none"] == 1
+    err = [e for e in trace.events if e["kind"] == "error" and e.get("ids")]
+    assert err and err[0]["ids"] == ["Table_99", "t_abc"]
+
+
+def test_unparsable_refine_falls_back_to_none(store: Store) -> None:
+    replies = [j(patterns=["USL"]), "hmm", "hmm again", answer()]
+    _, result, _ = run(store, replies)
+    assert result.status == "answered"
+    assert result.details["action_counts"]["refine_none"] == 1
+
+
+def test_unparsable_qa_short_text_is_the_answer(store: Store) -> None:
+    replies = [j(patterns=["USL"]), j(action="none"), "2004"]
+    _, result, _ = run(store, replies)
+    assert result.answer == "2004" and result.status == "answered"
+
+
+def test_llm_errors_never_crash(store: Store) -> None:
+    llm = Scripted([LLMTimeout("slow"), LLMTimeout("slow"), LLMTimeout("slow")] * 4)
+    result = TableSeek(llm).answer("usl league", store)
+    assert result.status in ("failed", "insufficient")
+
+
+def test_no_refine_ablation(store: Store) -> None:
+    replies = [j(patterns=["Gold"]), answer(value="Norway")]
+    llm, result, _ = run(store, replies, SeekConfig(refine=False))
+    assert len(llm.calls) == 2 and result.answer == "Norway"
+
+
+def test_no_fallback_ablation(store: Store) -> None:
+    replies = [j(patterns=["USL"]), j(action="none"), answer("insufficient", "")]
+    llm, result, _ = run(store, replies, SeekConfig(fallback=False))
+    assert len(llm.calls) == 3 and result.status == "insufficient"
+
+
+def test_no_select_offers_only_regenerate(store: Store) -> None:
+    replies = [j(patterns=["USL"]), j(action="select", selected_tables=["Table_0"]),
+               answer()]
+    llm, result, _ = run(store, replies, SeekConfig(select=False))
+    refine_prompt = llm.calls[1].prompt
+    assert '"action": "select"' not in refine_prompt and "regenerate" in refine_prompt
+    assert result.details["action_counts"]["refine_none"] == 1
+
+
+def test_no_regenerate_offers_only_select(store: Store) -> None:
+    replies = [j(patterns=["USL"]), j(action="regenerate", patterns=["x"]), answer()]
+    llm, result, _ = run(store, replies, SeekConfig(regenerate=False))
+    assert '"action": "regenerate"' not in llm.calls[1].prompt
+    assert "refine_regenerate" not in result.details["action_counts"]
+
+
+def test_match_only_previews_have_no_table_head(store: Store) -> None:
+    replies = [j(patterns=["2004"]), j(action="none"), answer()]
+    llm, _, _ = run(store, replies, SeekConfig(match_only=True))
+    refine_prompt = llm.calls[1].prompt
+    assert "2004" in refine_prompt
+    assert "Division" not in refine_prompt.split("Candidate tables")[1]
+
+
+def test_match_only_qa(store: Store) -> None:
+    replies = [j(patterns=["2004"]), j(action="none"), answer()]
+    llm, _, _ = run(store, replies, SeekConfig(match_only_qa=True))
+    qa_prompt = llm.calls[2].prompt
+    assert "2004" in qa_prompt and "2001" not in qa_prompt
+
+
+def test_rerank_strategy_reorders_and_forwards_top(store: Store) -> None:
+    replies = [j(patterns=["USL A-League", "League"])]
+
+    def reply(messages: list[dict[str, str]], params: dict[str, object]) -> str:
+        prompt = messages[-1]["content"]
+        if replies:
+            return str(replies.pop())
+        if "rerank" in prompt:
+            ids = ids_in(prompt)
+            return j(action="rerank", ranking=list(reversed(ids)))
+        return answer()
+
+    llm = Scripted(reply)
+    trace = Trace.in_memory()
+    result = TableSeek(llm, SeekConfig.named("10step-r5-medium")).answer(
+        "usl league", store, trace=trace)
+    ranked = [h["table_id"] for h in next(e for e in trace.events if e["kind"] == "rank")["hits"]]
+    assert result.tables_consulted == [ranked[: 5][-1]]
+    assert result.details["action_counts"]["refine_rerank"] == 1
+
+
+def test_fact_verification_answers_true_false(store: Store) -> None:
+    replies = [j(patterns=["Norway", "Gold"]), j(action="none"),
+               j(status="answered", answer="Supported", evidence=[])]
+    _, result, _ = run(store, replies, question="Norway won 16 gold medals",
+                       task="fact_verification")
+    assert result.answer == "true"
+
+
+def test_no_prompt_reveals_paths_or_formats(store: Store) -> None:
+    def reply(messages: list[dict[str, str]], params: dict[str, object]) -> str:
+        prompt = messages[-1]["content"]
+        if "Candidate tables" in prompt:
+            return j(action="regenerate", patterns=["Gold", "City"])
+        if "grep patterns" in prompt:
+            return j(patterns=["USL", "League", "Gold"])
+        return answer("insufficient", "")
+
+    llm = Scripted(reply)
+    TableSeek(llm, SeekConfig(max_steps=10)).answer("usl league gold", store)
+    text = "\n".join(m["content"] for c in llm.calls for m in c.messages)
+    for leak in ("/secret", "secret", "league.csv", ".csv", ".md", ".html", "cities"):
+        assert leak not in text
+    for tid in store.table_ids():
+        assert tid not in text
+
+
+def test_empty_store_is_insufficient_without_qa() -> None:
+    llm = Scripted([j(patterns=["x"])])
+    result = TableSeek(llm).answer("anything", Store())
+    assert result.status == "insufficient" and len(llm.calls) == 1
+
+
+def test_config_names() -> None:
+    cfg = SeekConfig.named("10step-10s3-big")
+    assert (cfg.max_steps, cfg.n_candidates, cfg.max_select_tables, cfg.rerank) == (10, 10, 3, False)
+    assert (cfg.rows_per_pattern, cfg.max_matched_rows) == (3, 15)
+    assert SeekConfig.named("r3").n_candidates == 3 and SeekConfig.named("r3").rerank
+    assert SeekConfig().name == "5step-5s1-small"
+    with pytest.raises(ValueError):
+        SeekConfig.named("7x9")
+    with pytest.raises(ValueError):
+        SeekConfig(strategy="5s9")

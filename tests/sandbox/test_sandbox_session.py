@@ -1,0 +1,215 @@
+"""Sessions end to end: honest table code works, state persists, errors read well, API edges."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pandas as pd
+import pytest
+
+from tablequest.sandbox import ExecResult, Sandbox, SandboxError, SandboxUnavailable, Session
+
+if TYPE_CHECKING:
+    from conftest import Host
+
+
+@pytest.fixture(scope="module")
+def session(sandbox: Sandbox, frames: dict[str, pd.DataFrame]) -> Iterator[Session]:
+    with sandbox.session(frames) as s:
+        yield s
+
+
+def value(s: Session, code: str) -> str:
+    result = s.run(code)
+    assert result.ok, result.error
+    assert result.value is not None
+    return result.value
+
+
+def test_groupby(session: Session) -> None:
+    out = value(session, "sales.groupby('region')['amount'].sum().round(1).to_dict()")
+    assert out == "{'east': 40.0, 'north': 279.5, 'south': 100.0}"
+
+
+def test_pivot_table(session: Session) -> None:
+    code = "p = sales.pivot_table(index='region', columns='customer', values='amount', "
+    code += "aggfunc='sum', fill_value=0)\np.loc['north', 'c1']"
+    assert value(session, code) == "np.float64(219.5)"
+
+
+def test_merge_of_two_frames(session: Session) -> None:
+    code = "m = sales.merge(customers, on='customer')\n"
+    code += "m.groupby('segment')['amount'].sum().to_dict()"
+    assert value(session, code) == "{'b2b': 100.0, 'retail': 319.5}"
+
+
+def test_regex_extract(session: Session) -> None:
+    code = "sales['sku'].str.extract(r'([A-Z]+)-(\\d+)')[1].astype(int).max()"
+    assert value(session, code) == "np.int64(999)"
+
+
+def test_datetime_parsing(session: Session) -> None:
+    code = "d = pd.to_datetime(sales['date'])\nd.dt.month.value_counts().sort_index().to_dict()"
+    assert value(session, code) == "{1: 1, 2: 2, 3: 3}"
+    assert value(session, "datetime.date(2024, 3, 1).isoformat()") == "'2024-03-01'"
+
+
+def test_scipy_stats(session: Session, frames: dict[str, pd.DataFrame]) -> None:
+    import scipy.stats
+
+    expected = scipy.stats.pearsonr(frames["sales"]["order"], frames["sales"]["amount"])
+    code = "r = scipy.stats.pearsonr(sales['order'], sales['amount'])\nround(float(r.statistic), 6)"
+    assert value(session, code) == str(round(float(expected.statistic), 6))
+
+
+def test_plotting_returns_png(session: Session) -> None:
+    result = session.run("sales.plot.bar(x='order', y='amount')\nplt.title('sales')\nNone")
+    assert result.ok, result.error
+    assert len(result.figures) == 1 and result.figures[0].startswith(b"\x89PNG\r\n\x1a\n")
+    assert session.run("1").figures == []  # figures are closed after each run
+
+
+def test_state_persists_and_last_expression(session: Session) -> None:
+    first = session.run("total = sales['amount'].sum()\nprint('computed')")
+    assert first.ok and first.stdout == "computed\n" and first.value is None
+    assert value(session, "total") == "np.float64(419.5)"
+    assert value(session, "total * 2") == "np.float64(839.0)"
+
+
+def test_preloaded_modules(session: Session) -> None:
+    code = "[m.__name__ for m in (pd, np, scipy, plt, re, math, datetime, statistics, json, "
+    code += "collections, matplotlib)]"
+    assert "'matplotlib.pyplot'" in value(session, code)
+    assert value(session, "statistics.median([1, 5, 3]) + math.floor(2.5)") == "5"
+
+
+def test_dataframe_values_are_previews(session: Session) -> None:
+    out = value(session, "pd.DataFrame({'x': range(1000), 'y': range(1000)})")
+    assert "[1000 rows x 2 columns]" in out and len(out.splitlines()) < 30
+
+
+def test_error_messages(session: Session) -> None:
+    result = session.run("sales['price']")
+    assert not result.ok and result.error == "KeyError: 'price'"
+    assert result.stdout == "" and result.value is None
+    assert session.run("x = 1\nundefined_name + 1").error == (
+        "NameError: name 'undefined_name' is not defined (line 2)"
+    )
+    syntax = session.run("sales.groupby('region'")
+    assert syntax.error is not None and syntax.error.startswith("SyntaxError: ")
+    assert "(line 1)" in syntax.error
+    assert session.run("1 / 0").error == "ZeroDivisionError: division by zero"
+    assert session.run("total").ok  # state survived the errors
+
+
+def test_warnings_reach_stdout(session: Session) -> None:
+    result = session.run("import warnings\nwarnings.warn('check the units')\n1")
+    assert result.ok and "UserWarning: check the units" in result.stdout
+
+
+def test_files_inside_the_session_work(session: Session) -> None:
+    code = "sales.to_csv('copy.csv', index=False)\nimport os\n"
+    code += "(len(pd.read_csv('copy.csv')), sorted(f for f in os.listdir('.') if f.endswith('.csv')))"
+    assert value(session, code) == "(6, ['copy.csv'])"
+
+
+def test_host_frames_are_not_shared(session: Session, frames: dict[str, pd.DataFrame]) -> None:
+    before = frames["sales"].copy()
+    assert session.run("sales.loc[0, 'amount'] = -1\nsales['amount'] = 0").ok
+    pd.testing.assert_frame_equal(frames["sales"], before)
+    assert value(session, "int(sales['amount'].sum())") == "0"
+
+
+def test_seconds_and_result_type(session: Session) -> None:
+    result = session.run("1")
+    assert isinstance(result, ExecResult) and 0 < result.seconds < 5
+
+
+def test_sessions_are_isolated_from_each_other(sandbox: Sandbox) -> None:
+    with sandbox.session() as a, sandbox.session() as b:
+        assert a.run("shared = 41").ok
+        assert b.run("shared").error == "NameError: name 'shared' is not defined"
+        assert a.run("shared + 1").value == "42"
+
+
+def test_restart_after_a_fatal_error(sandbox: Sandbox, frames: dict[str, pd.DataFrame]) -> None:
+    with sandbox.session(frames) as s:
+        assert s.run("kept = 1").ok
+        dead = s.run("import os\nos._exit(3)")
+        assert not dead.ok and dead.error is not None
+        assert "exited with status 3" in dead.error and "restarted" in dead.error
+        assert s.restarts == 0
+        again = s.run("len(sales)")
+        assert again.value == "6" and s.restarts == 1
+        assert "NameError" in str(s.run("kept").error)
+
+
+def test_frame_notes(sandbox: Sandbox) -> None:
+    df = pd.DataFrame([[1, 2]], columns=["a", "a"])
+    with sandbox.session({"t": df}) as s:
+        assert s.notes and "duplicate" in s.notes[0]
+        assert s.run("list(t.columns)").value == "['a', 'a.1']"
+
+
+def test_layers_and_describe(sandbox: Sandbox, host: Host) -> None:
+    layers = {layer.name: layer for layer in sandbox.layers()}
+    for name in ("separate process", "resource limits", "audit hook", "wall-clock kill"):
+        assert layers[name].active, layers[name]
+    assert host.secret not in layers["separate process"].detail
+    text = sandbox.describe()
+    assert text.startswith(f"sandbox mode: {sandbox.mode}") and "[x] audit hook" in text
+
+
+def test_closed_objects(frames: dict[str, pd.DataFrame]) -> None:
+    with Sandbox(prewarm=False, use_namespaces="off") as sb:
+        s = sb.session()
+        s.close()
+        s.close()
+        with pytest.raises(SandboxError, match="session is closed"):
+            s.run("1")
+    with pytest.raises(SandboxError, match="Sandbox is closed"):
+        sb.session()
+
+
+def test_argument_errors(session: Session) -> None:
+    with pytest.raises(TypeError, match="code must be str"):
+        session.run(b"1")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="timeout must be a positive number"):
+        session.run("1", timeout=0)
+    with pytest.raises(ValueError, match="memory_mb must be a positive number"):
+        Sandbox(memory_mb=0)
+    with pytest.raises(ValueError, match="cpu_seconds"):
+        Sandbox(cpu_seconds=True)
+    with pytest.raises(ValueError, match="use_namespaces must be"):
+        Sandbox(use_namespaces="docker")  # type: ignore[arg-type]
+
+
+def test_unusable_interpreters(tmp_path: Path) -> None:
+    with pytest.raises(SandboxUnavailable, match="not an executable file"):
+        Sandbox(python=str(tmp_path / "no-such-python"))
+    # a real Python without pandas: starts, then fails while importing
+    bare = tmp_path / "bare-python"
+    bare.write_text(f'#!/bin/sh\nexec {os.path.realpath(sys.base_prefix)}/bin/python3 "$@"\n')
+    bare.chmod(bare.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    tmp_path.chmod(0o755)
+    with Sandbox(python=str(bare), prewarm=False, use_namespaces="off") as sb:
+        with pytest.raises(SandboxUnavailable, match="(?s)failed to start.*No module named"):
+            sb.session()
+
+
+def test_startup_timeout() -> None:
+    with Sandbox(prewarm=False, use_namespaces="off", startup_timeout=0.01) as sb:
+        with pytest.raises(SandboxUnavailable, match="did not start within 0.01 s"):
+            sb.session()
+
+
+def test_warm_then_fast_session(sandbox: Sandbox) -> None:
+    sandbox.warm()
+    with sandbox.session() as s:
+        assert s.run("json.dumps([1])").value == repr(json.dumps([1]))
