@@ -17,8 +17,13 @@ $(VENV)/.dev-installed: pyproject.toml | $(PY)
 	$(PIP) -e '.[dev]'
 	touch $@ $(VENV)/.demo-installed
 
+DEMO_STORE := .demo/corpus.duckdb
+DEMO_Q := Which nation won the most gold medals?
+
 demo: $(VENV)/.demo-installed
-	$(PY) -m tablequest demo examples/corpus
+	$(VENV)/bin/tablequest ingest examples/corpus --store $(DEMO_STORE)
+	$(VENV)/bin/tablequest search $(DEMO_STORE) "$(DEMO_Q)" -k 3
+	$(VENV)/bin/tablequest ask $(DEMO_STORE) "$(DEMO_Q)"
 
 lint: $(VENV)/.dev-installed
 	$(VENV)/bin/ruff check src tests benchmarks
@@ -33,4 +38,4 @@ pytest: $(VENV)/.dev-installed
 test: lint typecheck pytest
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .coverage
+	rm -rf $(VENV) .demo .mypy_cache .pytest_cache .ruff_cache .coverage

@@ -74,11 +74,20 @@ def frames() -> dict[str, pd.DataFrame]:
             "region": ["north", "south", "north", "east", "south", "north"],
             "customer": ["c1", "c2", "c1", "c3", "c2", "c3"],
             "amount": [120.0, 80.5, 99.5, 40.0, 19.5, 60.0],
-            "date": ["2024-01-05", "2024-02-11", "2024-02-20", "2024-03-01", "2024-03-15", "2024-03-30"],
+            "date": [
+                "2024-01-05",
+                "2024-02-11",
+                "2024-02-20",
+                "2024-03-01",
+                "2024-03-15",
+                "2024-03-30",
+            ],
             "sku": ["AB-100", "CD-200", "AB-310", "EF-999", "CD-201", "AB-100"],
         }
     )
-    customers = pd.DataFrame({"customer": ["c1", "c2", "c3"], "segment": ["retail", "b2b", "retail"]})
+    customers = pd.DataFrame(
+        {"customer": ["c1", "c2", "c3"], "segment": ["retail", "b2b", "retail"]}
+    )
     return {"sales": sales, "customers": customers}
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import struct
@@ -31,10 +32,8 @@ def pipe() -> Iterator[tuple[int, int]]:
     r, w = os.pipe()
     yield r, w
     for fd in (r, w):
-        try:
+        with contextlib.suppress(OSError):
             os.close(fd)
-        except OSError:
-            pass
 
 
 def test_message_roundtrip(pipe: tuple[int, int]) -> None:
@@ -239,12 +238,22 @@ def test_launcher_argv_per_mode(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_launch.shutil, "which", lambda name: f"/usr/bin/{name}")
     unshare = _launch.launcher_argv(make_plan("unshare"), session="/s", disk_bytes=1)
     assert unshare[0] == "/usr/bin/unshare" and "--net" in unshare and "--kill-child" in unshare
-    assert unshare[-5:] == ["--", "/usr/bin/setpriv", "--inh-caps=-all", "--bounding-set=-all", "--"]
+    assert unshare[-5:] == [
+        "--",
+        "/usr/bin/setpriv",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--",
+    ]
     shared = _launch.launcher_argv(make_plan("unshare", network=True), session="/s", disk_bytes=1)
     assert "--net" not in shared
     monkeypatch.setattr(_launch.os, "geteuid", lambda: 0)
-    assert _launch.launcher_argv(make_plan("off"), session="/s", disk_bytes=1)[0].endswith("setpriv")
-    assert _launch.launcher_argv(make_plan("off", popen_user=65534), session="/s", disk_bytes=1) == []
+    assert _launch.launcher_argv(make_plan("off"), session="/s", disk_bytes=1)[0].endswith(
+        "setpriv"
+    )
+    assert (
+        _launch.launcher_argv(make_plan("off", popen_user=65534), session="/s", disk_bytes=1) == []
+    )
     bw = _launch.launcher_argv(make_plan("bwrap"), session="/s/w", disk_bytes=1)
     assert bw[0] == "/usr/bin/bwrap"
 
@@ -338,7 +347,9 @@ def test_layers_for_a_degraded_machine() -> None:
     limits = Limits(60, 2048, 64, 256, 64, 100_000, 8, 2_000_000, True, False, False)
     status = {"CapEff": "000001ffffffffff", "NoNewPrivs": "0", "Seccomp": "0"}
     got = as_dict(
-        build_layers(plan, limits, facts(uid=0, interfaces=["lo", "eth0"], status=status, audit=False))
+        build_layers(
+            plan, limits, facts(uid=0, interfaces=["lo", "eth0"], status=status, audit=False)
+        )
     )
     for name in ("namespaces", "network isolation", "file-system view", "unprivileged uid"):
         assert not got[name][0], name
@@ -359,4 +370,3 @@ def test_describe_rlimits() -> None:
     text = describe_rlimits({"AS": [1 << 30, 1 << 30], "CPU": [-1, -1], "NOFILE": "bad"})
     assert "address space 1024 MB" in text and "CPU unlimited" in text
     assert "open files unlimited" in text
-

@@ -14,7 +14,9 @@ from tablequest.sandbox import _audit, _seccomp
 # --------------------------------------------------------------------------- seccomp
 
 
-def run_bpf(program: bytes, nr: int, *, arch: int = _seccomp.AUDIT_ARCH_X86_64, arg0: int = 0) -> int:
+def run_bpf(
+    program: bytes, nr: int, *, arch: int = _seccomp.AUDIT_ARCH_X86_64, arg0: int = 0
+) -> int:
     """A classic-BPF interpreter for the opcodes the filter uses; returns the action."""
     insns = [struct.unpack_from("=HBBI", program, i) for i in range(0, len(program), 8)]
     data = struct.pack("=iIQ6Q", nr, arch, 0, arg0, 0, 0, 0, 0, 0)
@@ -74,6 +76,13 @@ def test_seccomp_signals_only_to_self(closed: bytes, name: str) -> None:
     assert run_bpf(closed, _seccomp.NR[name], arg0=PID) == ALLOW
     assert run_bpf(closed, _seccomp.NR[name], arg0=1) == EPERM
     assert run_bpf(closed, _seccomp.NR[name], arg0=0xFFFFFFFF) == EPERM  # kill(-1, ...)
+
+
+@pytest.mark.parametrize("name", _seccomp.SELF_OR_ZERO)
+def test_seccomp_self_or_zero(closed: bytes, name: str) -> None:
+    assert run_bpf(closed, _seccomp.NR[name], arg0=0) == ALLOW
+    assert run_bpf(closed, _seccomp.NR[name], arg0=PID) == ALLOW
+    assert run_bpf(closed, _seccomp.NR[name], arg0=1) == EPERM
 
 
 def test_seccomp_sockets(closed: bytes, networked: bytes) -> None:
@@ -154,7 +163,9 @@ def test_open_of_a_path_like_object_is_refused(layout: dict[str, Path]) -> None:
     assert "path object" in str(decide("open", (layout["session"], "r", RD)))
 
 
-def test_relative_paths_and_dotdot(layout: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_relative_paths_and_dotdot(
+    layout: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(layout["session"])
     decide = policy(layout)
     assert decide("open", ("data.csv", "r", RD)) is None
@@ -246,7 +257,7 @@ def test_write_events_inside_the_session(layout: dict[str, Path]) -> None:
 
 @pytest.mark.parametrize(
     "event",
-    sorted(_audit.ALWAYS_DENIED) + ["ctypes.dlopen", "ctypes.call_function", "ctypes.cdata"],
+    [*sorted(_audit.ALWAYS_DENIED), "ctypes.dlopen", "ctypes.call_function", "ctypes.cdata"],
 )
 def test_always_denied(layout: dict[str, Path], event: str) -> None:
     assert policy(layout)(event, ()) is not None
@@ -299,5 +310,5 @@ def test_hook_raises_and_fails_closed(layout: dict[str, Path]) -> None:
 
 
 def test_refuse_process_creation() -> None:
-    with pytest.raises(PermissionError, match="creating processes"):
-        _audit.refuse_process_creation(1, 2, key=3)
+    with pytest.raises(PermissionError, match="other processes"):
+        _audit.refuse(1, 2, key=3)

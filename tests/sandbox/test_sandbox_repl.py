@@ -15,7 +15,7 @@ import pytest
 from tablequest.sandbox import _child, _repl
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 
 def run(code: str, ns: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:

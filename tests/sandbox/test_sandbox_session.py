@@ -115,7 +115,9 @@ def test_warnings_reach_stdout(session: Session) -> None:
 
 def test_files_inside_the_session_work(session: Session) -> None:
     code = "sales.to_csv('copy.csv', index=False)\nimport os\n"
-    code += "(len(pd.read_csv('copy.csv')), sorted(f for f in os.listdir('.') if f.endswith('.csv')))"
+    code += (
+        "(len(pd.read_csv('copy.csv')), sorted(f for f in os.listdir('.') if f.endswith('.csv')))"
+    )
     assert value(session, code) == "(6, ['copy.csv'])"
 
 
@@ -198,15 +200,19 @@ def test_unusable_interpreters(tmp_path: Path) -> None:
     bare.write_text(f'#!/bin/sh\nexec {os.path.realpath(sys.base_prefix)}/bin/python3 "$@"\n')
     bare.chmod(bare.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     tmp_path.chmod(0o755)
-    with Sandbox(python=str(bare), prewarm=False, use_namespaces="off") as sb:
-        with pytest.raises(SandboxUnavailable, match="(?s)failed to start.*No module named"):
-            sb.session()
+    with (
+        Sandbox(python=str(bare), prewarm=False, use_namespaces="off") as sb,
+        pytest.raises(SandboxUnavailable, match=r"(?s)failed to start.*No module named"),
+    ):
+        sb.session()
 
 
 def test_startup_timeout() -> None:
-    with Sandbox(prewarm=False, use_namespaces="off", startup_timeout=0.01) as sb:
-        with pytest.raises(SandboxUnavailable, match="did not start within 0.01 s"):
-            sb.session()
+    with (
+        Sandbox(prewarm=False, use_namespaces="off", startup_timeout=0.01) as sb,
+        pytest.raises(SandboxUnavailable, match=r"did not start within 0\.01 s"),
+    ):
+        sb.session()
 
 
 def test_warm_then_fast_session(sandbox: Sandbox) -> None:

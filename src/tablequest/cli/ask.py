@@ -189,7 +189,7 @@ def _llm_free(store: Store, question: str, trace: Trace, json_out: bool) -> None
         print(NOT_CONFIGURED_HINT, file=sys.stderr)
         return
     show_hits(store, question, hits)
-    console.print(f"[bold yellow]{NOT_CONFIGURED_HINT}[/bold yellow]")
+    console.print(f"[bold yellow]{NOT_CONFIGURED_HINT}[/bold yellow]", soft_wrap=True)
     console.print(f"trace: {trace.path}")
 
 

@@ -168,9 +168,6 @@ class Store:
         placeholders = ", ".join(["(" + ", ".join(["?"] * 13) + ")"] * len(rows))
         params = [v for row in rows for v in row]
         sql = f"INSERT INTO tables ({ROW_COLUMNS}) VALUES {placeholders}"
-        if not replace:
-            self.con.execute(sql, params)  # one statement: its own transaction
-            return
         self.con.execute("BEGIN TRANSACTION")
         try:
             self.con.execute("DELETE FROM tables WHERE path = ?", [path])
@@ -190,25 +187,31 @@ class Store:
         if not batch:
             return []
         try:
-            self.con.execute("BEGIN TRANSACTION")
-            replaced = [path for path, _, replace in batch if replace]
-            if replaced:
-                self.con.execute("DELETE FROM tables WHERE list_contains(?, path)", [replaced])
             arrow = _arrow_rows([row for _, rows, _ in batch for row in rows])
-            self.con.register("tq_batch", arrow)
+        except (ValueError, TypeError):  # a malformed row: isolate it below
+            arrow = None
+        if arrow is not None:
             try:
-                self.con.execute(f"INSERT INTO tables ({ROW_COLUMNS}) SELECT {ROW_COLUMNS} FROM tq_batch")
-            finally:
-                self.con.unregister("tq_batch")
-            self.con.execute("COMMIT")
-            return []
-        except duckdb.Error:
-            self.con.execute("ROLLBACK")
+                self.con.execute("BEGIN TRANSACTION")
+                replaced = [path for path, _, replace in batch if replace]
+                if replaced:
+                    self.con.execute("DELETE FROM tables WHERE list_contains(?, path)", [replaced])
+                self.con.register("tq_batch", arrow)
+                try:
+                    self.con.execute(
+                        f"INSERT INTO tables ({ROW_COLUMNS}) SELECT {ROW_COLUMNS} FROM tq_batch"
+                    )
+                finally:
+                    self.con.unregister("tq_batch")
+                self.con.execute("COMMIT")
+                return []
+            except duckdb.Error:
+                self.con.execute("ROLLBACK")
         failed = []
         for path, rows, replace in batch:
             try:
                 self.put_file(path, rows, replace=replace)
-            except duckdb.Error:
+            except (duckdb.Error, ValueError, TypeError):
                 failed.append(path)
         return failed
 

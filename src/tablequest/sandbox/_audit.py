@@ -77,8 +77,31 @@ DENIED_IMPORTS = frozenset(
         "_xxsubinterpreters",
         "_xxinterpchannels",
         "_tkinter",
+        "posix",
+        "_signal",
     }
 )
+#: functions that act on other processes without raising an audit event
+UNAUDITED = {
+    "posix": (
+        "pidfd_open",
+        "setpriority",
+        "sched_setaffinity",
+        "sched_setscheduler",
+        "sched_setparam",
+    ),
+    "os": (
+        "pidfd_open",
+        "setpriority",
+        "sched_setaffinity",
+        "sched_setscheduler",
+        "sched_setparam",
+    ),
+    "_signal": ("pidfd_send_signal",),
+    "signal": ("pidfd_send_signal",),
+    "_posixsubprocess": ("fork_exec",),
+    "subprocess": ("_fork_exec",),
+}
 #: events whose path arguments must stay inside the session directory
 WRITE_EVENTS = {
     "os.remove": (0,),
@@ -255,18 +278,21 @@ def make_hook(decide: Decide) -> Callable[[str, tuple[Any, ...]], None]:
     return hook
 
 
-def refuse_process_creation(*args: object, **kwargs: object) -> None:
-    """Stand-in for `_posixsubprocess.fork_exec`, the one process-creation call not audited."""
-    raise PermissionError("sandbox: creating processes is not allowed")
+def refuse(*args: object, **kwargs: object) -> None:
+    """Stand-in for the functions in `UNAUDITED`."""
+    raise PermissionError("sandbox: acting on other processes is not allowed")
 
 
 def install(decide: Decide) -> None:  # pragma: no cover - irreversible; exercised in the child
     """Install the hook for the rest of the process lifetime.
 
-    `_posixsubprocess.fork_exec` raises no audit event, so it is replaced in the loaded module
-    (re-importing the module is refused by the hook; `importlib.reload` keeps the stand-in).
+    The functions in `UNAUDITED` raise no audit event (`_posixsubprocess.fork_exec`, the pidfd
+    and scheduling calls), so they are replaced in their loaded modules; re-importing those
+    modules is refused by the hook and `importlib.reload` keeps the stand-ins.
     """
     sys.addaudithook(make_hook(decide))
-    module = sys.modules.get("_posixsubprocess")
-    if module is not None:
-        module.fork_exec = refuse_process_creation
+    for module_name, names in UNAUDITED.items():
+        module = sys.modules.get(module_name)
+        for name in names:
+            if module is not None and hasattr(module, name):
+                setattr(module, name, refuse)

@@ -134,10 +134,12 @@ def main() -> None:  # pragma: no cover - runs only inside the sandbox process
     import scipy
     import scipy.stats
 
-    # draw once so that fonts, backends and their lazy imports are loaded before lockdown
-    plt.plot([0, 1])
+    # exercise plotting and csv once: fonts, backends and their lazy imports load before lockdown
+    warm = pd.DataFrame({"a": [1, 2], "b": ["x", "y"]})
+    warm.plot()
     plt.gcf().savefig(io.BytesIO(), format="png")
     plt.close("all")
+    warm.to_csv(io.StringIO())
     # marshal.loads is refused after lockdown: later imports compile from source instead
     sys.pycache_prefix = os.path.join(os.getcwd(), ".no-bytecode")
     send(wfd, {"op": "ready"})

@@ -8,7 +8,8 @@ it removes what table code never needs and what escapes are made of:
   `clone3` (answered with ENOSYS so glibc falls back to `clone`), `execve`, `execveat`;
 - sockets: `socket` (all families unless the network is allowed, then only AF_INET/AF_INET6);
 - signals to other processes: `kill`, `tgkill`, `rt_(tg)sigqueueinfo` unless aimed at our own
-  pid, `tkill`, the pidfd calls;
+  pid, `tkill`, the pidfd calls; `prlimit64`/`sched_setaffinity` on other pids, priority,
+  scheduler and memory-policy changes of other processes;
 - kernel attack surface: ptrace, process_vm_*, bpf, perf_event_open, userfaultfd, io_uring,
   keyrings, mount/namespace calls, module and kexec loading, and similar administration calls.
 
@@ -114,6 +115,15 @@ NR = {
     "process_madvise": 440,
     "mount_setattr": 442,
     "quotactl_fd": 443,
+    "setpriority": 141,
+    "sched_setparam": 142,
+    "sched_setscheduler": 144,
+    "sched_setaffinity": 203,
+    "ioprio_set": 251,
+    "migrate_pages": 256,
+    "move_pages": 279,
+    "prlimit64": 302,
+    "sched_setattr": 314,
 }
 
 #: syscalls refused with EPERM unconditionally
@@ -177,9 +187,18 @@ DENIED = (
     "nfsservctl",
     "lookup_dcookie",
     "fanotify_init",
+    "setpriority",
+    "sched_setparam",
+    "sched_setscheduler",
+    "sched_setattr",
+    "ioprio_set",
+    "migrate_pages",
+    "move_pages",
 )
 #: syscalls allowed only when their first argument is our own pid (signals to ourselves)
 SELF_ONLY = ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
+#: syscalls whose first argument is a pid where 0 also means "this process"
+SELF_OR_ZERO = ("prlimit64", "sched_setaffinity")
 
 
 class SeccompUnsupported(RuntimeError):
@@ -228,6 +247,15 @@ def build_filter(*, own_pid: int, allow_network: bool, machine: str | None = Non
             _insn(_JEQ_K, 0, 1, own_pid),
             _insn(_RET_K, 0, 0, RET_ALLOW),
             _insn(_RET_K, 0, 0, eperm),
+        ]
+    for name in SELF_OR_ZERO:
+        prog += [
+            _insn(_JEQ_K, 0, 5, NR[name]),
+            _insn(_LD_W_ABS, 0, 0, OFF_ARG0_LO),
+            _insn(_JEQ_K, 2, 0, 0),
+            _insn(_JEQ_K, 1, 0, own_pid),
+            _insn(_RET_K, 0, 0, eperm),
+            _insn(_RET_K, 0, 0, RET_ALLOW),
         ]
     if allow_network:
         prog += [

@@ -17,6 +17,7 @@ every covered cell and the range recorded as a `Merge`. Choices (ours):
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -39,6 +40,7 @@ _NEEDLES = re.compile(
 )
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>", re.IGNORECASE)
 _SECTIONS = frozenset({"thead", "tbody", "tfoot"})
+_LOCAL = threading.local()
 # Removal XPaths, each run only when the raw text mentions what it looks for (speed).
 _REMOVALS: tuple[tuple[tuple[str, ...], Any], ...] = (
     (
@@ -91,11 +93,11 @@ def _normalize(text: str) -> str:
 
 
 def _own_text(node: Any, parts: list[str]) -> None:
-    """Collect the text of `node` without the text of nested tables."""
+    """Collect the text of `node` without the text of nested tables (and comments)."""
     if node.text:
         parts.append(node.text)
     for child in node:
-        if child.tag != "table":
+        if child.tag != "table" and isinstance(child.tag, str):
             _own_text(child, parts)
         if child.tail:
             parts.append(child.tail)
@@ -235,11 +237,18 @@ def _holders(root: Any) -> set[Any]:
     return holders
 
 
+def _parser() -> Any:
+    """One lxml parser per thread (parsers are not thread-safe; building one costs time)."""
+    parser = getattr(_LOCAL, "parser", None)
+    if parser is None:
+        parser = _LOCAL.parser = etree.HTMLParser(huge_tree=True)
+    return parser
+
+
 def parse_html(text: str) -> list[Table]:
     """Every non-empty table in an HTML document, in document order."""
     text = _XML_DECL.sub("", text, count=1)
-    parser = etree.HTMLParser(huge_tree=True, remove_comments=True, remove_pis=True)
-    root = etree.fromstring(text, parser)
+    root = etree.fromstring(text, _parser())
     if root is None:
         return []
     _prepare(root, text)

@@ -1,0 +1,180 @@
+"""`ingest`, `search` and `ask` through the real CLI, the real HTTP client and a stub server."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tablequest.cli import app
+from tablequest.llm.stub import Fault, StubServer
+from tablequest.trace import read_trace
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "corpus"
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("store") / "demo.duckdb"
+    result = runner.invoke(app, ["ingest", str(EXAMPLES), "--store", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["tables_stored"] >= 12 and report["files_failed"] == []
+    return path
+
+
+def test_ingest_human_output_and_exit_codes(tmp_path: Path) -> None:
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "broken.xlsx").write_text("this is text, not a workbook")
+    result = runner.invoke(app, ["ingest", str(bad), "--store", str(tmp_path / "s.duckdb")])
+    assert result.exit_code == 1
+    assert "broken.xlsx" in result.stdout and "Traceback" not in result.stdout
+    (bad / "good.csv").write_text("a,b\n1,2\n")
+    ok = runner.invoke(app, ["ingest", str(bad), "--store", str(tmp_path / "s.duckdb")])
+    assert ok.exit_code == 0 and "1 tables stored" in ok.stdout
+    strict = runner.invoke(app, ["ingest", str(bad), "--store", str(tmp_path / "s.duckdb"),
+                                 "--strict"])
+    assert strict.exit_code == 1
+
+
+def test_ingest_unopenable_store(tmp_path: Path) -> None:
+    bogus = tmp_path / "x.duckdb"
+    bogus.write_text("nope")
+    result = runner.invoke(app, ["ingest", str(EXAMPLES), "--store", str(bogus)])
+    assert result.exit_code == 2 and "cannot open store" in result.output
+
+
+@pytest.mark.parametrize("method", ["grep", "bm25"])
+def test_search_json(store: Path, method: str) -> None:
+    result = runner.invoke(app, ["search", str(store), "Which nation won the most gold medals?",
+                                 "-k", "3", "--method", method, "--json"])
+    assert result.exit_code == 0, result.output
+    hits = json.loads(result.stdout)
+    assert 1 <= len(hits) <= 3
+    assert set(hits[0]) == {"table_id", "score", "source", "format", "matched_rows"}
+    assert "medals" in hits[0]["source"]
+
+
+def test_search_human_output_and_errors(store: Path, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["search", str(store), "How long is the river Varna?"])
+    assert result.exit_code == 0 and "river_lengths" in result.stdout
+    none = runner.invoke(app, ["search", str(store), "qwxyzzy"])
+    assert "No table matches" in none.stdout
+    bad = runner.invoke(app, ["search", str(store), "x", "--method", "magic"])
+    assert bad.exit_code == 2
+    missing = runner.invoke(app, ["search", str(tmp_path / "none.duckdb"), "x"])
+    assert missing.exit_code == 2 and "ingest first" in missing.output
+
+
+def test_ask_without_model_runs_llm_free_part(store: Path, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["ask", str(store), "How long is the river Varna?",
+                                 "--trace-dir", str(tmp_path)])
+    assert result.exit_code == 0
+    assert "No LLM configured" in result.stdout and "river_lengths" in result.stdout
+    as_json = runner.invoke(app, ["ask", str(store), "How long is the river Varna?", "--json",
+                                  "--trace-dir", str(tmp_path)])
+    payload = json.loads(as_json.stdout)
+    assert payload["status"] == "failed" and payload["reason"] == "no LLM configured"
+    assert payload["candidates"] and Path(payload["trace"]).exists()
+
+
+def _seek_reply(request: dict[str, object]) -> str:
+    prompt = request["messages"][-1]["content"]  # type: ignore[index]
+    if "Candidate tables" in prompt:
+        return json.dumps({"action": "select", "selected_tables": ["Table_0"]})
+    if "grep patterns" in prompt:
+        return json.dumps({"patterns": ["Varna", "river", "length"]})
+    return json.dumps({"status": "answered", "answer": "412",
+                       "evidence": [{"table": "Table_0", "column": "Length (km)",
+                                     "value": "412"}]})
+
+
+def test_ask_end_to_end_through_http(store: Path, tmp_path: Path) -> None:
+    with StubServer(_seek_reply) as server:
+        args = ["ask", str(store), "How long is the river Varna?", "--llm-url", server.url,
+                "--model", "stub", "--trace-dir", str(tmp_path), "--json"]
+        first = runner.invoke(app, args)
+        assert first.exit_code == 0, first.output
+        payload = json.loads(first.stdout)
+        assert payload["status"] == "answered" and payload["answer"] == "412"
+        assert payload["usage"]["calls"] == 3
+        assert payload["tables_consulted"][0]["source"].endswith("river_lengths.parquet")
+        requests_after_first = len(server.chat_requests)
+        assert requests_after_first == 3
+        second = runner.invoke(app, args)
+        assert json.loads(second.stdout)["usage"]["cache_hits"] == 3
+        assert len(server.chat_requests) == requests_after_first  # 0 HTTP requests
+        human = runner.invoke(app, args[:-1] + ["--no-cache"])
+        assert "412" in human.stdout and "evidence" in human.stdout
+        assert len(server.chat_requests) == requests_after_first + 3
+
+
+@pytest.mark.parametrize(
+    "config",
+    [["--steps", "5", "--strategy", "5s1", "--evidence", "small"],
+     ["--steps", "10", "--strategy", "10s3", "--evidence", "big"],
+     ["--steps", "10", "--strategy", "r5", "--evidence", "medium"]],
+)
+def test_ask_against_a_misbehaving_server(store: Path, tmp_path: Path, config: list[str]) -> None:
+    replies = [
+        "Sure! Here are some thoughts about rivers, no JSON at all.",
+        "",
+        Fault.truncated('{"patterns": ["Varna", "riv'),
+        '{"action": "select", "selected_tables": ["Table_42", "t0000"]}',
+        Fault.status(500),
+        Fault.status(429, retry_after=0),
+        '{"status": "insufficient", "answer": ""}',
+    ] * 4
+    steps = int(config[1])
+    with StubServer(replies) as server:
+        result = runner.invoke(app, ["ask", str(store), "How long is the river Varna?",
+                                     "--llm-url", server.url, "--model", "stub", "--no-cache",
+                                     "--trace-dir", str(tmp_path), "--json", *config])
+        assert result.exit_code == 0, result.output
+        assert "Traceback" not in result.output
+        payload = json.loads(result.stdout)
+        assert payload["status"] in ("answered", "insufficient", "failed")
+        events = read_trace(payload["trace"])
+        calls = [e for e in events if e["kind"] == "llm_call"]
+        assert payload["usage"]["calls"] == len(calls) <= steps
+        prompts = "\n".join(m["content"] for e in calls for m in e["messages"])
+        assert not re.search(r"\.(csv|tsv|md|table|html|json|jsonl|xlsx|parquet|sqlite)\b",
+                             prompts)
+        assert str(EXAMPLES) not in prompts and "examples" not in prompts
+
+
+def test_ask_errors_are_one_line(store: Path, tmp_path: Path) -> None:
+    bad_method = runner.invoke(app, ["ask", str(store), "q", "--method", "magic"])
+    assert bad_method.exit_code == 2
+    no_model = runner.invoke(app, ["ask", str(store), "q", "--llm-url", "http://127.0.0.1:9/v1"])
+    assert no_model.exit_code == 2 and "model" in no_model.output
+    missing = runner.invoke(app, ["ask", str(tmp_path / "nothing"), "q"])
+    assert missing.exit_code == 2 and "no store" in missing.output
+    with StubServer(['{"answer": "x"}']) as server:
+        direct = runner.invoke(app, ["ask", str(store), "q", "--method", "direct",
+                                     "--llm-url", server.url, "--model", "m"])
+        assert direct.exit_code == 2 and "--table-id" in direct.output
+
+
+def test_ask_on_a_table_file_and_direct_method(tmp_path: Path) -> None:
+    table = tmp_path / "t.csv"
+    table.write_text("Nation,Gold\nNorway,16\nGermany,12\n")
+    with StubServer(['{"answer": "Norway", "evidence": []}'] * 2) as server:
+        result = runner.invoke(app, ["ask", str(table), "Who won most gold?", "--method", "bm25",
+                                     "--llm-url", server.url, "--model", "m", "--json",
+                                     "--trace-dir", str(tmp_path)])
+        payload = json.loads(result.stdout)
+        assert payload["answer"] == "Norway" and payload["evidence"][0]["value"] == "Norway"
+
+
+def test_ask_dense_with_hash_encoder(store: Path, tmp_path: Path) -> None:
+    with StubServer(['{"answer": "412"}']) as server:
+        result = runner.invoke(app, ["ask", str(store), "river Varna length", "--method",
+                                     "dense", "--encoder", "hash", "--llm-url", server.url,
+                                     "--model", "m", "--json", "--trace-dir", str(tmp_path)])
+        assert json.loads(result.stdout)["status"] == "answered"
