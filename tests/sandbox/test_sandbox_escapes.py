@@ -106,7 +106,9 @@ ATTACKS = [
     # -- writing outside the session
     Attack("write-outside", "open({outside!r} + '/pwned.txt', 'w').write('x')"),
     Attack("write-to-csv", "sales.to_csv({outside!r} + '/pwned.csv')"),
-    Attack("write-rename", "import os\nopen('a', 'w').write('x')\nos.rename('a', {outside!r} + '/p')"),
+    Attack(
+        "write-rename", "import os\nopen('a', 'w').write('x')\nos.rename('a', {outside!r} + '/p')"
+    ),
     Attack("write-mkdir", "import os\nos.makedirs({outside!r} + '/pwned_dir')"),
     Attack("write-python-install", "import os\nopen(os.__file__, 'a').write('# pwned')"),
     Attack("write-host-tmp", "open('/tmp/tablequest-pwned.txt', 'w').write('x')"),
@@ -119,7 +121,9 @@ ATTACKS = [
         must_fail=False,
         check=value_is("'absent'"),
     ),
-    Attack("proc-parent-environ", "import os\nopen(f'/proc/{{os.getppid()}}/environ', 'rb').read()"),
+    Attack(
+        "proc-parent-environ", "import os\nopen(f'/proc/{{os.getppid()}}/environ', 'rb').read()"
+    ),
     Attack("proc-host-environ", "open('/proc/{host_pid}/environ', 'rb').read()"),
     Attack("proc-host-cmdline", "open('/proc/{host_pid}/cmdline', 'rb').read()"),
     Attack(
@@ -143,7 +147,9 @@ ATTACKS = [
         "c.request('GET', '/')",
     ),
     Attack("net-raw-socket-module", "import sys\nsys.modules['_socket'].socket()"),
-    Attack("net-unix-socket", "import socket\nsocket.socket(socket.AF_UNIX).connect('/run/x.sock')"),
+    Attack(
+        "net-unix-socket", "import socket\nsocket.socket(socket.AF_UNIX).connect('/run/x.sock')"
+    ),
     Attack("net-dns", "import socket\nsocket.getaddrinfo('example.com', 80)"),
     # -- process creation
     Attack("proc-subprocess", "import subprocess\nsubprocess.run(['touch', {outside!r} + '/p1'])"),
@@ -151,7 +157,10 @@ ATTACKS = [
     Attack("proc-os-popen", "import os\nos.popen('id').read()"),
     Attack("proc-execv", "import os\nos.execv('/bin/sh', ['sh', '-c', 'touch {outside}/p3'])"),
     Attack("proc-fork", "import os\nos.fork()"),
-    Attack("proc-posix-spawn", "import os\nos.posix_spawn('/usr/bin/touch', ['t', '{outside}/p4'], {{}})"),
+    Attack(
+        "proc-posix-spawn",
+        "import os\nos.posix_spawn('/usr/bin/touch', ['t', '{outside}/p4'], {{}})",
+    ),
     Attack(
         "proc-raw-fork-exec",
         "import subprocess, os\nr, w = os.pipe()\n"
@@ -159,7 +168,9 @@ ATTACKS = [
         "(w,), None, None, -1, -1, -1, -1, -1, -1, r, w, True, False, -1, None, None, None, -1, "
         "None, False)",
     ),
-    Attack("proc-importlib", "import importlib\nimportlib.import_module('subprocess').Popen(['id'])"),
+    Attack(
+        "proc-importlib", "import importlib\nimportlib.import_module('subprocess').Popen(['id'])"
+    ),
     Attack("proc-dunder-import", "__import__('os').system('touch {outside}/p6')"),
     Attack("proc-reload-os", "import importlib, os\nimportlib.reload(os)\nos.system('id')"),
     Attack(
@@ -178,12 +189,18 @@ ATTACKS = [
     ),
     Attack("proc-exec-compile", "exec(compile(\"import os; os.system('id')\", 'x', 'exec'))"),
     Attack("proc-eval-string", "eval(\"__import__('os').system('id')\")"),
-    Attack("proc-multiprocessing", "import multiprocessing as mp\nmp.Process(target=print).start()"),
+    Attack(
+        "proc-multiprocessing", "import multiprocessing as mp\nmp.Process(target=print).start()"
+    ),
     Attack("proc-pty", "import pty\npty.fork()"),
     # -- ctypes / cffi
     Attack("ctypes-system", "import ctypes\nctypes.CDLL(None).system(b'touch {outside}/p8')"),
     Attack("ctypes-preloaded", "import sys\nsys.modules['ctypes'].CDLL(None).system(b'id')"),
-    Attack("ctypes-pythonapi", "import sys\nsys.modules['ctypes'].pythonapi.Py_Initialize", kernel=False),
+    Attack(
+        "ctypes-pythonapi",
+        "import sys\nsys.modules['ctypes'].pythonapi.Py_Initialize",
+        kernel=False,
+    ),
     Attack("ctypes-memory", "import sys\nsys.modules['ctypes'].string_at(id(1), 8)", kernel=False),
     Attack("cffi", "import cffi\ncffi.FFI().dlopen(None).system(b'id')"),
     # -- signals to other processes
@@ -191,7 +208,9 @@ ATTACKS = [
     Attack("kill-host", "import os, signal\nos.kill({host_pid}, signal.SIGTERM)"),
     Attack("kill-everything", "import os\nos.kill(-1, 9)"),
     Attack("killpg", "import os\nos.killpg(os.getpgid(0), 9)"),
-    Attack("pidfd-kill", "import os, signal\nsignal.pidfd_send_signal(os.pidfd_open({host_pid}), 9)"),
+    Attack(
+        "pidfd-kill", "import os, signal\nsignal.pidfd_send_signal(os.pidfd_open({host_pid}), 9)"
+    ),
     Attack("renice-host", "import os\nos.setpriority(os.PRIO_PROCESS, {host_pid}, 19)"),
     Attack("suicide", "import os\nos.kill(os.getpid(), 9)", fatal=True),
     Attack("exit", "import os\nos._exit(0)", fatal=True),
@@ -201,7 +220,8 @@ ATTACKS = [
     Attack("memory-bomb-numpy", "np.ones((10 ** 5, 10 ** 5))"),
     Attack(
         "memory-creep",
-        "def grow():\n    keep = []\n    while True:\n        keep.append(bytearray(10 ** 8))\ngrow()",
+        "def grow():\n    keep = []\n    while True:\n        keep.append(bytearray(10 ** 8))\n"
+        "grow()",
     ),
     Attack("cpu-bomb", "while True:\n    pass", timeout=1.0),
     Attack("cpu-bomb-c-level", "sum(range(10 ** 12))", timeout=1.0, fatal=True),
@@ -212,16 +232,31 @@ ATTACKS = [
         timeout=1.0,
         fatal=True,
     ),
-    Attack("cpu-bomb-ignores-alarm", "import signal\nsignal.alarm(0)\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True:\n    pass", timeout=1.0, fatal=True),
-    Attack("disk-bomb-one-file", "f = open('big', 'wb')\nfor _ in range(2048):\n    f.write(b'x' * 2 ** 20)"),
+    Attack(
+        "cpu-bomb-ignores-alarm",
+        "import signal\nsignal.setitimer(signal.ITIMER_REAL, 0)\n"
+        "signal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True:\n    pass",
+        timeout=1.0,
+        fatal=True,
+    ),
+    Attack(
+        "disk-bomb-one-file",
+        "f = open('big', 'wb')\nfor _ in range(2048):\n    f.write(b'x' * 2 ** 20)",
+    ),
     Attack(
         "disk-bomb-many-files",
         "for i in range(64):\n    open(f'f{{i}}', 'wb').write(b'x' * (60 * 2 ** 20))",
         bwrap_only=True,
+        poisons=True,
     ),
     Attack("stdout-bomb", "print('x' * 100_000_000)", must_fail=False, check=stdout_capped),
     Attack("value-bomb", "'v' * 50_000_000", must_fail=False, check=value_capped),
-    Attack("figure-bomb", "for _ in range(40):\n    plt.figure()", must_fail=False, check=figures_capped),
+    Attack(
+        "figure-bomb",
+        "for _ in range(40):\n    plt.figure()",
+        must_fail=False,
+        check=figures_capped,
+    ),
     Attack(
         "thread-bomb",
         "import threading, time\nfor _ in range(5000):\n"
@@ -240,12 +275,21 @@ ATTACKS = [
     Attack(
         "thread-cpu-escape",
         "import threading\ndef spin():\n    while True:\n        pass\n"
-        "threading.Thread(target=spin, daemon=True).start()",
+        "threading.Thread(target=spin, daemon=True).start()\nimport time\ntime.sleep(0.3)\n"
+        "float(sales['amount'].sum())",
         must_fail=False,
         poisons=True,
+        check=value_is(HONEST_VALUE),
     ),
     # -- tampering with the in-process layer
-    Attack("hook-add", "import sys\nsys.addaudithook(lambda *a: None)", kernel=False),
+    Attack(
+        "hook-add",
+        "import sys\ncalls = []\nsys.addaudithook(lambda e, a: calls.append(e))\n"
+        "open('x.txt', 'w').close()\nlen(calls)",
+        must_fail=False,
+        kernel=False,
+        check=value_is("0"),
+    ),
     Attack("hook-settrace", "import sys\nsys.settrace(lambda *a: None)", kernel=False),
     Attack("hook-gc", "import gc\n[o for o in gc.get_objects() if callable(o)]", kernel=False),
     Attack("hook-code-object", "(lambda: 0).__code__.replace(co_code=b'')", kernel=False),
@@ -282,21 +326,21 @@ ATTACKS = [
     ),
     Attack(
         "sys-modules-reimport",
-        "import sys\nfor m in ('_posixsubprocess', 'posix', '_ctypes'):\n    sys.modules.pop(m, None)\n"
-        "import _posixsubprocess",
+        "import sys\nfor m in ('_posixsubprocess', 'posix', '_ctypes'):\n"
+        "    sys.modules.pop(m, None)\nimport _posixsubprocess",
         poisons=True,
         kernel=False,
     ),
     # -- the pipe back to the host
     Attack(
         "forge-oversized-reply",
-        "import os\nfor fd in range(3, 64):\n    try:\n        os.write(fd, b'\\x7f\\xff\\xff\\xff')\n"
-        "    except OSError:\n        pass",
+        "import os\nfor fd in range(3, 64):\n    try:\n"
+        "        os.write(fd, b'\\x7f\\xff\\xff\\xff')\n    except OSError:\n        pass",
         fatal=True,
     ),
     Attack(
         "forge-bad-reply",
-        "import os, struct\nmsg = b'{{\"ok\": true, \"stdout\": 5}}'\nfor fd in range(3, 64):\n"
+        'import os, struct\nmsg = b\'{{"ok": true, "stdout": 5}}\'\nfor fd in range(3, 64):\n'
         "    try:\n        os.write(fd, struct.pack('>I', len(msg)) + msg)\n    except OSError:\n"
         "        pass",
         fatal=True,
@@ -399,7 +443,7 @@ def test_escape_is_contained(harness: Harness, host: Host, config: str, attack: 
         elapsed = time.monotonic() - start
         assert elapsed <= attack.timeout + SLACK, elapsed
         assert not leaked(result, host), result
-        if attack.must_fail:
+        if attack.must_fail and config != "kernel-only":  # there: "no effect" is the bar
             assert not result.ok, result
         if attack.fatal:
             assert result.error is not None and "restarted" in result.error
@@ -431,7 +475,7 @@ def test_acceptance_unseen_attempts(host: Host, frames: dict[str, pd.DataFrame])
         f"import os\nos.execve('/bin/cat', ['cat', {str(host.secret_file)!r}], {{}})",
         f"with open({str(host.secret_file)!r}, 'rb', buffering=0) as f:\n    f.read()",
         "getattr(__import__('o' + 's'), 'sys' + 'tem')('id')",
-        f"import socket\ns = socket.socket()\ns.settimeout(1)\ns.connect(('localhost', {host.port}))",
+        f"import socket\ns = socket.socket()\ns.connect(('localhost', {host.port}))",
         "import os\nos.spawnv(os.P_WAIT, '/bin/sh', ['sh'])",
         f"pd.DataFrame({{'a': [1]}}).to_parquet({str(host.outside_dir)!r} + '/x.parquet')",
     ]

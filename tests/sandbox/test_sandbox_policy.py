@@ -276,6 +276,7 @@ def test_signals_sqlite_and_unknown_events(layout: dict[str, Path]) -> None:
     assert decide("os.kill", (os.getpid(), 15)) is None
     assert decide("os.kill", (1, 9)) is not None
     assert decide("os.kill", (0, 9)) is not None
+    assert decide("os.kill", (-1, 9)) is not None
     assert decide("sqlite3.connect", (":memory:",)) is None
     assert decide("sqlite3.connect", (str(layout["session"] / "db.sqlite"),)) is None
     assert decide("sqlite3.connect", (str(layout["outside"] / "db.sqlite"),)) is not None

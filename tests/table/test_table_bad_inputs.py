@@ -408,3 +408,10 @@ def test_unexpected_reader_errors_are_wrapped() -> None:
 def test_register_reader_rejects_unknown_formats() -> None:
     with pytest.raises(ValueError, match="unknown format 'pdf'"):
         register_reader("pdf", read_csv)  # type: ignore[arg-type]
+
+
+def test_unreadable_table_pickles() -> None:
+    import pickle
+
+    err = pickle.loads(pickle.dumps(UnreadableTable("a.csv", "empty file")))
+    assert (err.path, err.reason, str(err)) == ("a.csv", "empty file", "a.csv: empty file")

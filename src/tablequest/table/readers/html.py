@@ -10,6 +10,8 @@ every covered cell and the range recorded as a `Merge`. Choices (ours):
   Dropped: `<script>`, `<style>`, hidden elements (`hidden`, `display:none`), and Wikipedia's
   sort keys (`span.sortkey`) and citation marks (`sup.reference`), which readers do not see.
 - `rowspan="0"` spans to the last row; colspans are capped at `MAX_COLSPAN`.
+- Speed: the element clean-up above only runs when the raw text mentions the tag or attribute
+  (in lower or upper case); one lxml parser is reused per thread.
 - Tables without any cell are skipped. The title is the caption plus any leading rows made of
   one cell spanning the full width (banner rows), which are removed from the grid.
 """
@@ -33,15 +35,10 @@ __all__ = ["parse_html", "read_html"]
 MAX_COLSPAN = 1000
 MAX_CELLS = 20_000_000
 _BLOCKS = ("p", "div", "li", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6")
-_NEEDLES = re.compile(
-    r"<(?:script|style|template|noscript|br|p|div|li|ul|ol|h[1-6])(?=[\s>/])"
-    r"|hidden|display|sortkey|reference",
-    re.IGNORECASE,
-)
+_BLOCK_TAG = re.compile(r"<(?:[pP]|div|DIV|li|LI|ul|UL|ol|OL|[hH][1-6])[\s>/]")
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>", re.IGNORECASE)
 _SECTIONS = frozenset({"thead", "tbody", "tfoot"})
 _LOCAL = threading.local()
-# Removal XPaths, each run only when the raw text mentions what it looks for (speed).
 _REMOVALS: tuple[tuple[tuple[str, ...], Any], ...] = (
     (
         ("<script", "<style", "<template", "<noscript"),
@@ -67,19 +64,23 @@ def _remove_keep_tail(el: Any) -> None:
     parent.remove(el)
 
 
+def _mentions(text: str, needles: tuple[str, ...]) -> bool:
+    # Lower- or upper-case mentions only: lowering a whole document costs more than the rest.
+    return any(n in text or n.upper() in text for n in needles)
+
+
 def _prepare(root: Any, text: str) -> None:
     """Drop hidden and non-text elements; turn line-breaking elements into newlines."""
-    found = {m.lower() for m in _NEEDLES.findall(text)}
     for needles, xpath in _REMOVALS:
-        if found.intersection(needles):
+        if _mentions(text, needles):
             for el in xpath(root):
                 style = el.get("style")
                 if style is None or "display:none" in "".join(style.lower().split()):
                     _remove_keep_tail(el)
-    if "<br" in found:
+    if _mentions(text, ("<br",)):
         for el in root.iter("br"):
             el.tail = "\n" + (el.tail or "")
-    if found.intersection(f"<{tag}" for tag in _BLOCKS):
+    if _BLOCK_TAG.search(text):
         for el in root.iter(*_BLOCKS):
             el.text = "\n" + (el.text or "")
             el.tail = "\n" + (el.tail or "")
