@@ -27,6 +27,7 @@ from pathlib import Path
 from tablequest.corpus import Store, ingest, question_patterns
 from tablequest.corpus.grep import GrepIndex, naive_scores
 from tablequest.corpus.rank import grep_index
+from tablequest.table.patterns import compile_pattern
 
 
 def make_queries(root: Path, store: Store, n: int, n_patterns: int, seed: int = 0) -> list[list[str]]:
@@ -59,7 +60,8 @@ def timed(fn, *args):  # type: ignore[no-untyped-def]
 def rg_scores(folder: Path, ids: list[str], patterns: list[str]) -> list[float]:
     counts = dict.fromkeys(ids, 0)
     for p in dict.fromkeys(patterns):
-        proc = subprocess.run(["rg", "--count-matches", "-i", "-e", p, str(folder)],
+        effective = compile_pattern(p).pattern  # invalid regexes are literals for us too
+        proc = subprocess.run(["rg", "--count-matches", "-i", "-e", effective, str(folder)],
                               capture_output=True, text=True, check=False)
         for line in proc.stdout.splitlines():
             name = Path(line.rsplit(":", 1)[0]).stem
@@ -91,14 +93,17 @@ def bench_corpus(root: Path, queries_n: int, use_rg: bool) -> dict[str, object]:
                 ref, ms_naive = timed(naive_scores, index.texts, q)
                 naive.append(ms_naive)
                 assert [round(x, 9) for x in scores] == [round(x, 9) for x in ref], q
+            disagree = 0
             for q in queries[: min(30, len(queries))] if use_rg else []:
                 ref = naive_scores(index.texts, q)
                 got, ms = timed(rg_scores, folder, index.ids, q)
                 rg.append(ms)
-                assert [round(x, 9) for x in got] == [round(x, 9) for x in ref], q
+                # Rust and Python regex dialects differ at the edges (e.g. \b and Unicode)
+                disagree += sum(1 for a, b in zip(got, ref, strict=True) if abs(a - b) > 1e-9)
             row = {"ours_ms": round(statistics.median(ours), 3),
                    "naive_ms": round(statistics.median(naive), 2)}
             if rg:
+                row["rg_tables_scored_differently"] = disagree
                 row["rg_ms"] = round(statistics.median(rg), 2)
                 row["speedup_vs_rg"] = round(row["rg_ms"] / row["ours_ms"], 1)
             row["speedup_vs_naive"] = round(row["naive_ms"] / row["ours_ms"], 1)

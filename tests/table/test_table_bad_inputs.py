@@ -17,6 +17,7 @@ from openpyxl import Workbook
 from tablequest.table import Table, UnreadableTable, read_tables, register_reader
 from tablequest.table.readers import ReadInput, read_csv
 from tablequest.table.readers import xlsx as xlsx_reader
+from tablequest.table.readers.html import parse_html
 
 MB = 1024 * 1024
 
@@ -173,10 +174,15 @@ def test_nested_tables_are_read_separately(tmp_path: Path) -> None:
         b"<table><tr><th>inner</th></tr><tr><td>deep</td></tr></table>"
         b"</td><td>2</td></tr></table>"
     )
-    outer, inner = read_tables("n.html", data=data)
-    assert outer.body == (("cell text", "2"),)
+    # by default the nested table's rows stay out of the parent grid, its text in the cell
+    (outer,) = read_tables("n.html", data=data)
+    assert outer.n_rows == 1 and outer.n_cols == 2
+    assert outer.body[0][0].split() == ["cell", "text", "inner", "deep"]
+    assert outer.body[0][1] == "2"
+    # on request, nested tables are read as tables of their own
+    outer2, inner = parse_html(data.decode(), nested=True)
+    assert outer2.body == (("cell text", "2"),)
     assert inner.body == (("deep",),)
-    assert (outer.source.sheet, inner.source.sheet) == ("table 1", "table 2")
 
 
 def test_html_spans_out_of_range_and_invalid() -> None:
@@ -197,12 +203,13 @@ def test_huge_colspan_is_capped() -> None:
 def test_hidden_sortkeys_citations_and_breaks() -> None:
     data = (
         b"<table><tr><th>t</th></tr><tr><td>"
-        b'<span class="sortkey">Sense, The</span>The Sense<sup class="reference">[1]</sup>'
+        b'<span class="sortkey" style="">Sense, The</span>The Sense<sup class="reference">[1]</sup>'
         b'<br/>second <span style="display: none">hidden</span>line<script>x=1</script>'
+        b'<span style="color: red">!</span>'
         b"</td></tr></table>"
     )
     (t,) = read_tables("h.html", data=data)
-    assert t.body[0][0] == "The Sense\nsecond line"
+    assert t.body[0][0] == "The Sense\nsecond line!"
 
 
 def test_text_file_named_xlsx_is_sniffed(tmp_path: Path) -> None:

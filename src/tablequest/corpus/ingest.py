@@ -142,6 +142,14 @@ def read_file(path: str, known_hash: str | None) -> Outcome:
     return ("stored", rows)
 
 
+def _same_hash(path: str, digest: str) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.file_digest(fh, "sha256").hexdigest() == digest
+    except OSError:
+        return False  # the worker reports why it cannot be read
+
+
 def _read_many(args: Sequence[tuple[str, str | None]]) -> list[Outcome]:
     return [read_file(p, h) for p, h in args]
 
@@ -163,6 +171,8 @@ def ingest(
         key = str(path.resolve())
         if problem is not None:
             report.files_failed.append(FileFailure(str(path), problem))
+        elif key in known and _same_hash(key, known[key][0]):
+            report.tables_unchanged += known[key][1]  # no worker needed for a no-op
         else:
             todo.append((key, known.get(key, (None, 0))[0]))
             shown.append(str(path))

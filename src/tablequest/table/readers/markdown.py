@@ -4,8 +4,9 @@ Handles GitHub-style tables and the WikiTableQuestions `.table` files (`| a | b 
 to align, no separator row). Choices (ours):
 - A table is a block of consecutive lines starting with `|`; a block of lines without outer
   pipes counts only when its second line is a separator row. Every block is one table.
-- A row line that does not end with `|` continues on the next lines (WTQ cells with raw
-  newlines); the pieces are joined with "\\n".
+- A row line that does not end with `|` continues on the next lines, blank ones included,
+  until one ends with `|` or a new row starts (WTQ cells with raw newlines); the pieces are
+  joined with "\\n".
 - `\\|` is a literal pipe, `<br>` a line break. In column-aligned tables (WTQ), a row with an
   unescaped pipe inside a cell is split at the header's pipe positions instead.
 - A `# heading` right above a table is its title.
