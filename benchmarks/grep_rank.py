@@ -30,10 +30,17 @@ from tablequest.corpus.rank import grep_index
 from tablequest.table.patterns import compile_pattern
 
 
-def make_queries(root: Path, store: Store, n: int, n_patterns: int, seed: int = 0) -> list[list[str]]:
+def make_queries(
+    root: Path, store: Store, n: int, n_patterns: int, seed: int = 0
+) -> list[list[str]]:
     rng = random.Random(seed)
-    rows = list(csv.reader((root / "data" / "training.tsv").open(encoding="utf-8"), delimiter="\t",
-                           quoting=csv.QUOTE_NONE))[1:]
+    rows = list(
+        csv.reader(
+            (root / "data" / "training.tsv").open(encoding="utf-8"),
+            delimiter="\t",
+            quoting=csv.QUOTE_NONE,
+        )
+    )[1:]
     rng.shuffle(rows)
     queries = []
     for row in rows[:n]:
@@ -61,8 +68,12 @@ def rg_scores(folder: Path, ids: list[str], patterns: list[str]) -> list[float]:
     counts = dict.fromkeys(ids, 0)
     for p in dict.fromkeys(patterns):
         effective = compile_pattern(p).pattern  # invalid regexes are literals for us too
-        proc = subprocess.run(["rg", "--count-matches", "-i", "-e", effective, str(folder)],
-                              capture_output=True, text=True, check=False)
+        proc = subprocess.run(
+            ["rg", "--count-matches", "-i", "-e", effective, str(folder)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         for line in proc.stdout.splitlines():
             name = Path(line.rsplit(":", 1)[0]).stem
             counts[name] += 1
@@ -100,8 +111,10 @@ def bench_corpus(root: Path, queries_n: int, use_rg: bool) -> dict[str, object]:
                 rg.append(ms)
                 # Rust and Python regex dialects differ at the edges (e.g. \b and Unicode)
                 disagree += sum(1 for a, b in zip(got, ref, strict=True) if abs(a - b) > 1e-9)
-            row = {"ours_ms": round(statistics.median(ours), 3),
-                   "naive_ms": round(statistics.median(naive), 2)}
+            row = {
+                "ours_ms": round(statistics.median(ours), 3),
+                "naive_ms": round(statistics.median(naive), 2),
+            }
             if rg:
                 row["rg_tables_scored_differently"] = disagree
                 row["rg_ms"] = round(statistics.median(rg), 2)
@@ -131,8 +144,11 @@ def bench_synthetic(root: Path, sizes: list[int], queries_n: int) -> dict[str, o
         index = GrepIndex.build(ids, texts)
         build = time.perf_counter() - t0
         ms = [timed(index.scores, q)[1] for q in queries]
-        out[str(size)] = {"build_s": round(build, 1), "median_ms": round(statistics.median(ms), 2),
-                          "p90_ms": round(sorted(ms)[int(0.9 * len(ms))], 2)}
+        out[str(size)] = {
+            "build_s": round(build, 1),
+            "median_ms": round(statistics.median(ms), 2),
+            "p90_ms": round(sorted(ms)[int(0.9 * len(ms))], 2),
+        }
     return out
 
 
@@ -144,8 +160,10 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     use_rg = shutil.which("rg") is not None
-    result = {"wtq": bench_corpus(args.wtq, args.queries, use_rg),
-              "synthetic_20_patterns": bench_synthetic(args.wtq, args.synthetic, 50)}
+    result = {
+        "wtq": bench_corpus(args.wtq, args.queries, use_rg),
+        "synthetic_20_patterns": bench_synthetic(args.wtq, args.synthetic, 50),
+    }
     print(json.dumps(result, indent=None if args.json else 2))
 
 

@@ -37,8 +37,9 @@ def test_ingest_human_output_and_exit_codes(tmp_path: Path) -> None:
     (bad / "good.csv").write_text("a,b\n1,2\n")
     ok = runner.invoke(app, ["ingest", str(bad), "--store", str(tmp_path / "s.duckdb")])
     assert ok.exit_code == 0 and "1 tables stored" in ok.stdout
-    strict = runner.invoke(app, ["ingest", str(bad), "--store", str(tmp_path / "s.duckdb"),
-                                 "--strict"])
+    strict = runner.invoke(
+        app, ["ingest", str(bad), "--store", str(tmp_path / "s.duckdb"), "--strict"]
+    )
     assert strict.exit_code == 1
 
 
@@ -51,8 +52,19 @@ def test_ingest_unopenable_store(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("method", ["grep", "bm25"])
 def test_search_json(store: Path, method: str) -> None:
-    result = runner.invoke(app, ["search", str(store), "Which nation won the most gold medals?",
-                                 "-k", "3", "--method", method, "--json"])
+    result = runner.invoke(
+        app,
+        [
+            "search",
+            str(store),
+            "Which nation won the most gold medals?",
+            "-k",
+            "3",
+            "--method",
+            method,
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     hits = json.loads(result.stdout)
     assert 1 <= len(hits) <= 3
@@ -72,12 +84,15 @@ def test_search_human_output_and_errors(store: Path, tmp_path: Path) -> None:
 
 
 def test_ask_without_model_runs_llm_free_part(store: Path, tmp_path: Path) -> None:
-    result = runner.invoke(app, ["ask", str(store), "How long is the river Varna?",
-                                 "--trace-dir", str(tmp_path)])
+    result = runner.invoke(
+        app, ["ask", str(store), "How long is the river Varna?", "--trace-dir", str(tmp_path)]
+    )
     assert result.exit_code == 0
     assert "No LLM configured" in result.stdout and "river_lengths" in result.stdout
-    as_json = runner.invoke(app, ["ask", str(store), "How long is the river Varna?", "--json",
-                                  "--trace-dir", str(tmp_path)])
+    as_json = runner.invoke(
+        app,
+        ["ask", str(store), "How long is the river Varna?", "--json", "--trace-dir", str(tmp_path)],
+    )
     payload = json.loads(as_json.stdout)
     assert payload["status"] == "failed" and payload["reason"] == "no LLM configured"
     assert payload["candidates"] and Path(payload["trace"]).exists()
@@ -89,15 +104,29 @@ def _seek_reply(request: dict[str, object]) -> str:
         return json.dumps({"action": "select", "selected_tables": ["Table_0"]})
     if "grep patterns" in prompt:
         return json.dumps({"patterns": ["Varna", "river", "length"]})
-    return json.dumps({"status": "answered", "answer": "412",
-                       "evidence": [{"table": "Table_0", "column": "Length (km)",
-                                     "value": "412"}]})
+    return json.dumps(
+        {
+            "status": "answered",
+            "answer": "412",
+            "evidence": [{"table": "Table_0", "column": "Length (km)", "value": "412"}],
+        }
+    )
 
 
 def test_ask_end_to_end_through_http(store: Path, tmp_path: Path) -> None:
     with StubServer(_seek_reply) as server:
-        args = ["ask", str(store), "How long is the river Varna?", "--llm-url", server.url,
-                "--model", "stub", "--trace-dir", str(tmp_path), "--json"]
+        args = [
+            "ask",
+            str(store),
+            "How long is the river Varna?",
+            "--llm-url",
+            server.url,
+            "--model",
+            "stub",
+            "--trace-dir",
+            str(tmp_path),
+            "--json",
+        ]
         first = runner.invoke(app, args)
         assert first.exit_code == 0, first.output
         payload = json.loads(first.stdout)
@@ -109,16 +138,18 @@ def test_ask_end_to_end_through_http(store: Path, tmp_path: Path) -> None:
         second = runner.invoke(app, args)
         assert json.loads(second.stdout)["usage"]["cache_hits"] == 3
         assert len(server.chat_requests) == requests_after_first  # 0 HTTP requests
-        human = runner.invoke(app, args[:-1] + ["--no-cache"])
+        human = runner.invoke(app, [*args[:-1], "--no-cache"])
         assert "412" in human.stdout and "evidence" in human.stdout
         assert len(server.chat_requests) == requests_after_first + 3
 
 
 @pytest.mark.parametrize(
     "config",
-    [["--steps", "5", "--strategy", "5s1", "--evidence", "small"],
-     ["--steps", "10", "--strategy", "10s3", "--evidence", "big"],
-     ["--steps", "10", "--strategy", "r5", "--evidence", "medium"]],
+    [
+        ["--steps", "5", "--strategy", "5s1", "--evidence", "small"],
+        ["--steps", "10", "--strategy", "10s3", "--evidence", "big"],
+        ["--steps", "10", "--strategy", "r5", "--evidence", "medium"],
+    ],
 )
 def test_ask_against_a_misbehaving_server(store: Path, tmp_path: Path, config: list[str]) -> None:
     replies = [
@@ -132,9 +163,23 @@ def test_ask_against_a_misbehaving_server(store: Path, tmp_path: Path, config: l
     ] * 4
     steps = int(config[1])
     with StubServer(replies) as server:
-        result = runner.invoke(app, ["ask", str(store), "How long is the river Varna?",
-                                     "--llm-url", server.url, "--model", "stub", "--no-cache",
-                                     "--trace-dir", str(tmp_path), "--json", *config])
+        result = runner.invoke(
+            app,
+            [
+                "ask",
+                str(store),
+                "How long is the river Varna?",
+                "--llm-url",
+                server.url,
+                "--model",
+                "stub",
+                "--no-cache",
+                "--trace-dir",
+                str(tmp_path),
+                "--json",
+                *config,
+            ],
+        )
         assert result.exit_code == 0, result.output
         assert "Traceback" not in result.output
         payload = json.loads(result.stdout)
@@ -143,8 +188,7 @@ def test_ask_against_a_misbehaving_server(store: Path, tmp_path: Path, config: l
         calls = [e for e in events if e["kind"] == "llm_call"]
         assert payload["usage"]["calls"] == len(calls) <= steps
         prompts = "\n".join(m["content"] for e in calls for m in e["messages"])
-        assert not re.search(r"\.(csv|tsv|md|table|html|json|jsonl|xlsx|parquet|sqlite)\b",
-                             prompts)
+        assert not re.search(r"\.(csv|tsv|md|table|html|json|jsonl|xlsx|parquet|sqlite)\b", prompts)
         assert str(EXAMPLES) not in prompts and "examples" not in prompts
 
 
@@ -156,8 +200,10 @@ def test_ask_errors_are_one_line(store: Path, tmp_path: Path) -> None:
     missing = runner.invoke(app, ["ask", str(tmp_path / "nothing"), "q"])
     assert missing.exit_code == 2 and "no store" in missing.output
     with StubServer(['{"answer": "x"}']) as server:
-        direct = runner.invoke(app, ["ask", str(store), "q", "--method", "direct",
-                                     "--llm-url", server.url, "--model", "m"])
+        direct = runner.invoke(
+            app,
+            ["ask", str(store), "q", "--method", "direct", "--llm-url", server.url, "--model", "m"],
+        )
         assert direct.exit_code == 2 and "--table-id" in direct.output
 
 
@@ -165,16 +211,46 @@ def test_ask_on_a_table_file_and_direct_method(tmp_path: Path) -> None:
     table = tmp_path / "t.csv"
     table.write_text("Nation,Gold\nNorway,16\nGermany,12\n")
     with StubServer(['{"answer": "Norway", "evidence": []}'] * 2) as server:
-        result = runner.invoke(app, ["ask", str(table), "Who won most gold?", "--method", "bm25",
-                                     "--llm-url", server.url, "--model", "m", "--json",
-                                     "--trace-dir", str(tmp_path)])
+        result = runner.invoke(
+            app,
+            [
+                "ask",
+                str(table),
+                "Who won most gold?",
+                "--method",
+                "bm25",
+                "--llm-url",
+                server.url,
+                "--model",
+                "m",
+                "--json",
+                "--trace-dir",
+                str(tmp_path),
+            ],
+        )
         payload = json.loads(result.stdout)
         assert payload["answer"] == "Norway" and payload["evidence"][0]["value"] == "Norway"
 
 
 def test_ask_dense_with_hash_encoder(store: Path, tmp_path: Path) -> None:
     with StubServer(['{"answer": "412"}']) as server:
-        result = runner.invoke(app, ["ask", str(store), "river Varna length", "--method",
-                                     "dense", "--encoder", "hash", "--llm-url", server.url,
-                                     "--model", "m", "--json", "--trace-dir", str(tmp_path)])
+        result = runner.invoke(
+            app,
+            [
+                "ask",
+                str(store),
+                "river Varna length",
+                "--method",
+                "dense",
+                "--encoder",
+                "hash",
+                "--llm-url",
+                server.url,
+                "--model",
+                "m",
+                "--json",
+                "--trace-dir",
+                str(tmp_path),
+            ],
+        )
         assert json.loads(result.stdout)["status"] == "answered"

@@ -34,8 +34,12 @@ def corpus(tmp_path: Path) -> Path:
     root = tmp_path / "corpus"
     write(root, "teams.csv", "Year,League\n2001,USL A-League\n2004,USL A-League\n")
     write(root, "sub/cities.md", "| City | Rain |\n|---|---|\n| Zurich | 110 |\n| Oslo | 81 |\n")
-    write(root, "two.html", "<table><tr><th>a</th></tr><tr><td>1</td></tr></table>"
-                            "<table><tr><th>b</th></tr><tr><td>2</td></tr></table>")
+    write(
+        root,
+        "two.html",
+        "<table><tr><th>a</th></tr><tr><td>1</td></tr></table>"
+        "<table><tr><th>b</th></tr><tr><td>2</td></tr></table>",
+    )
     write(root, "junk.xlsx", b"\x00\x01\x02 not a zip at all")
     write(root, ".hidden.csv", "x\n1\n")
     return root
@@ -218,7 +222,7 @@ def test_embeddings_cached_by_content(corpus: Path) -> None:
     store = Store()
     ingest(store, [corpus])
     enc = Counting()
-    ids, matrix = ensure_embeddings(store, enc)
+    _, matrix = ensure_embeddings(store, enc)
     assert matrix.shape == (4, enc.dim) and Counting.calls == 4
     hits = dense_rank(store, "Zurich rain", 1, enc)
     assert store.source(hits[0].table_id).path.endswith("cities.md")

@@ -15,8 +15,12 @@ from tablequest.table import Source, Table
 from tablequest.trace import Trace
 
 LEAGUE = Table.from_rows(
-    [["Year", "Division", "League"], ["2001", "2", "USL A-League"], ["2004", "2", "USL A-League"],
-     ["2005", "2", "USL First Division"]],
+    [
+        ["Year", "Division", "League"],
+        ["2001", "2", "USL A-League"],
+        ["2004", "2", "USL A-League"],
+        ["2005", "2", "USL First Division"],
+    ],
     source=Source(format="csv"),
 )
 CITIES = Table.from_rows(
@@ -36,8 +40,12 @@ SOCCER = Table.from_rows(
 @pytest.fixture()
 def store() -> Store:
     st = Store()
-    for key, table in [("league.csv", LEAGUE), ("cities.md", CITIES), ("medals.html", MEDALS),
-                       ("clubs.csv", SOCCER)]:
+    for key, table in [
+        ("league.csv", LEAGUE),
+        ("cities.md", CITIES),
+        ("medals.html", MEDALS),
+        ("clubs.csv", SOCCER),
+    ]:
         st.add_table(table, key=f"/secret/dir/{key}")
     return st
 
@@ -54,9 +62,13 @@ def answer(status: str = "answered", value: str = "2004") -> str:
     return j(status=status, answer=value, evidence=[])
 
 
-def run(store: Store, replies: list[object], config: SeekConfig | None = None,
-        question: str = "What was the last year the team was in the USL A-League?",
-        task: str = "tableqa") -> tuple[Scripted, object, Trace]:
+def run(
+    store: Store,
+    replies: list[object],
+    config: SeekConfig | None = None,
+    question: str = "What was the last year the team was in the USL A-League?",
+    task: str = "tableqa",
+) -> tuple[Scripted, object, Trace]:
     llm = Scripted(replies)  # type: ignore[arg-type]
     trace = Trace.in_memory()
     result = TableSeek(llm, config).answer(question, store, task=task, trace=trace)  # type: ignore[arg-type]
@@ -82,8 +94,12 @@ def test_select_on_first_round(store: Store) -> None:
     llm, result, trace = run(store, reply)  # type: ignore[arg-type]
     assert result.status == "answered" and result.answer == "2004"
     assert result.steps == 3
-    assert result.details["action_counts"] == {"pattern_gen": 1, "refine": 1,
-                                               "refine_select": 1, "qa": 1}
+    assert result.details["action_counts"] == {
+        "pattern_gen": 1,
+        "refine": 1,
+        "refine_select": 1,
+        "qa": 1,
+    }
     assert result.tables_consulted == [store.ids_for_path("/secret/dir/league.csv")[0]]
     assert result.final_table == result.tables_consulted[0]
     assert llm_calls(trace) == len(llm.calls) == 3
@@ -98,7 +114,7 @@ def test_regenerate_then_select(store: Store) -> None:
         j(action="select", selected_tables=["Table_0"]),
         answer(value="Zurich"),
     ]
-    llm, result, trace = run(store, replies)
+    _, result, _ = run(store, replies)
     assert result.answer == "Zurich"
     assert result.details["action_counts"]["refine_regenerate"] == 1
     assert result.details["patterns"] == [["zzz-no-match", "USL"], ["rainfall", "July"]]
@@ -143,7 +159,8 @@ def test_fallback_order_and_stop(store: Store) -> None:
 
 def test_fallback_stops_when_budget_is_spent(store: Store) -> None:
     replies = [j(patterns=["USL A-League", "League", r"\d"]), j(action="none")] + [
-        answer("insufficient", "")] * 3
+        answer("insufficient", "")
+    ] * 3
     llm, result, _ = run(store, replies, SeekConfig(max_steps=5))
     assert result.status == "insufficient" and result.answer is None
     assert len(llm.calls) == 5
@@ -153,8 +170,9 @@ def test_fallback_stops_when_budget_is_spent(store: Store) -> None:
 def test_budget_never_exceeded_with_garbage(store: Store, steps: int) -> None:
     llm = Scripted(lambda m, p: "I think the answer is somewhere {not json")
     trace = Trace.in_memory()
-    result = TableSeek(llm, SeekConfig(max_steps=steps)).answer("usl league year", store,
-                                                               trace=trace)
+    result = TableSeek(llm, SeekConfig(max_steps=steps)).answer(
+        "usl league year", store, trace=trace
+    )
     assert len(llm.calls) <= steps
     assert llm_calls(trace) == len(llm.calls)
     assert result.status in ("answered", "insufficient", "failed")
@@ -162,7 +180,7 @@ def test_budget_never_exceeded_with_garbage(store: Store, steps: int) -> None:
 
 def test_unparsable_patterns_repair_then_content_words(store: Store) -> None:
     replies = ["no idea", "still no json", j(action="none"), answer()]
-    llm, result, trace = run(store, replies)
+    _, result, trace = run(store, replies)
     assert result.details["action_counts"]["repair"] == 1
     assert result.details["patterns"][0] == [r"\byear\b", r"\bteam\b", r"\busl\b", r"\ba\-league\b"]
     assert any(e["kind"] == "fallback" and e["stage"] == "pattern_gen" for e in trace.events)
@@ -175,8 +193,11 @@ def test_repair_succeeds(store: Store) -> None:
 
 
 def test_hallucinated_ids_are_ignored_and_recorded(store: Store) -> None:
-    replies = [j(patterns=["USL"]), j(action="select", selected_tables=["Table_99", "t_abc"]),
-               answer()]
+    replies = [
+        j(patterns=["USL"]),
+        j(action="select", selected_tables=["Table_99", "t_abc"]),
+        answer(),
+    ]
     _, result, trace = run(store, replies)
     assert result.details["action_counts"]["refine_none"] == 1
     err = [e for e in trace.events if e["kind"] == "error" and e.get("ids")]
@@ -215,8 +236,7 @@ def test_no_fallback_ablation(store: Store) -> None:
 
 
 def test_no_select_offers_only_regenerate(store: Store) -> None:
-    replies = [j(patterns=["USL"]), j(action="select", selected_tables=["Table_0"]),
-               answer()]
+    replies = [j(patterns=["USL"]), j(action="select", selected_tables=["Table_0"]), answer()]
     llm, result, _ = run(store, replies, SeekConfig(select=False))
     refine_prompt = llm.calls[1].prompt
     assert '"action": "select"' not in refine_prompt and "regenerate" in refine_prompt
@@ -260,17 +280,22 @@ def test_rerank_strategy_reorders_and_forwards_top(store: Store) -> None:
     llm = Scripted(reply)
     trace = Trace.in_memory()
     result = TableSeek(llm, SeekConfig.named("10step-r5-medium")).answer(
-        "usl league", store, trace=trace)
+        "usl league", store, trace=trace
+    )
     ranked = [h["table_id"] for h in next(e for e in trace.events if e["kind"] == "rank")["hits"]]
-    assert result.tables_consulted == [ranked[: 5][-1]]
+    assert result.tables_consulted == [ranked[:5][-1]]
     assert result.details["action_counts"]["refine_rerank"] == 1
 
 
 def test_fact_verification_answers_true_false(store: Store) -> None:
-    replies = [j(patterns=["Norway", "Gold"]), j(action="none"),
-               j(status="answered", answer="Supported", evidence=[])]
-    _, result, _ = run(store, replies, question="Norway won 16 gold medals",
-                       task="fact_verification")
+    replies = [
+        j(patterns=["Norway", "Gold"]),
+        j(action="none"),
+        j(status="answered", answer="Supported", evidence=[]),
+    ]
+    _, result, _ = run(
+        store, replies, question="Norway won 16 gold medals", task="fact_verification"
+    )
     assert result.answer == "true"
 
 
@@ -300,7 +325,12 @@ def test_empty_store_is_insufficient_without_qa() -> None:
 
 def test_config_names() -> None:
     cfg = SeekConfig.named("10step-10s3-big")
-    assert (cfg.max_steps, cfg.n_candidates, cfg.max_select_tables, cfg.rerank) == (10, 10, 3, False)
+    assert (cfg.max_steps, cfg.n_candidates, cfg.max_select_tables, cfg.rerank) == (
+        10,
+        10,
+        3,
+        False,
+    )
     assert (cfg.rows_per_pattern, cfg.max_matched_rows) == (3, 15)
     assert SeekConfig.named("r3").n_candidates == 3 and SeekConfig.named("r3").rerank
     assert SeekConfig().name == "5step-5s1-small"

@@ -21,8 +21,9 @@ app.command("ask")(ask_command)
 app.add_typer(cache.app, name="cache")
 app.add_typer(trace.app, name="trace")
 
-eval_app = typer.Typer(help="Evaluate methods on benchmarks and compare runs.",
-                       no_args_is_help=True)
+eval_app = typer.Typer(
+    help="Evaluate methods on benchmarks and compare runs.", no_args_is_help=True
+)
 eval_compare.register(eval_app)
 app.add_typer(eval_app, name="eval")
 

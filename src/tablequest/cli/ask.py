@@ -86,8 +86,9 @@ def ask_command(
         _fail(f"unknown --method {method!r}; one of {', '.join(METHODS)}")
     task_name: Task = "fact_verification" if task in ("fact", "fact_verification") else "tableqa"
     try:
-        config = resolve_config(url=llm_url, model=model, api_key=api_key,
-                                cache=False if no_cache else None)
+        config = resolve_config(
+            url=llm_url, model=model, api_key=api_key, cache=False if no_cache else None
+        )
         model_llm = build_llm(config, llm_spec=llm)
     except (ConfigError, LLMError) as exc:
         _fail(str(exc))
@@ -100,21 +101,41 @@ def ask_command(
         if model_llm is None:
             _llm_free(store, question, trace, json_out)
             return
-        options = dict(steps=steps, strategy=strategy, evidence=evidence, refine=not no_refine,
-                       fallback=not no_fallback, select=not no_select,
-                       regenerate=not no_regenerate, match_only=match_only,
-                       match_only_qa=match_only_qa, table_ids=table_id or [], top_k=top_k,
-                       encoder=encoder, rerank_url=rerank_url, rerank_model=rerank_model,
-                       api_key=api_key)
+        options = dict(
+            steps=steps,
+            strategy=strategy,
+            evidence=evidence,
+            refine=not no_refine,
+            fallback=not no_fallback,
+            select=not no_select,
+            regenerate=not no_regenerate,
+            match_only=match_only,
+            match_only_qa=match_only_qa,
+            table_ids=table_id or [],
+            top_k=top_k,
+            encoder=encoder,
+            rerank_url=rerank_url,
+            rerank_model=rerank_model,
+            api_key=api_key,
+        )
         try:
             result = run_method(method, model_llm, store, question, task_name, trace, options)
         except (ValueError, LLMError) as exc:
             _fail(str(exc))
         except Exception as exc:  # never a traceback: record it and report a failed run
-            trace.event("error", stage="ask", error=type(exc).__name__, message=str(exc),
-                        traceback=traceback.format_exc(limit=8))
-            result = Result(answer=None, status="failed", trace_path=str(trace.path),
-                            details={"error": f"{type(exc).__name__}: {exc}"})
+            trace.event(
+                "error",
+                stage="ask",
+                error=type(exc).__name__,
+                message=str(exc),
+                traceback=traceback.format_exc(limit=8),
+            )
+            result = Result(
+                answer=None,
+                status="failed",
+                trace_path=str(trace.path),
+                details={"error": f"{type(exc).__name__}: {exc}"},
+            )
         finally:
             model_llm.close()
         if json_out:
@@ -124,7 +145,12 @@ def ask_command(
 
 
 def run_method(
-    method: str, llm: LLM, store: Store, question: str, task: Task, trace: Trace,
+    method: str,
+    llm: LLM,
+    store: Store,
+    question: str,
+    task: Task,
+    trace: Trace,
     options: dict[str, Any],
 ) -> Result:
     """Build the chosen method and run it (one library call)."""
@@ -135,8 +161,11 @@ def run_method(
     if method == "seek":
         config = SeekConfig.named(
             f"{options['steps']}step-{options['strategy']}-{options['evidence']}",
-            refine=options["refine"], fallback=options["fallback"], select=options["select"],
-            regenerate=options["regenerate"], match_only=options["match_only"],
+            refine=options["refine"],
+            fallback=options["fallback"],
+            select=options["select"],
+            regenerate=options["regenerate"],
+            match_only=options["match_only"],
             match_only_qa=options["match_only_qa"],
         )
         return TableSeek(llm, config, usage=usage).answer(question, store, task=task, trace=trace)
@@ -147,8 +176,9 @@ def run_method(
         unknown = [i for i in ids if i not in set(store.table_ids())]
         if unknown:
             raise ValueError(f"unknown --table-id {unknown}; `tablequest search` shows ids")
-        return DirectQA(llm, usage=usage).answer(question, store, task=task, table_ids=ids,
-                                                 trace=trace)
+        return DirectQA(llm, usage=usage).answer(
+            question, store, task=task, table_ids=ids, trace=trace
+        )
     retriever = _retriever(method, options)
     pipeline = RetrieveThenQA(llm, retriever, name=method, top_k=options["top_k"], usage=usage)
     return pipeline.answer(question, store, task=task, trace=trace)
@@ -166,8 +196,9 @@ def _retriever(method: str, options: dict[str, Any]) -> Any:
         return lambda st, q, k: dense_rank(st, q, k, encoder)
     if not options["rerank_url"] or not options["rerank_model"]:
         raise ValueError("--method rerank needs --rerank-url URL --rerank-model NAME")
-    reranker = APIReranker(options["rerank_url"], options["rerank_model"],
-                           api_key=options["api_key"])
+    reranker = APIReranker(
+        options["rerank_url"], options["rerank_model"], api_key=options["api_key"]
+    )
     return lambda st, q, k: rerank_rank(st, q, k, encoder=encoder, reranker=reranker)
 
 
@@ -178,8 +209,9 @@ def _fail(message: str) -> None:
 
 def _llm_free(store: Store, question: str, trace: Trace, json_out: bool) -> None:
     hits = search(store, question, k=5)
-    trace.event("rank", method="grep", hits=[{"table_id": h.table_id, "score": h.score}
-                                             for h in hits])
+    trace.event(
+        "rank", method="grep", hits=[{"table_id": h.table_id, "score": h.score} for h in hits]
+    )
     trace.event("fallback", stage="ask", reason="no LLM configured; LLM-free search only")
     if json_out:
         payload = result_json(store, Result(answer=None, status="failed"), trace)
@@ -195,6 +227,7 @@ def _llm_free(store: Store, question: str, trace: Trace, json_out: bool) -> None
 
 def result_json(store: Store, result: Result, trace: Trace) -> dict[str, Any]:
     """The `ask --json` payload."""
+
     def source(tid: str) -> str | None:
         src = store.source(tid)
         return src.path if src.sheet is None else f"{src.path}#{src.sheet}"
@@ -203,18 +236,26 @@ def result_json(store: Store, result: Result, trace: Trace) -> dict[str, Any]:
     return {
         "answer": result.answer,
         "status": result.status,
-        "tables_consulted": [{"table_id": t, "source": source(t)}
-                             for t in result.tables_consulted],
-        "final_table": ({"table_id": result.final_table, "source": source(result.final_table)}
-                        if result.final_table else None),
-        "evidence": [{"table_id": c.table_id, "row": c.row, "col": c.col, "value": c.value}
-                     for c in result.evidence],
+        "tables_consulted": [{"table_id": t, "source": source(t)} for t in result.tables_consulted],
+        "final_table": (
+            {"table_id": result.final_table, "source": source(result.final_table)}
+            if result.final_table
+            else None
+        ),
+        "evidence": [
+            {"table_id": c.table_id, "row": c.row, "col": c.col, "value": c.value}
+            for c in result.evidence
+        ],
         "steps": result.steps,
         "action_counts": result.details.get("action_counts", {}),
-        "usage": {"calls": usage.calls, "prompt_tokens": usage.prompt_tokens,
-                  "completion_tokens": usage.completion_tokens,
-                  "seconds": round(usage.seconds, 3), "cache_hits": usage.cache_hits,
-                  "cost": usage.cost},
+        "usage": {
+            "calls": usage.calls,
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "seconds": round(usage.seconds, 3),
+            "cache_hits": usage.cache_hits,
+            "cost": usage.cost,
+        },
         "trace": str(trace.path) if trace.path else None,
     }
 
@@ -222,17 +263,24 @@ def result_json(store: Store, result: Result, trace: Trace) -> dict[str, Any]:
 def show_result(store: Store, result: Result, trace: Trace) -> None:
     """Answer, the evidence table with supporting cells, tables consulted, usage, trace."""
     colour = {"answered": "green", "insufficient": "yellow", "failed": "red"}[result.status]
-    console.print(Panel(Text(result.answer or "(no answer)", style="bold"),
-                        title=f"answer · [{colour}]{result.status}[/{colour}]",
-                        title_align="left", expand=False))
+    console.print(
+        Panel(
+            Text(result.answer or "(no answer)", style="bold"),
+            title=f"answer · [{colour}]{result.status}[/{colour}]",
+            title_align="left",
+            expand=False,
+        )
+    )
     if result.final_table:
         console.print(evidence_view(store, result))
     data = result_json(store, result, trace)
     for i, t in enumerate(data["tables_consulted"], start=1):
         console.print(f"  consulted {i}: {t['source']}  [dim]({t['table_id']})[/dim]")
     u = data["usage"]
-    console.print(f"  usage: {u['calls']} calls, {u['prompt_tokens']}+{u['completion_tokens']} "
-                  f"tokens, {u['seconds']} s, {u['cache_hits']} cache hits")
+    console.print(
+        f"  usage: {u['calls']} calls, {u['prompt_tokens']}+{u['completion_tokens']} "
+        f"tokens, {u['seconds']} s, {u['cache_hits']} cache hits"
+    )
     console.print(f"  trace: {data['trace']}")
 
 
@@ -250,8 +298,11 @@ def evidence_view(store: Store, result: Result, max_rows: int = 12) -> RichTable
     positions = {rid: i for i, rid in enumerate(table.row_ids)}
     for rid in rows[:max_rows]:
         cells = table.body[positions[rid]]
-        view.add_row(str(rid), *[
-            Text(v, style="bold black on yellow" if (rid, table.col_ids[j]) in cited else "")
-            for j, v in enumerate(cells)
-        ])
+        view.add_row(
+            str(rid),
+            *[
+                Text(v, style="bold black on yellow" if (rid, table.col_ids[j]) in cited else "")
+                for j, v in enumerate(cells)
+            ],
+        )
     return view

@@ -66,8 +66,9 @@ def _run_ingest(st: Store, paths: list[Path], *, show_progress: bool) -> IngestR
     columns = (*Progress.get_default_columns()[:2], BarColumn(), MofNCompleteColumn())
     with Progress(*columns, TimeRemainingColumn(), console=err_console, transient=True) as bar:
         task = bar.add_task("ingesting", total=None)
-        return ingest(st, paths, progress=lambda done, total: bar.update(task, completed=done,
-                                                                         total=total))
+        return ingest(
+            st, paths, progress=lambda done, total: bar.update(task, completed=done, total=total)
+        )
 
 
 def _print_report(report: IngestReport, path: Path | None) -> None:

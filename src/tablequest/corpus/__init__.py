@@ -4,4 +4,12 @@ from tablequest.corpus.ingest import FileFailure, IngestReport, ingest
 from tablequest.corpus.rank import question_patterns
 from tablequest.corpus.store import Hit, Store, StoreError
 
-__all__ = ["FileFailure", "Hit", "IngestReport", "Store", "StoreError", "ingest", "question_patterns"]
+__all__ = [
+    "FileFailure",
+    "Hit",
+    "IngestReport",
+    "Store",
+    "StoreError",
+    "ingest",
+    "question_patterns",
+]

@@ -42,7 +42,8 @@ def _normalize(m: npt.NDArray[Any]) -> Matrix:
     m = np.asarray(m, dtype=np.float32)
     norms = np.linalg.norm(m, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return (m / norms).astype(np.float32)
+    out: Matrix = (m / norms).astype(np.float32)
+    return out
 
 
 class MiniLMEncoder:
@@ -72,8 +73,11 @@ class MiniLMEncoder:
     def encode(self, texts: Sequence[str]) -> Matrix:
         model = self._load()
         vectors = model.encode(
-            list(texts), batch_size=self.batch_size, show_progress_bar=False,
-            normalize_embeddings=True, convert_to_numpy=True,
+            list(texts),
+            batch_size=self.batch_size,
+            show_progress_bar=False,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
         )
         return _normalize(vectors)
 
@@ -81,8 +85,15 @@ class MiniLMEncoder:
 class APIEncoder:
     """An OpenAI-compatible `/v1/embeddings` endpoint (vLLM, Ollama, OpenAI, …)."""
 
-    def __init__(self, base_url: str, model: str, *, api_key: str | None = None,
-                 timeout: float = 60.0, batch_size: int = 64) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        batch_size: int = 64,
+    ) -> None:
         from tablequest.llm.guard import check_model_request
 
         check_model_request(base_url, model=model)
@@ -90,8 +101,9 @@ class APIEncoder:
         self.batch_size = batch_size
         from openai import OpenAI
 
-        self._client = OpenAI(base_url=base_url, api_key=api_key or "none", timeout=timeout,
-                              max_retries=2)
+        self._client = OpenAI(
+            base_url=base_url, api_key=api_key or "none", timeout=timeout, max_retries=2
+        )
         self._model = model
 
     def encode(self, texts: Sequence[str]) -> Matrix:
@@ -103,7 +115,9 @@ class APIEncoder:
             try:
                 reply = self._client.embeddings.create(model=self._model, input=batch)
             except openai.OpenAIError as exc:
-                raise EncoderUnavailable(f"embeddings request to {self.name} failed: {exc}") from exc
+                raise EncoderUnavailable(
+                    f"embeddings request to {self.name} failed: {exc}"
+                ) from exc
             data = sorted(reply.data, key=lambda d: d.index)
             if len(data) != len(batch):
                 raise EncoderUnavailable(

@@ -16,6 +16,7 @@ Tie-break (ours, the paper is silent): higher score first, then the shorter seri
 
 from __future__ import annotations
 
+import importlib
 import io
 import re
 import warnings
@@ -29,12 +30,9 @@ import numpy.typing as npt
 
 from tablequest.table.patterns import compile_pattern
 
-try:  # Python 3.11+: the regex parser moved under re.
-    import re._constants as sre_c
-    import re._parser as sre_parse
-except ImportError:  # pragma: no cover - older layouts
-    import sre_constants as sre_c  # type: ignore[no-redef]
-    import sre_parse  # type: ignore[no-redef]
+# The stdlib regex parser (private, untyped; stable since 3.11) gives us a pattern's syntax tree.
+sre_parse: Any = importlib.import_module("re._parser")
+sre_c: Any = importlib.import_module("re._constants")
 
 _ALPHABET = 37  # 0 = separator, 1..26 = a-z, 27..36 = 0-9
 _N_CODES = _ALPHABET**3
@@ -202,9 +200,7 @@ class GrepIndex:
         rx = compile_pattern(pattern)
         pool = self._pool(required_literals(pattern))
         texts = self.texts
-        found = np.fromiter(
-            (i for i in pool if rx.search(texts[i]) is not None), dtype=np.int32
-        )
+        found = np.fromiter((i for i in pool if rx.search(texts[i]) is not None), dtype=np.int32)
         self._cache[pattern] = found
         if len(self._cache) > 4096:
             self._cache.popitem(last=False)

@@ -48,8 +48,12 @@ class APIReranker:
         if not documents:
             return []
         if self.endpoint == "rerank":
-            body: dict[str, Any] = {"model": self.model, "query": query,
-                                    "documents": list(documents), "top_n": len(documents)}
+            body: dict[str, Any] = {
+                "model": self.model,
+                "query": query,
+                "documents": list(documents),
+                "top_n": len(documents),
+            }
         else:
             body = {"model": self.model, "text_1": query, "text_2": list(documents)}
         try:
@@ -62,7 +66,9 @@ class APIReranker:
                 score = item.get("relevance_score", item.get("score"))
                 out[int(item["index"])] = float(score)
         except (httpx.HTTPError, ValueError, KeyError, TypeError, IndexError) as exc:
-            raise EncoderUnavailable(f"{self.endpoint} request to {self.url} failed: {exc}") from exc
+            raise EncoderUnavailable(
+                f"{self.endpoint} request to {self.url} failed: {exc}"
+            ) from exc
         return out
 
 

@@ -52,9 +52,7 @@ def _norm(text: str) -> str:
     return " ".join(re.sub(r"[^\w.%-]+", " ", text.lower()).split())
 
 
-def locate_evidence(
-    table: Table, table_id: str, answer: str, *, limit: int = 20
-) -> list[CellRef]:
+def locate_evidence(table: Table, table_id: str, answer: str, *, limit: int = 20) -> list[CellRef]:
     """Body cells whose text equals one of the answer's items (split on '|' and ', ').
 
     An LLM-free evidence locator (ours): used when the model cites no cells. Numbers are

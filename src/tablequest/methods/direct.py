@@ -57,16 +57,22 @@ class DirectQA:
             question, task, qa_context(named, patterns=None), standalone=True
         )
         try:
-            raw: str | None = llm.chat(messages, temperature=0.0, max_tokens=self.max_tokens)[0].text
+            raw: str | None = llm.chat(messages, temperature=0.0, max_tokens=self.max_tokens)[
+                0
+            ].text
         except LLMError as exc:
             trace.event("fallback", stage="qa", reason=f"{type(exc).__name__}: {exc}")
             raw = None
         outcome = parse_qa(raw, named, task=task)
-        trace.event("qa", tables=[tid for tid, _ in tables], status=outcome.status,
-                    answer=outcome.answer)
+        trace.event(
+            "qa", tables=[tid for tid, _ in tables], status=outcome.status, answer=outcome.answer
+        )
         status: Status = (
-            "answered" if outcome.satisfactory else
-            "failed" if outcome.status == "failed" else "insufficient"
+            "answered"
+            if outcome.satisfactory
+            else "failed"
+            if outcome.status == "failed"
+            else "insufficient"
         )
         return Result(
             answer=outcome.answer,
@@ -99,7 +105,12 @@ class RetrieveThenQA:
     """A retriever picks the top-k tables; `DirectQA` answers from them."""
 
     def __init__(
-        self, llm: LLM, retriever: Retriever, *, name: str, top_k: int = 1,
+        self,
+        llm: LLM,
+        retriever: Retriever,
+        *,
+        name: str,
+        top_k: int = 1,
         usage: UsageMeter | None = None,
     ) -> None:
         self.name = name
@@ -118,13 +129,25 @@ class RetrieveThenQA:
     ) -> Result:
         trace = trace or Trace.in_memory()
         hits = self.retriever(source, question, self.top_k)
-        trace.event("rank", method=self.name,
-                    hits=[{"table_id": h.table_id, "score": round(h.score, 4)} for h in hits])
+        trace.event(
+            "rank",
+            method=self.name,
+            hits=[{"table_id": h.table_id, "score": round(h.score, 4)} for h in hits],
+        )
         if not hits:
             trace.event("fallback", stage="qa", reason="retriever returned no table")
-            return Result(answer=None, status="insufficient",
-                          trace_path=str(trace.path) if trace.path else None)
-        result = self.qa.answer(question, source, task=task, trace=trace, query_id=query_id,
-                                table_ids=[h.table_id for h in hits])
+            return Result(
+                answer=None,
+                status="insufficient",
+                trace_path=str(trace.path) if trace.path else None,
+            )
+        result = self.qa.answer(
+            question,
+            source,
+            task=task,
+            trace=trace,
+            query_id=query_id,
+            table_ids=[h.table_id for h in hits],
+        )
         result.details["ranked"] = [h.table_id for h in hits]
         return result

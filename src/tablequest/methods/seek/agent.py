@@ -96,8 +96,9 @@ class TableSeek:
             trace=trace,
             llm=Instrumented(self.llm, trace=trace, usage=meter),
         )
-        trace.event("decision", stage="start", method="seek", config=cfg.name, task=task,
-                    question=question)
+        trace.event(
+            "decision", stage="start", method="seek", config=cfg.name, task=task, question=question
+        )
         patterns = self._generate_patterns(run)
         ranked = self._rank(run, source, patterns)
         selected: list[str] = []
@@ -115,8 +116,14 @@ class TableSeek:
             patterns=run.patterns_history,
             selected=selected,
         )
-        trace.event("decision", stage="end", status=result.status, answer=result.answer,
-                    steps=result.steps, tables_consulted=result.tables_consulted)
+        trace.event(
+            "decision",
+            stage="end",
+            status=result.status,
+            answer=result.answer,
+            steps=result.steps,
+            tables_consulted=result.tables_consulted,
+        )
         return result
 
     # -- LLM calls ---------------------------------------------------------------------
@@ -167,8 +174,9 @@ class TableSeek:
         value, _ = self._ask_json(run, "pattern_gen", messages, _validate_patterns)
         if value is None:
             value = question_patterns(run.question)
-            run.trace.event("fallback", stage="pattern_gen", reason="no usable patterns",
-                            patterns=value)
+            run.trace.event(
+                "fallback", stage="pattern_gen", reason="no usable patterns", patterns=value
+            )
         run.patterns_history.append(value)
         run.trace.event("decision", stage="patterns", patterns=value)
         return list(value)
@@ -178,8 +186,11 @@ class TableSeek:
         top = index.top(patterns, self.config.rank_depth)
         ranked = [index.ids[i] for i, _ in top]
         run.rounds_top1.append(ranked[0] if ranked else None)
-        run.trace.event("rank", patterns=list(patterns),
-                        hits=[{"table_id": index.ids[i], "score": round(s, 4)} for i, s in top])
+        run.trace.event(
+            "rank",
+            patterns=list(patterns),
+            hits=[{"table_id": index.ids[i], "score": round(s, 4)} for i, s in top],
+        )
         return ranked
 
     def _previews(
@@ -234,8 +245,7 @@ class TableSeek:
                 run.counts["refine_regenerate"] += 1
                 patterns = decision["patterns"] if decision else patterns
                 run.patterns_history.append(patterns)
-                run.trace.event("decision", stage="refine", action="regenerate",
-                                patterns=patterns)
+                run.trace.event("decision", stage="refine", action="regenerate", patterns=patterns)
                 ranked = self._rank(run, store, patterns)
                 continue
             if action in ("select", "rerank") and cfg.select and decision:
@@ -243,8 +253,12 @@ class TableSeek:
                 if chosen:
                     return chosen, ranked, patterns
             run.counts["refine_none"] += 1
-            run.trace.event("decision", stage="refine", action="none",
-                            requested=action if action != "none" else None)
+            run.trace.event(
+                "decision",
+                stage="refine",
+                action="none",
+                requested=action if action != "none" else None,
+            )
             break
         return [], ranked, patterns
 
@@ -257,8 +271,9 @@ class TableSeek:
         valid = [mapping[n] for n in dict.fromkeys(named) if n in mapping]
         unknown = [n for n in named if n not in mapping]
         if unknown:
-            run.trace.event("error", stage="refine", problem="unknown table ids ignored",
-                            ids=unknown)
+            run.trace.event(
+                "error", stage="refine", problem="unknown table ids ignored", ids=unknown
+            )
         if decision["action"] == "rerank" and cfg.rerank:
             run.counts["refine_rerank"] += 1
             rest = [t for t in ranked if t not in valid]
@@ -267,8 +282,9 @@ class TableSeek:
         else:
             run.counts["refine_select"] += 1
             chosen = valid[: cfg.max_select_tables]
-        run.trace.event("decision", stage="refine", action=decision["action"],
-                        selected=chosen, named=named)
+        run.trace.event(
+            "decision", stage="refine", action=decision["action"], selected=chosen, named=named
+        )
         return chosen, ranked
 
     def _answer(
@@ -290,14 +306,18 @@ class TableSeek:
             for tid in (t for t in ranked if t not in selected):
                 if outcome.satisfactory or not run.budget.can_spend(QA):
                     break
-                run.trace.event("fallback", stage="qa", reason=f"QA said {outcome.status}",
-                                next_table=tid)
+                run.trace.event(
+                    "fallback", stage="qa", reason=f"QA said {outcome.status}", next_table=tid
+                )
                 outcome = self._qa(run, store, [tid], patterns)
                 consulted.append(tid)
                 final = outcome.final_table or tid
         status: Status = (
-            "answered" if outcome.satisfactory else
-            "failed" if outcome.status == "failed" else "insufficient"
+            "answered"
+            if outcome.satisfactory
+            else "failed"
+            if outcome.status == "failed"
+            else "insufficient"
         )
         return Result(
             answer=outcome.answer,
@@ -318,8 +338,12 @@ class TableSeek:
         messages = prompts.qa_messages(run.question, run.task, context, standalone=False)
         raw = self._call(run, QA, messages)
         outcome = parse_qa(raw, tables, task=run.task)
-        run.trace.event("qa", tables=[tid for tid, _ in tables.values()], status=outcome.status,
-                        answer=outcome.answer)
+        run.trace.event(
+            "qa",
+            tables=[tid for tid, _ in tables.values()],
+            status=outcome.status,
+            answer=outcome.answer,
+        )
         return outcome
 
 

@@ -53,9 +53,7 @@ REFINE_SYSTEM = (
     "patterns and decide how to continue the search. Table ids are temporary."
 )
 
-SELECT_ONE = (
-    "If one candidate clearly contains the evidence needed, select it (exactly one id)."
-)
+SELECT_ONE = "If one candidate clearly contains the evidence needed, select it (exactly one id)."
 SELECT_MANY = (
     "If candidates clearly contain the evidence needed, select them (at most {k} ids, most "
     "useful first)."
@@ -138,7 +136,8 @@ Instructions:
   the cells that support it.
 
 Reply with JSON only:
-{{"answer": "...", "evidence": [{{"table": "Table_0", "column": "<column name>", "value": "<cell text>"}}]}}"""
+{{"answer": "...",
+ "evidence": [{{"table": "Table_0", "column": "<column name>", "value": "<cell text>"}}]}}"""
 
 STANDALONE_FACT_USER = """{tables}
 

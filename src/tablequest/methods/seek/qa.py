@@ -76,9 +76,7 @@ def qa_context(
     return "\n\n".join(blocks)
 
 
-def parse_qa(
-    raw: str | None, tables: Mapping[str, tuple[str, Table]], *, task: str
-) -> QAOutcome:
+def parse_qa(raw: str | None, tables: Mapping[str, tuple[str, Table]], *, task: str) -> QAOutcome:
     """Turn a QA reply into an outcome; never raises."""
     if raw is None or not raw.strip():
         return QAOutcome("failed")

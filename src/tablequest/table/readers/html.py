@@ -5,8 +5,9 @@ separately from its parent: its rows never leak into the parent's grid, and its 
 the cell that holds it (as browsers and WikiTableQuestions' own CSVs show it). Nested tables
 are returned as tables of their own only with `parse_html(text, nested=True)` (then their
 text is left out of the holding cell): on real pages they are layout or cell content (3 of
-WikiTableQuestions' 2,108 pages have any, all inside a cell), not separate evidence. `rowspan`/`colspan` are expanded: the value is copied into
-every covered cell and the range recorded as a `Merge`. Choices (ours):
+WikiTableQuestions' 2,108 pages have any, all inside a cell), not separate evidence.
+`rowspan`/`colspan` are expanded: the value is copied into every covered cell and the
+range recorded as a `Merge`. Choices (ours):
 - Header rows = the leading rows that sit in `<thead>` or hold only `<th>` cells; at least one
   (a table without `<th>` still has its first row as header) and, when every row qualifies,
   just the first. Header columns = the leading columns whose body cells are all `<th>`.
@@ -270,8 +271,7 @@ def parse_html(text: str, *, nested: bool = False) -> list[Table]:
     _prepare(root, text)
     holders = _holders(root, separate=nested)
     elements = [
-        el for el in root.iter("table")
-        if nested or next(el.iterancestors("table"), None) is None
+        el for el in root.iter("table") if nested or next(el.iterancestors("table"), None) is None
     ]
     return [t for t in (_table(el, holders) for el in elements) if t is not None]
 
