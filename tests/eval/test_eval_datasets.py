@@ -360,6 +360,7 @@ def _write_xlsx(path: Path) -> None:
 
 def test_realhitbench_xlsx_and_skipped_questions(copy: Callable[[str], Path]) -> None:
     root = copy("realhitbench")
+    (root / "data" / "tables").mkdir(exist_ok=True)  # git keeps no empty directory
     _write_xlsx(root / "data" / "tables" / "employment-table01.xlsx")
     ds = load("realhitbench", root)
     assert [q.id for q in ds.questions] == ["1", "2", "3"]
@@ -377,6 +378,7 @@ def test_realhitbench_xlsx_and_skipped_questions(copy: Callable[[str], Path]) ->
 
 def test_realhitbench_errors(copy: Callable[[str], Path]) -> None:
     root = copy("realhitbench")
+    (root / "data" / "tables").mkdir(exist_ok=True)  # git keeps no empty directory
     with pytest.raises(DatasetError, match="no question has its xlsx"):
         load("realhitbench", root)
     (root / "data" / "QA_final.json").write_text("[]", encoding="utf-8")

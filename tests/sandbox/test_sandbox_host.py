@@ -325,6 +325,7 @@ def facts(**kw: Any) -> dict[str, Any]:
         "rlimits": {"AS": [2 << 30, 2 << 30], "CPU": [63, 64], "NPROC": [-1, -1]},
         "status": {"CapEff": "0000000000000000", "NoNewPrivs": "1", "Seccomp": "2"},
         "seccomp_rules": 150,
+        "landlock": 7,
         "audit": True,
     }
     base.update(kw)
@@ -344,25 +345,30 @@ def test_layers_for_bubblewrap() -> None:
 
 def test_layers_for_a_degraded_machine() -> None:
     plan = make_plan("off", notes=("bwrap: not installed",))
-    limits = Limits(60, 2048, 64, 256, 64, 100_000, 8, 2_000_000, True, False, False)
+    limits = Limits(60, 2048, 64, 256, 64, 100_000, 8, 2_000_000, True, False, False, False)
     status = {"CapEff": "000001ffffffffff", "NoNewPrivs": "0", "Seccomp": "0"}
     got = as_dict(
         build_layers(
-            plan, limits, facts(uid=0, interfaces=["lo", "eth0"], status=status, audit=False)
+            plan,
+            limits,
+            facts(uid=0, interfaces=["lo", "eth0"], status=status, audit=False, landlock=0),
         )
     )
     for name in ("namespaces", "network isolation", "file-system view", "unprivileged uid"):
         assert not got[name][0], name
     assert not got["seccomp"][0] and got["seccomp"][1] == "disabled by configuration"
     assert not got["audit hook"][0] and not got["no capabilities"][0]
+    assert got["landlock"] == (False, "disabled by configuration")
     assert "bwrap: not installed" in got["namespaces"][1]
     assert got["network isolation"][1].startswith("network allowed by configuration")
 
 
 def test_layers_seccomp_failure_and_userns() -> None:
     f = facts(userns=True, uid=0, outer_uid=1000, status={"Seccomp": "0"}, seccomp_error="boom")
+    f.update(landlock=0, landlock_error="ENOSYS")
     got = as_dict(build_layers(make_plan("unshare"), LIMITS, f))
     assert got["seccomp"] == (False, "not installed: boom")
+    assert got["landlock"] == (False, "not available: ENOSYS")
     assert "uid 1000 on the host" in got["unprivileged uid"][1]
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tablequest.sandbox import _audit, _seccomp
+from tablequest.sandbox import _audit, _landlock, _seccomp
 
 # --------------------------------------------------------------------------- seccomp
 
@@ -313,3 +313,49 @@ def test_hook_raises_and_fails_closed(layout: dict[str, Path]) -> None:
 def test_refuse_process_creation() -> None:
     with pytest.raises(PermissionError, match="other processes"):
         _audit.refuse(1, 2, key=3)
+
+
+# --------------------------------------------------------------------------- landlock
+
+
+def test_landlock_masks_follow_the_abi() -> None:
+    fs1, net1, scoped1 = _landlock.masks(1, allow_network=False)
+    assert fs1 == (1 << 13) - 1 and net1 == 0 and scoped1 == 0
+    fs3, _, _ = _landlock.masks(3, allow_network=False)
+    assert fs3 & _landlock.REFER and fs3 & _landlock.TRUNCATE and not fs3 & _landlock.IOCTL_DEV
+    fs6, net6, scoped6 = _landlock.masks(6, allow_network=False)
+    assert fs6 & _landlock.IOCTL_DEV
+    assert net6 == _landlock.NET_BIND_TCP | _landlock.NET_CONNECT_TCP
+    assert scoped6 == _landlock.SCOPE_SIGNAL | _landlock.SCOPE_ABSTRACT_UNIX_SOCKET
+    assert _landlock.masks(6, allow_network=True)[1] == 0
+    with pytest.raises(_landlock.LandlockUnsupported):
+        _landlock.masks(0, allow_network=False)
+
+
+def test_landlock_ruleset_attr_size() -> None:
+    assert len(_landlock.ruleset_attr(1, 1, 2, 3)) == 8
+    assert len(_landlock.ruleset_attr(4, 1, 2, 3)) == 16
+    assert struct.unpack("=QQQ", _landlock.ruleset_attr(7, 1, 2, 3)) == (1, 2, 3)
+
+
+def test_landlock_rules(layout: dict[str, Path]) -> None:
+    fs, _, _ = _landlock.masks(5, allow_network=False)
+    got = {
+        path: (access, is_dir)
+        for path, access, is_dir in _landlock.rules(
+            session_dir=str(layout["session"]),
+            read_paths=[str(layout["lib"]), str(layout["lib"] / "mod.py"), "/nonexistent"],
+            handled_fs=fs,
+        )
+    }
+    read = _landlock.READ_FILE | _landlock.READ_DIR
+    assert got[str(layout["session"])] == (fs, True)
+    assert got[str(layout["lib"])] == (read, True)
+    assert got[str(layout["lib"] / "mod.py")] == (_landlock.READ_FILE, False)  # file rights only
+    assert got["/dev/null"][0] == _landlock.READ_FILE | _landlock.WRITE_FILE | _landlock.TRUNCATE
+    assert "/nonexistent" not in got and str(layout["outside"]) not in got
+    assert not any(
+        access & _landlock.WRITE_FILE
+        for p, (access, _) in got.items()
+        if p != "/dev/null" and p != str(layout["session"])
+    )

@@ -134,10 +134,13 @@ def test_seconds_and_result_type(session: Session) -> None:
 
 
 def test_sessions_are_isolated_from_each_other(sandbox: Sandbox) -> None:
-    with sandbox.session() as a, sandbox.session() as b:
+    duplicated = pd.DataFrame([[1, 2]], columns=["a", "a"])
+    with sandbox.session() as a, sandbox.session({"t": duplicated}) as b:
         assert a.run("shared = 41").ok
         assert b.run("shared").error == "NameError: name 'shared' is not defined"
         assert a.run("shared + 1").value == "42"
+        assert a.notes == [] and "duplicate" in b.notes[0]
+        assert b.run("list(t.columns)").value == "['a', 'a.1']"
 
 
 def test_restart_after_a_fatal_error(sandbox: Sandbox, frames: dict[str, pd.DataFrame]) -> None:
@@ -152,20 +155,16 @@ def test_restart_after_a_fatal_error(sandbox: Sandbox, frames: dict[str, pd.Data
         assert "NameError" in str(s.run("kept").error)
 
 
-def test_frame_notes(sandbox: Sandbox) -> None:
-    df = pd.DataFrame([[1, 2]], columns=["a", "a"])
-    with sandbox.session({"t": df}) as s:
-        assert s.notes and "duplicate" in s.notes[0]
-        assert s.run("list(t.columns)").value == "['a', 'a.1']"
-
-
-def test_layers_and_describe(sandbox: Sandbox, host: Host) -> None:
-    layers = {layer.name: layer for layer in sandbox.layers()}
+def test_layers_and_describe(sandbox: Sandbox, session: Session, host: Host) -> None:
+    layers = {layer.name: layer for layer in session.layers}
     for name in ("separate process", "resource limits", "audit hook", "wall-clock kill"):
         assert layers[name].active, layers[name]
     assert host.secret not in layers["separate process"].detail
+    assert layers["namespaces"].active == (sandbox.mode != "off")
+    assert layers["file-system view"].active == (sandbox.mode == "bwrap")
     text = sandbox.describe()
     assert text.startswith(f"sandbox mode: {sandbox.mode}") and "[x] audit hook" in text
+    assert len(text.splitlines()) == 1 + len(sandbox.plan.notes) + len(layers)
 
 
 def test_closed_objects(frames: dict[str, pd.DataFrame]) -> None:

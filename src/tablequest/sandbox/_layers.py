@@ -62,9 +62,23 @@ def build_layers(plan: Plan, limits: Limits, facts: dict[str, Any]) -> list[tupl
     out.append(("network isolation", no_net, net))
     if plan.mode == "bwrap":
         view = f"read-only minimal view; / holds only {', '.join(facts.get('root') or [])}"
-    else:
-        view = "the host file system is visible; the audit hook and file permissions guard it"
+    abi = int(facts.get("landlock") or 0)
+    if plan.mode != "bwrap":
+        guards = "Landlock, the audit hook" if abi else "the audit hook"
+        view = f"the host file system is mounted; {guards} and file permissions guard it"
     out.append(("file-system view", plan.mode == "bwrap", view))
+    if abi:
+        landlock = (
+            f"Landlock ABI {abi}: reads limited to the Python install, /usr and the session, "
+            "writes to the session"
+            + (", TCP refused" if abi >= 4 and not limits.network else "")
+            + (", signals to outside processes refused" if abi >= 6 else "")
+        )
+    elif not limits.landlock:
+        landlock = "disabled by configuration"
+    else:
+        landlock = f"not available: {facts.get('landlock_error') or 'unknown reason'}"
+    out.append(("landlock", abi > 0, landlock))
     unpriv = host_uid not in (None, 0) and host_uid != os.geteuid()
     who = f"uid {facts.get('uid')} in the sandbox, uid {host_uid} on the host"
     if host_uid == NOBODY:

@@ -36,6 +36,7 @@ class Limits:
     network: bool
     seccomp: bool
     audit_hook: bool
+    landlock: bool = True
 
     def message_cap(self) -> int:
         """Largest reply the host accepts (JSON may escape a character into 12 bytes)."""
@@ -93,6 +94,7 @@ class Child:
             "network": limits.network,
             "seccomp": limits.seccomp,
             "audit": limits.audit_hook,
+            "landlock": limits.landlock,
             "max_output": limits.max_output_bytes,
             "max_value": limits.max_output_bytes,
             "max_figures": limits.max_figures,

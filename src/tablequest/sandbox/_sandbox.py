@@ -40,7 +40,8 @@ class Sandbox:
         network: allow AF_INET/AF_INET6 sockets and keep the host network (off by default).
         use_namespaces: "auto" (bubblewrap, else unshare, else none), or force one;
             a forced mode that does not work raises SandboxUnavailable.
-        seccomp / audit_hook: the in-child layers; turn off only to test the other layers.
+        seccomp / audit_hook / landlock: the in-child layers; turn them off only to test the
+            other layers.
         python: interpreter for the child (default: this one; it needs pandas & co.).
         prewarm: keep one started child ready so `session()` only hands it the frames.
         startup_timeout: seconds a child may take to import its libraries.
@@ -61,6 +62,7 @@ class Sandbox:
         use_namespaces: _launch.Mode = "auto",
         seccomp: bool = True,
         audit_hook: bool = True,
+        landlock: bool = True,
         python: str | None = None,
         prewarm: bool = True,
         startup_timeout: float = 60.0,
@@ -94,6 +96,7 @@ class Sandbox:
             network=bool(network),
             seccomp=bool(seccomp),
             audit_hook=bool(audit_hook),
+            landlock=bool(landlock),
         )
         self.plan = _launch.plan(use_namespaces, python=python, network=bool(network))
         self.prewarm = prewarm

@@ -348,7 +348,8 @@ class TableSeek:
 
 
 def _validate_patterns(value: Any) -> list[str]:
-    items = value.get("patterns") if isinstance(value, dict) else value
+    # Only the requested object form: a bare list is often a prompt echo ("[INST]").
+    items = value.get("patterns") if isinstance(value, dict) else None
     if not isinstance(items, list):
         raise ValueError('expected {"patterns": [...]}')
     patterns = [str(p).strip()[:MAX_PATTERN_CHARS] for p in items if str(p).strip()]

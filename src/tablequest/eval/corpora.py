@@ -1,0 +1,376 @@
+"""Corpus builders: one store from all tables of a benchmark, in a chosen serialization.
+
+A corpus format is ``csv``, ``markdown``, ``html``, ``mixed`` or ``transposed[-BASE]``
+(BASE one of the four others; bare ``transposed`` is ``transposed-html``, the one text format
+that marks the transposed table's header column, as ``<th>``). The format only changes the
+table's serialized text (what grep and previews see; `Store` keys it on `source.format`); the
+words indexed by BM25 and the dense encoder are the same in every format, so their rankings
+do not depend on it (choice of the store, see `tablequest.corpus.store`).
+
+Mixed (TableSeek §Robustness, "Mixed" corpus): each table gets one of csv / markdown / html.
+When the benchmark says how a table is rendered in its mixed corpus (TCR-Bench's
+`table_format`, kept by the loader as `meta["render_format"]`), that format is used; otherwise
+the format comes from a seeded hash of the table key::
+
+    h = int.from_bytes(sha256(f"{seed}:{key}".encode("utf-8")).digest()[:8], "big")
+    format = ("csv", "markdown", "html")[h % 3]
+
+Caching: a built corpus is a DuckDB store at
+``<cache dir>/corpora/{dataset}-{format}-{fingerprint}.duckdb`` (cache dir:
+`tablequest.llm.default_cache_dir()`, i.e. $TABLEQUEST_CACHE_DIR or the platformdirs user
+cache). The fingerprint hashes the builder version, dataset name, format, seed and every
+table's key, reader format, metadata and file identity (size and mtime; the content hash for
+in-memory tables), so changed inputs give a new file and unchanged ones reuse the old. The
+store is built under a temporary name in the same directory, checkpointed, closed and then
+renamed, so a killed build never leaves a half-written corpus under the final name.
+
+Table ids are `table_id_for(key, 0)`: the dataset key maps to its id without opening the store.
+Dense vectors are shared across the corpora of one cache directory through
+``embeddings.duckdb`` (keyed by content hash and encoder), so the four formats of a dataset are
+encoded once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import os
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from tablequest.corpus.rank import grep_index
+from tablequest.corpus.store import Store, StoreError, table_id_for, table_row
+from tablequest.eval.datasets.common import Dataset, DatasetError
+from tablequest.table.model import Format, Source, Table
+
+__all__ = [
+    "BASE_FORMATS",
+    "CORPUS_FORMATS",
+    "Corpus",
+    "CorpusError",
+    "build_corpus",
+    "corpus_fingerprint",
+    "corpus_table",
+    "default_corpus_dir",
+    "ensure_dense",
+    "mixed_format",
+    "parse_format",
+]
+
+BUILDER_VERSION = 1
+BASE_FORMATS: tuple[str, ...] = ("csv", "markdown", "html")
+CORPUS_FORMATS: tuple[str, ...] = ("csv", "markdown", "html", "mixed", "transposed")
+_BATCH = 256
+
+
+class CorpusError(Exception):
+    """A corpus cannot be built or opened; the message names the input and the fix."""
+
+
+def default_corpus_dir() -> Path:
+    """``<tablequest cache dir>/corpora``."""
+    from tablequest.llm.cache import default_cache_dir
+
+    return default_cache_dir() / "corpora"
+
+
+def parse_format(spec: str) -> tuple[bool, str]:
+    """(transposed?, base format) of a corpus format spec; CorpusError when unknown."""
+    text = spec.strip().lower()
+    transposed = text.startswith("transposed")
+    base = text.removeprefix("transposed").lstrip("-_") if transposed else text
+    if transposed and not base:
+        base = "html"
+    if base not in (*BASE_FORMATS, "mixed"):
+        raise CorpusError(
+            f"unknown corpus format {spec!r}; use csv, markdown, html, mixed or "
+            "transposed[-csv|-markdown|-html|-mixed]"
+        )
+    return transposed, base
+
+
+def mixed_format(key: str, seed: int = 0) -> str:
+    """The format of table `key` in a mixed corpus (seeded hash, see module doc)."""
+    digest = hashlib.sha256(f"{seed}:{key}".encode()).digest()
+    return BASE_FORMATS[int.from_bytes(digest[:8], "big") % len(BASE_FORMATS)]
+
+
+def _table_format(key: str, meta: Any, base: str, seed: int) -> str:
+    if base != "mixed":
+        return base
+    render = str(meta.get("render_format", "")).strip().lower() if meta else ""
+    return render if render in BASE_FORMATS else mixed_format(key, seed)
+
+
+def corpus_table(table: Table, *, key: str, fmt: str, transposed: bool = False) -> Table:
+    """The table as stored in a corpus: optionally transposed, serialized as `fmt`."""
+    if transposed:
+        table = table.transpose()
+    fmt_name: Format = fmt  # type: ignore[assignment]
+    return dataclasses.replace(table, source=Source(path=key, format=fmt_name))
+
+
+def corpus_fingerprint(dataset: Dataset, fmt: str, *, seed: int = 0) -> str:
+    """Hex digest identifying the inputs of `build_corpus(dataset, fmt, seed=seed)`."""
+    digest = hashlib.sha256()
+    head = {"v": BUILDER_VERSION, "dataset": dataset.name, "format": fmt, "seed": seed}
+    digest.update(json.dumps(head, sort_keys=True).encode())
+    for key, ref in dataset.table_refs.items():
+        if ref.table is not None:
+            ident: list[Any] = ["inline", ref.table.content_hash]
+        else:
+            try:
+                stat = ref.path.stat()
+            except OSError as exc:
+                raise CorpusError(f"{dataset.name}: table file {str(ref.path)!r}: {exc}") from exc
+            ident = [str(ref.path), stat.st_size, stat.st_mtime_ns]
+        row = [key, ref.format, sorted((str(k), str(v)) for k, v in ref.meta.items()), ident]
+        digest.update(json.dumps(row, ensure_ascii=False).encode())
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+@dataclass
+class Corpus:
+    """A built corpus: its store (opened), file, format and the key → table id mapping."""
+
+    dataset: str
+    format: str
+    path: Path | None
+    store: Store
+    keys: list[str]
+    formats: dict[str, str]
+    read_only: bool = False
+    _rev: dict[str, str] | None = field(default=None, init=False, repr=False)
+
+    def table_id(self, key: str) -> str:
+        """Store id of the dataset table `key` (KeyError naming it when not in the corpus)."""
+        if key not in self.formats:
+            raise KeyError(f"table {key!r} is not in the {self.dataset} {self.format} corpus")
+        return table_id_for(key, 0)
+
+    def table_ids(self, keys: Sequence[str]) -> list[str]:
+        """Store ids of several keys (KeyError for the first unknown one)."""
+        return [self.table_id(k) for k in keys]
+
+    def key_of(self, table_id: str) -> str | None:
+        """The dataset key of a store id (None for an unknown id)."""
+        return self._reverse().get(table_id)
+
+    def _reverse(self) -> dict[str, str]:
+        if self._rev is None:
+            self._rev = {table_id_for(k, 0): k for k in self.keys}
+        return self._rev
+
+    def reopen(self, *, read_only: bool) -> None:
+        """Close and reopen the store file in the other mode (no-op for in-memory corpora)."""
+        if self.path is None:
+            return
+        self.store.close()
+        self.store = _open(self.path, read_only=read_only)
+        self.read_only = read_only
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def _open(path: Path, *, read_only: bool) -> Store:
+    try:
+        return Store(path, read_only=read_only)
+    except StoreError as exc:
+        raise CorpusError(str(exc)) from exc
+
+
+def _fill(
+    store: Store,
+    dataset: Dataset,
+    transposed: bool,
+    base: str,
+    seed: int,
+    progress: Callable[[int, int], None] | None,
+) -> dict[str, str]:
+    formats: dict[str, str] = {}
+    batch: list[tuple[str, Sequence[tuple[Any, ...]], bool]] = []
+    total = len(dataset.table_refs)
+    for done, (key, ref) in enumerate(dataset.table_refs.items(), start=1):
+        fmt = _table_format(key, ref.meta, base, seed)
+        try:
+            table = corpus_table(ref.load(), key=key, fmt=fmt, transposed=transposed)
+        except DatasetError as exc:
+            raise CorpusError(f"{dataset.name}: cannot read table {key!r}: {exc}") from exc
+        formats[key] = fmt
+        batch.append(
+            (key, [table_row(table, path=key, file_hash=table.content_hash, idx=0)], False)
+        )
+        if len(batch) >= _BATCH or done == total:
+            failed = store.put_files(batch)
+            if failed:
+                raise CorpusError(f"{dataset.name}: could not store tables {failed[:5]}")
+            batch = []
+            if progress is not None:
+                progress(done, total)
+    store.con.execute(
+        "CREATE TABLE IF NOT EXISTS corpus_meta (key TEXT NOT NULL, value TEXT NOT NULL)"
+    )
+    store.con.executemany(
+        "INSERT INTO corpus_meta VALUES (?, ?)", [[k, v] for k, v in formats.items()]
+    )
+    grep_index(store)  # built now and persisted with the corpus
+    return formats
+
+
+def _read_formats(store: Store) -> dict[str, str]:
+    rows = store.con.execute("SELECT key, value FROM corpus_meta").fetchall()
+    return {str(k): str(v) for k, v in rows}
+
+
+def build_corpus(
+    dataset: Dataset,
+    fmt: str = "csv",
+    *,
+    seed: int = 0,
+    cache_dir: str | Path | None = None,
+    in_memory: bool = False,
+    read_only: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+) -> Corpus:
+    """Build (or reuse from the cache) the corpus of all tables of `dataset` in `fmt`.
+
+    Args:
+        dataset: A loaded benchmark (`tablequest.eval.datasets.load`).
+        fmt: csv | markdown | html | mixed | transposed[-BASE].
+        seed: Seed of the mixed-format hash.
+        cache_dir: Where corpus files live (default: `default_corpus_dir()`).
+        in_memory: Build an in-memory store instead (nothing cached).
+        read_only: Open the cached file read-only (several processes may share it).
+        progress: Called with (tables stored, total) while building.
+
+    Raises:
+        CorpusError: unknown format, unreadable table, or an unusable cache file.
+    """
+    transposed, base = parse_format(fmt)
+    name = f"transposed-{base}" if transposed else base
+    if not dataset.table_refs:
+        raise CorpusError(f"{dataset.name}: the dataset has no tables")
+    if in_memory:
+        store = Store()
+        formats = _fill(store, dataset, transposed, base, seed, progress)
+        return Corpus(dataset.name, name, None, store, list(formats), formats)
+    directory = Path(cache_dir) if cache_dir is not None else default_corpus_dir()
+    fingerprint = corpus_fingerprint(dataset, name, seed=seed)[:16]
+    path = directory / f"{dataset.name}-{name}-{fingerprint}.duckdb"
+    if not path.is_file():
+        _build_file(path, dataset, transposed, base, seed, progress)
+    store = _open(path, read_only=read_only)
+    try:
+        formats = _read_formats(store)
+    except duckdb.Error as exc:
+        store.close()
+        raise CorpusError(
+            f"corpus file {str(path)!r} is not a tablequest corpus ({exc}); delete it to rebuild"
+        ) from exc
+    return Corpus(dataset.name, name, path, store, list(formats), formats, read_only)
+
+
+def _build_file(
+    path: Path,
+    dataset: Dataset,
+    transposed: bool,
+    base: str,
+    seed: int,
+    progress: Callable[[int, int], None] | None,
+) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp.duckdb")
+    try:
+        with Store(tmp) as store:
+            _fill(store, dataset, transposed, base, seed, progress)
+            store.con.execute("CHECKPOINT")
+        os.replace(tmp, path)
+    finally:
+        for leftover in (tmp, tmp.with_name(tmp.name + ".wal")):
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()
+
+
+# -- dense vectors shared across the corpora of a cache directory ----------------------------
+_SHARED = "embeddings.duckdb"
+
+
+def _missing_hashes(store: Store, model: str) -> list[str]:
+    rows = store.con.execute(
+        "SELECT DISTINCT t.content_hash FROM tables t LEFT JOIN embeddings e "
+        "ON e.content_hash = t.content_hash AND e.model = ? WHERE e.vector IS NULL",
+        [model],
+    ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def _shared_cache(directory: Path) -> duckdb.DuckDBPyConnection | None:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        con = duckdb.connect(str(directory / _SHARED))
+        con.execute(
+            "CREATE TABLE IF NOT EXISTS embeddings (content_hash TEXT NOT NULL, "
+            "model TEXT NOT NULL, vector FLOAT[] NOT NULL)"
+        )
+        return con
+    except (duckdb.Error, OSError):  # in use by another process: encode without sharing
+        return None
+
+
+def ensure_dense(corpus: Corpus, encoder: Any, *, cache_dir: str | Path | None = None) -> int:
+    """Make sure every table of the corpus has a vector of `encoder`; return how many were new.
+
+    Vectors already in the shared cache of `cache_dir` are copied; the rest are encoded
+    (`tablequest.corpus.dense.ensure_embeddings`) and added to the shared cache. A read-only
+    corpus is reopened for writing while this runs, then reopened read-only.
+    """
+    from tablequest.corpus.dense import ensure_embeddings
+
+    model = str(encoder.name)
+    missing = _missing_hashes(corpus.store, model)
+    if not missing:
+        return 0
+    reopened = corpus.path is not None and corpus.read_only
+    if reopened:
+        corpus.reopen(read_only=False)
+    try:
+        store = corpus.store
+        directory = Path(cache_dir) if cache_dir is not None else default_corpus_dir()
+        shared = None if corpus.path is None else _shared_cache(directory)
+        if shared is not None:
+            rows = shared.execute(
+                "SELECT content_hash, vector FROM embeddings WHERE model = ? "
+                "AND list_contains(?, content_hash)",
+                [model, missing],
+            ).fetchall()
+            if rows:
+                store.con.executemany(
+                    "INSERT INTO embeddings VALUES (?, ?, ?)", [(h, model, v) for h, v in rows]
+                )
+        still = set(_missing_hashes(store, model))
+        ensure_embeddings(store, encoder)
+        if shared is not None:
+            if still:
+                fresh = store.con.execute(
+                    "SELECT content_hash, vector FROM embeddings WHERE model = ? "
+                    "AND list_contains(?, content_hash)",
+                    [model, sorted(still)],
+                ).fetchall()
+                shared.executemany(
+                    "INSERT INTO embeddings VALUES (?, ?, ?)", [(h, model, v) for h, v in fresh]
+                )
+            shared.close()
+        store.con.execute("CHECKPOINT")
+        return len(still)
+    finally:
+        if reopened:
+            corpus.reopen(read_only=True)

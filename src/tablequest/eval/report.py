@@ -1,0 +1,183 @@
+"""Run reports laid out like the TableSeek paper's tables (markdown + JSON next to the run).
+
+- QA benchmarks (TCR-Bench, WTQ, …): ``Method | Config | Format | Recall | F1`` (Table 2; EM
+  for WTQ), Recall being R@all for TableSeek and R@1 for retrieve-then-QA baselines (the
+  paper's convention), R@all for oracle Direct QA.
+- TabFact: ``Method | Config | Recall | Acc | Acc-Sup | Acc-Ref`` (Tables 3 and 26).
+- Retrieval detail (Table 4): R@1, R@all, R@final, GR@all / GR@final and DS@all / DS@final
+  when questions have sibling groups; Eff = F1 / R@all (Table 37).
+- Effort: average steps, action counts, calls, tokens, seconds (`usage_summary`); TableSeek's
+  top-1 hit rate per refinement round (Table 36).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from tablequest.eval.metrics import (
+    efficiency,
+    mean,
+    top1_hit_rate_by_round,
+    usage_summary,
+)
+
+__all__ = ["METHOD_NAMES", "report_paths", "summarize", "to_markdown", "write_report"]
+
+METHOD_NAMES = {
+    "seek": "TableSeek",
+    "direct": "Direct QA (gold)",
+    "dense": "Dense",
+    "rerank": "Rerank",
+    "bm25": "BM25",
+    "hybrid": "Hybrid",
+}
+
+
+def report_paths(out: Path) -> tuple[Path, Path]:
+    """(markdown, JSON) report files next to a run file: `x.jsonl` → `x.report.md/.json`."""
+    stem = out.name.removesuffix(".jsonl")
+    return out.with_name(f"{stem}.report.md"), out.with_name(f"{stem}.report.json")
+
+
+def _mean_of(records: list[dict[str, Any]], name: str) -> float | None:
+    values = [r["metrics"][name] for r in records if name in r.get("metrics", {})]
+    return mean(values) if values else None
+
+
+def summarize(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """Aggregate run records (one per question) into the report's numbers."""
+    rows = list(records)
+    if not rows:
+        raise ValueError("no records to summarize")
+    run = dict(rows[0].get("run", {}))
+    names = sorted({m for r in rows for m in r.get("metrics", {})})
+    metrics = {name: _mean_of(rows, name) for name in names}
+    out: dict[str, Any] = {"run": run, "n": len(rows), "metrics": metrics}
+    out["status"] = dict(Counter(str(r.get("status")) for r in rows))
+    out["errors"] = sum(1 for r in rows if r.get("error"))
+    recall_name = "r_at_1" if "r_at_1" in metrics else "r_all"
+    out["recall"] = {"name": recall_name, "value": metrics.get(recall_name)}
+    for level in ("all", "final"):
+        r, gr = metrics.get(f"r_{level}"), metrics.get(f"gr_{level}")
+        if r is not None and gr is not None:
+            out["metrics"][f"ds_{level}"] = r / gr if gr > 0 else 0.0
+    if "acc" in metrics:  # Acc-Sup / Acc-Ref: accuracy over supported / refuted claims
+        acc = [
+            (r["metrics"]["acc"], bool(r.get("supported"))) for r in rows if "acc" in r["metrics"]
+        ]
+        sup = [a for a, flag in acc if flag]
+        ref = [a for a, flag in acc if not flag]
+        out["tabfact"] = {
+            "acc": mean(a for a, _ in acc),
+            "acc_sup": mean(sup),
+            "acc_ref": mean(ref),
+            "n_sup": len(sup),
+            "n_ref": len(ref),
+        }
+    primary = next((m for m in ("f1", "em", "acc", "rouge_l") if m in metrics), None)
+    out["primary"] = primary
+    if primary == "f1" and metrics.get("r_all") is not None:
+        out["metrics"]["eff"] = efficiency(metrics["f1"] or 0.0, metrics["r_all"] or 0.0)
+    out["effort"] = usage_summary(rows)
+    rounds = [r.get("rounds_top1") or [] for r in rows]
+    if any(rounds):
+        golds = [r.get("gold_tables", []) for r in rows]
+        out["top1_by_round"] = top1_hit_rate_by_round(rounds, golds)
+    return out
+
+
+def _fmt(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in rows]
+    return lines
+
+
+def to_markdown(summary: dict[str, Any]) -> str:
+    """The report as markdown (main table, retrieval detail, effort)."""
+    run = summary["run"]
+    m = summary["metrics"]
+    method = METHOD_NAMES.get(run.get("method", ""), run.get("method", "?"))
+    config = run.get("config", "")
+    lines = [
+        f"# {run.get('dataset', '?')} · {method} · {run.get('format', '')}",
+        "",
+        f"{summary['n']} questions; model {run.get('model') or '–'}; status "
+        + ", ".join(f"{k} {v}" for k, v in sorted(summary["status"].items()))
+        + (f"; {summary['errors']} errors" if summary["errors"] else ""),
+        "",
+    ]
+    recall = summary["recall"]["value"]
+    if "tabfact" in summary:
+        t = summary["tabfact"]
+        lines += _table(
+            ["Method", "Config", "Recall", "Acc", "Acc-Sup", "Acc-Ref"],
+            [[method, config, recall, t["acc"], t["acc_sup"], t["acc_ref"]]],
+        )
+    else:
+        primary = summary["primary"] or "f1"
+        label = {"f1": "F1", "em": "EM", "rouge_l": "ROUGE-L"}.get(primary, primary)
+        lines += _table(
+            ["Method", "Config", "Format", "Recall", label],
+            [[method, config, run.get("format", ""), recall, m.get(primary)]],
+        )
+    lines += [
+        "",
+        f"Recall is {'R@1' if summary['recall']['name'] == 'r_at_1' else 'R@all'}.",
+        "",
+        "## Retrieval",
+        "",
+    ]
+    names = [
+        ("R@1", "r_at_1"),
+        ("R@all", "r_all"),
+        ("R@final", "r_final"),
+        ("GR@all", "gr_all"),
+        ("GR@final", "gr_final"),
+        ("DS@all", "ds_all"),
+        ("DS@final", "ds_final"),
+        ("Eff", "eff"),
+    ]
+    lines += _table(["Metric", "Value"], [[label, m[key]] for label, key in names if key in m])
+    effort = summary["effort"]["mean"]
+    lines += ["", "## Effort (mean per question)", ""]
+    lines += _table(["Counter", "Mean"], [[k, v] for k, v in effort.items()])
+    if summary.get("top1_by_round"):
+        lines += ["", "## Top-1 hit rate per round", ""]
+        lines += _table(
+            ["Round", "Hit rate"], [[i, v] for i, v in enumerate(summary["top1_by_round"])]
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value
+
+
+def write_report(out: Path, records: Iterable[dict[str, Any]]) -> tuple[Path, Path]:
+    """Write the markdown and JSON reports next to `out`; return their paths."""
+    summary = summarize(records)
+    md_path, json_path = report_paths(out)
+    md_path.write_text(to_markdown(summary), encoding="utf-8")
+    json_path.write_text(
+        json.dumps(_clean(summary), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    return md_path, json_path

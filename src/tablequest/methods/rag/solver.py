@@ -1,0 +1,208 @@
+"""The program-aided ReAct solver (papers/tablerag.txt §3.3 "Program-Aided Solver", Fig. 11).
+
+The prompt is Fig. 11 (TableRAG) or the official PyReAct prompt with a table (baselines),
+both in `prompts.py`. Each step sends the prompt plus the transcript so far, ending in
+``Thought: ``, with the stop sequence ``Observation:`` (official ``solver_loop``); the model
+writes a thought and either ``Action: <one line of Python on df>`` or ``Final Answer: ...``.
+The action runs in a sandbox session that keeps state between actions (never in this
+process); its result, or its error as ``"KeyError: 'price'"``, comes back as
+``Observation: ...``. An empty result reads
+``success!``, a multi-line one starts on a new line, a reply without an action gets
+``Error: no Action provided.`` — all as in the official code.
+
+Choices (ours): the step parser is `parse_react` (the earlier of Action and Final Answer
+wins; the official code prefers a Final Answer anywhere); the answer is the first line after
+``Final Answer:``; observations longer than `max_observation_chars` are cut with a marker;
+numpy scalar previews (``np.float64(1.5)``) and quoted string previews read as their value,
+as the official REPL's ``str()`` would print them; a prompt over the context budget stops
+the solver (status ``context``) instead of sending it. Self-consistency votes over the
+normalized answers of the samples that reached a Final Answer (the official
+``normalize_answer``: lower case, items split on ", " and " and ", numbers compared as
+numbers, order ignored); among tied answers the one first given (in sample order) wins, as
+with the official ``Counter.most_common``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from tablequest.llm.base import LLM, LLMError, estimate_tokens
+from tablequest.llm.parse import BadReAct, parse_react
+from tablequest.sandbox import ExecResult, SandboxError
+from tablequest.trace import Trace
+
+SolveStatus = Literal["answered", "no_answer", "llm_error", "context"]
+
+
+class Runner(Protocol):
+    """A sandbox session (`tablequest.sandbox.Session`)."""
+
+    def run(self, code: str, timeout: float = 10.0) -> ExecResult: ...
+
+
+@dataclass
+class SolveOutcome:
+    """One solver run."""
+
+    answer: str | None
+    status: SolveStatus
+    n_iter: int
+    transcript: str
+    reason: str | None = None
+    calls: int = 0
+    actions: list[str] = field(default_factory=list)
+
+
+_NP_SCALAR = re.compile(r"^np\.(?:float|int|uint|bool|str|complex)\w*\((.*)\)$", re.S)
+
+
+def _value_text(value: str) -> str:
+    m = _NP_SCALAR.match(value)
+    if m:
+        return m.group(1)
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"" and "\n" not in value:
+        return value[1:-1]
+    return value
+
+
+def observation(result: ExecResult, limit: int = 3000) -> str:
+    """The official observation text of one action's result."""
+    if result.ok:
+        text = result.stdout
+        if result.value is not None:
+            if text and not text.endswith("\n"):
+                text += "\n"
+            text += _value_text(result.value)
+        text = text.rstrip("\n") or "success!"
+    else:
+        text = (result.stdout + (result.error or "error")).strip()
+    if len(text) > limit:
+        text = text[:limit] + f"... [observation cut: {len(text) - limit} more characters]"
+    return "\n" + text if "\n" in text else text
+
+
+def extract_code(action: str) -> str:
+    """The official ``parse_code_from_string`` for actions that start with backticks."""
+    action = action.strip()
+    fenced = re.match(r"^```\w*\s*(.*?)```", action, re.S)
+    if fenced:
+        return fenced.group(1).strip()
+    inline = re.match(r"^`([^`]+)`", action)
+    return inline.group(1).strip() if inline else action
+
+
+def _final_line(answer: str) -> str:
+    lines = [line.strip() for line in answer.strip().splitlines() if line.strip()]
+    return lines[0] if lines else answer.strip()
+
+
+def solve(
+    llm: LLM,
+    session: Runner,
+    prompt: str,
+    *,
+    trace: Trace,
+    max_steps: int = 5,
+    temperature: float = 0.0,
+    max_tokens: int = 512,
+    context_tokens: int = 16_385,
+    timeout: float = 10.0,
+    max_observation_chars: int = 3000,
+) -> SolveOutcome:
+    """Run the ReAct loop for at most `max_steps` model replies."""
+    solution = ""
+    out = SolveOutcome(answer=None, status="no_answer", n_iter=max_steps, transcript="")
+    for step in range(max_steps):
+        solution += "Thought: "
+        text = prompt + solution
+        if estimate_tokens(text) > context_tokens:
+            out.status, out.n_iter = "context", step
+            out.reason = (
+                f"prompt of ~{estimate_tokens(text)} tokens exceeds the context "
+                f"budget of {context_tokens}"
+            )
+            trace.event("fallback", stage="solver", reason=out.reason)
+            break
+        try:
+            reply = llm.chat(
+                [{"role": "user", "content": text}],
+                temperature=temperature,
+                max_tokens=max_tokens,
+                stop=["Observation:"],
+            )[0].text
+        except LLMError as exc:
+            out.calls += 1
+            out.status, out.n_iter = "llm_error", step + 1
+            out.reason = f"{type(exc).__name__}: {exc}"
+            trace.event("fallback", stage="solver", reason=out.reason)
+            break
+        out.calls += 1
+        reply = re.sub(r"^\s*Thought:\s*", "", reply.strip())
+        solution += reply
+        try:
+            parsed = parse_react("Thought: " + reply)
+        except BadReAct:
+            parsed = None
+        if parsed is not None and parsed.final_answer is not None:
+            out.answer, out.status = _final_line(parsed.final_answer), "answered"
+            out.n_iter = step + 1
+            break
+        if parsed is None or parsed.action is None:
+            obs = "Error: no Action provided."
+        else:
+            code = extract_code(parsed.action)
+            out.actions.append(code)
+            try:
+                result = session.run(code, timeout=timeout)
+            except SandboxError as exc:
+                result = ExecResult(ok=False, error=f"SandboxError: {exc}")
+            obs = observation(result, max_observation_chars)
+            trace.event(
+                "exec",
+                step=step + 1,
+                code=code,
+                ok=result.ok,
+                observation=obs[:2000],
+                seconds=round(result.seconds, 3),
+            )
+        solution += f"\nObservation: {obs}\n"
+    out.transcript = solution
+    return out
+
+
+def _to_value(item: str) -> str:
+    text = item.strip().strip('"').strip()
+    if text.endswith("."):
+        text = text[:-1]
+    number = text[1:].strip() if text.startswith("$") else text
+    number = number.replace(",", "")
+    try:
+        value = float(number)
+    except ValueError:
+        return " ".join(text.split())
+    if math.isnan(value) or math.isinf(value):
+        return " ".join(text.split())
+    return str(int(value)) if abs(value - round(value)) < 1e-6 else str(value)
+
+
+def normalize_answer(answer: str) -> str:
+    """The voting key of an answer (official ``normalize_answer``, numbers as numbers)."""
+    text = answer.lower().replace(" and ", ", ")
+    items = {_to_value(span) for span in text.split(", ") if span.strip()}
+    return "|".join(sorted(items))
+
+
+def majority_vote(answers: Sequence[str | None]) -> tuple[str | None, dict[str, int]]:
+    """(the winning answer as first written, votes per normalized answer)."""
+    keys: list[tuple[str, str]] = [(normalize_answer(a), a) for a in answers if a]
+    if not keys:
+        return None, {}
+    votes = Counter(k for k, _ in keys)
+    best = votes.most_common(1)[0][0]
+    first = next(a for k, a in keys if k == best)
+    return first, dict(votes)
