@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tablequest.corpus.grep import GrepIndex, naive_scores, required_literals
+from tablequest.corpus.grep import MARK, GrepIndex, naive_scores, plan, required_literals
 
 TEXTS = [
     "| Year | Team | League |\n| 2004 | Boston | USL A-League |",
@@ -79,7 +79,7 @@ def test_required_literals(pattern: str, expected: list[list[str]] | None) -> No
 def test_persisted_blob_round_trip() -> None:
     index = GrepIndex.build(["a", "b"], TEXTS[:2])
     again = GrepIndex.from_blob(["a", "b"], TEXTS[:2], index.arrays_blob())
-    assert np.array_equal(again.postings, index.postings)
+    assert np.array_equal(again.grams.postings, index.grams.postings)
     assert again.scores(["team"]).tolist() == [1.0, 1.0]
 
 
@@ -91,21 +91,83 @@ def test_empty_index() -> None:
 
 
 WORDS = ["usl", "a-league", "chicago", "fire", "mls", "2004", "zürich", "12.5", "team", "pop"]
+WORDS += ["straße", "STRASSE", "İstanbul", "ſt", "KELVIN", "ι", "i'm", "C♯7", "ﬁre"]
+# case-folding traps (ß ſ K ı İ ﬁ ι U+0345) and newlines next to ordinary characters
+ALPHABET = "abcXYZ019 ,|-.é\nßſKıİﬁι\u0345_"
 text_st = st.lists(
-    st.one_of(st.sampled_from(WORDS), st.text(alphabet="abcXYZ019 ,|-.é", max_size=8)),
+    st.one_of(st.sampled_from(WORDS), st.text(alphabet=ALPHABET, max_size=8)),
     max_size=12,
 ).map(" ".join)
 pattern_st = st.one_of(
     st.sampled_from(WORDS).map(re.escape),
     st.sampled_from(WORDS),
-    st.text(alphabet="abcXYZ019.|()*+?[]\\-é", min_size=1, max_size=6),
+    st.sampled_from(WORDS).map(lambda w: rf"\b{re.escape(w)}\b"),
+    st.text(alphabet=ALPHABET, min_size=1, max_size=4).map(lambda w: rf"\b{w}\b"),
+    st.text(alphabet=ALPHABET, min_size=1, max_size=4),
+    st.text(alphabet="abcXYZ019.|()*+?[]\\-é^$", min_size=1, max_size=6),
     st.lists(st.sampled_from(WORDS), min_size=2, max_size=3).map("|".join),
     st.lists(st.sampled_from(WORDS), min_size=2, max_size=2).map(".*".join),
+    st.lists(st.sampled_from(WORDS), min_size=2, max_size=2).map(r"\s+".join),
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(texts=st.lists(text_st, max_size=8), patterns=st.lists(pattern_st, max_size=6))
 def test_index_equals_naive_scan(texts: list[str], patterns: list[str]) -> None:
     index = GrepIndex.build([f"t{i}" for i in range(len(texts))], texts)
     assert index.scores(patterns).tolist() == pytest.approx(naive_scores(texts, patterns))
+
+
+def test_word_pattern_uses_the_token_postings_exactly() -> None:
+    texts = ["Team | teams\nsteam", "the TEAM", "teamwork", "ſtraße"]
+    index = GrepIndex.build([f"t{i}" for i in range(len(texts))], texts)
+    assert plan(r"\bteam\b").word == "team"
+    assert index.matching(r"\bteam\b").tolist() == [0, 1]
+    assert index.matching("team").tolist() == [0, 1, 2]
+    # ß folds to "ss": the token hit is confirmed with the regex, which says no for "strasse"
+    assert index.matching(r"\bstrasse\b").tolist() == []
+    assert index.matching(r"\bstraße\b").tolist() == [3]
+
+
+def test_plans() -> None:
+    assert plan(r"^\bteam\b").word is None  # anchored: not a plain word lookup
+    assert plan(r"team").literal and not plan(r"te.m").literal and not plan("straße").literal
+    assert plan(r"\busl a-league\b").alternatives == [[MARK + "usl a-league" + MARK]]
+    assert plan(r"usl\s+a").single_line is False  # \s may cross a line
+    assert plan(r"19[0-9]{2}").single_line is True
+    assert plan("[^x]y").single_line is False
+    assert plan("\\0").alternatives is None  # a NUL is no literal (it is our MARK)
+
+
+def test_phrase_needs_every_bounded_word() -> None:
+    texts = ["USL A-League champions", "usl league", "a-league only"]
+    index = GrepIndex.build(["a", "b", "c"], texts)
+    assert index.matching(r"\busl a-league\b").tolist() == [0]
+    assert index.matching("i'm").tolist() == []
+
+
+def test_postings_built_in_chunks_equal_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tablequest.corpus import trigrams
+
+    texts = [f"row {i} and {'x' * (i % 7)} team{i}" for i in range(50)]
+    whole = GrepIndex.build([str(i) for i in range(50)], texts)
+    monkeypatch.setattr(trigrams, "_CHUNK_CHARS", 64)
+    chunked = GrepIndex.build([str(i) for i in range(50)], texts)
+    assert np.array_equal(chunked.grams.offsets, whole.grams.offsets)
+    assert np.array_equal(chunked.grams.postings, whole.grams.postings)
+    assert chunked.matching("and").tolist() == list(range(50))
+    assert chunked.matching("team4").tolist() == [4, *range(40, 50)]
+
+
+def test_bare_literals_answered_from_postings() -> None:
+    texts = ["ﬁre and ice", "FIRE truck", "campfire", "the ﬁ", "Gross STRASSE"]
+    index = GrepIndex.build([str(i) for i in range(len(texts))], texts)
+    assert index.unaligned.tolist() == [0, 3]  # ﬁ folds to two letters
+    # three letters: the trigram postings decide, the unaligned texts are confirmed
+    assert index.matching("fir").tolist() == [1, 2]
+    # longer bare words: the tokens containing them, from the vocabulary
+    assert index.tokens.containing("fire") is not None
+    assert index.matching("fire").tolist() == [1, 2]
+    assert index.matching("strasse").tolist() == [4]
+    assert index.tokens.containing("e", max_keys=1) is None  # no trigram: scan instead
+    assert index.tokens.containing("ire", max_keys=1) is None  # too many tokens hold it

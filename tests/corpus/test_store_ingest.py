@@ -12,7 +12,7 @@ import pytest
 
 from tablequest.corpus import Store, StoreError, ingest
 from tablequest.corpus.ingest import read_file, walk
-from tablequest.corpus.rank import bm25_rank, grep_rank, matched_rows
+from tablequest.corpus.rank import GREP, bm25_rank, grep_index, grep_rank, matched_rows
 from tablequest.corpus.store import table_id_for
 from tablequest.table import Table
 
@@ -115,7 +115,7 @@ def test_file_store_persists_and_reopens(tmp_path: Path, corpus: Path) -> None:
     with Store(path) as again:
         assert len(again) == 4
         assert again.rank([r"\busl\b"], 3) == hits
-        assert again.load_blob("grep-v1", again.fingerprint()) is not None
+        assert again.load_blob(GREP, again.fingerprint()) is not None
     with Store(path, read_only=True) as ro:
         assert len(ro) == 4
 
@@ -238,3 +238,19 @@ def test_database_is_valid_json(corpus: Path) -> None:
     for (data,) in store.con.execute("SELECT data FROM tables").fetchall():
         Table.from_dict(json.loads(data))
     assert isinstance(store.con, duckdb.DuckDBPyConnection)
+
+
+def test_grep_blob_of_another_layout_is_rebuilt(tmp_path: Path) -> None:
+    import io
+
+    import numpy as np
+
+    path = tmp_path / "s.duckdb"
+    with Store(path) as store:
+        store.add_table(Table.from_rows([["team", "year"], ["usl", "2004"]]), key="k")
+        buf = io.BytesIO()
+        np.savez(buf, offsets=np.zeros(5, dtype=np.int64), postings=np.zeros(0, dtype=np.int32))
+        store.save_blob(GREP, store.fingerprint(), buf.getvalue())
+    with Store(path) as again:
+        assert [h.score for h in grep_rank(again, [r"\busl\b"], 1)] == [1.0]
+        assert again.load_blob(GREP, again.fingerprint()) == grep_index(again).arrays_blob()

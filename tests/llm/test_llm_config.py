@@ -85,6 +85,10 @@ def test_explicit_env_mapping_and_config_path(tmp_path: Path) -> None:
     path = write(tmp_path / "other.toml", '[llm]\nurl = "http://file/v1"\nmodel = "m"\n')
     config = resolve_config(config_path=path, env={"TABLEQUEST_LLM_MODEL": "x"})
     assert config.url == "http://file/v1" and config.model == "x"
+    slow = resolve_config(config_path=path, env={"TABLEQUEST_LLM_TIMEOUT": "240"})
+    assert slow.timeout == 240.0
+    with pytest.raises(ConfigError, match=r"\$TABLEQUEST_LLM_TIMEOUT: invalid timeout"):
+        resolve_config(config_path=path, env={"TABLEQUEST_LLM_TIMEOUT": "soon"})
     with pytest.raises(ConfigError, match="not found"):
         resolve_config(config_path=tmp_path / "missing.toml")
 

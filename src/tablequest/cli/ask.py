@@ -3,6 +3,11 @@
 SOURCE is a store (DuckDB file) or a table file / folder, which is ingested into an
 in-memory store first. Without a configured model the LLM-free part runs (search and
 previews) and one line says how to connect a model.
+
+``--method rag`` (TableRAG, one large table) reads a table file directly, or one table of a
+store (``--table-id``); its options and output are in `cli/rag_command.py`. ``--top-k`` and
+``--encoder`` depend on the method: K = 5 and minilm | bm25 | hybrid | api for rag; 1 table and
+minilm | hash for the retrieval baselines.
 """
 
 from __future__ import annotations
@@ -26,7 +31,8 @@ from tablequest.llm.usage import UsageMeter
 from tablequest.methods.base import Result, Task
 from tablequest.trace import Trace
 
-METHODS = ("seek", "direct", "dense", "rerank", "bm25")
+METHODS = ("seek", "direct", "dense", "rerank", "bm25", "rag")
+TABLE_ENCODERS = ("minilm", "hash")
 
 
 def is_store_file(path: Path) -> bool:
@@ -55,9 +61,13 @@ def open_source(source: Path) -> Store:
 def ask_command(
     source: Annotated[Path, typer.Argument(metavar="SOURCE", help="Store, table file or folder.")],
     question: Annotated[str, typer.Argument(help="The question (or claim, with --task fact).")],
-    method: Annotated[str, typer.Option(help="seek | direct | dense | rerank | bm25")] = "seek",
+    method: Annotated[
+        str, typer.Option(help="seek | direct | dense | rerank | bm25 | rag (TableRAG).")
+    ] = "seek",
     task: Annotated[str, typer.Option(help="tableqa | fact")] = "tableqa",
-    steps: Annotated[int, typer.Option(help="TableSeek step budget S_max (5 or 10).")] = 5,
+    steps: Annotated[
+        int, typer.Option(help="TableSeek step budget S_max (5 or 10); rag: ReAct steps.")
+    ] = 5,
     strategy: Annotated[str, typer.Option(help="5s1 5s3 10s1 10s3 10s5 r3 r5 r10")] = "5s1",
     evidence: Annotated[str, typer.Option(help="small | medium | big | full")] = "small",
     no_refine: Annotated[bool, typer.Option("--no-refine")] = False,
@@ -67,23 +77,59 @@ def ask_command(
     match_only: Annotated[bool, typer.Option("--match-only")] = False,
     match_only_qa: Annotated[bool, typer.Option("--match-only-qa")] = False,
     table_id: Annotated[
-        list[str] | None, typer.Option("--table-id", help="Tables for --method direct.")
+        list[str] | None,
+        typer.Option(
+            "--table-id",
+            help="Tables for --method direct; rag: the table of a store or multi-table file.",
+        ),
     ] = None,
-    top_k: Annotated[int, typer.Option(help="Tables given to QA by retrieval baselines.")] = 1,
-    encoder: Annotated[str, typer.Option(help="Dense encoder: minilm | hash")] = "minilm",
+    top_k: Annotated[
+        int | None,
+        typer.Option(
+            help="Retrieval baselines: tables given to QA (default 1); rag: K results per "
+            "query (default 5)."
+        ),
+    ] = None,
+    encoder: Annotated[
+        str | None,
+        typer.Option(
+            help="dense/rerank: minilm | hash (default minilm); rag: minilm | bm25 | hybrid "
+            "| api (default minilm)."
+        ),
+    ] = None,
+    budget: Annotated[int, typer.Option(help="rag: cell encoding budget B.")] = 10_000,
+    sc: Annotated[
+        int, typer.Option("--sc", help="rag: self-consistency samples (majority vote).")
+    ] = 1,
+    baseline: Annotated[
+        str | None,
+        typer.Option(help="rag: read-table | read-schema | rand-rows | rowcol (same solver)."),
+    ] = None,
+    embed_url: Annotated[
+        str | None,
+        typer.Option(help="rag --encoder api: /v1/embeddings server (default --llm-url)."),
+    ] = None,
+    embed_model: Annotated[
+        str | None, typer.Option(help="rag --encoder api: embedding model name.")
+    ] = None,
     rerank_url: Annotated[str | None, typer.Option(help="Server with /v1/rerank.")] = None,
     rerank_model: Annotated[str | None, typer.Option(help="Reranker model name.")] = None,
     llm_url: Annotated[str | None, typer.Option("--llm-url", help="OpenAI-compatible URL.")] = None,
     model: Annotated[str | None, typer.Option("--model", help="Model name.")] = None,
     api_key: Annotated[str | None, typer.Option("--api-key", help="API key.")] = None,
     llm: Annotated[str | None, typer.Option("--llm", help="gguf:/path/model.gguf")] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the cache.")] = False,
+    no_cache: Annotated[
+        bool,
+        typer.Option("--no-cache", help="Do not use the LLM cache (rag: nor the embedding cache)."),
+    ] = False,
     trace_dir: Annotated[Path | None, typer.Option(help="Where the JSONL trace goes.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Answer QUESTION from SOURCE and show the evidence, tables consulted and trace."""
     if method not in METHODS:
         _fail(f"unknown --method {method!r}; one of {', '.join(METHODS)}")
+    if method != "rag" and encoder is not None and encoder not in TABLE_ENCODERS:
+        _fail(f"unknown --encoder {encoder!r} for --method {method}; one of minilm, hash")
     task_name: Task = "fact_verification" if task in ("fact", "fact_verification") else "tableqa"
     try:
         config = resolve_config(
@@ -92,6 +138,35 @@ def ask_command(
         model_llm = build_llm(config, llm_spec=llm)
     except (ConfigError, LLMError) as exc:
         _fail(str(exc))
+    if method == "rag":
+        from tablequest.cli.rag_command import RagOptions, ask_rag
+
+        ids = table_id or []
+        if len(ids) > 1:
+            _fail("--method rag answers from one table: pass --table-id once")
+        rag_options = RagOptions(
+            table_id=ids[0] if ids else None,
+            budget=budget,
+            top_k=5 if top_k is None else top_k,
+            encoder=encoder or "minilm",
+            sc=sc,
+            baseline=baseline,
+            max_steps=steps,
+            embed_url=embed_url or config.url,
+            embed_model=embed_model,
+            api_key=config.api_key,
+            cache=not no_cache,
+        )
+        ask_rag(
+            source,
+            question,
+            task=task_name,
+            llm=model_llm,
+            options=rag_options,
+            trace_dir=trace_dir,
+            json_out=json_out,
+        )
+        return
     try:
         store = open_source(source)
     except StoreError as exc:
@@ -112,8 +187,8 @@ def ask_command(
             match_only=match_only,
             match_only_qa=match_only_qa,
             table_ids=table_id or [],
-            top_k=top_k,
-            encoder=encoder,
+            top_k=1 if top_k is None else top_k,
+            encoder=encoder or "minilm",
             rerank_url=rerank_url,
             rerank_model=rerank_model,
             api_key=api_key,

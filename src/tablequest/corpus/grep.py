@@ -1,14 +1,24 @@
-"""Grep ranking: TableSeek's Eq. 1 with a trigram pre-filter.
+"""Grep ranking: TableSeek's Eq. 1, answered from postings where they are exact.
 
 Score(T) = (1/|P|) · Σ_{p∈P} 1[p matches T] over the table's serialized text (headers
 included), patterns being case-insensitive regexes (SEEDS.md §1, papers/tableseek.txt Eq. 1).
 
-Speed (ours): a naive scan runs every regex over every table. We keep an ASCII trigram index
-(postings as sorted int32 arrays in CSR form, built with numpy) and, for each pattern, derive
-from its regex syntax tree the literal strings any match must contain (an OR of ANDs). Only
-tables holding all trigrams of those literals are confirmed with the real regex, so results
-are exactly those of the naive scan. Patterns without a literal of three or more ASCII
-letters/digits fall back to the full scan.
+Speed (ours): a naive scan runs every regex over every table. Results here are exactly the
+naive scan's (property-tested against it); each pattern is parsed (`plan`) and answered by
+the cheapest exact route:
+
+- ``\bword\b`` — one dictionary lookup in the word-token postings (`tokens.TokenIndex`);
+- a bare literal — trigram postings (`trigrams.Trigrams`; exact for three characters), or the
+  vocabulary tokens containing it when it is one word held by few tokens;
+- anything else — candidates are the tables holding every trigram of the literals every
+  match must contain (an OR of ANDs derived from the regex syntax tree) and every whole word
+  those literals pin down; each candidate is confirmed by searching the folded text for the
+  longest literal and running the regex on the lines holding it (whole text when the
+  pattern could match across a line);
+- a pattern without any required literal (``\\d{4}``) — the regex over every table.
+
+Case folding is `fold_text` (its docstring says why finding a folded literal is exact);
+texts whose fold changes their length (ß → ss) are always confirmed with the regex.
 
 Tie-break (ours, the paper is silent): higher score first, then the shorter serialized table
 (the same patterns hitting a smaller table are denser evidence), then the table id.
@@ -16,6 +26,7 @@ Tie-break (ours, the paper is silent): higher score first, then the shorter seri
 
 from __future__ import annotations
 
+import functools
 import importlib
 import io
 import re
@@ -28,40 +39,20 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from tablequest.table.patterns import compile_pattern
+from tablequest.corpus.tokens import MIXED, WORD, TokenIndex, token_safe
+from tablequest.corpus.trigrams import IntArray, Trigrams, trigram_codes
+from tablequest.table.patterns import compile_pattern, fold_text
 
 # The stdlib regex parser (private, untyped; stable since 3.11) gives us a pattern's syntax tree.
 sre_parse: Any = importlib.import_module("re._parser")
 sre_c: Any = importlib.import_module("re._constants")
 
-_ALPHABET = 37  # 0 = separator, 1..26 = a-z, 27..36 = 0-9
-_N_CODES = _ALPHABET**3
-_LUT = np.zeros(256, dtype=np.int32)
-for _i, _ch in enumerate("abcdefghijklmnopqrstuvwxyz0123456789", start=1):
-    _LUT[ord(_ch)] = _i
-# Characters that Unicode case-insensitive matching equates with ASCII letters.
-_FOLD = str.maketrans({"ſ": "s", "K": "k", "ı": "i", "İ": "i"})
 _MAX_ALTERNATIVES = 16
-
-IntArray = npt.NDArray[np.int32]
-
-
-def fold(text: str) -> bytes:
-    """Lower-case ASCII projection of `text` used for trigrams (other chars become '?')."""
-    return text.translate(_FOLD).lower().encode("ascii", "replace")
-
-
-def _trigram_codes(data: bytes) -> npt.NDArray[np.int64]:
-    c = _LUT[np.frombuffer(data, dtype=np.uint8)]
-    if c.size < 3:
-        return np.zeros(0, dtype=np.int64)
-    tri = (c[:-2] * _ALPHABET + c[1:-1]) * _ALPHABET + c[2:]
-    valid = (c[:-2] > 0) & (c[1:-1] > 0) & (c[2:] > 0)
-    return np.unique(tri[valid]).astype(np.int64)
 
 
 # -- required literals of a regex ------------------------------------------------------
 Requirement = list[list[str]] | None  # OR of ANDs of literals; None = anything may match
+MARK = "\x00"  # edge of a literal that sits on a `\b` (stripped before matching text)
 
 
 def required_literals(pattern: str) -> Requirement:
@@ -75,12 +66,12 @@ def required_literals(pattern: str) -> Requirement:
     req = _seq(list(tree))
     if req is None:
         return None
-    useful = [[lit for lit in alt if _has_trigram(lit)] for alt in req]
+    useful = [[lit.replace(MARK, "") for lit in alt if _has_trigram(lit)] for alt in req]
     return None if any(not alt for alt in useful) else useful
 
 
 def _has_trigram(lit: str) -> bool:
-    return _trigram_codes(fold(lit)).size > 0
+    return trigram_codes(lit).size > 0
 
 
 def _and(a: Requirement, b: Requirement) -> Requirement:
@@ -95,18 +86,27 @@ def _and(a: Requirement, b: Requirement) -> Requirement:
 def _seq(items: list[tuple[Any, Any]]) -> Requirement:
     req: Requirement = None
     run: list[str] = []
+    left_boundary = False  # a `\b` just before the run being collected
 
-    def flush() -> None:
+    def flush(right_boundary: bool = False) -> None:
         nonlocal req, run
         if run:
-            req = _and(req, [["".join(run)]])
+            req = _and(req, [["".join(run) + (MARK if right_boundary else "")]])
             run = []
 
     for op, av in items:
-        if op is sre_c.LITERAL:
+        if op is sre_c.LITERAL and av != 0:  # a NUL in a pattern is no constraint (MARK)
+            if not run and left_boundary:
+                run.append(MARK)
+            left_boundary = False
             run.append(chr(av))
             continue
+        if op is sre_c.AT and av is sre_c.AT_BOUNDARY:
+            flush(right_boundary=True)
+            left_boundary = True
+            continue
         flush()
+        left_boundary = False
         if op is sre_c.SUBPATTERN:
             req = _and(req, _seq(list(av[-1])))
         elif op is sre_c.BRANCH:
@@ -129,37 +129,110 @@ def _seq(items: list[tuple[Any, Any]]) -> Requirement:
     return req
 
 
+_LINE_OPS = frozenset(
+    ("LITERAL", "ANY", "IN", "AT", "SUBPATTERN", "BRANCH", "MAX_REPEAT", "MIN_REPEAT")
+) | {"POSSESSIVE_REPEAT", "ATOMIC_GROUP"}
+_LINE_CATEGORIES = frozenset(("CATEGORY_DIGIT", "CATEGORY_WORD"))
+
+
+def _single_line(items: list[tuple[Any, Any]]) -> bool:
+    """True when no match can contain a newline nor depend on text beyond its line.
+
+    Such a pattern matches a text exactly when it matches one of its lines, which lets
+    confirmation run the regex on the lines holding a required literal only.
+    """
+    for op, av in items:
+        name = str(op)
+        if name not in _LINE_OPS:
+            return False
+        if name == "LITERAL" and av == 10:
+            return False
+        if name == "AT" and str(av) not in ("AT_BOUNDARY", "AT_NON_BOUNDARY"):
+            return False
+        if name == "IN" and not _line_set(av):
+            return False
+        if name == "SUBPATTERN" and not _single_line(list(av[-1])):
+            return False
+        if name == "BRANCH" and not all(_single_line(list(b)) for b in av[1]):
+            return False
+        if name.endswith("REPEAT") and not _single_line(list(av[2])):
+            return False
+        if name == "ATOMIC_GROUP" and not _single_line(list(av)):
+            return False
+    return True
+
+
+def _line_set(items: list[tuple[Any, Any]]) -> bool:
+    for op, av in items:
+        name = str(op)
+        if name == "LITERAL" and av != 10:
+            continue
+        if name == "RANGE" and not av[0] <= 10 <= av[1]:
+            continue
+        if name == "CATEGORY" and str(av) in _LINE_CATEGORIES:
+            continue
+        return False  # NEGATE, \s, \W, \D, a newline: may match "\n"
+    return True
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How to evaluate one pattern against the index (see `GrepIndex.matching`)."""
+
+    regex: re.Pattern[str]
+    word: str | None  # the pattern is `\bword\b` with a token-safe word: a token lookup
+    literal: bool  # the pattern is one literal string: a folded substring test decides
+    alternatives: list[list[str]] | None  # literals (with MARK at `\b` edges); None = any
+    single_line: bool
+
+
+@functools.lru_cache(maxsize=4096)
+def plan(pattern: str) -> Plan:
+    """Parse the effective pattern (invalid regexes are literals) into a `Plan`."""
+    rx = compile_pattern(pattern)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        items = list(sre_parse.parse(rx.pattern, re.IGNORECASE))
+    req = _seq(items)
+    word, literal = None, False
+    if req is not None and len(req) == 1 and len(req[0]) == 1:
+        lit = req[0][0]
+        bare = lit.strip(MARK)
+        if all(op is sre_c.LITERAL and av != 0 for op, av in items):
+            literal = len(fold_text(bare)) == len(bare)
+        elif (
+            lit.startswith(MARK)
+            and lit.endswith(MARK)
+            and token_safe(bare)
+            and all(op is sre_c.LITERAL or av is sre_c.AT_BOUNDARY for op, av in items)
+            and sum(1 for op, _ in items if op is sre_c.AT) == 2
+        ):
+            word = bare
+    return Plan(rx, word, literal, req, _single_line(items))
+
+
 # -- the index -------------------------------------------------------------------------
 @dataclass
 class GrepIndex:
-    """Trigram postings over a list of table texts, plus the texts for confirmation."""
+    """Trigram and word-token postings over table texts, plus the texts for confirmation."""
 
     ids: list[str]
     texts: list[str]
-    offsets: npt.NDArray[np.int64]
-    postings: IntArray
+    grams: Trigrams
+    tokens: TokenIndex
     _cache: OrderedDict[str, IntArray] = field(default_factory=OrderedDict, repr=False)
     _lengths: npt.NDArray[np.int64] | None = field(default=None, repr=False)
     _id_ranks: npt.NDArray[np.int64] | None = field(default=None, repr=False)
+    _folded: list[str] | None = field(default=None, repr=False)
+    _unaligned: IntArray | None = field(default=None, repr=False)
 
     @classmethod
     def build(cls, ids: Sequence[str], texts: Sequence[str]) -> GrepIndex:
-        n = len(texts)
-        folded = [fold(t) for t in texts]
-        lengths = np.fromiter((len(b) + 1 for b in folded), dtype=np.int64, count=n)
-        big = b"\0".join(folded) + b"\0"
-        c = _LUT[np.frombuffer(big, dtype=np.uint8)]
-        if n == 0 or c.size < 3:
-            keys = np.zeros(0, dtype=np.int64)
-        else:
-            tri = (c[:-2] * _ALPHABET + c[1:-1]) * _ALPHABET + c[2:]
-            valid = (c[:-2] > 0) & (c[1:-1] > 0) & (c[2:] > 0)
-            owner = np.repeat(np.arange(n, dtype=np.int64), lengths)[: tri.size]
-            keys = np.unique(tri[valid].astype(np.int64) * n + owner[valid])
-        codes = keys // max(n, 1)
-        postings = (keys % max(n, 1)).astype(np.int32)
-        offsets = np.searchsorted(codes, np.arange(_N_CODES + 1)).astype(np.int64)
-        return cls(list(ids), list(texts), offsets, postings)
+        folded = [fold_text(t) for t in texts]
+        grams = Trigrams.build(folded)
+        index = cls(list(ids), list(texts), grams, TokenIndex.build(texts))
+        index._folded = folded
+        return index
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -167,29 +240,23 @@ class GrepIndex:
     # persistence: a compact npz blob (ids and texts live in the store itself)
     def arrays_blob(self) -> bytes:
         buf = io.BytesIO()
-        np.savez(buf, offsets=self.offsets, postings=self.postings)
+        np.savez(buf, allow_pickle=False, **self.grams.arrays(), **self.tokens.arrays())
         return buf.getvalue()
 
     @classmethod
     def from_blob(cls, ids: Sequence[str], texts: Sequence[str], blob: bytes) -> GrepIndex:
-        with np.load(io.BytesIO(blob)) as arrays:
-            return cls(list(ids), list(texts), arrays["offsets"], arrays["postings"])
+        """Load persisted arrays; ValueError/KeyError when they are of another layout."""
+        with np.load(io.BytesIO(blob)) as npz:
+            arrays = {name: npz[name] for name in npz.files}
+        grams = Trigrams.from_arrays(arrays)
+        return cls(list(ids), list(texts), grams, TokenIndex.from_arrays(arrays))
 
-    def _posting(self, code: int) -> IntArray:
-        return self.postings[self.offsets[code] : self.offsets[code + 1]]
-
-    def candidates(self, literal: str) -> IntArray | None:
-        """Tables holding every trigram of `literal` (None when it has no trigram)."""
-        codes = _trigram_codes(fold(literal))
-        if codes.size == 0:
-            return None
-        lists = sorted((self._posting(int(c)) for c in codes), key=len)
-        out = lists[0]
-        for other in lists[1:]:
-            if out.size == 0:
-                break
-            out = np.intersect1d(out, other, assume_unique=True)
-        return out
+    @property
+    def folded(self) -> list[str]:
+        """Case-folded texts, for fast literal search before the regex confirms."""
+        if self._folded is None:
+            self._folded = [fold_text(t) for t in self.texts]
+        return self._folded
 
     def matching(self, pattern: str) -> IntArray:
         """Indices of tables whose text matches `pattern` (exactly the naive scan's answer)."""
@@ -197,31 +264,125 @@ class GrepIndex:
         if hit is not None:
             self._cache.move_to_end(pattern)
             return hit
-        rx = compile_pattern(pattern)
-        pool = self._pool(required_literals(pattern))
-        texts = self.texts
-        found = np.fromiter((i for i in pool if rx.search(texts[i]) is not None), dtype=np.int32)
+        found = self._match(plan(pattern))
         self._cache[pattern] = found
         if len(self._cache) > 4096:
             self._cache.popitem(last=False)
         return found
 
-    def _pool(self, req: Requirement) -> Sequence[int]:
-        if req is None:
-            return range(len(self.texts))
-        pools: list[IntArray] = []
-        for alternative in req:
-            cand: IntArray | None = None
-            for lit in alternative:
-                c = self.candidates(lit)
-                if c is None:
-                    continue
-                cand = c if cand is None else np.intersect1d(cand, c, assume_unique=True)
-            if cand is None:
-                return range(len(self.texts))
-            pools.append(cand)
-        merged = pools[0] if len(pools) == 1 else np.unique(np.concatenate(pools))
-        return merged.tolist()  # type: ignore[no-any-return]
+    def _match(self, p: Plan) -> IntArray:
+        rx, texts = p.regex, self.texts
+        if p.word is not None:
+            tables, exact = self.tokens.lookup(p.word)
+            if exact:
+                return tables
+            return self._confirm(tables, rx, fold_text(p.word), p.single_line)
+        if p.literal and p.alternatives is not None:
+            fast = self._literal_from_index(p.alternatives[0][0], rx)
+            if fast is not None:
+                return fast
+        if p.alternatives is None:
+            return np.fromiter(
+                (i for i, t in enumerate(texts) if rx.search(t) is not None), dtype=np.int32
+            )
+        found = [
+            self._confirm(self._pool(alt), rx, _anchor(alt), p.single_line, p.literal)
+            for alt in p.alternatives
+        ]
+        return found[0] if len(found) == 1 else np.unique(np.concatenate(found))
+
+    def _literal_from_index(self, literal: str, rx: re.Pattern[str]) -> IntArray | None:
+        """A literal pattern answered from postings alone, where they are exact; texts whose
+        fold changed length are confirmed with the regex. None: scan the candidates."""
+        if self.grams.exact(literal):
+            tables = self.grams.candidates(literal)
+            exact = True
+        else:
+            answer = self.tokens.containing(literal) if token_safe(literal) else None
+            if answer is None:
+                return None
+            tables, exact = answer
+        if tables is None or tables.size == 0:
+            return np.zeros(0, dtype=np.int32)
+        if not exact:
+            return self._confirm(tables, rx, fold_text(literal), True)
+        odd = self.unaligned
+        if odd.size == 0:
+            return tables
+        sure = np.setdiff1d(tables, odd, assume_unique=True)
+        odd_hits = np.intersect1d(tables, odd, assume_unique=True)
+        check = self._confirm(odd_hits, rx, fold_text(literal), True)
+        return np.union1d(sure, check).astype(np.int32)
+
+    @property
+    def unaligned(self) -> IntArray:
+        """Tables whose case fold changed the text's length (ß → ss): no position mapping."""
+        if self._unaligned is None:
+            odd = [
+                i
+                for i, (f, t) in enumerate(zip(self.folded, self.texts, strict=True))
+                if len(f) != len(t)
+            ]
+            self._unaligned = np.asarray(odd, dtype=np.int32)
+        return self._unaligned
+
+    def _pool(self, literals: Sequence[str]) -> IntArray | None:
+        """Tables that may hold all `literals`: trigram and whole-token constraints (None: any)."""
+        pool: IntArray | None = None
+        for lit in literals:
+            for cand in (self.grams.candidates(lit), *self._token_constraints(lit)):
+                if cand is not None:
+                    pool = cand if pool is None else np.intersect1d(pool, cand, assume_unique=True)
+        return pool
+
+    def _token_constraints(self, literal: str) -> list[IntArray]:
+        """Word runs of a literal bounded on both sides must be whole tokens of the text."""
+        bare = literal.strip(MARK)
+        out: list[IntArray] = []
+        if MIXED & set(bare):  # its non-word U+0345 equals a word character under IGNORECASE
+            return out
+        for m in WORD.finditer(bare):
+            left = m.start() > 0 or literal.startswith(MARK)
+            right = m.end() < len(bare) or literal.endswith(MARK)
+            if left and right and token_safe(m.group()):
+                out.append(self.tokens.lookup(m.group())[0])
+        return out
+
+    def _confirm(
+        self,
+        pool: IntArray | None,
+        rx: re.Pattern[str],
+        anchor: str,
+        single_line: bool,
+        literal: bool = False,
+    ) -> IntArray:
+        """The tables of `pool` (None: all) the regex matches, searched near `anchor` only.
+
+        `literal`: the pattern is the anchor itself, so where text and fold align one
+        character to one, finding the anchor decides (module docstring of `fold_text`)."""
+        indices: Sequence[int] = range(len(self.texts)) if pool is None else pool.tolist()
+        texts, folded = self.texts, self.folded
+        keep = []
+        for i in indices:
+            f, t = folded[i], texts[i]
+            pos = f.find(anchor)
+            if pos < 0:
+                continue
+            if literal and len(f) == len(t):
+                keep.append(i)
+                continue
+            if not single_line or len(f) != len(t):  # a fold that changed length: whole text
+                if rx.search(t) is not None:
+                    keep.append(i)
+                continue
+            while pos >= 0:
+                end = f.find("\n", pos)
+                end = len(f) if end < 0 else end
+                if rx.search(t, f.rfind("\n", 0, pos) + 1, end) is not None:
+                    keep.append(i)
+                    break
+                pos = f.find(anchor, end + 1)  # the next line
+        return np.asarray(keep, dtype=np.int32)
 
     def scores(self, patterns: Sequence[str]) -> npt.NDArray[np.float64]:
         """Eq. 1 for every table: fraction of (distinct) patterns found in it."""
@@ -244,6 +405,11 @@ class GrepIndex:
         order = np.lexsort((id_rank[nonzero], lengths[nonzero], -scores[nonzero]))
         chosen = nonzero[order[:k]]
         return [(int(i), float(scores[i])) for i in chosen]
+
+
+def _anchor(literals: Sequence[str]) -> str:
+    """The longest literal, folded: every match holds it, so search for it first."""
+    return fold_text(max((lit.replace(MARK, "") for lit in literals), key=len))
 
 
 def _id_rank(ids: Sequence[str]) -> npt.NDArray[np.int64]:

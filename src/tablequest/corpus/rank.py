@@ -20,7 +20,7 @@ from tablequest.corpus.store import Hit, Store
 from tablequest.corpus.words import STOPWORDS
 from tablequest.table.patterns import compile_pattern
 
-GREP = "grep-v1"
+GREP = "grep-v2"
 BM25 = "bm25-v1"
 
 
@@ -32,8 +32,14 @@ def grep_index(store: Store) -> GrepIndex:
     ids, texts = store.column("text")
     fp = store.fingerprint()
     blob = store.load_blob(GREP, fp)
-    index = GrepIndex.from_blob(ids, texts, blob) if blob else GrepIndex.build(ids, texts)
-    if blob is None:
+    index = None
+    if blob is not None:
+        try:
+            index = GrepIndex.from_blob(ids, texts, blob)
+        except (ValueError, KeyError, OSError):  # another layout: rebuild and replace
+            index = None
+    if index is None:
+        index = GrepIndex.build(ids, texts)
         store.save_blob(GREP, fp, index.arrays_blob())
     store.remember_index(GREP, index)
     return index

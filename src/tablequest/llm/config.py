@@ -1,8 +1,9 @@
 """Resolve which model to use: flags > environment > tablequest.toml > defaults.
 
-Environment: TABLEQUEST_LLM_URL, TABLEQUEST_LLM_MODEL, TABLEQUEST_LLM_KEY, then the standard
-OPENAI_BASE_URL / OPENAI_API_KEY. Files: ``tablequest.toml`` in the working directory, then in
-the user config directory; keys of the first override keys of the second. Layout::
+Environment: TABLEQUEST_LLM_URL, TABLEQUEST_LLM_MODEL, TABLEQUEST_LLM_KEY,
+TABLEQUEST_LLM_TIMEOUT (seconds), then the standard OPENAI_BASE_URL / OPENAI_API_KEY.
+Files: ``tablequest.toml`` in the working directory, then in the user config directory;
+keys of the first override keys of the second. Layout::
 
     [llm]
     url = "http://localhost:8000/v1"
@@ -89,6 +90,7 @@ _ENV = {
     "url": ("TABLEQUEST_LLM_URL", "OPENAI_BASE_URL"),
     "model": ("TABLEQUEST_LLM_MODEL",),
     "api_key": ("TABLEQUEST_LLM_KEY", "OPENAI_API_KEY"),
+    "timeout": ("TABLEQUEST_LLM_TIMEOUT",),
 }
 
 

@@ -224,7 +224,9 @@ class OpenAICompatible(LLM):
             except openai.APITimeoutError as exc:
                 error: LLMError = LLMTimeout(
                     f"no answer from {where} within {self.timeout:g}s after "
-                    f"{self.max_retries + 1} attempt(s); raise --timeout or check the server",
+                    f"{self.max_retries + 1} attempt(s); raise the timeout "
+                    "(TABLEQUEST_LLM_TIMEOUT, or timeout under [llm] in tablequest.toml) "
+                    "or check the server",
                     **kw,
                 )
                 raise _Retryable(error) from exc

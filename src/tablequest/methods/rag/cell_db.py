@@ -6,7 +6,8 @@ cut to the B most frequent (the cell encoding budget, default B = 10,000; Alg. 1
 
 Vectorised: one Arrow ``dictionary_encode`` per column gives the distinct values in order of
 first appearance, ``np.bincount`` their counts, and one ``np.lexsort`` orders all pairs; no
-Python loop over cells. 10^6 cells take well under 100 ms (benchmarks/rag_scale.py).
+Python loop over cells. 10^6 cells take under 100 ms (benchmarks/rag_scale.py; hashing the
+columns on parallel threads was slower on 2 shared cores, so columns are hashed in turn).
 
 Choices:
 - Columns: the categorical columns of the schema DB (the official code's choice; the paper

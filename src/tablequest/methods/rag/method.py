@@ -359,6 +359,9 @@ class TableRAG:
         if table_id:
             result.tables_consulted = [table_id]
             result.final_table = table_id
+        if self._prepared is not None and "databases" in details:  # now with encode time
+            seconds = self._prepared.seconds
+            details["databases"]["seconds"] = {k: round(v, 4) for k, v in seconds.items()}
         result.details = {**details, **result.details}
         trace.event(
             "decision",
