@@ -123,11 +123,30 @@ def test_with_siblings_builds_groups(evalrun_wtq: Path, evalrun_tcr: Path) -> No
     assert q.group[0] == "csv/200-csv/1.csv" and len(q.group) == 3
     sib = grown.table(q.group[1])
     assert all("415,367" not in row for row in sib.cells)
+    # siblings are per gold table: nu-7 (Oslo) shares them, and they lack its answer too
+    q7 = next(q for q in grown.questions if q.id == "nu-7")
+    assert q7.group == q.group
+    for key in q.group[1:]:
+        assert not any(cell in ("Zurich", "Oslo") for row in grown.table(key).cells for cell in row)
+    golds = {q.gold_table_ids[0] for q in grown.questions}
     corpus = build_corpus(grown, "mixed", in_memory=True)
-    assert len(corpus.store) == 6 + 2 * len(kept)
+    assert len(corpus.store) == 6 + 2 * len(golds) and len(golds) < len(kept)
 
     tcr = load("tcrbench", evalrun_tcr)
     grown_tcr = with_siblings(tcr, n=1, questions=tcr.questions[:1])
     (q0,) = grown_tcr.questions
     assert q0.group[:3] == tcr.questions[0].group and len(q0.group) == 4
     assert 0 not in grown_tcr.table(q0.group[-1]).row_ids  # answer_index row removed
+
+
+def test_with_siblings_leaves_out_questions_that_would_empty_the_siblings(
+    evalrun_wtq: Path,
+) -> None:
+    both = load("wtq", evalrun_wtq, split="all")  # nu-1, nu-7 and nt-2 ask about all 3 cities
+    on_cities = [q for q in both.questions if q.gold_table_ids == ["csv/200-csv/1.csv"]]
+    assert [q.id for q in on_cities] == ["nu-1", "nu-7", "nt-2"]
+    grown = with_siblings(both, n=1, questions=on_cities)
+    assert [q.id for q in grown.questions] == ["nu-1", "nu-7"]
+    assert "1 left out" in grown.notes[-1]
+    (sibling,) = grown.questions[0].group[1:]
+    assert [row[0] for row in grown.table(sibling).body] == ["Utrecht"]

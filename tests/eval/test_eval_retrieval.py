@@ -283,3 +283,4 @@ def test_cli_progress_on_a_terminal(
     assert "R@k" in result.stdout
     shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen.getvalue())  # drop colours
     assert "encoding the wtq corpus with hash-256" in shown and "12/12" in shown
+    assert re.search(r"R@1 [01]\.\d{3}", shown)  # the running metric

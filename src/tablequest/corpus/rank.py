@@ -181,7 +181,7 @@ def hybrid_rank(
     Choice (ours), made on WikiTableQuestions *training* questions only (never the test
     questions): score fusion with α = 0.7. On a 2,000-question training sample R@1 was flat for
     α in 0.6–0.75 and fell outside it; on the first 2,000 training questions α = 0.7 gives R@1
-    0.454 against 0.404 for BM25 alone and 0.374 for equal-weight RRF (k = 60), which lets
+    0.454 against 0.404 for BM25 alone and 0.369 for equal-weight RRF (k = 60), which lets
     the weaker dense ranking pull the good BM25 top-1 down (docs/results.md).
     """
     from tablequest.corpus.dense import corpus_vectors, dense_rank

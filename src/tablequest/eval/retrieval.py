@@ -164,9 +164,12 @@ def evaluate_retrieval(
     ranker: Ranker,
     *,
     ks: Sequence[int] = KS,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
 ) -> RetrievalResult:
     """Rank the corpus for every question and measure R@k (GR@k and DS@k with groups).
+
+    `progress` is called after each question with (done, total, running metric text), the
+    running metric being R@1 (or the smallest k) over the questions done so far.
 
     Raises:
         ValueError: no question, or a question whose gold table is not in the corpus.
@@ -194,7 +197,8 @@ def evaluate_retrieval(
             hits[k].append(recall_at_k(ranked, gold, k))
             group_hits[k].append(group_recall_at_k(ranked, [*group, *gold], k))
         if progress is not None:
-            progress(done, len(questions))
+            first = min(ks)
+            progress(done, len(questions), f"R@{first} {mean(hits[first]):.3f}")
     result = RetrievalResult(
         n=len(questions),
         recall={k: mean(v) for k, v in hits.items()},

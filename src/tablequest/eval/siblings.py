@@ -19,10 +19,11 @@ gold one, stays answerable) and gets at least one surface perturbation:
 Randomness: `random.Random(f"{seed}:{content_hash}:{i}")` per sibling, so a sibling depends
 only on the seed, the table and its position. Sibling rows keep their original row ids.
 
-`with_siblings(dataset, n=…, seed=…)` adds `n` siblings per question (from TCR-Bench-style
-`extra["answer_index"]` when present, else from the body rows holding an answer value) and
-sets each question's group. Choice (ours): questions whose answer rows cannot be located, or
-cover more than half of the table (counts, aggregates), are left out and counted in the notes.
+`with_siblings(dataset, n=…, seed=…)` adds `n` siblings per gold table, without the answer
+rows of any of its questions (from TCR-Bench-style `extra["answer_index"]` when present, else
+from the body rows holding an answer value), and sets each question's group. Choice (ours):
+questions whose answer rows cannot be located, cover more than half of the table (counts,
+aggregates) or would leave the siblings empty are left out and counted in the notes.
 """
 
 from __future__ import annotations
@@ -404,22 +405,36 @@ def with_siblings(
 ) -> Dataset:
     """A copy of `dataset` whose questions each get `n` sibling tables as their group.
 
-    Sibling keys are ``{gold key}#sibling-{question id}-{i}``; only questions with located
-    answer rows are kept (the others are counted in `notes`).
+    Siblings are made per gold table, not per question: the `n` siblings of a table drop the
+    answer rows of every kept question on it, so none of them answers any of those questions
+    (several questions often share a table: per-question siblings would hold the answer rows
+    of the table's other questions), and they are the group of each of those questions. Keys
+    are ``{gold key}#sibling-{i}``. Questions whose answer rows cannot be located, or whose
+    rows would leave the siblings without a body row, are left out (counted in `notes`).
     """
     refs = dict(dataset.table_refs)
-    kept: list[Question] = []
+    golds: dict[str, Table] = {}
+    removed: dict[str, set[int]] = {}
+    chosen: list[Question] = []
     skipped = 0
     for q in questions if questions is not None else dataset.questions:
         gold_key = q.gold_table_ids[0]
-        gold = dataset.table(gold_key)
+        if gold_key not in golds:
+            golds[gold_key] = dataset.table(gold_key)
+        gold = golds[gold_key]
         rows = _question_rows(q, gold)
-        if not rows:
+        union = removed.get(gold_key, set()) | set(rows)
+        if not rows or len(union) >= len(gold.row_ids):
             skipped += 1
             continue
-        keys = []
-        for i, sib in enumerate(make_siblings(gold, rows, n=n, seed=seed)):
-            key = f"{gold_key}#sibling-{q.id}-{i}"
+        removed[gold_key] = union
+        chosen.append(q)
+    siblings: dict[str, list[str]] = {}
+    for gold_key, rows_out in removed.items():
+        made = make_siblings(golds[gold_key], sorted(rows_out), n=n, seed=seed)
+        siblings[gold_key] = []
+        for i, sib in enumerate(made):
+            key = f"{gold_key}#sibling-{i}"
             refs[key] = TableRef(
                 key,
                 refs[gold_key].path,
@@ -427,12 +442,17 @@ def with_siblings(
                 table=sib.table,
                 meta={"sibling_of": gold_key, "kinds": ",".join(sib.kinds)},
             )
-            keys.append(key)
-        kept.append(replace(q, group=list(dict.fromkeys([*q.gold_table_ids, *q.group, *keys]))))
+            siblings[gold_key].append(key)
+    kept = [
+        replace(q, group=list(dict.fromkeys([*q.gold_table_ids, *q.group, *siblings[key]])))
+        for q in chosen
+        for key in q.gold_table_ids[:1]
+    ]
     notes = [
         *dataset.notes,
-        f"siblings: {n} per question (seed {seed}) for {len(kept)} "
-        f"questions; {skipped} left out (answer rows not located)",
+        f"siblings: {n} per gold table (seed {seed}) for {len(kept)} questions on "
+        f"{len(siblings)} tables; {skipped} left out (answer rows not located or would leave "
+        "no row)",
     ]
     return Dataset(
         name=f"{dataset.name}+siblings{n}",
