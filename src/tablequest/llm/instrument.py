@@ -2,7 +2,9 @@
 
 Wrap outermost (outside `CachedLLM`) so cache hits are counted and traced as hits. A failed
 call is recorded as an ``llm_call`` event with an ``error`` field and counted in the
-meter, then re-raised.
+meter, then re-raised. With a `StepBudget`, every call is counted against it first and a call
+past its cap raises `BudgetExhausted` without reaching the model (``--steps`` holds for every
+method, whatever its own accounting).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tablequest.llm.base import LLM, Completion, LLMError, Message, normalize_stop
-from tablequest.llm.usage import UsageMeter
+from tablequest.llm.usage import StepBudget, UsageMeter
 from tablequest.trace import Trace
 
 
@@ -23,12 +25,21 @@ class Instrumented(LLM):
         inner: The model to call.
         trace: Where ``llm_call`` / ``error`` events go (optional).
         usage: Meter to add each call to (optional).
+        budget: Cap on the calls made through this wrapper (optional).
     """
 
-    def __init__(self, inner: LLM, *, trace: Trace | None = None, usage: UsageMeter | None = None):
+    def __init__(
+        self,
+        inner: LLM,
+        *,
+        trace: Trace | None = None,
+        usage: UsageMeter | None = None,
+        budget: StepBudget | None = None,
+    ):
         self.inner = inner
         self.trace = trace
         self.usage = usage
+        self.budget = budget
 
     def describe(self) -> dict[str, str]:
         return self.inner.describe()
@@ -57,6 +68,8 @@ class Instrumented(LLM):
         }
         info = self.describe()
         model = info.get("model", "?")
+        if self.budget is not None:
+            self.budget.count_call()
         started = time.perf_counter()
         try:
             completions = self.inner.chat(messages, **params)

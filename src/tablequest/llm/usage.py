@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from tablequest.llm.base import Completion
+from tablequest.llm.base import Completion, LLMError
 
 Prices = Mapping[str, tuple[float, float]]
 """model -> (USD per 1k prompt tokens, USD per 1k completion tokens)."""
@@ -127,8 +127,11 @@ class UsageMeter:
         return self.totals.to_dict()
 
 
-class BudgetExhausted(Exception):
-    """A step was requested from a budget that has none left for that kind of call."""
+class BudgetExhausted(LLMError):
+    """A step was requested from a budget that has none left for that kind of call.
+
+    An `LLMError`: to a method, a call the budget refuses is a call that could not be made.
+    """
 
     def __init__(self, kind: str, used: int, max_steps: int, reserve: int):
         reserved = f", the last {reserve} reserved for QA" if kind != QA and reserve else ""
@@ -141,6 +144,11 @@ class BudgetExhausted(Exception):
 
 class StepBudget:
     """Counts LLM calls of one query against `max_steps`, keeping `reserve` steps for QA.
+
+    Methods plan with `can_spend` / `spend` (kinds, the QA reserve); `Instrumented` enforces
+    the cap on the calls actually made (`count_call`), so a method that forgets to spend
+    still cannot exceed `max_steps` (``--steps``). A method that needs a QA reserve sets
+    `reserve` on the budget it is given.
 
     Args:
         max_steps: Total calls allowed (S_max).
@@ -155,7 +163,19 @@ class StepBudget:
         self.max_steps = max_steps
         self.reserve = reserve
         self.spent: Counter[str] = Counter()
+        self.calls = 0
         self._lock = threading.Lock()
+
+    def count_call(self) -> None:
+        """Count one call made to a model; refuse it past `max_steps` (the hard cap).
+
+        Raises:
+            BudgetExhausted: `max_steps` calls were already made.
+        """
+        with self._lock:
+            if self.calls >= self.max_steps:
+                raise BudgetExhausted("any", self.calls, self.max_steps, 0)
+            self.calls += 1
 
     @property
     def used(self) -> int:
