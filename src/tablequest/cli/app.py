@@ -5,8 +5,10 @@ from __future__ import annotations
 import typer
 
 from tablequest.cli import cache, eval_compare, eval_run, trace
+from tablequest.cli._options import PairCommand
 from tablequest.cli.ask import ask_command
 from tablequest.cli.corpus import ingest_command, search_command
+from tablequest.cli.methods import methods_command
 
 app = typer.Typer(
     name="tablequest",
@@ -17,7 +19,8 @@ app = typer.Typer(
 )
 app.command("ingest")(ingest_command)
 app.command("search")(search_command)
-app.command("ask")(ask_command)
+app.command("ask", cls=PairCommand)(ask_command)
+app.command("methods")(methods_command)
 app.add_typer(cache.app, name="cache")
 app.add_typer(trace.app, name="trace")
 

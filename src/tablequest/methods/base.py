@@ -105,6 +105,8 @@ class Result:
     details: dict[str, Any] = field(default_factory=dict)
     method: str | None = None
     sources: dict[str, str] = field(default_factory=dict)
+    tables: dict[str, Table] = field(default_factory=dict, repr=False, compare=False)
+    """The final table's content, when the caller could give it (for showing evidence)."""
 
     @property
     def reason(self) -> str | None:

@@ -16,13 +16,15 @@ Choices (ours, the paper is silent): an unparsable reply gets one repair request
 budget allows, then a documented fallback (content-word patterns; refine-none; QA reply text
 taken as the answer when short). A select naming only unknown ids counts as refine-none.
 With a rerank strategy, R is reordered by the model's ranking (unknown ids ignored, missing
-ones kept in grep order) and its top table goes to QA. An empty R ends with status
-"insufficient" without a QA call.
+ones kept in grep order) and its top table goes to QA. An empty R does not end the run
+(Algorithm 1 does not): refinement still runs, with no previews, and may regenerate patterns
+while budget remains; with R still empty the status is "insufficient" without a QA call.
+
+The budget is the question's ``--steps`` (`SeekConfig.max_steps` by default): S_max.
 """
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -31,10 +33,10 @@ from typing import Any
 from tablequest.corpus.rank import grep_index, question_patterns
 from tablequest.corpus.store import Store, text_format
 from tablequest.llm.base import LLM, LLMError, Message
-from tablequest.llm.instrument import Instrumented
 from tablequest.llm.parse import ParseError, extract_json
+from tablequest.llm.repair import ask_with_repair
 from tablequest.llm.usage import QA, StepBudget, UsageMeter
-from tablequest.methods.base import Result, Status, Task
+from tablequest.methods.base import MethodContext, Result, Status, Task, start_query
 from tablequest.methods.seek import prompts
 from tablequest.methods.seek.config import SeekConfig
 from tablequest.methods.seek.qa import QAOutcome, parse_qa, qa_context
@@ -54,26 +56,45 @@ class _Run:
     budget: StepBudget
     trace: Trace
     llm: LLM
+    spent_before: dict[str, int]
     counts: Counter[str] = field(default_factory=Counter)
     rounds_top1: list[str | None] = field(default_factory=list)
     patterns_history: list[list[str]] = field(default_factory=list)
 
+    def action_counts(self) -> dict[str, int]:
+        """Calls per kind (pattern_gen, refine, repair, qa) and refine decisions."""
+        calls = {k: n - self.spent_before.get(k, 0) for k, n in self.budget.spent.items()}
+        merged = {k: n for k, n in calls.items() if n} | dict(self.counts)
+        return merged
+
 
 class TableSeek:
-    """Agentic grep search over a Store, then QA with an answerability check."""
+    """Agentic grep search over a Store, then QA with an answerability check.
+
+    Args:
+        llm: The model.
+        config: Options (`SeekConfig`; the paper's defaults when None).
+        usage: Meter every question's calls roll up into.
+    """
 
     name = "seek"
 
     def __init__(
         self,
-        llm: LLM,
+        llm: LLM | None,
         config: SeekConfig | None = None,
         *,
         usage: UsageMeter | None = None,
     ) -> None:
-        self.llm = llm
         self.config = config or SeekConfig()
-        self.usage = usage or UsageMeter()
+        self.context = MethodContext(llm=llm, usage=usage or UsageMeter())
+
+    @property
+    def usage(self) -> UsageMeter:
+        return self.context.usage
+
+    def close(self) -> None:
+        """Nothing to release (the store and the model belong to the caller)."""
 
     # -- public ------------------------------------------------------------------------
     def answer(
@@ -82,23 +103,22 @@ class TableSeek:
         source: Store,
         *,
         task: Task = "tableqa",
+        budget: StepBudget | None = None,
         trace: Trace | None = None,
-        query_id: str | None = None,
     ) -> Result:
-        """Run Algorithm 1 for `question` over the store `source`."""
+        """Run Algorithm 1 for `question` over the store `source` (budget: S_max calls)."""
         cfg = self.config
-        trace = trace or Trace.in_memory()
-        meter = self.usage.scope(query_id or f"q{time.monotonic_ns()}")
-        run = _Run(
-            question=question,
-            task=task,
-            budget=StepBudget(cfg.max_steps, reserve=1),
-            trace=trace,
-            llm=Instrumented(self.llm, trace=trace, usage=meter),
+        query = start_query(
+            self.context, budget=budget, trace=trace, default_steps=cfg.default_steps()
         )
-        trace.event(
-            "decision", stage="start", method="seek", config=cfg.name, task=task, question=question
-        )
+        if query.llm is None:
+            raise ValueError("TableSeek needs an LLM")
+        query.budget.reserve = min(1, query.budget.max_steps)
+        run = _Run(question, task, query.budget, query.trace, query.llm, dict(query.budget.spent))
+        run.trace.event(
+            "decision", stage="start", method="seek", config=cfg.label(), task=task,
+            question=question, steps=query.budget.max_steps,
+        )  # fmt: skip
         patterns = self._generate_patterns(run)
         ranked = self._rank(run, source, patterns)
         selected: list[str] = []
@@ -106,17 +126,15 @@ class TableSeek:
             selected, ranked, patterns = self._refine(run, source, ranked, patterns)
         if not selected:
             selected = ranked[: cfg.fallback_top_k]
-        result = self._answer(run, source, ranked, selected, patterns)
-        result.usage = meter.totals
-        result.trace_path = str(trace.path) if trace.path else None
-        result.steps = run.budget.used
+        result = query.finish(self._answer(run, source, ranked, selected, patterns), self.name)
         result.details.update(
-            action_counts=dict(run.counts),
+            action_counts=run.action_counts(),
             rounds_top1=run.rounds_top1,
             patterns=run.patterns_history,
             selected=selected,
+            config=cfg.label(),
         )
-        trace.event(
+        run.trace.event(
             "decision",
             stage="end",
             status=result.status,
@@ -132,7 +150,6 @@ class TableSeek:
         if not run.budget.can_spend(kind):
             return None
         run.budget.spend(kind)
-        run.counts[kind] += 1
         try:
             completions = run.llm.chat(
                 messages, temperature=self.config.temperature, max_tokens=self.config.max_tokens
@@ -143,35 +160,41 @@ class TableSeek:
         return completions[0].text
 
     def _ask_json(
-        self,
-        run: _Run,
-        kind: str,
-        messages: list[Message],
-        validate: Callable[[Any], Any],
-    ) -> tuple[Any | None, str | None]:
-        """Call, parse and validate; one repair request on failure. Returns (value, raw)."""
-        raw = self._call(run, kind, messages)
-        if raw is None:
-            return None, None
+        self, run: _Run, kind: str, messages: list[Message], validate: Callable[[Any], Any]
+    ) -> Any | None:
+        """Call, parse and validate with one repair request (`ask_with_repair`); None when
+        no usable value came back (the caller applies its fallback)."""
+
+        def parse(text: str) -> Any:
+            try:
+                return validate(extract_json(text))
+            except ParseError:
+                raise
+            except ValueError as exc:
+                raise ParseError(str(exc), text) from None
+
         try:
-            return validate(extract_json(raw)), raw
-        except (ParseError, ValueError) as exc:
-            problem = str(exc)
-        run.trace.event("error", stage=kind, problem=problem, reply=raw[:2000])
-        repair = [*messages, {"role": "assistant", "content": raw}, prompts.repair_message(problem)]
-        repaired = self._call(run, "repair" if kind != QA else QA, repair)
-        if repaired is None:
-            return None, raw
-        try:
-            return validate(extract_json(repaired)), repaired
-        except (ParseError, ValueError) as exc:
-            run.trace.event("error", stage=kind, problem=str(exc), reply=repaired[:2000])
-            return None, repaired
+            value, _ = ask_with_repair(
+                run.llm,
+                messages,
+                parse,
+                repair_prompt=prompts.REPAIR,
+                budget=run.budget,
+                kind=kind,
+                repair_kind="repair",
+                trace=run.trace,
+                temperature=self.config.temperature,
+                max_tokens=self.config.max_tokens,
+            )
+        except LLMError as exc:
+            run.trace.event("fallback", stage=kind, reason=f"{type(exc).__name__}: {exc}")
+            return None
+        return value
 
     # -- stages ------------------------------------------------------------------------
     def _generate_patterns(self, run: _Run) -> list[str]:
         messages = prompts.pattern_messages(run.question, run.task)
-        value, _ = self._ask_json(run, "pattern_gen", messages, _validate_patterns)
+        value = self._ask_json(run, "pattern_gen", messages, _validate_patterns)
         if value is None:
             value = question_patterns(run.question)
             run.trace.event(
@@ -213,17 +236,19 @@ class TableSeek:
                     max_rows=cfg.max_matched_rows,
                     rows_per_pattern=cfg.rows_per_pattern,
                     line_chars=cfg.max_line_chars,
-                    match_only=cfg.match_only,
+                    match_only=cfg.match_only_refine,
                 ).text
             blocks.append(f"[{anon}]\n{text}")
         run.trace.event("preview", tables=mapping, chars=sum(len(b) for b in blocks))
+        if not blocks:
+            return "(no table matches the current patterns)", mapping
         return "\n\n".join(blocks), mapping
 
     def _refine(
         self, run: _Run, store: Store, ranked: list[str], patterns: list[str]
     ) -> tuple[list[str], list[str], list[str]]:
         cfg = self.config
-        while run.budget.used < cfg.max_steps - 1 and ranked:
+        while run.budget.can_spend("refine"):
             candidates = ranked[: cfg.n_candidates]
             text, mapping = self._previews(run, store, candidates, patterns)
             messages = prompts.refine_messages(
@@ -237,7 +262,7 @@ class TableSeek:
                 allow_regenerate=cfg.regenerate,
                 example_ids=list(mapping),
             )
-            decision, _ = self._ask_json(run, "refine", messages, _validate_decision)
+            decision = self._ask_json(run, "refine", messages, _validate_decision)
             action = decision["action"] if decision else "none"
             if decision is None:
                 run.trace.event("fallback", stage="refine", reason="no usable decision → none")
