@@ -36,7 +36,14 @@ from pathlib import Path
 from typing import Any
 
 from tablequest.eval.corpora import Corpus
-from tablequest.eval.datasets.common import Dataset, Question
+from tablequest.eval.datasets import (
+    QUESTION_FORMATS,
+    Dataset,
+    DatasetError,
+    Question,
+    parse_id_list,
+    reload_questions,
+)
 from tablequest.eval.metrics import (
     gr_all,
     gr_final,
@@ -99,37 +106,48 @@ class RunSpec:
 def select_questions(
     dataset: Dataset, *, ids_file: Path | None = None, limit: int | None = None
 ) -> list[Question]:
-    """The dataset's questions, restricted to the ids listed in `ids_file` (in its order) and
-    cut to the first `limit`.
+    """The dataset's questions, or those of `ids_file`, cut to the first `limit`.
 
-    `ids_file` holds one question id per line (blank lines and `#` comments ignored) or a JSON
-    list of ids.
+    `ids_file` is either an id list — one question id per line (blank lines and `#` comments
+    ignored) or a JSON list of ids; the dataset's questions with those ids, in its order — or
+    a question file in the benchmark's own format (a WTQ TSV, a TabFact JSON object, JSON
+    lines, …; see `parse_id_list`): its questions, read by the dataset's loader with the same
+    root and options (`reload_questions`, which adds any table they need to `dataset`).
 
     Raises:
-        RunnerError: unreadable file, unknown ids, or a limit below 1.
+        RunnerError: unreadable file, unknown ids, a file that is neither an id list nor a
+            question file of the benchmark, or a limit below 1.
     """
     questions = list(dataset.questions)
     if ids_file is not None:
+        where = f"--questions {str(ids_file)!r}"
+        fmt = QUESTION_FORMATS.get(dataset.name, "the benchmark's question file format")
         try:
             text = ids_file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise RunnerError(f"cannot read --questions {str(ids_file)!r}: {exc}") from exc
-        if text.lstrip().startswith("["):
+            raise RunnerError(f"cannot read {where}: {exc}") from exc
+        try:
+            ids = parse_id_list(text)
+        except ValueError as exc:
+            raise RunnerError(f"{where} {exc}") from exc
+        if ids is None:
             try:
-                ids = [str(i) for i in json.loads(text)]
-            except (ValueError, TypeError) as exc:
-                raise RunnerError(f"--questions {str(ids_file)!r} is not a JSON list") from exc
+                questions = reload_questions(dataset, ids_file)
+            except DatasetError as exc:
+                raise RunnerError(
+                    f"{where} is not an id list, and cannot be read as {dataset.name} "
+                    f"questions ({fmt}): {exc}"
+                ) from exc
         else:
-            ids = [ln.strip() for ln in text.splitlines()]
-            ids = [i for i in ids if i and not i.startswith("#")]
-        by_id = {q.id: q for q in questions}
-        unknown = [i for i in ids if i not in by_id]
-        if unknown:
-            raise RunnerError(
-                f"--questions {str(ids_file)!r}: {len(unknown)} id(s) not in {dataset.name}: "
-                + ", ".join(unknown[:5])
-            )
-        questions = [by_id[i] for i in dict.fromkeys(ids)]
+            by_id = {q.id: q for q in questions}
+            unknown = [i for i in ids if i not in by_id]
+            if unknown:
+                raise RunnerError(
+                    f"{where}: {len(unknown)} id(s) not in {dataset.name}: "
+                    + ", ".join(unknown[:5])
+                    + ("" if len(unknown) < len(ids) else f"; nor is it a question file ({fmt})")
+                )
+            questions = [by_id[i] for i in dict.fromkeys(ids)]
     if limit is not None:
         if limit < 1:
             raise RunnerError(f"--limit must be >= 1, got {limit}")
