@@ -21,8 +21,8 @@ from tablequest.eval.datasets.common import (
     Dataset,
     DatasetError,
     Question,
+    QuestionTask,
     TableRef,
-    Task,
     parse_id_list,
 )
 from tablequest.eval.datasets.fetaqa import load_fetaqa
@@ -39,8 +39,8 @@ __all__ = [
     "Dataset",
     "DatasetError",
     "Question",
+    "QuestionTask",
     "TableRef",
-    "Task",
     "load",
     "load_aitqa",
     "load_fetaqa",

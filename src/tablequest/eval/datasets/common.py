@@ -24,8 +24,8 @@ __all__ = [
     "Dataset",
     "DatasetError",
     "Question",
+    "QuestionTask",
     "TableRef",
-    "Task",
     "merge_inline",
     "missing_summary",
     "parse_id_list",
@@ -33,14 +33,14 @@ __all__ = [
     "read_json",
     "read_jsonl",
     "read_one_table",
-    "register_reader",
+    "register_table_format",
     "require_dir",
     "require_file",
     "require_keys",
     "unique_id",
 ]
 
-Task = Literal["tableqa", "fact_verification", "free_form", "visualization"]
+QuestionTask = Literal["tableqa", "fact_verification", "free_form", "visualization"]
 
 
 class DatasetError(Exception):
@@ -66,7 +66,7 @@ class Question:
     answers: list[str]
     gold_table_ids: list[str]
     group: list[str] = field(default_factory=list)
-    task: Task = "tableqa"
+    task: QuestionTask = "tableqa"
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -74,7 +74,7 @@ TableReader = Callable[["TableRef"], Table]
 _READERS: dict[str, TableReader] = {}
 
 
-def register_reader(fmt: str, reader: TableReader) -> None:
+def register_table_format(fmt: str, reader: TableReader) -> None:
     """Register how `TableRef.load` reads tables whose `format` is `fmt`."""
     _READERS[fmt] = reader
 
@@ -87,7 +87,7 @@ class TableRef:
         key: dataset-relative key (see module doc).
         path: the file holding the table.
         format: reader name: "csv" / "xlsx" (tablequest readers), "inline" (already built,
-            in `table`) or a benchmark format registered with `register_reader`.
+            in `table`) or a benchmark format registered with `register_table_format`.
         table: the built table for inline tables, else None.
         meta: extra facts about the table (e.g. TCR-Bench's `render_format`).
     """
@@ -321,4 +321,4 @@ def _read_file(ref: TableRef) -> Table:
 
 
 for _fmt in _FILE_FORMATS:
-    register_reader(_fmt, _read_file)
+    register_table_format(_fmt, _read_file)

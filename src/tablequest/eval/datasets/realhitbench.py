@@ -24,8 +24,8 @@ from tablequest.eval.datasets.common import (
     Dataset,
     DatasetError,
     Question,
+    QuestionTask,
     TableRef,
-    Task,
     read_json,
     require_dir,
     require_keys,
@@ -34,7 +34,7 @@ from tablequest.eval.datasets.common import (
 __all__ = ["load_realhitbench"]
 
 _KEYS = ("id", "FileName", "Question", "QuestionType", "ProcessedAnswer")
-_TASKS: dict[str, Task] = {"Visualization": "visualization", "Data Analysis": "free_form"}
+_TASKS: dict[str, QuestionTask] = {"Visualization": "visualization", "Data Analysis": "free_form"}
 
 
 def _question(row: dict[str, Any], key: str) -> Question:

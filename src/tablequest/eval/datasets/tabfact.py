@@ -27,7 +27,7 @@ from tablequest.eval.datasets.common import (
     TableRef,
     missing_summary,
     read_json,
-    register_reader,
+    register_table_format,
     require_dir,
 )
 from tablequest.table.model import Source, Table
@@ -53,7 +53,7 @@ def _read_hash_csv(ref: TableRef) -> Table:
     return parse_hash_csv(text, path=str(ref.path), title=ref.meta.get("caption") or None)
 
 
-register_reader("tabfact_csv", _read_hash_csv)
+register_table_format("tabfact_csv", _read_hash_csv)
 
 
 _EXAMPLES = "tokenized_data/test_examples.json"

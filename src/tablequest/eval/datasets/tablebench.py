@@ -23,8 +23,8 @@ from tablequest.eval.datasets.common import (
     Dataset,
     DatasetError,
     Question,
+    QuestionTask,
     TableRef,
-    Task,
     merge_inline,
     read_jsonl,
     require_dir,
@@ -53,7 +53,7 @@ def tablebench_metric(qtype: str, qsubtype: str) -> str:
 def _question(row: dict[str, Any], qid: str, key: str) -> Question:
     qtype, qsubtype = str(row["qtype"]), str(row["qsubtype"])
     metric = tablebench_metric(qtype, qsubtype)
-    task: Task = (
+    task: QuestionTask = (
         "visualization" if metric == "pass@1" else "free_form" if metric == "rouge_l" else "tableqa"
     )
     extra = {"qtype": qtype, "qsubtype": qsubtype, "metric": metric}
