@@ -507,3 +507,35 @@ def test_cli_run_refuses_another_runs_file(evalrun_wtq: Path, tmp_path: Path) ->
         ],
     )
     assert result.exit_code == 2 and "another run" in result.stderr
+
+
+def test_one_table_and_no_table_methods_run_on_a_benchmark(
+    evalrun_wtq: Path, tmp_path: Path
+) -> None:
+    ds, corpus = setup(evalrun_wtq)
+    q = next(q for q in ds.questions if q.id == "nu-0")
+
+    def rag_reply(messages: list[dict[str, str]], params: dict[str, Any]) -> str:
+        prompt = messages[-1]["content"]
+        if "suggest some column names" in prompt:
+            return '["league"]'
+        if "extract some keywords" in prompt:
+            return '["USL"]'
+        return f"Thought: read it\nFinal Answer: {ANSWERS[q.question]}"
+
+    llm = Scripted(rag_reply)
+    answer = build("rag", {"encoder": "bm25"}, llm, corpus)
+    s = RunSpec("wtq", "rag", "B=10000,K=5", "csv")
+    with RecordLog(tmp_path / "rag.jsonl", s) as log:
+        run_questions([q], answer.fn, log, spec=s, corpus=corpus, gate=answer.gate)
+    answer.close()
+    record = log.records["nu-0"]
+    assert record["metrics"]["em"] == 1.0 and record["tables_consulted"] == q.gold_table_ids
+    solver = llm.calls[-1].messages[-1]["content"]
+    assert "USL" in solver  # the gold table's cells were retrieved
+    blind = build("no-table", {}, Scripted(['{"answer": "?"}']), corpus)
+    none_spec = RunSpec("wtq", "no-table", "no table", "csv")
+    with RecordLog(tmp_path / "none.jsonl", none_spec) as log:
+        run_questions([q], blind.fn, log, spec=none_spec, corpus=corpus, gate=blind.gate)
+    none = log.records["nu-0"]
+    assert none["tables_consulted"] == [] and none["metrics"]["em"] == 0.0

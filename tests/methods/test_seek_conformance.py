@@ -357,3 +357,13 @@ def test_config_names() -> None:
         SeekConfig.named("7x9")
     with pytest.raises(ValueError):
         SeekConfig(strategy="5s9")
+
+
+def test_match_only_qa_implies_match_only_refinement(store: Store) -> None:
+    cfg = SeekConfig(match_only_qa=True)
+    assert cfg.match_only_refine and cfg.label() == "5step-5s1-small match-only QA"
+    assert SeekConfig().label() == "5step-5s1-small" and not SeekConfig().match_only_refine
+    replies = [j(patterns=["USL"]), j(action="select", selected_tables=["Table_0"]), answer()]
+    llm, _, _ = run(store, replies, cfg)
+    refine_prompt = llm.calls[1].messages[-1]["content"]
+    assert "Year,Division,League" not in refine_prompt  # no table head: matched rows only

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -41,7 +40,7 @@ from tablequest.cli._options import (
     StepsOpt,
     option_pairs,
 )
-from tablequest.cli._output import fail
+from tablequest.cli._output import err_console, fail
 from tablequest.corpus.encoders import ENCODERS, EncoderUnavailable
 from tablequest.corpus.rank import HYBRID_ALPHA
 from tablequest.corpus.retrievers import RETRIEVERS, RetrieverSettings
@@ -57,7 +56,7 @@ from tablequest.methods.run import resolve_options
 
 __all__ = ["register", "retrieval_command", "run_command"]
 
-err = Console(stderr=True)
+err = err_console
 
 DataOpt = Annotated[Path, typer.Option("--data", help="Benchmark folder (read-only).")]
 QuestionsOpt = Annotated[

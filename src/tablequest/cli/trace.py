@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
+from tablequest.cli._output import console, fail
 from tablequest.trace import UnreadableTrace, default_trace_dir, read_trace, render_trace
 
 app = typer.Typer(help="Show recorded query traces.", no_args_is_help=True)
@@ -35,15 +35,15 @@ def show(
     if file == "latest" and not path.exists():
         latest = _latest()
         if latest is None:
-            typer.echo(f"error: no trace files in {default_trace_dir()}", err=True)
-            raise typer.Exit(1)
+            fail(
+                f"no trace files in {default_trace_dir()}", json_out=as_json, code="trace", status=1
+            )
         path = latest
     try:
         events = read_trace(path)
     except UnreadableTrace as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
+        fail(str(exc), json_out=as_json, code="trace", status=1)
     if as_json:
         typer.echo(json.dumps(events, indent=2, ensure_ascii=False))
         return
-    Console().print(render_trace(events, title=str(path)))
+    console.print(render_trace(events, title=str(path)))
