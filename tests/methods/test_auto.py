@@ -190,7 +190,7 @@ def test_unregistered_route_falls_back_to_qa(tmp_path: Path) -> None:
                             trace_dir=tmp_path)  # fmt: skip
     assert result.answer == "Osk" and len(llm.calls) == 1  # a table source: no retrieval
     route = result.details["routes"][0]
-    assert route["method"] == "qa" and "no-such-method" in route["reason"]
+    assert route["method"] == "qa" and "no-such-method is not registered" in route["reason"]
 
 
 def test_non_answers_are_not_answers(store: Store, tmp_path: Path, fake: type[Fake]) -> None:

@@ -245,7 +245,7 @@ def ask(
     question: str,
     source: str | Path | Store | Table | TableSet,
     *,
-    method: str = "seek",
+    method: str = "auto",
     options: Mapping[str, Any] | MethodOptions | None = None,
     config: str | None = None,
     llm: LLM | None = None,
@@ -329,7 +329,8 @@ def _run(
     result.method = result.method or spec.name
     result.trace_path = result.trace_path or (str(trace.path) if trace.path else None)
     ids = [*result.tables_consulted, *([result.final_table] if result.final_table else [])]
-    ids += [str(c["table_id"]) for c in result.details.get("candidates", [])]
+    for key in ("candidates", "routes"):
+        ids += [str(c["table_id"]) for c in result.details.get(key, [])]
     result.sources = {tid: name for tid in ids if (name := opened.name_of(tid)) is not None}
     if result.final_table and result.final_table not in result.tables:
         table = opened.table(result.final_table)

@@ -29,5 +29,6 @@ def register() -> None:
         AutoOptions,
         input="any",
         description="picks the method: corpus → table → TableRAG | DTR | TabScope | QA",
+        title="auto",
         paper=None,
     )

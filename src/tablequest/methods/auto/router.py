@@ -144,6 +144,17 @@ class AutoRouter:
     def close(self) -> None:
         """Routed methods are built per question and closed there."""
 
+    def preview(
+        self,
+        question: str,
+        source: Store | TableSet,
+        *,
+        task: Task = "tableqa",
+        trace: Trace | None = None,
+    ) -> Result:
+        """The LLM-free part: search, and the route each candidate would take (and why)."""
+        return preview_routes(self, question, source, trace or Trace.in_memory())
+
     def answer(
         self,
         question: str,
@@ -231,11 +242,12 @@ class AutoRouter:
         method = route.method
         if method != QA_ROUTE:
             try:
-                spec = get_method(method)
-                if spec.input not in ("table", "tables", "any"):
-                    raise UnknownMethod(f"method {method} does not answer from a table")
-            except UnknownMethod as exc:
-                route = Route(route.rule, QA_ROUTE, f"{route.reason}; {exc} → qa")
+                usable = get_method(method).input in ("table", "tables", "any")
+                problem = "does not answer from a table"
+            except UnknownMethod:
+                usable, problem = False, "is not registered"
+            if not usable:
+                route = Route(route.rule, QA_ROUTE, f"{route.reason}; {method} {problem} → qa")
         trace.event(
             "route", table_id=tid, rule=route.rule, method=route.method, reason=route.reason,
             table=signals.to_dict(), question=asked.to_dict(), context_tokens=tokens,
@@ -274,6 +286,42 @@ class AutoRouter:
                           details={"reason": reason})  # fmt: skip
         finally:
             method.close()
+
+
+def preview_routes(
+    router: AutoRouter, question: str, source: Store | TableSet, trace: Trace
+) -> Result:
+    """Without a model: the LLM-free search (for a corpus) and the route each candidate
+    table would take, with the reason."""
+    from tablequest.corpus.retrievers import preview_hit, search
+
+    asked = question_signals(question)
+    routes: list[dict[str, Any]] = []
+    candidates: list[dict[str, Any]] = []
+    if isinstance(source, Store):
+        hits = search(source, question, k=3)
+        trace.event("rank", method="grep", hits=[{"table_id": h.table_id, "score": h.score}
+                                                 for h in hits])  # fmt: skip
+        pairs = [(h.table_id, source.get(h.table_id)) for h in hits]
+        candidates = [
+            {"table_id": h.table_id, "score": round(h.score, 6),
+             "preview": preview_hit(source, h, question)} for h in hits
+        ]  # fmt: skip
+    else:
+        pairs = list(source.tables)
+    for tid, table in pairs:
+        route = router._route(question, tid, table, asked, trace)
+        routes.append({"table_id": tid, "route": route.rule, "method": route.method,
+                       "reason": route.reason})  # fmt: skip
+    trace.event("fallback", stage="ask", reason="no LLM configured; routes only")
+    return Result(
+        answer=None,
+        status="failed",
+        tables_consulted=[],
+        trace_path=str(trace.path) if trace.path else None,
+        method=router.name,
+        details={"reason": "no LLM configured", "candidates": candidates, "routes": routes},
+    )
 
 
 def _seek_options() -> SeekConfig:
