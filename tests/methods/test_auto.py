@@ -53,7 +53,7 @@ def test_table_signals() -> None:
     assert (messy.header_rows, messy.merges, messy.aggregation_rows) == (2, 1, 1)
     assert messy.messy
     wide = Table.from_rows([["Item", "Q1", "Q2", "Total"], ["a", "1", "2", "3"]])
-    assert table_signals(wide).aggregation_cols == 1 and table_signals(wide).messy
+    assert table_signals(wide).aggregation_cols == 1 and not table_signals(wide).messy
 
 
 def test_question_signals() -> None:

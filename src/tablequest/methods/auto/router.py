@@ -10,8 +10,8 @@ None of the four papers routes between methods; this is ours (docs/methods.md):
      (the server's reported context length, else `route_context_tokens`) → `route_big`
      (TableRAG);
    - an analytical / chart / report request → `route_analytical` (DTR);
-   - messy structure (multi-level headers on either axis, merged cells, aggregation rows or
-     columns) → `route_messy` (DTR);
+   - messy structure (multi-level headers on either axis, merged cells, aggregation rows)
+     → `route_messy` (DTR);
    - a plain lookup on a small flat table (≤ `route_lookup_cells` cells) → `route_lookup`
      (``qa``: TableSeek's QA with its answerability check, one call);
    - otherwise → `route_default` (TabScope, whose classifier picks localized or full).
@@ -111,7 +111,6 @@ def choose_route(
             f"{table.header_cols} header columns" if table.header_cols > 1 else "",
             f"{table.merges} merged ranges" if table.merges else "",
             f"{table.aggregation_rows} aggregation rows" if table.aggregation_rows else "",
-            f"{table.aggregation_cols} aggregation columns" if table.aggregation_cols else "",
         ]
         return Route("messy", options.route_messy, "messy: " + ", ".join(w for w in what if w))
     if question.lookup and table.cells <= options.route_lookup_cells:

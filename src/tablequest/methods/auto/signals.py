@@ -63,13 +63,16 @@ class TableSignals:
 
     @property
     def messy(self) -> bool:
-        """Multi-level headers on either axis, merged cells, or aggregation rows/columns."""
+        """Multi-level headers on either axis, merged cells, or aggregation rows.
+
+        A "Total" column alone is not messy (a medal table has one): it sums its own row,
+        and nothing would be summed twice.
+        """
         return (
             self.header_rows > 1
             or self.header_cols > 1
             or self.merges > 0
             or self.aggregation_rows > 0
-            or self.aggregation_cols > 0
         )
 
     def to_dict(self) -> dict[str, Any]:
