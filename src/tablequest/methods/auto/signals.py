@@ -3,11 +3,12 @@
 Table signals (`table_signals`): size (cells, and serialized tokens estimated as
 (characters + 3 per cell) / 4 — a cell costs its text plus a separator and a space in every
 text serialization, and ~4 characters make a token for English-like text: the estimate
-`llm.base.estimate_tokens` uses), header levels on both axes, merged ranges, and aggregation
-rows / columns (a row whose first non-empty cell, or a column whose header, reads "Total",
-"Subtotal", "Sum", "All", "Overall", "Grand total", … — DTR's implicit metadata; the method
-itself builds the full meta graph). One pass over the cells: ≤ 20 ms for 10^5 cells
-(`benchmarks/auto_signals.py`).
+`llm.base.estimate_tokens` uses; tables over `SAMPLE_ROWS` rows are measured on an even
+sample of that many rows and scaled, since the threshold it is compared with is coarse),
+header levels on both axes, merged ranges, and aggregation rows / columns (a row whose first
+non-empty cell, or a column whose header, reads "Total", "Subtotal", "Sum", "All",
+"Overall", "Grand total", … — DTR's implicit metadata; the method itself builds the full
+meta graph). ≤ 20 ms for 10^5 cells (`benchmarks/auto_signals.py`).
 
 Question signals (`question_signals`): an analytical, chart or report request ("plot",
 "chart", "trend", "grew fastest", "analyze", "report", "correlation", …) and a plain lookup
@@ -28,8 +29,10 @@ from typing import Any
 from tablequest.table import Table
 
 _AGGREGATE = re.compile(
-    r"^\s*(grand\s+total|sub-?total|total|totals|sum|all|overall|aggregate)\b", re.IGNORECASE
+    r"^\s*(grand\s+total|sub-?total|total|totals|sum|all|overall|aggregate)\b",
+    re.IGNORECASE | re.MULTILINE,
 )
+SAMPLE_ROWS = 1000
 _ANALYTICAL = re.compile(
     r"\b(plot|chart|graph|visuali[sz]e|visuali[sz]ation|draw|trend|trends|analy[sz]e|analysis|"
     r"report|summari[sz]e|correlat\w*|distribution|forecast|grew|growth|fastest|slowest|"
@@ -98,14 +101,15 @@ def table_signals(table: Table) -> TableSignals:
     """Size, structure and aggregation markers of `table` (one pass over its cells)."""
     started = time.perf_counter()
     cells = table.n_rows * table.n_cols
-    chars = sum(map(len, itertools.chain.from_iterable(table.cells)))
-    total_cells = len(table.cells) * (len(table.cells[0]) if table.cells else 0)
-    tokens = (chars + 3 * total_cells + 3) // 4
-    agg_rows = 0
-    for row in table.body:
-        first = next((v for v in row if v.strip()), "")
-        if first and _AGGREGATE.match(first):
-            agg_rows += 1
+    grid = table.cells
+    step = max(1, len(grid) // SAMPLE_ROWS)
+    sample = grid[::step]
+    chars = sum(map(len, itertools.chain.from_iterable(sample))) * len(grid) / max(1, len(sample))
+    total_cells = len(grid) * (len(grid[0]) if grid else 0)
+    tokens = int(chars + 3 * total_cells + 3) // 4
+    # the row label: the first cell, or the second when the first is empty (indented trees)
+    labels = "\n".join(row[0] if row[0].strip() or len(row) < 2 else row[1] for row in table.body)
+    agg_rows = len(_AGGREGATE.findall(labels)) if table.n_cols else 0
     agg_cols = sum(1 for name in table.columns if _AGGREGATE.match(name.split(" / ")[-1]))
     return TableSignals(
         rows=table.n_rows,
