@@ -22,9 +22,7 @@ def c(*ids: int, s: float | None = None) -> Candidate:
 
 
 def run(rows: list[Candidate], cols: list[Candidate], alpha: float = 0.2):  # type: ignore[no-untyped-def]
-    return aggregate(
-        rows, cols, n_rows=10, n_cols=4, all_rows=ROWS10, all_cols=COLS4, alpha=alpha
-    )
+    return aggregate(rows, cols, n_rows=10, n_cols=4, all_rows=ROWS10, all_cols=COLS4, alpha=alpha)
 
 
 def test_candidate_score_is_the_mean_token_logprob() -> None:

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from scope_helpers import LEAGUE, MEDALS, Bot, ask, fallback_stages, llm_events, seq
+from scope_helpers import LEAGUE, MEDALS, Bot, ask, fallback_stages, llm_events
 
 from tablequest.llm import Scripted
 from tablequest.llm.base import LLM, Completion, Message
@@ -61,7 +61,7 @@ def test_each_type_through_table_9(qtype: str, large: bool) -> None:
 
 def test_localized_answer_sees_only_the_subtable_with_original_ids() -> None:
     bot = Bot(rows="f_row([row_1, row_2])", cols="f_col([Year])")
-    result, trace, llm = ask(bot, refine=False)
+    result, _trace, llm = ask(bot, refine=False)
     assert isinstance(llm, Scripted)
     qa_prompt = llm.calls[-1].prompt
     assert "[ROW 1] 2004" in qa_prompt and "[ROW 2] 2005" in qa_prompt
@@ -92,7 +92,7 @@ def test_multi_level_headers_keep_their_paths() -> None:
 
 # -- aggregation inputs: sampling, logprobs ------------------------------------------------------
 def test_k_samples_in_one_request_at_temperature_half_with_logprobs() -> None:
-    result, trace, llm = ask(Bot())
+    _result, _trace, llm = ask(Bot())
     assert isinstance(llm, Scripted)
     retrieval = [c for c in llm.calls if "f_row()" in c.prompt or "f_col()" in c.prompt]
     assert len(retrieval) == 2
@@ -117,7 +117,12 @@ def test_logprobs_weight_the_vote() -> None:
 
 
 def test_logprobs_absent_means_frequency_voting() -> None:
-    plain = [Completion("f_row([row_0])"), Completion("f_row([row_0])"), Completion("f_row([row_2])"), Completion("f_row([row_0])")]  # noqa: E501
+    plain = [
+        Completion("f_row([row_0])"),
+        Completion("f_row([row_0])"),
+        Completion("f_row([row_2])"),
+        Completion("f_row([row_0])"),
+    ]
     result, _, _ = ask(Bot(rows=plain), refine=False)
     rows = result.details["retrieval"]["rows"]
     assert rows["logprobs"] == "absent" and rows["scores"] == [None] * 4
@@ -167,13 +172,15 @@ def test_fewer_samples_than_n_are_filled_by_single_calls() -> None:
     result, trace, _ = ask(llm, budget=StepBudget(20), refine=False)
     assert result.details["retrieval"]["rows"]["received"] == 4
     assert llm.ns.count(4) == 2 and llm.ns.count(1) == 1 + 3 + 3 + 1
-    stages = [e for e in trace.events if e.get("problem") == "backend returned fewer samples than n"]
+    stages = [
+        e for e in trace.events if e.get("problem") == "backend returned fewer samples than n"
+    ]
     assert len(stages) == 2
 
 
 def test_fill_calls_stop_at_the_budget() -> None:
     llm = IgnoresN(Scripted(Bot()))
-    result, trace, _ = ask(llm, steps=6, refine=False)
+    result, _trace, _ = ask(llm, steps=6, refine=False)
     assert result.status == "answered" and result.steps <= 6
     got = result.details["retrieval"]
     assert got["rows"]["received"] + got["cols"]["received"] == 1 + 1 + 2
@@ -202,7 +209,11 @@ def test_refinement_expand_adds_only_existing_ids() -> None:
     report = result.details["refinement"]
     assert report["added_rows"] == [2] and report["added_cols"] == [1]
     assert sorted(report["dropped"]) == sorted(["x", "7", "Coach"])
-    assert any(e.get("problem") == "invented ids dropped" for e in trace.events if e.get("stage") == "refine")
+    assert any(
+        e.get("problem") == "invented ids dropped"
+        for e in trace.events
+        if e.get("stage") == "refine"
+    )
 
 
 def test_refine_false_skips_the_call() -> None:
@@ -297,13 +308,14 @@ def test_default_steps() -> None:
 
 # -- sizes and context ---------------------------------------------------------------------------
 BIG = Table.from_rows(
-    [["Id", "Name", "Score"]] + [[str(i), f"player number {i}", str(i * 7 % 100)] for i in range(400)]
+    [["Id", "Name", "Score"]]
+    + [[str(i), f"player number {i}", str(i * 7 % 100)] for i in range(400)]
 )
 
 
 def test_table_too_large_for_the_context_is_never_sent() -> None:
     bot = Bot()
-    result, trace, llm = ask(bot, table=BIG, context_tokens=1000)
+    result, _trace, _llm = ask(bot, table=BIG, context_tokens=1000)
     assert result.status == "failed" and result.answer is None
     assert "too large" in (result.reason or "")
     assert bot.seen == ["classify"]  # the preview fits; retrieval and answer prompts do not
