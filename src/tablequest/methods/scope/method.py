@@ -153,6 +153,8 @@ class TabScope:
             answer=result.answer,
             steps=q.budget.calls,
             reason=result.details.get("reason"),
+            breakdown=result.details.get("breakdown"),
+            subtable=result.details.get("subtable"),
         )
         return q.finish(result, self.name)
 
