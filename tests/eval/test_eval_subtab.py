@@ -95,7 +95,7 @@ def test_llm_reference_invalid_ids_are_repaired_with_feedback() -> None:
 def test_llm_reference_verifier_feedback_drives_the_repair() -> None:
     fix = json.dumps({"verdict": "fix", "issues": ["the Nation column is missing"]})
     llm = Scripted([spec([1], ["Gold"]), fix, spec([1], ["Nation", "Gold"]), OK])
-    ref, report = llm_reference(llm, Q, MEDALS, "m")
+    ref, _report = llm_reference(llm, Q, MEDALS, "m")
     assert ref is not None and ref.columns == ["Nation", "Gold"] and ref.calls == 4
     assert "the Nation column is missing" in llm.calls[2].prompt
 
@@ -110,7 +110,7 @@ def test_llm_reference_verifier_feedback_drives_the_repair() -> None:
             json.dumps({"verdict": "fix", "issues": ["x"]}),
             spec([1], ["Gold"]),
             json.dumps({"verdict": "fix"}),
-        ],  # noqa: E501
+        ],
     ],
     ids=["prose", "still-invalid", "never-verified"],
 )
@@ -178,7 +178,7 @@ def test_build_subtab_approx_and_score(evalrun_wtq: Path, tmp_path: Path) -> Non
             str(out),
             "--approx",
             "--json",
-        ],  # noqa: E501
+        ],
     )
     assert res.exit_code == 0, res.output
     counts = json.loads(res.output)
@@ -196,7 +196,7 @@ def test_build_subtab_approx_and_score(evalrun_wtq: Path, tmp_path: Path) -> Non
             str(out),
             "--approx",
             "--json",
-        ],  # noqa: E501
+        ],
     )
     assert json.loads(again.output)["skipped_done"] == 12
     run = tmp_path / "run.jsonl"
