@@ -108,10 +108,15 @@ def test_counter_failing_mid_run_falls_back_to_local() -> None:
 
 
 # -- n and logprobs ------------------------------------------------------------------------------
+def n_requests(trace: Trace) -> set[str]:
+    return {e["n_request"] for e in trace.events if "n_request" in e}
+
+
 def test_n_and_logprobs_supported() -> None:
     with StubServer(good_reply) as stub:
-        result, _ = run_scope(stub)
+        result, trace = run_scope(stub)
         retrieval = [b for b in stub.chat_requests if stage_of(b["messages"]) in ("rows", "cols")]
+    assert n_requests(trace) == {"one request"}
     assert len(retrieval) == 2 and all(b["n"] == 4 and b["logprobs"] for b in retrieval)
     rows = result.details["retrieval"]["rows"]
     assert rows["received"] == 4 and rows["logprobs"] == "present"
@@ -120,8 +125,9 @@ def test_n_and_logprobs_supported() -> None:
 
 def test_server_ignoring_n_and_logprobs_still_gets_k_samples_by_frequency_vote() -> None:
     with StubServer(good_reply, n_mode="ignore", logprobs_mode="reject") as stub:
-        result, _ = run_scope(stub)
+        result, trace = run_scope(stub)
         chats = len(stub.chat_requests)
+    assert n_requests(trace) == {"several requests (the client emulated n)"}
     rows = result.details["retrieval"]["rows"]
     assert rows["received"] == 4 and rows["logprobs"] == "absent"
     assert result.details["retrieval"]["aggregation"]["frequency_voting"]["rows"] is True

@@ -65,11 +65,17 @@ class Samples:
 
 
 def parallel(fns: Sequence[Callable[[], T]]) -> list[T]:
-    """Run `fns` concurrently (threads); results in order."""
+    """Run `fns` concurrently; results in order.
+
+    The first runs in the calling thread, so a caller-thread lock released around LLM waits
+    (the eval runner's `GatedLLM`) is released for it too; the others run in worker threads.
+    """
     if len(fns) == 1:
         return [fns[0]()]
-    with ThreadPoolExecutor(max_workers=len(fns)) as pool:
-        return [f.result() for f in [pool.submit(fn) for fn in fns]]
+    with ThreadPoolExecutor(max_workers=len(fns) - 1) as pool:
+        futures = [pool.submit(fn) for fn in fns[1:]]
+        first = fns[0]()
+        return [first, *(f.result() for f in futures)]
 
 
 def _fold(name: str) -> str:
@@ -158,10 +164,18 @@ def _sample(
     if opts.sampling == "separate" or k == 1:
         return [c for batch in parallel([one(1) for _ in range(k)]) for c in batch]
     out = one(k)()
+    how = "one request" if _one_response(out) else "several requests (the client emulated n)"
     if 0 < len(out) < k:
         run.decision(dim, problem="backend returned fewer samples than n", got=len(out), n=k)
+        how = "fewer than n returned; the rest as single calls"
         out += [c for batch in parallel([one(1) for _ in range(k - len(out))]) for c in batch]
+    run.decision(dim, n_request=how, n=k, received=len(out))
     return out[:k]
+
+
+def _one_response(completions: Sequence[Completion]) -> bool:
+    """Whether n completions came from one response: its usage sits on the first only."""
+    return len(completions) > 1 and all(c.usage.prompt_tokens == 0 for c in completions[1:])
 
 
 def _repair(
