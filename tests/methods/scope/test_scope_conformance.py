@@ -371,3 +371,22 @@ def test_messages_are_plain_chat() -> None:
 
     ask(Scripted(reply))
     assert all(m[0]["role"] == "user" for m in seen)
+
+
+def test_concurrent_questions_under_the_eval_runner_gate() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tablequest.eval.runner import Gate, GatedLLM
+
+    gate = Gate()
+    method = TabScope(
+        ScopeOptions(tokenizer="local"), MethodContext(llm=GatedLLM(Scripted(Bot()), gate))
+    )
+
+    def work(i: int) -> str | None:
+        with gate.held():
+            return method.answer(f"q{i}?", TableSet([("t1", LEAGUE)])).answer
+
+    with ThreadPoolExecutor(3) as pool:
+        answers = [f.result(timeout=60) for f in [pool.submit(work, i) for i in range(3)]]
+    assert answers == ["2004"] * 3
