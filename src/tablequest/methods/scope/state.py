@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from tablequest.llm.base import Completion, LLMError, Message, estimate_tokens
+from tablequest.llm.base import Completion, LLMError, Message
 from tablequest.llm.usage import BudgetExhausted
 from tablequest.methods.base import Query, Task
 from tablequest.methods.scope.options import ScopeOptions
@@ -91,7 +91,7 @@ class ScopeRun:
     def fit(self, messages: list[Message], table_tokens: int, table_chars: int, want: int) -> Fit:
         """Whether `messages` (holding tables of `table_tokens` tokens) fit the context."""
         chars = sum(len(m["content"]) for m in messages) - table_chars
-        total = table_tokens + estimate_tokens(" " * max(0, chars)) + 8 * len(messages)
+        total = table_tokens + math.ceil(max(0, chars) / 4) + 8 * len(messages)
         if self.tokenizer != "server:/tokenize":
             total = math.ceil(total * LOCAL_MARGIN)
         room = self.context - total
