@@ -49,8 +49,9 @@ def test_classifier_server_error_takes_the_full_table() -> None:
 
 
 # -- retrieval -----------------------------------------------------------------------------------
-def test_unparsable_rows_get_one_repair_then_all_rows() -> None:
-    bot = Bot(rows=PROSE)
+@pytest.mark.parametrize("bad", [PROSE, ""], ids=["prose", "empty"])
+def test_unparsable_rows_get_one_repair_then_all_rows(bad: str) -> None:
+    bot = Bot(rows=bad)
     result, _trace, _ = ask(bot, refine=False)
     assert bot.seen.count("rows_repair") == 1
     rows = result.details["retrieval"]["rows"]
