@@ -84,17 +84,20 @@ def test_llama_cpp_style_tokenize_without_context_probes_props_then_models() -> 
     assert paths == ["/tokenize", "/props", "/v1/models"]
 
 
-def test_without_tokenize_the_local_counter_counts_and_the_probe_is_remembered() -> None:
+def test_without_tokenize_the_local_counter_counts_and_the_server_is_asked_once() -> None:
     with StubServer(good_reply) as stub:
-        first = token_counter(stub.url, "stub")
-        second = token_counter(stub.url, "stub")
-        assert first.name in ("minilm-wordpiece", "chars/4") and second.name == first.name
-        assert first.context is None
-        probes = [r for r in stub.requests if r["path"] == "/tokenize"]
-        assert len(probes) == 1  # 404 once, then never asked again
-        result, _ = run_scope(stub)
-    assert result.details["context_tokens"] == DEFAULT_CONTEXT
-    assert result.details["tokenizer"] == first.name
+        counter = token_counter(stub.url, "stub")
+        assert counter.name in ("minilm-wordpiece", "chars/4") and counter.context is None
+        llm = OpenAICompatible(stub.url, "stub", max_retries=0)
+        config = LLMConfig(url=stub.url, model="stub")
+        method = TabScope(ScopeOptions(), MethodContext(llm=llm, llm_config=config))
+        for _ in range(2):
+            result = method.answer(QUESTION, TableSet([("t1", LEAGUE)]))
+            assert result.details["tokenizer"] == counter.name
+            assert result.details["context_tokens"] == DEFAULT_CONTEXT
+        method.close()
+        llm.close()
+        assert tokenize_requests(stub) == 2  # one probe above, one for the method's life
 
 
 def test_local_mode_never_asks_the_server() -> None:

@@ -11,14 +11,13 @@ Who counts, in order (``tokenizer auto``):
 
 The context size comes from ``max_model_len`` (vLLM's /tokenize or /v1/models), llama.cpp's
 ``GET /props`` (``default_generation_settings.n_ctx``), else 32,768 tokens (ours). Probes use
-httpx with a short timeout and are remembered per server root for the life of the process; a
-server that fails a probe is not asked again. Requests obey the model-request guard.
+httpx with a short timeout; `TabScope` probes once and keeps its counter for every question
+(a server that fails the probe is not asked again). Requests obey the model-request guard.
 """
 
 from __future__ import annotations
 
 import functools
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -85,17 +84,6 @@ def local_counter() -> TokenCounter:
     return TokenCounter("chars/4", estimate_tokens)
 
 
-@dataclass
-class _Probe:
-    tokenize: bool | None = None
-    context: int | None = None
-    context_probed: bool = False
-
-
-_PROBES: dict[str, _Probe] = {}
-_LOCK = threading.Lock()
-
-
 def _post_tokenize(client: httpx.Client, root: str, model: str | None, text: str) -> Any:
     body = {"content": text, "prompt": text, "model": model, "add_special": False}
     response = client.post(f"{root}/tokenize", json=body)
@@ -136,31 +124,24 @@ def _server_counter(url: str, model: str | None, api_key: str | None) -> TokenCo
         check_model_request(url, model=model)
     except LLMError:
         return None
-    with _LOCK:
-        probe = _PROBES.setdefault(root, _Probe())
-    if probe.tokenize is False:
-        return None
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     client = httpx.Client(timeout=PROBE_TIMEOUT, headers=headers)
     try:
         data = _post_tokenize(client, root, model, "probe")
         _count_of(data)
-        if isinstance(data, dict) and isinstance(data.get("max_model_len"), int):
-            probe.context = int(data["max_model_len"])
-            probe.context_probed = True
-        if not probe.context_probed:
-            probe.context = _probe_context(client, url, root)
-            probe.context_probed = True
-        probe.tokenize = True
     except (httpx.HTTPError, ValueError):
-        probe.tokenize = False
         client.close()
         return None
+    context: int | None = None
+    if isinstance(data, dict) and isinstance(data.get("max_model_len"), int):
+        context = int(data["max_model_len"])
+    else:
+        context = _probe_context(client, url, root)
 
     def count(text: str) -> int:
         return _count_of(_post_tokenize(client, root, model, text))
 
-    return TokenCounter("server:/tokenize", count, probe.context, client.close)
+    return TokenCounter("server:/tokenize", count, context, client.close)
 
 
 def token_counter(
