@@ -74,14 +74,14 @@ def test_server_tokenizer_counts_and_reports_the_context() -> None:
     assert size["tokenizer"] == "server:/tokenize"
 
 
-def test_llama_cpp_style_tokenize_without_context_probes_props_then_models() -> None:
+def test_llama_cpp_style_tokenize_without_context_asks_models_then_props() -> None:
     with StubServer(good_reply, tokenize=True) as stub:
         counter = token_counter(stub.url, "stub")
         paths = [r["path"] for r in stub.requests]
         assert counter.count("three little words") == 3
         counter.close()
     assert counter.name == "server:/tokenize" and counter.context is None
-    assert paths == ["/tokenize", "/props", "/v1/models"]
+    assert paths == ["/tokenize", "/v1/models", "/props"]
 
 
 def test_without_tokenize_the_local_counter_counts_and_the_server_is_asked_once() -> None:

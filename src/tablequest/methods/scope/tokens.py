@@ -9,8 +9,9 @@ Who counts, in order (``tokenizer auto``):
    installed with the ``dense`` extra);
 3. ceil(chars / 4) (`tablequest.llm.base.estimate_tokens`).
 
-The context size comes from ``max_model_len`` (vLLM's /tokenize or /v1/models), llama.cpp's
-``GET /props`` (``default_generation_settings.n_ctx``), else 32,768 tokens (ours). Probes use
+The context size comes from ``max_model_len`` in vLLM's /tokenize reply, else
+`tablequest.llm.server.context_length` (``/v1/models``, llama.cpp's ``/props``), else 32,768
+tokens (ours). Probes use
 httpx with a short timeout; `TabScope` probes once and keeps its counter for every question
 (a server that fails the probe is not asked again). Requests obey the model-request guard.
 """
@@ -26,6 +27,7 @@ import httpx
 
 from tablequest.llm.base import LLMError, estimate_tokens
 from tablequest.llm.guard import check_model_request
+from tablequest.llm.server import context_length
 
 __all__ = [
     "DEFAULT_CONTEXT",
@@ -100,24 +102,6 @@ def _count_of(data: Any) -> int:
     raise ValueError(f"unexpected /tokenize reply {str(data)[:120]!r}")
 
 
-def _probe_context(client: httpx.Client, url: str, root: str) -> int | None:
-    for target, path in (
-        (f"{root}/props", ("default_generation_settings", "n_ctx")),
-        (f"{url.rstrip('/')}/models", ("data", 0, "max_model_len")),
-    ):
-        try:
-            response = client.get(target)
-            response.raise_for_status()
-            value: Any = response.json()
-            for key in path:
-                value = value[key]
-            if isinstance(value, int) and value > 0:
-                return value
-        except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError):
-            continue
-    return None
-
-
 def _server_counter(url: str, model: str | None, api_key: str | None) -> TokenCounter | None:
     root = server_root(url)
     try:
@@ -136,7 +120,7 @@ def _server_counter(url: str, model: str | None, api_key: str | None) -> TokenCo
     if isinstance(data, dict) and isinstance(data.get("max_model_len"), int):
         context = int(data["max_model_len"])
     else:
-        context = _probe_context(client, url, root)
+        context = context_length(url, model=model, api_key=api_key, timeout=PROBE_TIMEOUT)
 
     def count(text: str) -> int:
         return _count_of(_post_tokenize(client, root, model, text))
