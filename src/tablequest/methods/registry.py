@@ -50,6 +50,7 @@ DEFAULT_METHODS: tuple[str, ...] = (
     "tablequest.methods.seek:register",
     "tablequest.methods.direct:register",
     "tablequest.methods.rag:register",
+    "tablequest.methods.scope:register",
     "tablequest.methods.auto:register",
 )
 
