@@ -348,6 +348,7 @@ def _record(
         "final_table": key(result.final_table),
         "trace": result.trace_path,
         "breakdown": dict(details.get("breakdown") or {}),
+        "subtable": details.get("subtable"),
         "seconds": round(seconds, 3),
         "run": spec.to_json(),
     }
