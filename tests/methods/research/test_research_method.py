@@ -13,7 +13,7 @@ from tablequest.llm import Scripted
 from tablequest.llm.usage import StepBudget
 from tablequest.methods.base import MethodContext, Result, TableSet
 from tablequest.methods.registry import get_method
-from tablequest.methods.research import DTR, ResearchOptions, run_research
+from tablequest.methods.research import DTR, ExperienceMemory, ResearchOptions, run_research
 from tablequest.sandbox import Sandbox, SandboxUnavailable
 from tablequest.table import Table
 from tablequest.trace import Trace
@@ -141,16 +141,21 @@ def test_memory_changes_the_next_questions_path_ranking(
         return events(trace, "decision", "select")[0]["path"], result
 
     assert first_selected("off")[0] == "SELECT>FILTER:raw>AGG"  # the prior's favourite
+    assert not (tmp_path / "memory.duckdb").exists()  # off: nothing written
     path, result = first_selected("readwrite")  # learns: that path fails, the next one works
     assert path == "SELECT>FILTER:raw>AGG" and result.answer == "4200"
+    memory = ExperienceMemory(path=tmp_path / "memory.duckdb")
+    learned = memory.summary()
+    assert {(p["path"], p["n"]) for p in learned["paths"]} == {
+        ("SELECT>FILTER:raw>AGG", 1),
+        ("FILTER:raw>SELECT>AGG", 1),
+    }
     path, again = first_selected("read")
     assert path == "FILTER:raw>SELECT>AGG"  # expectation, not the prior, now decides
     stats = {p["path"]: (p["n"], round(p["r_hat"], 3)) for p in again.details["paths"]}
-    assert stats["SELECT>FILTER:raw>AGG"][0] == 1 and stats["SELECT>FILTER:raw>AGG"][1] == 0.0
+    assert stats["SELECT>FILTER:raw>AGG"] == (1, 0.0)
     assert any("column was not found" in x for x in again.details["lessons"])
-    assert first_selected("off")[0] == "SELECT>FILTER:raw>AGG"  # memory off: the prior again
-    path, _ = first_selected("read")  # "read" did not write: the same statistics as before
-    assert path == "FILTER:raw>SELECT>AGG"
+    assert memory.summary() == learned  # "read" does not write
 
 
 def test_memory_lives_in_the_corpus_store(

@@ -8,6 +8,7 @@ import random
 
 import pytest
 
+from tablequest.llm.parse import ParseError
 from tablequest.methods.research.execute import OpRecord, PathOutcome
 from tablequest.methods.research.feedback import (
     Feedback,
@@ -38,7 +39,6 @@ from tablequest.methods.research.planner import (
 )
 from tablequest.methods.research.prompts import parse_mod, parse_step
 from tablequest.methods.research.reflect import contrast, converged, lessons_from, revise, vote
-from tablequest.llm.parse import ParseError
 
 FLAT = TableTraits()
 

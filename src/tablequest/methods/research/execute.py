@@ -8,9 +8,10 @@ step's code, output and summary become the context of the next step. Each operat
 operation's ``result`` is the path's answer.
 
 Choices (ours):
-- One session per question; before each path its state is reset (``df`` restored, ``result``
-  cleared, figures closed), so every path starts from the initial execution state (line 16).
-  A sandbox restart (timeout, crash) re-runs the set-up.
+- One session per question (kept for the next question on the same table, see `method`);
+  before each path its state is reset (``df`` restored, ``result`` cleared, figures closed),
+  so every path starts from the initial execution state (line 16). A sandbox restart
+  (timeout, crash) re-runs the set-up.
 - A failing operation (an exception, a timeout, a memory limit, a refused system call) ends the
   path with f_exec = 0 (line 21); an operation whose ``result`` is empty makes the outcome invalid.
 - Chart data (line heights, bar heights, pie fractions, scatter offsets of the current axes) is

@@ -22,32 +22,18 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tablequest.llm.base import LLMError
-from tablequest.llm.parse import ParseError, extract_answer
 from tablequest.llm.repair import ask_with_repair
-from tablequest.methods.base import (
-    MethodContext,
-    Query,
-    Result,
-    Status,
-    TableSet,
-    Task,
-    start_query,
-)
+from tablequest.methods.base import MethodContext, Query, Result, Task, start_query
+from tablequest.methods.research.conclude import breakdown, conclude, report
 from tablequest.methods.research.execute import PathOutcome, StepContext, Workspace, run_path
-from tablequest.methods.research.feedback import guess_query_type, locate
-from tablequest.methods.research.frame import ExecFrame, build_frame, describe_frame
-from tablequest.methods.research.memory import (
-    ExperienceMemory,
-    FeedbackRecord,
-    Lesson,
-    MemoryUnavailable,
-)
-from tablequest.methods.research.meta import MetaGraph, build_meta_graph, triples
+from tablequest.methods.research.feedback import guess_query_type
+from tablequest.methods.research.frame import build_frame, describe_frame
+from tablequest.methods.research.memory import ExperienceMemory, Lesson, MemoryUnavailable
+from tablequest.methods.research.meta import build_meta_graph, triples
 from tablequest.methods.research.operations import (
     Rule,
     TableTraits,
@@ -57,11 +43,19 @@ from tablequest.methods.research.operations import (
 )
 from tablequest.methods.research.options import ResearchOptions
 from tablequest.methods.research.planner import Candidate, PathStats, propagate, rank, update
-from tablequest.methods.research.prompts import Plan, direct_messages, mod_messages, parse_mod
-from tablequest.methods.research.reflect import contrast, converged, lessons_from, revise, vote
-from tablequest.methods.research.report import ReportInput, build_report, write_charts
+from tablequest.methods.research.prompts import Plan, mod_messages, parse_mod
+from tablequest.methods.research.reflect import contrast, converged, lessons_from, revise
+from tablequest.methods.research.report import write_charts
+from tablequest.methods.research.state import (
+    Comprehension,
+    QuestionRun,
+    Research,
+    copy_stats,
+    feedback_record,
+    one_table,
+)
 from tablequest.sandbox import Sandbox, SandboxError
-from tablequest.table import Table, serialize
+from tablequest.table import Table
 from tablequest.trace import Trace
 
 __all__ = ["DEFAULT_OPS", "DTR", "Comprehension", "Research"]
@@ -76,47 +70,6 @@ DEFAULT_OPS: dict[str, list[str]] = {
     "analysis": ["SELECT", "STAT"],
 }
 """Operations per query type when the model's decomposition is unusable (keyword fallback)."""
-DIRECT_TABLE_CHARS = 12_000
-
-
-@dataclass
-class Comprehension:
-    """The LLM-free understanding of one table (cached per content hash)."""
-
-    graph: MetaGraph
-    frame: ExecFrame
-    triples: list[str]
-    frame_text: str
-    traits: TableTraits
-
-
-@dataclass
-class Research:
-    """A question's full outcome: the Result plus the chart PNGs and the report text."""
-
-    result: Result
-    figures: list[bytes] = field(default_factory=list)
-    report: str = ""
-
-
-@dataclass
-class _Run:
-    """Per-question state of Algorithm 1."""
-
-    q: Query
-    table_id: str
-    table: Table
-    comp: Comprehension
-    query_type: str
-    plan: Plan | None
-    candidates: list[Candidate]
-    lessons: list[Lesson]
-    outcomes: list[PathOutcome] = field(default_factory=list)
-    records: list[FeedbackRecord] = field(default_factory=list)
-    learned: list[Lesson] = field(default_factory=list)
-    replans: int = 0
-    stop: str | None = None
-    sandbox_error: str | None = None
 
 
 class DTR:
@@ -138,10 +91,17 @@ class DTR:
         self._own_sandbox = self._sandbox is None
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, Comprehension] = OrderedDict()
+        self._idle: dict[str, Workspace] = {}
+        self._closed = False
 
     # -- lifecycle -----------------------------------------------------------------------
     def close(self) -> None:
-        """Stop the sandbox this method started (a shared one is left alone)."""
+        """Close idle sessions; stop the sandbox this method started (a shared one stays)."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = list(self._idle.values()), {}
+        for workspace in idle:
+            workspace.close()
         with self._lock:
             if self._own_sandbox and self._sandbox is not None:
                 self._sandbox.close()
@@ -227,7 +187,7 @@ class DTR:
         trace: Trace | None = None,
     ) -> Result:
         """The LLM-free part: comprehension and a keyword plan; status "failed" (no LLM)."""
-        table_id, table = _one_table(source)
+        table_id, table = one_table(source)
         comp = self.comprehend(table)
         query_type = guess_query_type(question, task)
         paths = enumerate_paths(
@@ -244,7 +204,7 @@ class DTR:
             "frame": comp.frame_text,
             "query_type": query_type,
             "candidate_paths": [{"path": path_key(p), "prior": s} for p, s in paths],
-            "breakdown": _breakdown(query_type, comp.graph),
+            "breakdown": breakdown(query_type, comp.graph),
         }
         if trace is not None:
             trace.event("decision", stage="preview", method="research", **details)
@@ -268,7 +228,7 @@ class DTR:
         trace: Trace | None = None,
     ) -> Research:
         """Algorithm 1 (see the module docstring); never raises for model or program failures."""
-        table_id, table = _one_table(source)
+        table_id, table = one_table(source)
         if self.context.llm is None:
             return Research(self.preview(question, source, task=task, trace=trace))
         opts = self.options
@@ -285,15 +245,15 @@ class DTR:
         plan, query_type = self._decompose(q, question, task, comp, memory)
         structure = comp.graph.structure_key()
         lessons = self._recall(memory, structure, query_type, q.trace)
-        run = _Run(q, table_id, table, comp, query_type, plan, [], lessons)
+        run = QuestionRun(q, table_id, table, comp, query_type, plan, [], lessons)
         run.candidates = self._candidates(run, memory, structure)
         self._explore(run, question)
-        result, figures = self._conclude(run, question, task)
+        result, figures = conclude(run, self.options, question, task)
         self._remember(run, memory, structure)
-        report = self._report(run, question, result, figures)
-        result.details["report"] = report
+        report_text = report(run, question, result, figures)
+        result.details["report"] = report_text
         q.trace.event("decision", stage="end", status=result.status, answer=result.answer)
-        return Research(q.finish(result, self.name), figures, report)
+        return Research(q.finish(result, self.name), figures, report_text)
 
     # -- steps of Algorithm 1 ------------------------------------------------------------
     def _memory(self, store: Any, trace: Trace) -> ExperienceMemory | None:
@@ -349,11 +309,11 @@ class DTR:
         )  # fmt: skip
         return plan, query_type
 
-    def _rules(self, run: _Run) -> list[Rule]:
+    def _rules(self, run: QuestionRun) -> list[Rule]:
         return [x.rule for x in [*run.lessons, *run.learned] if x.rule is not None]
 
     def _candidates(
-        self, run: _Run, memory: ExperienceMemory | None, structure: str
+        self, run: QuestionRun, memory: ExperienceMemory | None, structure: str
     ) -> list[Candidate]:
         """Alg. 1 step 2: K paths with priors; R̂ and N from the memory."""
         ops = run.plan.operations if run.plan else DEFAULT_OPS[run.query_type]
@@ -362,7 +322,7 @@ class DTR:
             max_len=self.options.max_path_len, rules=self._rules(run),
         )  # fmt: skip
         stats = self._stats(memory, structure, run)
-        out = [Candidate(p, s, _copy(stats.get(path_key(p)))) for p, s in scored]
+        out = [Candidate(p, s, copy_stats(stats.get(path_key(p)))) for p, s in scored]
         run.q.trace.event(
             "decision", stage="candidates",
             paths=[{"path": c.key, "prior": c.prior, "r_hat": c.stats.r_hat, "n": c.stats.n}
@@ -371,7 +331,7 @@ class DTR:
         return out
 
     def _stats(
-        self, memory: ExperienceMemory | None, structure: str, run: _Run
+        self, memory: ExperienceMemory | None, structure: str, run: QuestionRun
     ) -> dict[str, PathStats]:
         if memory is None:
             return {}
@@ -383,7 +343,7 @@ class DTR:
             run.q.trace.event("fallback", stage="memory", reason=str(exc))
             return {}
 
-    def _explore(self, run: _Run, question: str) -> None:
+    def _explore(self, run: QuestionRun, question: str) -> None:
         """Alg. 1 step 3: select by E(π), execute, update, replan; until converged."""
         q, opts = run.q, self.options
         assert q.llm is not None
@@ -395,8 +355,9 @@ class DTR:
             temperature=opts.temperature, max_tokens=opts.max_tokens, w_type=opts.w_type,
             time_scale=opts.time_scale,
         )  # fmt: skip
-        df = run.comp.frame.df
-        workspace = Workspace(lambda: self._sandbox_for().session({"df": df}))
+        key = run.table.content_hash
+        workspace = self._checkout(key, run.comp)
+        healthy = True
         try:
             while run.stop is None:
                 pick = self._select(run)
@@ -404,12 +365,31 @@ class DTR:
                     break
                 self._execute(run, pick, ctx, workspace)
         except SandboxError as exc:
+            healthy = False
             run.sandbox_error = f"sandbox unavailable: {exc}"
             q.trace.event("error", stage="sandbox", reason=run.sandbox_error)
         finally:
+            self._checkin(key, workspace, healthy)
+
+    def _checkout(self, key: str, comp: Comprehension) -> Workspace:
+        """An idle session on this table's frame (paths reset it), else a new one."""
+        with self._lock:
+            idle = self._idle.pop(key, None)
+        if idle is not None:
+            return idle
+        df = comp.frame.df
+        return Workspace(lambda: self._sandbox_for().session({"df": df}))
+
+    def _checkin(self, key: str, workspace: Workspace, healthy: bool) -> None:
+        """Keep the session for the next question on the same table (one idle session)."""
+        with self._lock:
+            keep = healthy and not self._idle and not self._closed
+            if keep:
+                self._idle[key] = workspace
+        if not keep:
             workspace.close()
 
-    def _select(self, run: _Run) -> Candidate | None:
+    def _select(self, run: QuestionRun) -> Candidate | None:
         remaining = run.q.budget.remaining_for("step")
         ranked = rank(run.candidates, self.options.alpha)
         run.q.trace.event(
@@ -425,7 +405,7 @@ class DTR:
         run.stop = "step budget exhausted" if waiting else "all candidate paths executed"
         return None
 
-    def _execute(self, run: _Run, cand: Candidate, ctx: StepContext, ws: Workspace) -> None:
+    def _execute(self, run: QuestionRun, cand: Candidate, ctx: StepContext, ws: Workspace) -> None:
         run.q.trace.event("decision", stage="select", path=cand.key, origin=cand.origin)
         outcome = run_path(cand.path, ctx, ws)
         cand.executed = True
@@ -434,7 +414,7 @@ class DTR:
             update(cand.stats, outcome.reward, rule=self.options.update, eta=self.options.eta)
             if self.options.update == "lr":
                 propagate(run.candidates, cand, outcome.reward, eta=self.options.eta)
-            run.records.append(_record(outcome))
+            run.records.append(feedback_record(outcome))
         run.q.trace.event(
             "decision", stage="feedback", path=cand.key, f_exec=outcome.feedback.f_exec,
             f_time=outcome.feedback.f_time, f_type=outcome.feedback.f_type,
@@ -449,7 +429,7 @@ class DTR:
         if run.stop is None and converged(run.outcomes, self.options.top_k, ordered=ordered):
             run.stop = "converged"
 
-    def _replan(self, run: _Run, failed: PathOutcome, ctx: StepContext) -> None:
+    def _replan(self, run: QuestionRun, failed: PathOutcome, ctx: StepContext) -> None:
         """Alg. 1 lines 21–23: learn from the failure, revise Π, restart with the best path."""
         run.replans += 1
         new = lessons_from(failed, run.query_type)
@@ -476,156 +456,10 @@ class DTR:
         if run.replans > self.options.max_replans:
             run.stop = "replan limit reached"
 
-    def _conclude(self, run: _Run, question: str, task: Task) -> tuple[Result, list[bytes]]:
-        """Eq. 6 vote, else the non-code fallback; the Result with its details."""
-        answer, votes = vote(run.outcomes, ordered=run.query_type == "ranking")
-        fallback = None
-        if answer is None and self.options.fallback_direct:
-            answer = self._direct(run, question, task)
-            fallback = "direct" if answer is not None else None
-        winner = _winner(run.outcomes, answer) if fallback is None else None
-        status, reason = _status(run, answer)
-        figures = winner.figures if winner else []
-        if not figures and run.query_type == "chart":
-            figures = next((o.figures for o in run.outcomes if o.figures), [])
-        result = Result(
-            answer=answer, status=status, tables_consulted=[run.table_id],
-            final_table=run.table_id,
-            evidence=locate(run.table, run.table_id, answer) if answer else [],
-            method=self.name,
-        )  # fmt: skip
-        result.details = self._details(run, votes, winner, fallback, reason)
-        return result, figures
-
-    def _direct(self, run: _Run, question: str, task: Task) -> str | None:
-        q = run.q
-        if q.llm is None or not q.budget.can_spend("qa"):
-            return None
-        text = serialize(run.table, "markdown")[:DIRECT_TABLE_CHARS]
-        q.budget.spend("qa")
-        q.trace.event("fallback", stage="direct", reason="no path gave a valid answer")
-        try:
-            reply = q.llm.chat(
-                direct_messages(question, text, task=task),
-                temperature=self.options.temperature, max_tokens=self.options.max_tokens,
-            )[0].text  # fmt: skip
-            answer = extract_answer(reply.replace("Final Answer:", "Answer:"))
-        except (LLMError, ParseError) as exc:
-            q.trace.event("fallback", stage="direct", reason=f"{type(exc).__name__}: {exc}")
-            return None
-        answer = " ".join(answer.split())[:500]
-        return answer or None
-
-    def _details(
-        self,
-        run: _Run,
-        votes: dict[str, int],
-        winner: PathOutcome | None,
-        fallback: str | None,
-        reason: str | None,
-    ) -> dict[str, Any]:
-        total = sum(c.stats.n for c in run.candidates)
-        scored = dict((c.key, e) for c, e in rank(run.candidates, self.options.alpha))
-        by_path = {path_key(o.path): o for o in run.outcomes}
-        paths = []
-        for c in run.candidates:
-            o = by_path.get(c.key)
-            paths.append({
-                "path": c.key, "prior": c.prior, "expectation": scored[c.key],
-                "r_hat": c.stats.r_hat, "n": c.stats.n, "executed": c.executed,
-                "origin": c.origin, "reward": o.reward if o else None,
-                "f": [o.feedback.f_exec, o.feedback.f_time, o.feedback.f_type] if o else None,
-                "answer": o.answer if o else None, "valid": o.valid if o else None,
-                "error": o.error if o else None,
-            })  # fmt: skip
-        details: dict[str, Any] = {
-            "query_type": run.query_type,
-            "breakdown": _breakdown(run.query_type, run.comp.graph),
-            "paths": paths, "votes": votes, "sum_n": total,
-            "winner": winner and path_key(winner.path),
-            "lessons": [x.text for x in [*run.lessons, *run.learned]],
-            "comprehension": run.comp.graph.summary(), "stop": run.stop,
-            "replans": run.replans, "charts": [],
-        }  # fmt: skip
-        if winner is not None and winner.chart_data is not None:
-            details["chart_data"] = winner.chart_data
-        elif run.query_type == "chart":
-            data = next((o.chart_data for o in run.outcomes if o.chart_data), None)
-            if data is not None:
-                details["chart_data"] = data
-        if fallback:
-            details["fallback"] = fallback
-        if reason:
-            details["reason"] = reason
-        return details
-
-    def _remember(self, run: _Run, memory: ExperienceMemory | None, structure: str) -> None:
+    def _remember(self, run: QuestionRun, memory: ExperienceMemory | None, structure: str) -> None:
         if memory is None or not memory.writable:
             return
         try:
             memory.record(structure, run.query_type, run.records, run.learned)
         except MemoryUnavailable as exc:
             run.q.trace.event("fallback", stage="memory", reason=str(exc))
-
-    def _report(self, run: _Run, question: str, result: Result, figures: list[bytes]) -> str:
-        winner = next(
-            (o for o in run.outcomes if path_key(o.path) == result.details.get("winner")), None
-        )
-        return build_report(
-            ReportInput(
-                question=question, answer=result.answer, status=result.status,
-                reason=result.reason, query_type=run.query_type, winner=winner,
-                paths=result.details["paths"], comprehension=result.details["comprehension"],
-                lessons=result.details["lessons"],
-                charts=[f"chart-{i}.png" for i in range(1, len(figures) + 1)],
-                fallback=result.details.get("fallback"), usage=run.q.usage.totals.to_dict(),
-            )
-        )  # fmt: skip
-
-
-def _one_table(source: Any) -> tuple[str, Table]:
-    if isinstance(source, Table):
-        return "table", source
-    if isinstance(source, TableSet):
-        return source.one("research")
-    raise TypeError(f"method research answers from a TableSet or a Table, not {type(source)!r}")
-
-
-def _copy(stats: PathStats | None) -> PathStats:
-    return PathStats(stats.r_hat, stats.n) if stats else PathStats()
-
-
-def _record(outcome: PathOutcome) -> FeedbackRecord:
-    f = outcome.feedback
-    return FeedbackRecord(
-        path=path_key(outcome.path), f_exec=f.f_exec, f_time=f.f_time, f_type=f.f_type,
-        reward=outcome.reward, failed_op=outcome.failed_op, error=outcome.error_kind,
-    )  # fmt: skip
-
-
-def _winner(outcomes: list[PathOutcome], answer: str | None) -> PathOutcome | None:
-    return next((o for o in outcomes if o.valid and o.answer == answer), None)
-
-
-def _status(run: _Run, answer: str | None) -> tuple[Status, str | None]:
-    if answer is not None:
-        return "answered", None
-    if run.sandbox_error:
-        return "failed", run.sandbox_error
-    if not any(o.learnable for o in run.outcomes):
-        reason = next((o.stopped for o in run.outcomes if o.stopped), None)
-        return "failed", reason or run.stop or "no path could run"
-    errors = sorted({o.error_kind or "invalid" for o in run.outcomes if not o.valid})
-    return "insufficient", f"no path gave a valid answer ({', '.join(errors)}); stop: {run.stop}"
-
-
-def _breakdown(query_type: str, graph: MetaGraph) -> dict[str, str]:
-    if graph.both_axis_hierarchy:
-        shape = "both-axis"
-    elif graph.depth("column") >= 2:
-        shape = "column-hierarchy"
-    elif graph.depth("row") >= 2:
-        shape = "row-hierarchy"
-    else:
-        shape = "flat"
-    return {"task_family": query_type, "structure": shape}
