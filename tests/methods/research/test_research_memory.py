@@ -115,6 +115,7 @@ for _ in range(5):
 """
 
 
+@pytest.mark.slow
 def test_concurrent_processes_lose_no_record(tmp_path: Path) -> None:
     path = tmp_path / "m.duckdb"
     procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(i)]) for i in range(3)]

@@ -45,7 +45,7 @@ from tablequest.methods.research.options import ResearchOptions
 from tablequest.methods.research.planner import Candidate, PathStats, propagate, rank, update
 from tablequest.methods.research.prompts import Plan, mod_messages, parse_mod
 from tablequest.methods.research.reflect import contrast, converged, lessons_from, revise
-from tablequest.methods.research.report import write_charts
+from tablequest.methods.research.report import ReportInput, build_report, write_charts
 from tablequest.methods.research.state import (
     Comprehension,
     QuestionRun,
@@ -230,7 +230,16 @@ class DTR:
         """Algorithm 1 (see the module docstring); never raises for model or program failures."""
         table_id, table = one_table(source)
         if self.context.llm is None:
-            return Research(self.preview(question, source, task=task, trace=trace))
+            result = self.preview(question, source, task=task, trace=trace)
+            text = build_report(
+                ReportInput(
+                    question=question, answer=None, status=result.status, reason=result.reason,
+                    query_type=result.details["query_type"], winner=None, paths=[],
+                    comprehension=result.details["comprehension"],
+                )
+            )  # fmt: skip
+            result.details["report"] = text
+            return Research(result, [], text)
         opts = self.options
         q = start_query(self.context, budget=budget, trace=trace, default_steps=opts.steps)
         if opts.fallback_direct and q.budget.reserve == 0 and q.budget.max_steps >= 3:

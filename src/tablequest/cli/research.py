@@ -1,0 +1,195 @@
+"""``tablequest research FILE "task" --out DIR`` and ``tablequest memory show|clear`` (DTR).
+
+Thin commands: `research` parses its arguments, builds the model from the usual configuration
+(flags > environment > tablequest.toml) and calls `tablequest.methods.research.run_research`,
+which writes ``report.md``, the charts (``chart-N.png``), ``result.json`` and ``trace.jsonl``
+into the output directory; `memory` shows or clears DTR's experience memory (the default
+memory file, another file, or the one inside a corpus store).
+
+Hook for the application: ``register(app)`` adds both (``research`` and the ``memory`` group).
+Method options are ``-o NAME=VALUE`` (repeatable; e.g. ``-o top_k=3 -o memory=off``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from tablequest.corpus import Store, StoreError
+from tablequest.llm.base import LLM, LLMError
+from tablequest.llm.config import NOT_CONFIGURED_HINT, ConfigError, build_llm, resolve_config
+from tablequest.llm.usage import StepBudget
+from tablequest.methods.options import OptionError, merge_options
+from tablequest.methods.research.api import run_research
+from tablequest.methods.research.memory import ExperienceMemory, MemoryUnavailable
+from tablequest.methods.research.options import ResearchOptions
+from tablequest.table import UnreadableTable
+from tablequest.trace import Trace
+
+__all__ = ["memory_app", "register"]
+
+console = Console()
+err_console = Console(stderr=True)
+memory_app = typer.Typer(help="DTR's experience memory: show or clear it.", no_args_is_help=True)
+
+
+def _fail(message: str, code: int = 2) -> None:
+    err_console.print(f"[red]error:[/red] {message}")
+    raise typer.Exit(code)
+
+
+def _options(pairs: list[str] | None) -> ResearchOptions:
+    values: dict[str, str] = {}
+    for pair in pairs or []:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            _fail(f"-o takes NAME=VALUE, got {pair!r} (e.g. -o top_k=3)")
+        values[name.strip().replace("-", "_")] = value.strip()
+    try:
+        options = merge_options("research", ResearchOptions, values)
+    except OptionError as exc:
+        _fail(str(exc))
+    assert isinstance(options, ResearchOptions)
+    return options
+
+
+def _llm(url: str | None, model: str | None, key: str | None, spec: str | None,
+         no_cache: bool) -> LLM | None:  # fmt: skip
+    try:
+        config = resolve_config(
+            url=url, model=model, api_key=key, cache=False if no_cache else None
+        )
+        return build_llm(config, llm_spec=spec)
+    except (ConfigError, LLMError) as exc:
+        _fail(str(exc))
+    return None
+
+
+def research_command(
+    file: Annotated[Path, typer.Argument(help="The table file (xlsx, csv, html, json, …).")],
+    task: Annotated[str, typer.Argument(help="The question or analytical task.")],
+    out: Annotated[Path, typer.Option("--out", help="Directory for report, charts, result.")],
+    sheet: Annotated[
+        str | None, typer.Option(help="Sheet name or 0-based index (default: the first).")
+    ] = None,
+    steps: Annotated[int | None, typer.Option(help="Cap on LLM calls (default 8).")] = None,
+    option: Annotated[
+        list[str] | None, typer.Option("-o", "--option", help="Method option NAME=VALUE.")
+    ] = None,
+    llm_url: Annotated[str | None, typer.Option("--llm-url", help="OpenAI-compatible URL.")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Model name.")] = None,
+    api_key: Annotated[str | None, typer.Option("--api-key", help="API key.")] = None,
+    llm: Annotated[str | None, typer.Option("--llm", help="Backend spec, e.g. gguf:PATH.")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the LLM cache.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print result.json.")] = False,
+) -> None:
+    """Research a table: answer, a Markdown report and charts, written to --out."""
+    options = _options(option)
+    model_llm = _llm(llm_url, model, api_key, llm, no_cache)
+    if model_llm is None:
+        err_console.print(f"no model configured: comprehension only. {NOT_CONFIGURED_HINT}")
+    if steps is not None and steps < 2:
+        _fail(f"--steps must be at least 2, got {steps}")
+    budget = StepBudget(steps, reserve=0) if steps else None
+    out.mkdir(parents=True, exist_ok=True)
+    trace = Trace(out / "trace.jsonl")
+    try:
+        run = run_research(file, task, out, llm=model_llm, options=options, sheet=sheet,
+                           budget=budget, trace=trace)  # fmt: skip
+    except (UnreadableTable, ValueError, OSError) as exc:
+        _fail(str(exc))
+    result = run.result
+    if json_out:
+        console.print_json(json.dumps(result.to_json(), ensure_ascii=False))
+        return
+    answer = result.answer if result.answer is not None else f"({result.status}: {result.reason})"
+    console.print(f"[bold]Answer:[/bold] {answer}")
+    console.print(f"report: {run.report_path}")
+    for path in run.chart_paths:
+        console.print(f"chart:  {path}")
+    console.print(f"result: {run.result_path}")
+    usage = result.usage
+    console.print(f"{usage.calls} LLM calls, {usage.completion_tokens} output tokens")
+
+
+def _memory(store: Path | None, path: Path | None, *, write: bool) -> tuple[ExperienceMemory, Any]:
+    if store is not None and path is not None:
+        _fail("give --store or --path, not both")
+    if store is not None:
+        if not store.is_file():
+            _fail(f"no store at {str(store)!r}")
+        try:
+            opened = Store(store, read_only=not write)
+        except StoreError as exc:
+            _fail(str(exc))
+        return ExperienceMemory(store=opened), opened
+    return ExperienceMemory(path=path), None
+
+
+StoreOption = Annotated[
+    Path | None, typer.Option("--store", help="A corpus store holding the memory.")
+]
+PathOption = Annotated[
+    Path | None, typer.Option("--path", help="A memory file (default: the user data dir).")
+]
+
+
+@memory_app.command("show")
+def memory_show(
+    store: StoreOption = None,
+    path: PathOption = None,
+    limit: Annotated[int, typer.Option(help="Rows per section.")] = 30,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Path statistics (executions, mean reward) and lessons, most recent first."""
+    memory, opened = _memory(store, path, write=False)
+    try:
+        summary = memory.summary(limit=limit)
+    except MemoryUnavailable as exc:
+        _fail(str(exc))
+    finally:
+        if opened is not None:
+            opened.close()
+    if json_out:
+        console.print_json(json.dumps({"where": memory.where, **summary}))
+        return
+    console.print(f"memory: {memory.where}")
+    if not summary["paths"] and not summary["lessons"]:
+        console.print("(empty)")
+    for row in summary["paths"]:
+        console.print(
+            f"  {row['query_type']:<11} {row['structure']:<24} {row['path']:<36} "
+            f"N={row['n']:<4} mean r={row['mean_reward']:.3f}"
+        )
+    for row in summary["lessons"]:
+        console.print(f"  lesson ({row['query_type']}, ×{row['count']}): {row['lesson']}")
+
+
+@memory_app.command("clear")
+def memory_clear(
+    store: StoreOption = None,
+    path: PathOption = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+) -> None:
+    """Delete every record of the memory."""
+    memory, opened = _memory(store, path, write=True)
+    try:
+        if not yes and not typer.confirm(f"clear the DTR memory in {memory.where}?"):
+            raise typer.Exit(1)
+        feedback, lessons = memory.clear()
+    except MemoryUnavailable as exc:
+        _fail(str(exc))
+    finally:
+        if opened is not None:
+            opened.close()
+    console.print(f"cleared {feedback} feedback records and {lessons} lessons from {memory.where}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``research`` and the ``memory`` group to the application."""
+    app.command("research")(research_command)
+    app.add_typer(memory_app, name="memory")
