@@ -206,14 +206,15 @@ def aggregate_realhitbench(
     rows: Iterable[tuple[str, Mapping[str, float | None]]],
 ) -> dict[str, dict[str, float]]:
     """(question type, scores) pairs → family → metric → mean in percent, plus ``n``."""
-    sums: dict[str, Counter[str]] = {}
+    sums: dict[str, dict[str, float]] = {}
     counts: dict[str, Counter[str]] = {}
     for question_type, scores in rows:
         fam = family(question_type)
         for metric, value in scores.items():
             if value is None:
                 continue
-            sums.setdefault(fam, Counter())[metric] += float(value)
+            bucket = sums.setdefault(fam, {})
+            bucket[metric] = bucket.get(metric, 0.0) + float(value)
             counts.setdefault(fam, Counter())[metric] += 1
     out: dict[str, dict[str, float]] = {}
     for fam, metrics in sums.items():
