@@ -163,8 +163,10 @@ class Workspace:
         self._open = open_session
         self._session: Runner | None = None
         self._ready = False
+        self._reset = False
 
     def run(self, code: str, timeout: float) -> ExecResult:
+        """Run `code` (after a pending reset, in the same cell: one round trip)."""
         if self._session is None:
             self._session = self._open()
         if not self._ready:
@@ -172,14 +174,16 @@ class Workspace:
             if not init.ok:
                 raise SandboxError(f"DTR set-up failed in the sandbox: {init.error}")
             self._ready = True
+        if self._reset:
+            code, self._reset = f"{RESET_CODE}\n{code}", False
         result = self._session.run(code, timeout=timeout)
         if not result.ok and _RESTARTED in (result.error or ""):
             self._ready = False
         return result
 
     def reset(self) -> None:
-        """Back to the initial execution state (Alg. 1 line 16)."""
-        self.run(RESET_CODE, timeout=30.0)
+        """Back to the initial execution state (Alg. 1 line 16), before the next cell."""
+        self._reset = True
 
     def close(self) -> None:
         if self._session is not None:
@@ -302,8 +306,6 @@ def run_path(path: Path, ctx: StepContext, workspace: Workspace) -> PathOutcome:
         if record.code:
             _execute(record, ctx, workspace, out)
             seconds += record.seconds
-            if record.ok:
-                _probe(record, ctx, workspace)
             ctx.trace.event(
                 "exec", op=op, index=i, path=list(path), code=record.code, ok=record.ok,
                 output=_cut(record.output, 2000), error=record.error,
@@ -348,32 +350,23 @@ def _step(
 
 
 def _execute(record: OpRecord, ctx: StepContext, runner: Workspace, out: PathOutcome) -> None:
+    """Run the step's code, then (same cell) read the chart and describe ``result``."""
     charting = base(record.op) == "CHART" or bool(_PLOTS.search(record.code))
-    code = record.code + (CHART_SUFFIX if charting else "")
+    code = record.code + (CHART_SUFFIX if charting else "") + "\n" + PROBE_CODE
     result = runner.run(code, timeout=ctx.exec_timeout)
     record.ok, record.error, record.seconds = result.ok, result.error, result.seconds
+    record.probe, stdout = parse_probe(result.stdout) if result.ok else (None, result.stdout)
     kept = []
-    for line in result.stdout.splitlines():
+    for line in stdout.splitlines():
         if line.startswith(CHART_MARK):
             with contextlib.suppress(ValueError):
                 out.chart_data = json.loads(line[len(CHART_MARK) :])
         else:
             kept.append(line)
     record.output = "\n".join(kept)
-    if result.value is not None and result.ok:
-        record.output = (record.output + "\n" + result.value).strip()
     if result.ok and not result.figures and base(record.op) == "CHART":
         record.output += "\n(no figure was left open)"
     out.figures.extend(result.figures)
-
-
-def _probe(record: OpRecord, ctx: StepContext, runner: Workspace) -> None:
-    result = runner.run(PROBE_CODE, timeout=max(10.0, ctx.exec_timeout))
-    if not result.ok:
-        if _RESTARTED in (result.error or ""):
-            record.ok, record.error = False, result.error
-        return
-    record.probe, _ = parse_probe(result.stdout)
 
 
 def _finish(out: PathOutcome, ctx: StepContext, seconds: float) -> None:

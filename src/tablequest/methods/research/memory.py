@@ -179,45 +179,68 @@ class ExperienceMemory:
             self._ready = True
 
     def _select(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        return self._select_many([(sql, params)])[0]
+
+    def _select_many(
+        self, queries: Sequence[tuple[str, Sequence[Any]]]
+    ) -> list[list[tuple[Any, ...]]]:
+        """Several reads in one connection (an empty result for a missing table or file)."""
+        out: list[list[tuple[Any, ...]]] = []
         try:
             with self._connect(write=False) as con:
-                if con is None:
-                    return []
-                return con.execute(sql, list(params)).fetchall()
-        except duckdb.CatalogException:
-            return []  # no memory table yet
+                for sql, params in queries:
+                    if con is None:
+                        out.append([])
+                        continue
+                    try:
+                        out.append(con.execute(sql, list(params)).fetchall())
+                    except duckdb.CatalogException:
+                        out.append([])  # no memory table yet
         except duckdb.Error as exc:
             raise MemoryUnavailable(f"cannot read memory in {self.where}: {exc}") from exc
+        return out
 
     # -- reading -------------------------------------------------------------------------
+    _STATS = (
+        "SELECT path, reward FROM dtr_feedback WHERE structure = ? AND query_type = ? "
+        "ORDER BY ts, run"
+    )
+    _LESSONS = (
+        "SELECT lesson, rule, count(*) AS n, max(structure = ?) AS same, max(ts) AS last "
+        "FROM dtr_lessons WHERE query_type = ? GROUP BY lesson, rule "
+        "ORDER BY same DESC, n DESC, last DESC LIMIT ?"
+    )
+
     def stats(
         self, structure: str, query_type: str, *, rule: str = "incremental", eta: float = 0.5
     ) -> dict[str, PathStats]:
         """R̂ and N per path signature for this key, folded in time order with `rule`."""
-        rows = self._select(
-            "SELECT path, reward FROM dtr_feedback WHERE structure = ? AND query_type = ? "
-            "ORDER BY ts, run",
-            [structure, query_type],
-        )
-        out: dict[str, PathStats] = {}
-        for path, value in rows:
-            update(out.setdefault(str(path), PathStats()), float(value), rule=rule, eta=eta)
-        return out
+        return self.recall(structure, query_type, rule=rule, eta=eta, limit=0)[0]
 
     def lessons(self, structure: str, query_type: str, *, limit: int = 5) -> list[Lesson]:
         """Lessons for this query type, this structure's first, most frequent first."""
         if limit <= 0:
             return []
-        rows = self._select(
-            "SELECT lesson, rule, count(*) AS n, max(structure = ?) AS same, max(ts) AS last "
-            "FROM dtr_lessons WHERE query_type = ? GROUP BY lesson, rule "
-            "ORDER BY same DESC, n DESC, last DESC LIMIT ?",
-            [structure, query_type, limit],
-        )
-        return [
-            Lesson(str(text), Rule.decode(str(rule)) if rule else None, int(n))
-            for text, rule, n, _, _ in rows
-        ]
+        return _lessons(self._select(self._LESSONS, [structure, query_type, limit]))
+
+    def recall(
+        self,
+        structure: str,
+        query_type: str,
+        *,
+        rule: str = "incremental",
+        eta: float = 0.5,
+        limit: int = 5,
+    ) -> tuple[dict[str, PathStats], list[Lesson]]:
+        """`stats` and `lessons` of one key, read in one connection."""
+        queries: list[tuple[str, Sequence[Any]]] = [(self._STATS, [structure, query_type])]
+        if limit > 0:
+            queries.append((self._LESSONS, [structure, query_type, limit]))
+        results = self._select_many(queries)
+        stats: dict[str, PathStats] = {}
+        for path, value in results[0]:
+            update(stats.setdefault(str(path), PathStats()), float(value), rule=rule, eta=eta)
+        return stats, _lessons(results[1]) if limit > 0 else []
 
     def summary(self, *, limit: int = 50) -> dict[str, list[dict[str, Any]]]:
         """Per key and path: executions and mean reward; lessons with counts (``memory show``)."""
@@ -300,3 +323,10 @@ class ExperienceMemory:
                 counts.append(int(row[0]) if row else 0)
                 con.execute(f"DELETE FROM {table}")
         return counts[0], counts[1]
+
+
+def _lessons(rows: list[tuple[Any, ...]]) -> list[Lesson]:
+    return [
+        Lesson(str(text), Rule.decode(str(rule)) if rule else None, int(n))
+        for text, rule, n, _, _ in rows
+    ]

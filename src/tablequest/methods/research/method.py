@@ -253,9 +253,9 @@ class DTR:
         memory = self._memory(getattr(source, "store", None), q.trace)
         plan, query_type = self._decompose(q, question, task, comp, memory)
         structure = comp.graph.structure_key()
-        lessons = self._recall(memory, structure, query_type, q.trace)
+        stats, lessons = self._recall(memory, structure, query_type, q.trace)
         run = QuestionRun(q, table_id, table, comp, query_type, plan, [], lessons)
-        run.candidates = self._candidates(run, memory, structure)
+        run.candidates = self._candidates(run, stats)
         self._explore(run, question)
         result, figures = conclude(run, self.options, question, task)
         self._remember(run, memory, structure)
@@ -276,14 +276,18 @@ class DTR:
 
     def _recall(
         self, memory: ExperienceMemory | None, structure: str, query_type: str, trace: Trace
-    ) -> list[Lesson]:
+    ) -> tuple[dict[str, PathStats], list[Lesson]]:
+        """Path statistics (R̂, N) and lessons remembered for this structure and query type."""
         if memory is None:
-            return []
+            return {}, []
+        opts = self.options
         try:
-            return memory.lessons(structure, query_type, limit=self.options.lessons)
+            return memory.recall(
+                structure, query_type, rule=opts.update, eta=opts.eta, limit=opts.lessons
+            )
         except MemoryUnavailable as exc:
             trace.event("fallback", stage="memory", reason=str(exc))
-            return []
+            return {}, []
 
     def _decompose(
         self, q: Query, question: str, task: Task, comp: Comprehension, memory: Any
@@ -321,16 +325,13 @@ class DTR:
     def _rules(self, run: QuestionRun) -> list[Rule]:
         return [x.rule for x in [*run.lessons, *run.learned] if x.rule is not None]
 
-    def _candidates(
-        self, run: QuestionRun, memory: ExperienceMemory | None, structure: str
-    ) -> list[Candidate]:
+    def _candidates(self, run: QuestionRun, stats: dict[str, PathStats]) -> list[Candidate]:
         """Alg. 1 step 2: K paths with priors; R̂ and N from the memory."""
         ops = run.plan.operations if run.plan else DEFAULT_OPS[run.query_type]
         scored = enumerate_paths(
             ops, query_type=run.query_type, traits=run.comp.traits, k=self.options.k_paths,
             max_len=self.options.max_path_len, rules=self._rules(run),
         )  # fmt: skip
-        stats = self._stats(memory, structure, run)
         out = [Candidate(p, s, copy_stats(stats.get(path_key(p)))) for p, s in scored]
         run.q.trace.event(
             "decision", stage="candidates",
@@ -338,19 +339,6 @@ class DTR:
                    for c in out],
         )  # fmt: skip
         return out
-
-    def _stats(
-        self, memory: ExperienceMemory | None, structure: str, run: QuestionRun
-    ) -> dict[str, PathStats]:
-        if memory is None:
-            return {}
-        try:
-            return memory.stats(
-                structure, run.query_type, rule=self.options.update, eta=self.options.eta
-            )
-        except MemoryUnavailable as exc:
-            run.q.trace.event("fallback", stage="memory", reason=str(exc))
-            return {}
 
     def _explore(self, run: QuestionRun, question: str) -> None:
         """Alg. 1 step 3: select by E(π), execute, update, replan; until converged."""
