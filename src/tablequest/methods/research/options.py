@@ -68,7 +68,7 @@ class ResearchOptions(MethodOptions):
     memory_path: str | None = option(
         None,
         "DuckDB file of the memory when the table has no corpus store "
-        "(default: the cache dir, else the user data dir)",
+        "(default: <user data dir>/dtr_memory.duckdb)",
     )
     lessons: int = option(5, "abstracted lessons shown to the model per question", ge=0, le=20)
     w_type: float = option(
