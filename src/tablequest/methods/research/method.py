@@ -27,6 +27,7 @@ from typing import Any
 
 from tablequest.llm.base import LLMError
 from tablequest.llm.repair import ask_with_repair
+from tablequest.llm.usage import StepBudget
 from tablequest.methods.base import MethodContext, Query, Result, Task, start_query
 from tablequest.methods.research.conclude import breakdown, conclude, report
 from tablequest.methods.research.execute import PathOutcome, StepContext, Workspace, run_path
@@ -156,7 +157,7 @@ class DTR:
         source: Any,
         *,
         task: Task = "tableqa",
-        budget: Any = None,
+        budget: StepBudget | None = None,
         trace: Trace | None = None,
     ) -> Result:
         """Answer `question` from the one table of `source` (a TableSet or a Table)."""
@@ -224,7 +225,7 @@ class DTR:
         source: Any,
         *,
         task: Task = "tableqa",
-        budget: Any = None,
+        budget: StepBudget | None = None,
         trace: Trace | None = None,
     ) -> Research:
         """Algorithm 1 (see the module docstring); never raises for model or program failures."""
@@ -251,7 +252,7 @@ class DTR:
         comp = self.comprehend(table)
         q.trace.event("decision", stage="comprehension", **comp.graph.summary())
         memory = self._memory(getattr(source, "store", None), q.trace)
-        plan, query_type = self._decompose(q, question, task, comp, memory)
+        plan, query_type = self._decompose(q, question, task, comp)
         structure = comp.graph.structure_key()
         stats, lessons = self._recall(memory, structure, query_type, q.trace)
         run = QuestionRun(q, table_id, table, comp, query_type, plan, [], lessons)
@@ -290,7 +291,7 @@ class DTR:
             return {}, []
 
     def _decompose(
-        self, q: Query, question: str, task: Task, comp: Comprehension, memory: Any
+        self, q: Query, question: str, task: Task, comp: Comprehension
     ) -> tuple[Plan | None, str]:
         """MOD (Alg. 1 step 1): one call, one repair; keyword plan when unusable."""
         assert q.llm is not None
