@@ -189,8 +189,12 @@ def test_additive_nesting_is_innermost_first() -> None:
     numbers = {0: row_numbers(["10"], [0]), 1: row_numbers(["6"], [0])}
     numbers.update({2: row_numbers(["2"], [0]), 3: row_numbers(["4"], [0])})
     numbers[4] = row_numbers(["4"], [0])
-    assert nest([0, 1, 2, 3, 4], numbers) == {2: 1, 3: 1, 1: 0, 4: 0}
+    assert nest([0, 1, 2, 3, 4], numbers) == ({2: 1, 3: 1, 1: 0, 4: 0}, {0, 1})
     assert trailing_totals([2, 3, 1], numbers) == {1}
+    # a grand total over subtotals only stays their sibling (still an aggregation row)
+    values = ["10", "6", "2", "4", "4", "1", "3"]
+    numbers = {i: row_numbers([v], [0]) for i, v in enumerate(values)}
+    assert nest(list(range(7)), numbers) == ({2: 1, 3: 1, 5: 4, 6: 4}, {0, 1, 4})
 
 
 def hitab_paths(raw: dict[str, Any], key: str, root: str) -> dict[int, tuple[str, ...]]:

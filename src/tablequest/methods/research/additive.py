@@ -7,7 +7,8 @@ rows (within the rounding of the shown digits) in most comparable columns is the
 (`nest`), found innermost first so that a grand total over subtotals is recognised once its
 subtotals have been folded. A row that is the sum of the k ≥ 2 rows above it is a trailing total
 (`trailing_totals`): an aggregation row, but a sibling of those rows, as tables lay them out.
-Both kinds are flagged as aggregation rows, so a later sum does not count them twice.
+Both kinds are flagged as aggregation rows, so a later sum does not count them twice. A grand
+total whose parts are all subtotals stays their sibling, as tables print it.
 """
 
 from __future__ import annotations
@@ -108,8 +109,8 @@ def _matches(
     return compared > 0 and matched >= needed and matched >= MIN_SHARE * compared
 
 
-def nest(rows: Sequence[int], numbers: Mapping[int, Numbers]) -> dict[int, int]:
-    """Parent of each row that lies under an additive head: child row → head row."""
+def nest(rows: Sequence[int], numbers: Mapping[int, Numbers]) -> tuple[dict[int, int], set[int]]:
+    """(child row → head row for rows nested under an additive head, every additive head)."""
     parent: dict[int, int] = {}
     units = list(rows)
     for _ in range(MAX_DEPTH):
@@ -125,7 +126,19 @@ def nest(rows: Sequence[int], numbers: Mapping[int, Numbers]) -> dict[int, int]:
         if len(folded) == len(units):
             break
         units = folded
-    return parent
+    return _flatten_grand_totals(parent), set(parent.values())
+
+
+def _flatten_grand_totals(parent: dict[int, int]) -> dict[int, int]:
+    """A total whose parts are all totals themselves stays their sibling (it is still flagged
+    as an aggregation row by the caller): tables print such grand totals flush with the
+    subtotals, not above them."""
+    children: dict[int, list[int]] = {}
+    for child, head in parent.items():
+        children.setdefault(head, []).append(child)
+    heads = set(children)
+    grand = {h for h, kids in children.items() if all(k in heads for k in kids)}
+    return {c: h for c, h in parent.items() if h not in grand}
 
 
 def trailing_totals(rows: Sequence[int], numbers: Mapping[int, Numbers]) -> set[int]:

@@ -325,8 +325,8 @@ def analyze_layout(table: Table) -> Layout:
     numbers = {pos: row_numbers(body[pos], cols) for k, _, pos in events if k == "data"}
     parent: dict[int, int] = {}
     for segment in _segments(events):
-        found = nest(segment, numbers)
-        layout.additive_rows |= set(found.values())
+        found, heads = nest(segment, numbers)
+        layout.additive_rows |= heads
         parent.update(found)
         layout.additive_rows |= trailing_totals(segment, numbers)
     opened = None
