@@ -51,7 +51,7 @@ def chaos(seed: int) -> Any:
     return reply
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("seed", [1, 2])
 def test_chaotic_server_runs_end_with_a_result_and_a_trace(
     sandbox: Sandbox, sales: Table, seed: int
 ) -> None:
