@@ -76,7 +76,7 @@ def test_research_writes_a_markdown_report_with_charts_next_to_it(tmp_path: Path
             [
                 "research", str(xlsx), "Chart agricultural employment by year", "--out", str(out),
                 "--llm-url", stub.url, "--model", "stub-model", "--no-cache",
-                "-o", "top_k=1", "-o", "memory=off",
+                "-o", "top_k", "1", "-o", "memory=off",
             ],
         )  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -114,7 +114,7 @@ def test_research_rejects_bad_options_and_files(tmp_path: Path) -> None:
     shape = CliRunner().invoke(
         app(), ["research", str(xlsx), "q", "--out", str(tmp_path), "-o", "k"]
     )
-    assert shape.exit_code == 2 and "NAME=VALUE" in shape.output
+    assert shape.exit_code == 2 and "NAME VALUE" in shape.output
     missing = CliRunner().invoke(app(), ["research", str(tmp_path / "no.xlsx"), "q", "--out", "x"])
     assert missing.exit_code == 2
     no_sheet = CliRunner().invoke(

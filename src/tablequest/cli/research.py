@@ -7,18 +7,29 @@ into the output directory; `memory` shows or clears DTR's experience memory (the
 memory file, another file, or the one inside a corpus store).
 
 Hook for the application: ``register(app)`` adds both (``research`` and the ``memory`` group).
-Method options are ``-o NAME=VALUE`` (repeatable; e.g. ``-o top_k=3 -o memory=off``).
+Method options are ``-o NAME VALUE`` (repeatable; ``-o NAME=VALUE`` works too), as for ``ask``.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
+from tablequest.cli._options import (
+    ApiKeyOpt,
+    JsonOpt,
+    LLMSpecOpt,
+    LLMUrlOpt,
+    ModelOpt,
+    NoCacheOpt,
+    OptionOpt,
+    PairCommand,
+    StepsOpt,
+    option_pairs,
+)
+from tablequest.cli._output import console, err_console, fail, print_json
 from tablequest.corpus import Store, StoreError
 from tablequest.llm.base import LLM, LLMError
 from tablequest.llm.config import NOT_CONFIGURED_HINT, ConfigError, build_llm, resolve_config
@@ -32,41 +43,28 @@ from tablequest.trace import Trace
 
 __all__ = ["memory_app", "register"]
 
-console = Console()
-err_console = Console(stderr=True)
 memory_app = typer.Typer(help="DTR's experience memory: show or clear it.", no_args_is_help=True)
 
 
-def _fail(message: str, code: int = 2) -> None:
-    err_console.print(f"[red]error:[/red] {message}")
-    raise typer.Exit(code)
-
-
 def _options(pairs: list[str] | None) -> ResearchOptions:
-    values: dict[str, str] = {}
-    for pair in pairs or []:
-        name, sep, value = pair.partition("=")
-        if not sep or not name.strip():
-            _fail(f"-o takes NAME=VALUE, got {pair!r} (e.g. -o top_k=3)")
-        values[name.strip().replace("-", "_")] = value.strip()
     try:
-        options = merge_options("research", ResearchOptions, values)
+        options = merge_options("research", ResearchOptions, option_pairs(pairs))
     except OptionError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     assert isinstance(options, ResearchOptions)
     return options
 
 
-def _llm(url: str | None, model: str | None, key: str | None, spec: str | None,
-         no_cache: bool) -> LLM | None:  # fmt: skip
+def _llm(
+    url: str | None, model: str | None, key: str | None, spec: str | None, no_cache: bool
+) -> LLM | None:
     try:
         config = resolve_config(
             url=url, model=model, api_key=key, cache=False if no_cache else None
         )
         return build_llm(config, llm_spec=spec)
     except (ConfigError, LLMError) as exc:
-        _fail(str(exc))
-    return None
+        fail(str(exc))
 
 
 def research_command(
@@ -76,24 +74,20 @@ def research_command(
     sheet: Annotated[
         str | None, typer.Option(help="Sheet name or 0-based index (default: the first).")
     ] = None,
-    steps: Annotated[int | None, typer.Option(help="Cap on LLM calls (default 8).")] = None,
-    option: Annotated[
-        list[str] | None, typer.Option("-o", "--option", help="Method option NAME=VALUE.")
-    ] = None,
-    llm_url: Annotated[str | None, typer.Option("--llm-url", help="OpenAI-compatible URL.")] = None,
-    model: Annotated[str | None, typer.Option("--model", help="Model name.")] = None,
-    api_key: Annotated[str | None, typer.Option("--api-key", help="API key.")] = None,
-    llm: Annotated[str | None, typer.Option("--llm", help="Backend spec, e.g. gguf:PATH.")] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the LLM cache.")] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Print result.json.")] = False,
+    steps: StepsOpt = None,
+    option: OptionOpt = None,
+    llm_url: LLMUrlOpt = None,
+    model: ModelOpt = None,
+    api_key: ApiKeyOpt = None,
+    llm: LLMSpecOpt = None,
+    no_cache: NoCacheOpt = False,
+    json_out: JsonOpt = False,
 ) -> None:
     """Research a table: answer, a Markdown report and charts, written to --out."""
     options = _options(option)
     model_llm = _llm(llm_url, model, api_key, llm, no_cache)
     if model_llm is None:
         err_console.print(f"no model configured: comprehension only. {NOT_CONFIGURED_HINT}")
-    if steps is not None and steps < 2:
-        _fail(f"--steps must be at least 2, got {steps}")
     budget = StepBudget(steps, reserve=0) if steps else None
     out.mkdir(parents=True, exist_ok=True)
     trace = Trace(out / "trace.jsonl")
@@ -101,10 +95,10 @@ def research_command(
         run = run_research(file, task, out, llm=model_llm, options=options, sheet=sheet,
                            budget=budget, trace=trace)  # fmt: skip
     except (UnreadableTable, ValueError, OSError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
     result = run.result
     if json_out:
-        console.print_json(json.dumps(result.to_json(), ensure_ascii=False))
+        print_json(result.to_json())
         return
     answer = result.answer if result.answer is not None else f"({result.status}: {result.reason})"
     console.print(f"[bold]Answer:[/bold] {answer}")
@@ -118,14 +112,14 @@ def research_command(
 
 def _memory(store: Path | None, path: Path | None, *, write: bool) -> tuple[ExperienceMemory, Any]:
     if store is not None and path is not None:
-        _fail("give --store or --path, not both")
+        fail("give --store or --path, not both")
     if store is not None:
         if not store.is_file():
-            _fail(f"no store at {str(store)!r}")
+            fail(f"no store at {str(store)!r}")
         try:
             opened = Store(store, read_only=not write)
         except StoreError as exc:
-            _fail(str(exc))
+            fail(str(exc))
         return ExperienceMemory(store=opened), opened
     return ExperienceMemory(path=path), None
 
@@ -150,12 +144,12 @@ def memory_show(
     try:
         summary = memory.summary(limit=limit)
     except MemoryUnavailable as exc:
-        _fail(str(exc))
+        fail(str(exc))
     finally:
         if opened is not None:
             opened.close()
     if json_out:
-        console.print_json(json.dumps({"where": memory.where, **summary}))
+        print_json({"where": memory.where, **summary})
         return
     console.print(f"memory: {memory.where}")
     if not summary["paths"] and not summary["lessons"]:
@@ -182,7 +176,7 @@ def memory_clear(
             raise typer.Exit(1)
         feedback, lessons = memory.clear()
     except MemoryUnavailable as exc:
-        _fail(str(exc))
+        fail(str(exc))
     finally:
         if opened is not None:
             opened.close()
@@ -191,5 +185,5 @@ def memory_clear(
 
 def register(app: typer.Typer) -> None:
     """Add ``research`` and the ``memory`` group to the application."""
-    app.command("research")(research_command)
+    app.command("research", cls=PairCommand)(research_command)
     app.add_typer(memory_app, name="memory")
