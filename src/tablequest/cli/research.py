@@ -87,7 +87,10 @@ def research_command(
     options = _options(option)
     model_llm = _llm(llm_url, model, api_key, llm, no_cache)
     if model_llm is None:
-        err_console.print(f"no model configured: comprehension only. {NOT_CONFIGURED_HINT}")
+        err_console.print(
+            f"no model configured: comprehension only. {NOT_CONFIGURED_HINT}",
+            soft_wrap=True, markup=False, highlight=False,
+        )  # fmt: skip
     budget = StepBudget(steps, reserve=0) if steps else None
     out.mkdir(parents=True, exist_ok=True)
     trace = Trace(out / "trace.jsonl")
@@ -101,13 +104,13 @@ def research_command(
         print_json(result.to_json())
         return
     answer = result.answer if result.answer is not None else f"({result.status}: {result.reason})"
-    console.print(f"[bold]Answer:[/bold] {answer}")
-    console.print(f"report: {run.report_path}")
-    for path in run.chart_paths:
-        console.print(f"chart:  {path}")
-    console.print(f"result: {run.result_path}")
+    lines = [f"Answer: {answer}", f"report: {run.report_path}"]
+    lines += [f"chart:  {path}" for path in run.chart_paths]
+    lines.append(f"result: {run.result_path}")
     usage = result.usage
-    console.print(f"{usage.calls} LLM calls, {usage.completion_tokens} output tokens")
+    lines.append(f"{usage.calls} LLM calls, {usage.completion_tokens} output tokens")
+    for line in lines:
+        console.print(line, soft_wrap=True, markup=False, highlight=False)
 
 
 def _memory(store: Path | None, path: Path | None, *, write: bool) -> tuple[ExperienceMemory, Any]:
@@ -151,16 +154,18 @@ def memory_show(
     if json_out:
         print_json({"where": memory.where, **summary})
         return
-    console.print(f"memory: {memory.where}")
+    lines = [f"memory: {memory.where}"]
     if not summary["paths"] and not summary["lessons"]:
-        console.print("(empty)")
+        lines.append("(empty)")
     for row in summary["paths"]:
-        console.print(
+        lines.append(
             f"  {row['query_type']:<11} {row['structure']:<24} {row['path']:<36} "
             f"N={row['n']:<4} mean r={row['mean_reward']:.3f}"
         )
     for row in summary["lessons"]:
-        console.print(f"  lesson ({row['query_type']}, ×{row['count']}): {row['lesson']}")
+        lines.append(f"  lesson ({row['query_type']}, ×{row['count']}): {row['lesson']}")
+    for line in lines:
+        console.print(line, soft_wrap=True, markup=False, highlight=False)
 
 
 @memory_app.command("clear")
@@ -180,7 +185,10 @@ def memory_clear(
     finally:
         if opened is not None:
             opened.close()
-    console.print(f"cleared {feedback} feedback records and {lessons} lessons from {memory.where}")
+    console.print(
+        f"cleared {feedback} feedback records and {lessons} lessons from {memory.where}",
+        soft_wrap=True, markup=False, highlight=False,
+    )  # fmt: skip
 
 
 def register(app: typer.Typer) -> None:
