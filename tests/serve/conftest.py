@@ -48,9 +48,16 @@ LAKES_HTML = """<table><caption>Lakes of Varnholm</caption>
 """
 
 
+GATE = threading.Event()
+"""Cleared by a test to hold every ask whose prompt says HOLD until it is set again."""
+GATE.set()
+
+
 def stub_reply(request: dict[str, Any]) -> str:
-    """TableSeek's three prompts, answered for the lakes table."""
+    """TableSeek's three prompts, answered for the lakes table (held while GATE is clear)."""
     prompt = request["messages"][-1]["content"]
+    if "HOLD" in prompt:
+        GATE.wait(30)
     if "Candidate tables" in prompt:
         return json.dumps({"action": "select", "selected_tables": ["Table_0"]})
     if "grep patterns" in prompt:
@@ -93,6 +100,34 @@ class ServerHandle:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         return httpx.Client(base_url=self.url, headers=headers, timeout=30, **kwargs)
 
+    @staticmethod
+    def events(response: httpx.Response) -> list[tuple[str, Any]]:
+        """The server-sent events of a streamed response."""
+        return parse_sse(response.iter_lines())
+
+    def ask_stream(self, body: dict[str, Any]) -> list[tuple[str, Any]]:
+        """POST /v1/ask and read the whole event stream: [(event name, data)]."""
+        with self.client() as client, client.stream("POST", "/v1/ask", json=body) as response:
+            assert response.status_code == 200, response.read()
+            assert response.headers["content-type"].startswith("text/event-stream")
+            return parse_sse(response.iter_lines())
+
+
+def parse_sse(lines: Iterator[str]) -> list[tuple[str, Any]]:
+    """Server-sent events as (event name, JSON data); comments (keep-alives) skipped."""
+    out: list[tuple[str, Any]] = []
+    name, data = "message", []
+    for line in lines:
+        if line == "":
+            if data:
+                out.append((name, json.loads("\n".join(data))))
+            name, data = "message", []
+        elif line.startswith("event:"):
+            name = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].strip())
+    return out
+
 
 def build_store(path: Path, extra: Path) -> Path:
     extra.mkdir(parents=True, exist_ok=True)
@@ -123,7 +158,7 @@ def running_server(
         trace_dir=tmp / "traces",
         token=TOKEN,
         llm_config=llm_config,
-        limits=limits or Limits(max_file_bytes=64 * 1024, max_upload_bytes=256 * 1024, max_asks=4),
+        limits=limits or Limits(max_file_bytes=320 * 1024, max_upload_bytes=1024 * 1024, max_asks=4),
     )
     app = create_app(config)
     log = LogCollector()
@@ -163,3 +198,9 @@ def server(tmp_path_factory: pytest.TempPathFactory, stub: StubServer) -> Iterat
     tmp = tmp_path_factory.mktemp("serve")
     with running_server(tmp, llm_url=stub.url) as (url, app, log):
         yield ServerHandle(url, TOKEN, app, log, stub, tmp / "store.duckdb")
+
+
+@pytest.fixture
+def stub_gate() -> threading.Event:
+    """Clear it to hold asks whose question says HOLD (set again when the test ends)."""
+    return GATE

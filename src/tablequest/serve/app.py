@@ -87,7 +87,12 @@ def _install_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
-        return error_response(request, exc.status_code, str(exc.detail), headers=exc.headers)
+        message = str(exc.detail)
+        if exc.status_code == 404 and message == "Not Found":
+            message = f"nothing at {request.url.path!r} (the API is listed in /openapi.json)"
+        elif exc.status_code == 405:
+            message = f"{request.method} is not allowed on {request.url.path!r}"
+        return error_response(request, exc.status_code, message, headers=exc.headers)
 
     async def bad(request: Request, exc: Exception) -> Response:
         code = BAD_CODES.get(type(exc))
