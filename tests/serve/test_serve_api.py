@@ -3,7 +3,6 @@ asks, traces, methods, health."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import httpx
@@ -136,7 +135,9 @@ def test_search_with_every_retriever(server: Any, method: str) -> None:
 
 def test_search_preview_and_rerank_needs_a_server(server: Any) -> None:
     with server.client() as client:
-        hit = client.get("/v1/search", params={"q": "Quillsee", "preview": "true"}).json()["hits"][0]
+        hit = client.get("/v1/search", params={"q": "Quillsee", "preview": "true"}).json()["hits"][
+            0
+        ]
         assert "Quillsee" in hit["preview"]
         rerank = client.get("/v1/search", params={"q": "x", "method": "rerank", "encoder": "hash"})
         assert rerank.status_code == 400 and "rerank needs a server" in rerank.text
@@ -155,9 +156,7 @@ def test_ask_streams_trace_events_then_the_result(server: Any) -> None:
     assert {"llm_call", "rank", "preview", "decision", "qa"} <= set(kinds)
     result = events[-1][1]
     assert result["answer"] == "61" and result["status"] == "answered"
-    assert result["evidence"] == [
-        {"table_id": lakes_id(server), "row": 2, "col": 2, "value": "61"}
-    ]
+    assert result["evidence"] == [{"table_id": lakes_id(server), "row": 2, "col": 2, "value": "61"}]
     trace_id = result["trace"].rsplit("/", 1)[1].removesuffix(".jsonl")
     with server.client() as client:
         listed = [t["id"] for t in client.get("/v1/traces").json()]
@@ -187,4 +186,3 @@ def test_ask_json_and_the_asks_api(server: Any) -> None:
         state = client.get(job["result"]).json()
         assert state["done"] and state["result"]["answer"] == "61"
         assert client.get("/v1/asks/" + "0" * 32).status_code == 404
-
