@@ -50,15 +50,14 @@ LAKES_HTML = """<table><caption>Lakes of Varnholm</caption>
 
 
 GATE = threading.Event()
-"""Cleared by a test to hold every ask whose prompt says HOLD until it is set again."""
+"""Cleared by a test to hold every LLM call until it is set again."""
 GATE.set()
 
 
 def stub_reply(request: dict[str, Any]) -> str:
     """TableSeek's three prompts, answered for the lakes table (held while GATE is clear)."""
     prompt = request["messages"][-1]["content"]
-    if "HOLD" in prompt:
-        GATE.wait(30)
+    GATE.wait(30)
     if "Candidate tables" in prompt:
         return json.dumps({"action": "select", "selected_tables": ["Table_0"]})
     if "grep patterns" in prompt:
@@ -207,6 +206,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, stub: StubServer) -> Iterat
 
 
 @pytest.fixture
-def stub_gate() -> threading.Event:
-    """Clear it to hold asks whose question says HOLD (set again when the test ends)."""
-    return GATE
+def stub_gate() -> Iterator[threading.Event]:
+    """Clear it to hold every LLM call; set again when the test ends."""
+    yield GATE
+    GATE.set()

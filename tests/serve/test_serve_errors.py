@@ -142,7 +142,7 @@ def test_concurrent_ask_cap_answers_429_with_retry_after(server: Any, stub_gate:
         with server.client() as client:
             started = []
             for _ in range(server.state.config.limits.max_asks):
-                response = client.post("/v1/asks", json={"question": "HOLD " + LAKES_Q})
+                response = client.post("/v1/asks", json={"question": LAKES_Q})
                 assert response.status_code == 202
                 started.append(response.json())
             refused = client.post("/v1/asks", json={"question": LAKES_Q})
