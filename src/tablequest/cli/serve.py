@@ -7,7 +7,14 @@ from typing import Annotated
 
 import typer
 
-from tablequest.cli._options import ApiKeyOpt, LLMSpecOpt, LLMUrlOpt, ModelOpt, TraceDirOpt
+from tablequest.cli._options import (
+    ApiKeyOpt,
+    LLMSpecOpt,
+    LLMUrlOpt,
+    ModelOpt,
+    NoCacheOpt,
+    TraceDirOpt,
+)
 from tablequest.cli._output import console, fail
 
 SERVE_EXTRA_HINT = "tablequest serve needs the serve extra: pip install 'tablequest[serve]'"
@@ -30,8 +37,12 @@ def serve_command(
     model: ModelOpt = None,
     api_key: ApiKeyOpt = None,
     llm: LLMSpecOpt = None,
+    no_cache: NoCacheOpt = False,
     trace_dir: TraceDirOpt = None,
     max_asks: Annotated[int, typer.Option(min=1, help="Asks running at once (then 429).")] = 16,
+    llm_concurrency: Annotated[
+        int | None, typer.Option(min=1, help="LLM calls in flight at once (default: config's).")
+    ] = None,
     ask_timeout: Annotated[float, typer.Option(min=1, help="Seconds an ask may run.")] = 600.0,
     max_upload_mb: Annotated[int, typer.Option(min=1, help="Size of one uploaded file, MiB.")] = 32,
 ) -> None:
@@ -52,7 +63,13 @@ def serve_command(
 
     try:
         token, created = load_or_create_token(token_file)
-        llm_config = resolve_config(url=llm_url, model=model, api_key=api_key)
+        llm_config = resolve_config(
+            url=llm_url,
+            model=model,
+            api_key=api_key,
+            cache=False if no_cache else None,
+            max_concurrency=llm_concurrency,
+        )
         limits = Limits(
             max_asks=max_asks,
             ask_timeout=ask_timeout,

@@ -17,6 +17,7 @@ of `Store` that would otherwise scan the table each time: a point lookup by tabl
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import threading
@@ -37,6 +38,8 @@ from tablequest.table import Source, Table
 
 __all__ = ["Generation", "ReadStore", "StoreManager", "TableInfo"]
 
+RAW_BUDGET = 256 * 1024 * 1024
+"""Corpora whose stored tables take less than this keep them in memory (parsed on demand)."""
 K = TypeVar("K")
 V = TypeVar("V")
 
@@ -101,8 +104,17 @@ class Snapshot:
         self.fingerprint = f"{fp[0]}-{fp[1]}" if fp else "0-0"
         self.indexes: dict[str, Any] = {}
         self.tables: LRU[str, Table] = LRU(table_cache)
+        self.raw: dict[str, str] | None = None
+        """Every table's stored JSON, when the corpus is small enough (`load_raw`)."""
         self.extras: LRU[tuple[str, str], Any] = LRU(table_cache)
         """Per-table derived data readers may cache (e.g. row lines for matching)."""
+
+    def load_raw(self, con: duckdb.DuckDBPyConnection, budget: int) -> None:
+        """Keep every table's stored JSON in memory when it all fits in `budget` bytes, so a
+        table is parsed, not looked up (a lookup by id scans the table column in DuckDB)."""
+        row = con.execute("SELECT coalesce(sum(length(data)), 0) FROM tables").fetchone()
+        if row is not None and int(row[0]) <= budget:
+            self.raw = dict(con.execute("SELECT table_id, data FROM tables").fetchall())
 
 
 class ReadStore(Store):
@@ -128,7 +140,13 @@ class ReadStore(Store):
     def get(self, table_id: str) -> Table:
         if table_id not in self.snapshot.info:
             raise KeyError(f"no table {table_id!r} in the store")
-        return self.snapshot.tables.get_or(table_id, lambda: super(ReadStore, self).get(table_id))
+        return self.snapshot.tables.get_or(table_id, lambda: self._load(table_id))
+
+    def _load(self, table_id: str) -> Table:
+        raw = self.snapshot.raw
+        if raw is not None and table_id in raw:
+            return Table.from_dict(json.loads(raw[table_id]))
+        return super().get(table_id)
 
     def source(self, table_id: str) -> Source:
         info = self.snapshot.info.get(table_id)
@@ -160,6 +178,7 @@ class Generation:
                 "writing it (tablequest ingest)?"
             ) from exc
         self.snapshot = Snapshot(self.anchor, table_cache)
+        self.snapshot.load_raw(self.anchor, RAW_BUDGET)
         self._free: list[ReadStore] = []
         self._refs = 0
         self._retired = False

@@ -7,10 +7,11 @@ classes for evidence cells, matched rows and the question's words. Templates ren
 text goes through Jinja's escaping.
 
 `matched_rows_fast` answers `corpus.rank.matched_rows` for the whole-word patterns of
-`question_patterns` with one regex pass over the table's rows joined by newlines (a whole-word
-pattern of word characters cannot match across a newline, and a newline is a non-word
-character like the line edges it replaces), other patterns line by line. Same result,
-property-tested against `matched_rows`.
+`question_patterns` by finding the word's case fold in the table's folded rows (a plain
+substring search, cached per table) and confirming only those rows with the regex; other
+patterns go line by line. Exact for the reason `corpus.grep` gives: a literal that re finds
+case-insensitively has its fold inside the text's fold. Property-tested against
+`matched_rows`.
 """
 
 from __future__ import annotations
@@ -24,11 +25,13 @@ from typing import Any
 from tablequest.corpus.rank import matched_rows
 from tablequest.serve.stores import ReadStore
 from tablequest.table import Merge, Table, compile_pattern
+from tablequest.table.patterns import fold_text
 
 __all__ = ["CellView", "RowView", "TableView", "matched_rows_fast", "table_view"]
 
 _ESCAPED_WORD = re.compile(r"^\\b(?:\\[^\w\s]|\w)+\\b$")
 """``\b`` + word characters and escaped punctuation + ``\b``: what `question_patterns` makes."""
+_UNESCAPE = re.compile(r"\\(.)")
 
 
 @dataclass
@@ -208,20 +211,44 @@ def structure(table: Table, table_id: str, *, offset: int, limit: int) -> dict[s
     }
 
 
-def _lines(store: ReadStore, table_id: str) -> tuple[str, list[int], tuple[int, ...]]:
-    def build() -> tuple[str, list[int], tuple[int, ...]]:
+@dataclass(frozen=True)
+class _Lines:
+    """A table's body rows as matching sees them, and their case folds joined by newlines."""
+
+    lines: list[str]
+    folded: str
+    starts: list[int]
+    row_ids: tuple[int, ...]
+
+
+def _lines(store: ReadStore, table_id: str) -> _Lines:
+    def build() -> _Lines:
         table = store.get(table_id)
         lines = [" | ".join(row) for row in table.body]
+        folds = [fold_text(line) for line in lines]
         starts, pos = [], 0
-        for line in lines:
+        for fold in folds:
             starts.append(pos)
-            pos += len(line) + 1
-        return "\n".join(lines), starts, table.row_ids
+            pos += len(fold) + 1
+        return _Lines(lines, "\n".join(folds), starts, table.row_ids)
 
-    value: tuple[str, list[int], tuple[int, ...]] = store.snapshot.extras.get_or(
-        ("lines", table_id), build
-    )
+    value: _Lines = store.snapshot.extras.get_or(("lines", table_id), build)
     return value
+
+
+def _candidates(data: _Lines, literal: str) -> list[int]:
+    """Positions of the lines whose fold contains `literal`'s fold (a superset of the lines
+    the whole-word pattern matches: a literal that re finds has its fold inside the fold)."""
+    needle = fold_text(literal)
+    found: list[int] = []
+    at = data.folded.find(needle)
+    while at >= 0:
+        i = bisect.bisect_right(data.starts, at) - 1
+        if not found or found[-1] != i:
+            found.append(i)
+        nxt = data.starts[i + 1] if i + 1 < len(data.starts) else len(data.folded)
+        at = data.folded.find(needle, max(nxt, at + 1))
+    return found
 
 
 def matched_rows_fast(
@@ -230,14 +257,12 @@ def matched_rows_fast(
     """`corpus.rank.matched_rows` (same result), fast for whole-word patterns (module doc)."""
     if not all(_ESCAPED_WORD.match(p) for p in patterns):
         return matched_rows(store, table_id, patterns)
-    text, starts, row_ids = _lines(store, table_id)
+    data = _lines(store, table_id)
     out: dict[str, list[int]] = {}
     for p in dict.fromkeys(patterns):
-        found: list[int] = []
-        for m in compile_pattern(p).finditer(text):
-            i = bisect.bisect_right(starts, m.start()) - 1
-            if not found or found[-1] != row_ids[i]:
-                found.append(row_ids[i])
-        if found:
-            out[p] = found
+        rx = compile_pattern(p)
+        literal = _UNESCAPE.sub(r"\1", p[2:-2])
+        rows = [data.row_ids[i] for i in _candidates(data, literal) if rx.search(data.lines[i])]
+        if rows:
+            out[p] = rows
     return out
