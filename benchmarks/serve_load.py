@@ -172,6 +172,24 @@ async def asks_with_search(port: int, token: str, ask_qs: list[str], search_qs: 
     return {**asks, "search_during": await load}
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time the process has used (load-independent cost)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measured(pid: int, run: Any) -> dict[str, Any]:
+    """`run()`'s figures plus the server's CPU ms per request and the machine's load."""
+    before = cpu_seconds(pid)
+    out: dict[str, Any] = run()
+    stats = out.get("search_during", out)
+    stats["server_cpu_ms_per_request"] = round(
+        (cpu_seconds(pid) - before) * 1000 / max(1, stats["requests"]), 2
+    )
+    stats["load_avg_1m"] = os.getloadavg()[0]
+    return out
+
+
 def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -232,9 +250,13 @@ def main() -> None:
         proc, token = start_server(store, tmp, stub.url, port)
         try:
             time.sleep(2.0)  # the server loads the grep index in the background at start
-            out["warmup"] = asyncio.run(search_load(port, token, train_qs[:500], args.clients))
-            out["search"] = asyncio.run(
-                search_load(port, token, test_qs[: args.requests], args.clients)
+            pid, n = proc.pid, args.clients
+            out["warmup"] = measured(
+                pid, lambda: asyncio.run(search_load(port, token, train_qs[:500], n))
+            )
+            asyncio.run(asks_round(port, token, train_qs[500:], 1, "w"))  # first-ask start-up
+            out["search"] = measured(
+                pid, lambda: asyncio.run(search_load(port, token, test_qs[: args.requests], n))
             )
             out["rss_before_mb"] = rss_mb(proc.pid)
             out["asks_1"] = asyncio.run(asks_with_search(
@@ -254,7 +276,8 @@ def main() -> None:
         s = out[key]
         print(f"{key}: {s['requests']} GET /v1/search, {args.clients} clients: "
               f"p50 {s['p50_ms']} ms, p99 {s['p99_ms']} ms, {s['req_per_s']} req/s, "
-              f"{s['errors']} errors")  # fmt: skip
+              f"{s['errors']} errors; server CPU {s['server_cpu_ms_per_request']} ms/request, "
+              f"load average {s['load_avg_1m']:.1f}")  # fmt: skip
     for key in ("asks_1", "asks_2"):
         a, s = out[key], out[key]["search_during"]
         print(f"{key}: {a['completed']}/{a['asks']} ask streams completed in {a['seconds']} s; "

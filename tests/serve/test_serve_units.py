@@ -230,3 +230,27 @@ def test_serve_command_refuses_an_unsafe_token_file(tmp_path: Path) -> None:
         app, ["serve", "--token-file", str(token), "--store", str(tmp_path / "s")]
     )
     assert result.exit_code == 2 and "chmod 600" in result.output
+
+
+def test_serve_command_prints_a_new_token_once_and_builds_the_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tablequest.serve as serve_pkg
+
+    seen: list[object] = []
+    monkeypatch.setattr(serve_pkg, "run_server", lambda config: seen.append(config))
+    token_file = tmp_path / "token"
+    args = ["serve", "--token-file", str(token_file), "--store", str(tmp_path / "s.duckdb"),
+            "--port", "9999", "--llm-url", "http://127.0.0.1:1/v1", "--model", "m",
+            "--max-asks", "3", "--no-cache"]  # fmt: skip
+    first = runner.invoke(app, args)
+    assert first.exit_code == 0, first.output
+    token = token_file.read_text().strip()
+    assert token in first.output and f"/login?token={token}" in first.output.replace("\n", "")
+    second = runner.invoke(app, args)
+    assert second.exit_code == 0 and token not in second.output
+    config = seen[-1]
+    assert config.port == 9999 and config.token == token and config.limits.max_asks == 3  # type: ignore[attr-defined]
+    assert config.llm_config.cache is False and config.host == "127.0.0.1"  # type: ignore[attr-defined]
+    public = runner.invoke(app, [*args, "--host", "0.0.0.0"])
+    assert public.exit_code == 0  # a token is always there, so a public bind may start

@@ -11,6 +11,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
+import anyio
 from fastapi import APIRouter, File, Header, HTTPException, Path, Query, Request, UploadFile
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
@@ -146,7 +147,10 @@ async def search(
     preview: Annotated[bool, Query(description="Add the text preview of each hit.")] = False,
 ) -> JSONResponse:
     """LLM-free ranking with any retriever; each hit with the body rows the question matches."""
-    body = await run_in_threadpool(run_search, state_of(request), q, k, method, encoder, preview)
+    state = state_of(request)
+    body = await anyio.to_thread.run_sync(
+        run_search, state, q, k, method, encoder, preview, limiter=state.search_limiter
+    )
     return JSONResponse(body)
 
 

@@ -140,7 +140,7 @@ def create_app(config: ServeConfig, *, llm: LLM | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        warm = threading.Thread(target=state.stores.warm, name="tq-warm", daemon=True)
+        warm = threading.Thread(target=state.warm, name="tq-warm", daemon=True)
         warm.start()
         try:
             yield

@@ -15,13 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from tablequest.corpus.encoders import EncoderSettings
 from tablequest.corpus.retrievers import Retriever, RetrieverSettings, make_retriever
 from tablequest.llm.base import LLM
 from tablequest.llm.config import build_llm
 from tablequest.methods.base import Result, Task
 from tablequest.methods.options import OptionError
-from tablequest.methods.registry import get_method
+from tablequest.methods.registry import get_method, list_methods
 from tablequest.methods.run import ask, open_source, resolve_options
 from tablequest.serve.asks import AskJob, AskManager, StreamingTrace
 from tablequest.serve.config import ServeConfig
@@ -32,6 +34,7 @@ __all__ = ["AskSpec", "ServerState"]
 
 TRACE_ID = re.compile(r"^[0-9A-Za-z][0-9A-Za-z_.-]{0,120}$")
 LEXICAL = frozenset({"grep", "bm25"})
+SEARCH_THREADS = 2
 
 
 @dataclass(frozen=True)
@@ -78,10 +81,20 @@ class ServerState:
             from tablequest.llm.config import resolve_config
 
             self.llm = build_llm(config.llm_config or resolve_config(), llm_spec=config.llm_spec)
+        self._search_limiter: anyio.CapacityLimiter | None = None
         self._retrievers: dict[tuple[str, str], tuple[Retriever, threading.Lock]] = {}
         self._lock = threading.Lock()
 
     # -- retrieval ---------------------------------------------------------------------
+    @property
+    def search_limiter(self) -> anyio.CapacityLimiter:
+        """Searches run on at most `SEARCH_THREADS` threads: with the GIL, more threads only
+        share one core in 5 ms slices, which stretches every search behind its neighbours
+        (first come, first served keeps the tail short)."""
+        if self._search_limiter is None:
+            self._search_limiter = anyio.CapacityLimiter(SEARCH_THREADS)
+        return self._search_limiter
+
     def retriever(self, method: str, encoder: str) -> tuple[Retriever, threading.Lock | None]:
         """A cached retriever (with a lock to hold while it ranks, for encoder state).
 
@@ -104,6 +117,12 @@ class ServerState:
             with self._lock:
                 entry = self._retrievers.setdefault(key, entry)
         return entry[0], None if method in LEXICAL else entry[1]
+
+    def warm(self) -> None:
+        """Load the grep index and the registered methods (the first ask would otherwise
+        import every method package while holding the import lock)."""
+        self.stores.warm()
+        list_methods()
 
     # -- asks --------------------------------------------------------------------------
     def check_ask(self, spec: AskSpec) -> None:
