@@ -172,3 +172,27 @@ def test_trace_ids_never_reach_the_filesystem(server: Any) -> None:
 
 def test_no_traceback_was_logged(server: Any) -> None:
     assert server.log.tracebacks() == []
+
+
+def test_a_client_that_leaves_its_stream_stops_its_ask(server: Any, stub_gate: Any) -> None:
+    stub_gate.clear()  # the ask waits in its first LLM call
+    try:
+        with (
+            server.client() as client,
+            client.stream("POST", "/v1/ask", json={"question": LAKES_Q}) as response,
+        ):
+            first = next(line for line in response.iter_lines() if line.startswith("data:"))
+            assert '"kind": "decision"' in first
+        deadline = time.monotonic() + 10
+        jobs: list[Any] = []
+        while time.monotonic() < deadline and not jobs:
+            jobs = [j for j in server.state.asks.jobs() if j.cancel_reason]
+            time.sleep(0.05)
+        assert jobs and jobs[0].cancel_reason == "the client disconnected"
+    finally:
+        stub_gate.set()
+    job = jobs[0]
+    while not job.done and time.monotonic() < deadline + 20:
+        time.sleep(0.05)
+    assert job.result is not None and job.result.status == "failed"
+    assert "AskCancelled" in (job.result.reason or "")

@@ -193,6 +193,11 @@ class AskManager:
             with self._lock:
                 self._running -= 1
 
+    def jobs(self) -> list[AskJob]:
+        """The jobs kept (running and recently finished)."""
+        with self._lock:
+            return list(self._jobs.values())
+
     def get(self, job_id: str) -> AskJob | None:
         with self._lock:
             return self._jobs.get(job_id)
