@@ -452,8 +452,8 @@ def test_cli_run_json_resume_and_report(evalrun_wtq: Path, tmp_path: Path) -> No
     ("args", "message"),
     [
         ([], "No LLM configured"),
-        (["-o", "top_k", "2"], "unknown option 'top_k' for method seek"),
-        (["-c", "7s2"], "cannot read TableSeek config '7s2'"),
+        (["-o", "top_k", "2"], "unknown option 'top_k' for method auto"),
+        (["--method", "seek", "-c", "7s2"], "cannot read TableSeek config '7s2'"),
         (
             ["--model", "m", "--llm-url", "http://127.0.0.1:9/v1", "--method", "nope"],
             "unknown method 'nope'",
@@ -539,3 +539,23 @@ def test_one_table_and_no_table_methods_run_on_a_benchmark(
         run_questions([q], blind.fn, log, spec=none_spec, corpus=corpus, gate=blind.gate)
     none = log.records["nu-0"]
     assert none["tables_consulted"] == [] and none["metrics"]["em"] == 0.0
+
+
+def test_report_breaks_metrics_down_by_route() -> None:
+    from tablequest.eval.report import summarize, to_markdown
+
+    base = {"run": {"dataset": "wtq", "method": "auto", "config": "default", "format": "csv"},
+            "status": "answered", "usage": {"calls": 1}}  # fmt: skip
+    rows = [
+        {**base, "id": "a", "metrics": {"em": 1.0}, "breakdown": {"route": "qa"}},
+        {**base, "id": "b", "metrics": {"em": 0.0}, "breakdown": {"route": "qa"}},
+        {**base, "id": "c", "metrics": {"em": 1.0}, "breakdown": {"route": "rag"}},
+        {**base, "id": "d", "metrics": {"em": 1.0}},
+    ]
+    summary = summarize(rows)
+    routes = summary["breakdown"]["route"]
+    assert routes["qa"]["n"] == 2 and routes["qa"]["metrics"]["em"] == 0.5
+    assert routes["rag"]["share"] == 0.25 and routes["–"]["n"] == 1
+    text = to_markdown(summary)
+    assert "## By route" in text and "| qa | 2 | 0.500 | 0.500 |" in text
+    assert "# wtq · auto · csv" in text

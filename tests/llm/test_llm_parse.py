@@ -290,3 +290,14 @@ def test_react_step_is_final() -> None:
 def test_parse_react_errors(text: str) -> None:
     with pytest.raises(BadReAct):
         parse_react(text)
+
+
+def test_f_row_long_lists_keep_order_and_drop_duplicates() -> None:
+    items = ", ".join(f"row_{i}" for i in [*range(999, -1, -1), 5, 7])
+    rows = parse_f_row(f"f_row([{items}, row 1000-1002])")
+    assert rows == [*range(999, -1, -1), 1000, 1001, 1002]
+
+
+def test_f_col_unquoted_and_quoted_items() -> None:
+    assert parse_f_col("f_col([Year , League,, Year])") == ["Year", "League"]
+    assert parse_f_col("f_col(['Gold, total', Year])") == ["Gold, total", "Year"]

@@ -73,6 +73,7 @@ def test_kind_and_payload_validation() -> None:
         "qa",
         "fallback",
         "error",
+        "route",
     }
 
 

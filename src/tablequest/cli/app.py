@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from tablequest.cli import cache, eval_compare, eval_run, serve, trace
+from tablequest.cli import cache, eval_compare, eval_run, eval_subtab, serve, trace
 from tablequest.cli._options import PairCommand
 from tablequest.cli.ask import ask_command
 from tablequest.cli.corpus import ingest_command, search_command
@@ -30,6 +30,7 @@ eval_app = typer.Typer(
 )
 eval_compare.register(eval_app)
 eval_run.register(eval_app)
+eval_subtab.register(eval_app)
 app.add_typer(eval_app, name="eval")
 
 

@@ -347,6 +347,8 @@ def _record(
         "tables_consulted": [key(t) for t in result.tables_consulted],
         "final_table": key(result.final_table),
         "trace": result.trace_path,
+        "breakdown": dict(details.get("breakdown") or {}),
+        "subtable": details.get("subtable"),
         "seconds": round(seconds, 3),
         "run": spec.to_json(),
     }

@@ -9,8 +9,9 @@ Choices:
   a Retry-After (or retry-after-ms) header replaces the jittered delay, capped at
   `retry_after_max` seconds. Not retried: other 4xx and malformed bodies.
 - `n > 1` and `logprobs` are passed through. When the server rejects them (HTTP 400 naming the
-  parameter) or returns fewer choices than asked, the client emulates them (n sequential calls;
-  logprobs None) and remembers that for the rest of its life.
+  parameter) or returns fewer choices than asked, the client emulates them (the missing
+  completions as concurrent single requests, at most `max_concurrency` in flight; logprobs
+  None) and remembers that for the rest of its life.
 - With n > 1 in one request the request's usage is put on the first completion and the others
   carry zero usage, so sums over completions equal what the server billed.
 """
@@ -23,6 +24,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NoReturn
 
 import openai
@@ -168,9 +170,20 @@ class OpenAICompatible(LLM):
             out = self._request(msgs, params, n, logprobs)
             if len(out) < n:
                 self.supports_n = False
-        while len(out) < n:
-            out.extend(self._request(msgs, params, 1, logprobs)[: n - len(out)])
+        if len(out) < n:
+            out.extend(self._singles(msgs, params, n - len(out), logprobs))
         return out[:n]
+
+    def _singles(
+        self, msgs: list[Message], params: dict[str, Any], count: int, logprobs: bool
+    ) -> list[Completion]:
+        """`count` single-completion requests, concurrent (bounded by `max_concurrency`)."""
+        if count == 1:
+            return self._request(msgs, params, 1, logprobs)[:1]
+        workers = min(count, self.max_concurrency)
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = [pool.submit(self._request, msgs, params, 1, logprobs) for _ in range(count)]
+            return [f.result()[0] for f in futures]
 
     # -- one logical request (with emulation fallbacks and retries) --------------------------
 
@@ -190,7 +203,7 @@ class OpenAICompatible(LLM):
                     self.supports_logprobs = False
                     continue
                 self.supports_n = False
-                return [c for _ in range(n) for c in self._request(msgs, params, 1, logprobs)]
+                return self._singles(msgs, params, n, logprobs)
 
     def _with_retries(self, msgs: list[Message], call: dict[str, Any]) -> list[Completion]:
         attempt = 0

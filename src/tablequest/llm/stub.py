@@ -9,7 +9,9 @@ drive the real `OpenAICompatible` client end to end without a model::
         assert len(stub.requests) == 3
 
 Endpoints: ``POST /v1/chat/completions``, ``GET /v1/models``, ``POST /v1/embeddings``
-(deterministic hash-based unit vectors). Choices made to look like real servers: `stop`
+(deterministic hash-based unit vectors) and, with ``tokenize=True``, ``POST /tokenize`` (one
+token per whitespace-separated word of ``content`` or ``prompt``; ``max_model_len`` as vLLM
+reports it when set). Choices made to look like real servers: `stop`
 sequences cut the reply; a reply longer than ``max_tokens * 4`` characters is cut with
 finish_reason "length"; usage is estimated as ceil(chars / 4).
 """
@@ -162,6 +164,8 @@ class StubServer:
         include_usage: Send a ``usage`` object.
         embedding_dim: Length of the vectors from ``/v1/embeddings``.
         default_reply: Reply used once the queue is empty; None answers HTTP 410 instead.
+        tokenize: Serve ``POST /tokenize`` (as llama.cpp's and vLLM's servers do).
+        max_model_len: Context size reported by ``/tokenize`` (None: not reported).
 
     Attributes:
         requests: Every request received: ``{"method", "path", "json"}``, in order.
@@ -177,6 +181,8 @@ class StubServer:
         include_usage: bool = True,
         embedding_dim: int = 16,
         default_reply: str | None = None,
+        tokenize: bool = False,
+        max_model_len: int | None = None,
     ) -> None:
         self._fn: StubFunction | None = replies if callable(replies) else None
         self._queue: deque[StubReply] = deque() if callable(replies) else deque(replies)
@@ -186,6 +192,8 @@ class StubServer:
         self.include_usage = include_usage
         self.embedding_dim = embedding_dim
         self.default_reply = default_reply
+        self.tokenize = tokenize
+        self.max_model_len = max_model_len
         self._requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -270,6 +278,8 @@ class StubServer:
             return _json(200, {"object": "list", "data": data})
         if method == "POST" and route == "/v1/embeddings":
             return self._embeddings(body)
+        if method == "POST" and route == "/tokenize" and self.tokenize:
+            return self._tokenize(body)
         if method == "POST" and route == "/v1/chat/completions":
             if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
                 return _error(400, "request body must be JSON with a 'messages' list")
@@ -288,6 +298,16 @@ class StubServer:
         tokens = sum(estimate_tokens(t) for t in texts)
         usage = {"prompt_tokens": tokens, "total_tokens": tokens}
         return _json(200, {"object": "list", "data": data, "model": self.model, "usage": usage})
+
+    def _tokenize(self, body: Any) -> Response:
+        text = body.get("content", body.get("prompt")) if isinstance(body, dict) else None
+        if not isinstance(text, str):
+            return _error(400, "'content' (llama.cpp) or 'prompt' (vLLM) must be a string")
+        count = len(text.split())
+        data: dict[str, Any] = {"tokens": list(range(count)), "count": count}
+        if self.max_model_len is not None:
+            data["max_model_len"] = self.max_model_len
+        return _json(200, data)
 
     def _next_replies(self, body: dict[str, Any], k: int) -> list[str] | Fault | None:
         if self._fn is not None:
