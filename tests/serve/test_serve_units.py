@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
@@ -50,7 +50,7 @@ WORDS = "straße strasse istanbul kelvin k line naïve café lines two b c brien
 WORDS += " quillsee 61 m 2"
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from(WORDS.split()) | st.text(min_size=1, max_size=6), max_size=5))
 def test_fast_matched_rows_equal_matched_rows(manager: StoreManager, words: list[str]) -> None:
     question = " ".join(words)
