@@ -8,8 +8,9 @@ drops the head (the paper's "match-only" ablation, Table 6).
 
 Choices (ours, the paper is silent):
 - A cut head ends with "…"; so does a cut row line.
-- Patterns are matched case-insensitively (`compile_pattern`) against a row's cells joined by
-  " | ", so format markup (`<td>`, quotes) never matches.
+- Patterns are matched case-insensitively against a row's cells joined by " | ", so format
+  markup (`<td>`, quotes) never matches. Matching is bounded (`patterns.bounded`): a pattern
+  that runs past its time budget shows no rows and is listed in `Preview.dropped`.
 - Rows already fully visible in the head are skipped and do not count against the limits.
   A row matched by several patterns is shown once and listed under each of them.
 - Matched rows appear in table order under a `[MATCHED ROWS]` line, each prefixed by
@@ -22,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tablequest.table.model import Table
-from tablequest.table.patterns import compile_pattern
+from tablequest.table.patterns import DroppedPattern, PatternBudget, PatternDropped, bounded
 from tablequest.table.serialize import SerialFormat, render, row_line
 
 __all__ = ["ELLIPSIS", "Preview", "preview"]
@@ -33,11 +34,13 @@ MATCHED_HEADER = "[MATCHED ROWS]"
 
 @dataclass(frozen=True)
 class Preview:
-    """A preview's text, the row ids shown per pattern, and the rows the head shows fully."""
+    """A preview's text, the row ids shown per pattern, the rows the head shows fully, and
+    the patterns dropped for running past their time budget."""
 
     text: str
     matched_rows: dict[str, list[int]] = field(default_factory=dict)
     head_rows: tuple[int, ...] = ()
+    dropped: tuple[DroppedPattern, ...] = ()
 
 
 def _cut(text: str, limit: int) -> str:
@@ -69,19 +72,13 @@ def preview(
     joined = [" | ".join(row) for row in table.body]
     shown: set[int] = set()
     matched: dict[str, list[int]] = {}
+    dropped: list[DroppedPattern] = []
     for pattern in dict.fromkeys(patterns):
-        rx = compile_pattern(pattern)
-        hits: list[int] = []
-        for pos, text in enumerate(joined):
-            if len(hits) >= rows_per_pattern:
-                break
-            if pos in inside or not rx.search(text):
-                continue
-            if pos not in shown:
-                if len(shown) >= max_rows:
-                    continue
-                shown.add(pos)
-            hits.append(pos)
+        try:
+            hits, shown = _pattern_rows(pattern, joined, inside, shown, rows_per_pattern, max_rows)
+        except PatternDropped as exc:
+            dropped.append(exc.record)
+            continue
         matched[pattern] = [table.row_ids[p] for p in hits]
     lines = []
     for pos in sorted(shown):
@@ -91,4 +88,31 @@ def preview(
     if lines:
         parts += ([MATCHED_HEADER] if head else []) + lines
     head_rows = tuple(table.row_ids[p] for p in sorted(inside))
-    return Preview(text="\n".join(parts), matched_rows=matched, head_rows=head_rows)
+    return Preview(
+        text="\n".join(parts), matched_rows=matched, head_rows=head_rows, dropped=tuple(dropped)
+    )
+
+
+def _pattern_rows(
+    pattern: str,
+    joined: list[str],
+    inside: set[int],
+    shown: set[int],
+    rows_per_pattern: int,
+    max_rows: int,
+) -> tuple[list[int], set[int]]:
+    """Positions `pattern` shows and the shown set after it (unchanged if it is dropped)."""
+    matcher, clock = bounded(pattern), PatternBudget()
+    taken = set(shown)
+    hits: list[int] = []
+    for pos, text in enumerate(joined):
+        if len(hits) >= rows_per_pattern:
+            break
+        if pos in inside or not matcher.search(text, clock):
+            continue
+        if pos not in taken:
+            if len(taken) >= max_rows:
+                continue
+            taken.add(pos)
+        hits.append(pos)
+    return hits, taken
