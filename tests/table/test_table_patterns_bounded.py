@@ -10,7 +10,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from tablequest.table import _charsets
+from tablequest.table import Preview, Table, _charsets, preview
 from tablequest.table.patterns import (
     PatternBudget,
     PatternDropped,
@@ -178,3 +178,12 @@ def test_bounded_search_equals_re(pattern: str, text: str) -> None:
     assume(r"\1" not in pattern or text.isascii())
     expected = compile_pattern(pattern).search(text) is not None
     assert bounded(pattern).search(text, PatternBudget(30.0)) is expected
+
+
+def test_preview_drops_a_pattern_over_budget_and_keeps_the_others() -> None:
+    table = Table.from_rows([["name", "note"], *[[f"row{i}", "a" * 40 + "!"] for i in range(30)]])
+    patterns = [r"(a|aa)+\1$", "row29"]
+    view = finishes(lambda: preview(table, patterns, head_chars=20, pattern_budget=0.05))
+    assert isinstance(view, Preview)
+    assert [d.pattern for d in view.dropped] == [r"(a|aa)+\1$"]
+    assert view.matched_rows == {"row29": [29]}

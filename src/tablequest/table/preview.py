@@ -23,7 +23,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tablequest.table.model import Table
-from tablequest.table.patterns import DroppedPattern, PatternBudget, PatternDropped, bounded
+from tablequest.table.patterns import (
+    PATTERN_BUDGET,
+    DroppedPattern,
+    PatternBudget,
+    PatternDropped,
+    bounded,
+)
 from tablequest.table.serialize import SerialFormat, render, row_line
 
 __all__ = ["ELLIPSIS", "Preview", "preview"]
@@ -57,8 +63,12 @@ def preview(
     rows_per_pattern: int = 1,
     line_chars: int = 400,
     match_only: bool = False,
+    pattern_budget: float = PATTERN_BUDGET,
 ) -> Preview:
-    """Build TableSeek's preview of `table` for `patterns` (see the module docstring)."""
+    """Build TableSeek's preview of `table` for `patterns` (see the module docstring).
+
+    `pattern_budget`: seconds each pattern may spend in the backtracking regex fallback.
+    """
     rendered = render(table, fmt)
     head = ""
     inside: set[int] = set()
@@ -75,7 +85,9 @@ def preview(
     dropped: list[DroppedPattern] = []
     for pattern in dict.fromkeys(patterns):
         try:
-            hits, shown = _pattern_rows(pattern, joined, inside, shown, rows_per_pattern, max_rows)
+            clock = PatternBudget(pattern_budget)
+            limits = (rows_per_pattern, max_rows)
+            hits, shown = _pattern_rows(pattern, clock, joined, inside, shown, limits)
         except PatternDropped as exc:
             dropped.append(exc.record)
             continue
@@ -95,14 +107,16 @@ def preview(
 
 def _pattern_rows(
     pattern: str,
+    clock: PatternBudget,
     joined: list[str],
     inside: set[int],
     shown: set[int],
-    rows_per_pattern: int,
-    max_rows: int,
+    limits: tuple[int, int],
 ) -> tuple[list[int], set[int]]:
-    """Positions `pattern` shows and the shown set after it (unchanged if it is dropped)."""
-    matcher, clock = bounded(pattern), PatternBudget()
+    """Positions `pattern` shows and the shown set after it (unchanged if it is dropped);
+    `limits` is (rows per pattern, rows in all)."""
+    matcher = bounded(pattern)
+    rows_per_pattern, max_rows = limits
     taken = set(shown)
     hits: list[int] = []
     for pos, text in enumerate(joined):
