@@ -8,6 +8,7 @@ HTTP server for tests. Wrappers: `CachedLLM`, `Instrumented`. See docs/llm.md.
 from tablequest.llm.base import (
     LLM,
     Completion,
+    DeadlineExceeded,
     LLMBadResponse,
     LLMError,
     LLMRequestRejected,
@@ -34,6 +35,7 @@ from tablequest.llm.config import (
     register_llm_spec,
     resolve_config,
 )
+from tablequest.llm.deadline import DEFAULT_DEADLINE, Deadline, call_scope, current_scope
 from tablequest.llm.guard import check_model_request, model_requests_allowed
 from tablequest.llm.instrument import Instrumented
 from tablequest.llm.local import LlamaCppLocal
@@ -60,6 +62,7 @@ from tablequest.llm.stub import Fault, StubServer
 from tablequest.llm.usage import BudgetExhausted, StepBudget, UsageMeter, UsageTotals
 
 __all__ = [
+    "DEFAULT_DEADLINE",
     "DEFAULT_REPAIR_PROMPT",
     "LLM",
     "NOT_CONFIGURED_HINT",
@@ -70,6 +73,8 @@ __all__ = [
     "CachedLLM",
     "Completion",
     "ConfigError",
+    "Deadline",
+    "DeadlineExceeded",
     "Fault",
     "Instrumented",
     "LLMBadResponse",
@@ -101,7 +106,9 @@ __all__ = [
     "cache_clear",
     "cache_key",
     "cache_stats",
+    "call_scope",
     "check_model_request",
+    "current_scope",
     "default_cache_dir",
     "estimate_tokens",
     "extract_answer",

@@ -1,14 +1,16 @@
 """Resolve which model to use: flags > environment > tablequest.toml > defaults.
 
 Environment: TABLEQUEST_LLM_URL, TABLEQUEST_LLM_MODEL, TABLEQUEST_LLM_KEY,
-TABLEQUEST_LLM_TIMEOUT (seconds), then the standard OPENAI_BASE_URL / OPENAI_API_KEY.
+TABLEQUEST_LLM_TIMEOUT (seconds), TABLEQUEST_DEADLINE (seconds per question), then the
+standard OPENAI_BASE_URL / OPENAI_API_KEY.
 Files: ``tablequest.toml`` in the working directory, then in the user config directory;
 keys of the first override keys of the second. Layout::
 
     [llm]
     url = "http://localhost:8000/v1"
     model = "Qwen/Qwen3-8B"
-    timeout = 60          # seconds per HTTP attempt
+    timeout = 60          # seconds of silence per HTTP attempt
+    deadline = 600        # seconds per question, all calls and retries (0 = none)
     max_retries = 3
     max_concurrency = 4
     cache = true          # temperature-0 calls only
@@ -22,6 +24,7 @@ model is a configuration error (servers differ in what they would pick).
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from collections.abc import Callable, Mapping
@@ -33,6 +36,7 @@ import platformdirs
 
 from tablequest.llm.base import LLM
 from tablequest.llm.cache import CachedLLM
+from tablequest.llm.deadline import DEFAULT_DEADLINE, Deadline
 from tablequest.llm.instrument import Instrumented
 from tablequest.llm.local import LlamaCppLocal
 from tablequest.llm.openai_compat import OpenAICompatible
@@ -75,6 +79,7 @@ class LLMConfig:
     max_retries: int = 3
     max_concurrency: int = 4
     cache: bool = True
+    deadline: float = DEFAULT_DEADLINE
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
 
@@ -83,15 +88,30 @@ class LLMConfig:
         """Whether a URL or a model was given at all."""
         return bool(self.url or self.model)
 
+    def question_deadline(self) -> Deadline:
+        """A fresh `Deadline` for one question, starting now (no limit when deadline = 0)."""
+        return Deadline(self.deadline or None)
+
 
 _DEFAULTS = LLMConfig()
-_KEYS = ("url", "model", "api_key", "timeout", "max_retries", "max_concurrency", "cache")
+_KEYS = (
+    "url",
+    "model",
+    "api_key",
+    "timeout",
+    "max_retries",
+    "max_concurrency",
+    "cache",
+    "deadline",
+)
 _ENV = {
     "url": ("TABLEQUEST_LLM_URL", "OPENAI_BASE_URL"),
     "model": ("TABLEQUEST_LLM_MODEL",),
     "api_key": ("TABLEQUEST_LLM_KEY", "OPENAI_API_KEY"),
     "timeout": ("TABLEQUEST_LLM_TIMEOUT",),
+    "deadline": ("TABLEQUEST_DEADLINE",),
 }
+_MAY_BE_ZERO = ("max_retries", "deadline")  # 0 retries; 0 = no deadline
 
 
 def config_files(cwd: str | Path | None = None) -> list[Path]:
@@ -130,8 +150,12 @@ def _coerce(key: str, value: Any, where: str) -> Any:
             return value
         if isinstance(value, bool):
             raise TypeError("expected a number")
-        number = float(value) if key == "timeout" else int(value)
-        if (number <= 0 and key != "max_retries") or number < 0:
+        number = float(value) if key in ("timeout", "deadline") else int(value)
+        if not math.isfinite(number):
+            raise ValueError("must be a finite number")
+        if key in _MAY_BE_ZERO and number < 0:
+            raise ValueError("must be >= 0")
+        if key not in _MAY_BE_ZERO and number <= 0:
             raise ValueError("must be positive")
         return number
     except (TypeError, ValueError) as exc:
@@ -164,6 +188,7 @@ def resolve_config(
     max_retries: int | None = None,
     max_concurrency: int | None = None,
     cache: bool | None = None,
+    deadline: float | None = None,
     config_path: str | Path | None = None,
     env: Mapping[str, str] | None = None,
     cwd: str | Path | None = None,
@@ -171,6 +196,8 @@ def resolve_config(
     """Merge flags (the keyword arguments), environment, config files and defaults.
 
     Args:
+        deadline: Seconds per question for all its calls and retries (0 = no deadline);
+            see `LLMConfig.question_deadline`.
         config_path: Use this file instead of searching cwd and the user config dir.
         env: Environment to read (default: ``os.environ``).
         cwd: Directory to look for ``tablequest.toml`` in (default: the working directory).
@@ -212,6 +239,7 @@ def resolve_config(
         "max_retries": max_retries,
         "max_concurrency": max_concurrency,
         "cache": cache,
+        "deadline": deadline,
     }
     for key, value in flags.items():
         if value is not None:
