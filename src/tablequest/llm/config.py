@@ -179,6 +179,27 @@ def _prices(table: Any, where: str) -> dict[str, tuple[float, float]]:
     return out
 
 
+def _from_files(
+    files: list[Path], values: dict[str, Any], sources: dict[str, str]
+) -> dict[str, tuple[float, float]]:
+    """Fill `values`/`sources` from [llm] of each file (lowest precedence first); prices."""
+    prices: dict[str, tuple[float, float]] = {}
+    for path in reversed(files):
+        data = _read_toml(path)
+        llm = data.get("llm", {})
+        if not isinstance(llm, dict):
+            raise ConfigError(f"{path}: [llm] must be a table")
+        unknown = set(llm) - set(_KEYS)
+        if unknown:
+            raise ConfigError(f"{path}: unknown [llm] key(s) {sorted(unknown)}; known: {_KEYS}")
+        for key, value in llm.items():
+            values[key] = _coerce(key, value, str(path))
+            sources[key] = str(path)
+        if "prices" in data:
+            prices.update(_prices(data["prices"], str(path)))
+    return prices
+
+
 def resolve_config(
     *,
     url: str | None = None,
@@ -208,23 +229,10 @@ def resolve_config(
     environ = os.environ if env is None else env
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
-    prices: dict[str, tuple[float, float]] = {}
     files = [Path(config_path)] if config_path is not None else config_files(cwd)
     if config_path is not None and not files[0].is_file():
         raise ConfigError(f"config file not found: {str(config_path)!r}")
-    for path in reversed(files):  # lowest precedence first
-        data = _read_toml(path)
-        llm = data.get("llm", {})
-        if not isinstance(llm, dict):
-            raise ConfigError(f"{path}: [llm] must be a table")
-        unknown = set(llm) - set(_KEYS)
-        if unknown:
-            raise ConfigError(f"{path}: unknown [llm] key(s) {sorted(unknown)}; known: {_KEYS}")
-        for key, value in llm.items():
-            values[key] = _coerce(key, value, str(path))
-            sources[key] = str(path)
-        if "prices" in data:
-            prices.update(_prices(data["prices"], str(path)))
+    prices = _from_files(files, values, sources)
     for key, names in _ENV.items():
         for name in names:
             if environ.get(name):
