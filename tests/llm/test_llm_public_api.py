@@ -26,7 +26,7 @@ LLM_API = {
     # parsing
     "ParseError", "NoJSONFound", "WrongJSONType", "TruncatedOutput", "BadCall", "NoAnswer",
     "BadReAct", "ReactStep", "extract_json", "extract_answer", "strip_think", "parse_f_row",
-    "parse_f_col", "parse_react", "ask_with_repair", "DEFAULT_REPAIR_PROMPT",
+    "parse_f_col", "parse_react", "ask_with_repair", "DEFAULT_REPAIR_PROMPT", "is_non_answer",
 }  # fmt: skip
 
 TRACE_API = {
