@@ -117,6 +117,12 @@ def test_pattern_past_its_budget_is_dropped_with_the_reason() -> None:
     assert caught.value.record.reason == caught.value.reason
 
 
+def test_rewrite_too_long_to_compile_in_time_is_dropped_unrun() -> None:
+    pattern = r"\b" + r"\w+?\b(?=x)" * 50  # lookaheads: only the backtracking fallback
+    with pytest.raises(PatternDropped, match="rewrite has .* characters"):
+        finishes(lambda: pattern_search(pattern, "été " * 10))
+
+
 def test_matching_lines_shares_one_budget_and_raises_on_drop() -> None:
     lines = ["Chicago Fire", "MLS", "chicago", "fire chicago"]
     assert matching_lines(r"chicago\s*fire|^mls$", lines) == [0, 1]

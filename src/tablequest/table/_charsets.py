@@ -214,6 +214,7 @@ def _re2_escape(code: int) -> str:
     return f"\\x{{{code:x}}}"
 
 
+@functools.lru_cache(maxsize=1024)
 def re2_class(ranges: Ranges) -> str:
     """The set as an RE2 class (UTF-8 text holds no surrogates, so they are left out)."""
     ranges = subtract(ranges, SURROGATES)
@@ -251,6 +252,7 @@ def _regex_base(source: str) -> Ranges:
     return _runs(regex.compile(f"(?:{source})+"))
 
 
+@functools.lru_cache(maxsize=1024)
 def regex_class(ranges: Ranges) -> str:
     """The set as a `regex` module class (which, like `re`, can meet surrogates).
 

@@ -20,6 +20,8 @@ first engine that can take the pattern (and text):
    backreferences, lookarounds, possessive repeats, ``\\b`` inside a repeated pattern on
    non-ASCII text. One `PatternBudget` is shared by every text one call searches; past it
    the search raises `PatternDropped` and the caller drops the pattern and records why.
+   Compiling is not counted: it is bounded by the rewrite's size (`MAX_REGEX_SOURCE`; a
+   longer rewrite is dropped unrun).
 
 Results equal `re`'s in all three (property-tested), except backreferences under
 case-insensitivity in tier 3 (see `_translate`). Only tier 3 can run out of time, so an
@@ -62,6 +64,10 @@ sre_parse: Any = importlib.import_module("re._parser")
 
 PATTERN_BUDGET = 1.0  # seconds one pattern may spend in the backtracking fallback per call
 RE_STEP_LIMIT = 2048  # tier 1: at most this many backtracking steps per start position
+# Rewrites spell classes out, and compiling takes time no budget can interrupt (RE2 ~0.6 µs,
+# `regex` ~9 µs per character of pattern): longer rewrites are not compiled.
+MAX_RE2_SOURCE = 300_000
+MAX_REGEX_SOURCE = 50_000
 Engine = Literal["re", "re2", "regex"]
 
 # Characters `re.IGNORECASE` equates with an ASCII letter whose case fold differs.
@@ -130,6 +136,11 @@ class PatternBudget:
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
 
+    def exclude(self, seconds: float) -> None:
+        """Do not count `seconds` spent on something else (compiling, which is bounded
+        by the rewrite's size)."""
+        self.deadline += seconds
+
 
 class BoundedPattern:
     """One pattern with its engines (module docstring); `search` is the bounded test."""
@@ -191,7 +202,9 @@ class BoundedPattern:
         emitter = Emitter("re2", shape)
         compiled = None
         try:
-            compiled = _re2_compile(emitter.pattern(self._items, self._flags))
+            source = emitter.pattern(self._items, self._flags)
+            if len(source) <= MAX_RE2_SOURCE:
+                compiled = _re2_compile(source)
         except Unsupported:
             compiled = None
         if self._re2_fields is None:
@@ -201,13 +214,17 @@ class BoundedPattern:
 
     def _search_fallback(self, text: str, budget: PatternBudget) -> bool:
         if self._fallback is None and self._fallback_error is None:
+            started = time.monotonic()
             try:
                 source = Emitter("regex").pattern(self._items, self._flags)
+                if len(source) > MAX_REGEX_SOURCE:
+                    raise Unsupported(f"its rewrite has {len(source):,} characters")
                 import regex  # imported on first need: it takes ~0.1 s
 
                 self._fallback = regex.compile(source)
             except Exception as exc:  # Unsupported, or the regex module refusing the rewrite
                 self._fallback_error = f"no bounded regex engine takes it ({exc})"
+            budget.exclude(time.monotonic() - started)
         if self._fallback_error is not None:
             raise PatternDropped(self.pattern, self._fallback_error)
         remaining = budget.remaining()
@@ -236,7 +253,7 @@ def _re2_compile(source: str) -> Any:
     options = re2.Options()
     options.never_capture = True
     options.log_errors = False
-    options.max_mem = 64 << 20
+    options.max_mem = 8 << 20  # RE2's default; a rewrite needing more falls back to `regex`
     rx = _re2.RE2(source.encode("utf-8"), options)
     if not rx.ok():
         raise Unsupported(rx.error().decode("utf-8", "replace"))
