@@ -16,6 +16,7 @@ from tablequest.llm import (
     Fault,
     Instrumented,
     LLMTimeout,
+    LLMUnavailable,
     OpenAICompatible,
     StubServer,
     UsageMeter,
@@ -177,6 +178,19 @@ def test_broken_stream_falls_back_to_a_whole_reply(make: Any) -> None:
     assert c.text == "whole reply"
     assert bodies[0]["stream"] is True and "stream" not in bodies[1]
     assert not client.supports_streaming
+
+
+def test_error_event_mid_stream_is_a_failing_server_and_is_retried(make: Any) -> None:
+    with StubServer([Fault.stream_error("KV cache full"), "second try"]) as stub:
+        client = make(stub.url)
+        [c] = client.chat(MSG)
+        bodies = stub.chat_requests
+    assert c.text == "second try"
+    assert [b["stream"] for b in bodies] == [True, True]
+    assert client.supports_streaming  # a server error says nothing against streaming
+    failing = StubServer([Fault.stream_error("KV cache full")] * 3)
+    with failing, pytest.raises(LLMUnavailable, match=r"streamed an error .*KV cache full"):
+        make(failing.url, max_retries=1).chat(MSG)
 
 
 # -- timeouts: silence, probes, no blind re-sends -------------------------------------------

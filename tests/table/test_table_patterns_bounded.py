@@ -119,7 +119,7 @@ def test_pattern_past_its_budget_is_dropped_with_the_reason() -> None:
 
 def test_rewrite_too_long_to_compile_in_time_is_dropped_unrun() -> None:
     pattern = r"\b" + r"\w+?\b(?=x)" * 50  # lookaheads: only the backtracking fallback
-    with pytest.raises(PatternDropped, match="rewrite has .* characters"):
+    with pytest.raises(PatternDropped, match=r"rewrite has .* characters"):
         finishes(lambda: pattern_search(pattern, "été " * 10))
 
 

@@ -122,6 +122,7 @@ class Timing:
     stall_after: int | None = None  # tokens sent before a stall
     stall: float = 0.0  # length of the stall
     broken: bool = False  # a malformed event after the first token
+    error: str | None = None  # an error event after the first token, ending the stream
 
     def total(self, n_tokens: int) -> float:
         """All the waits of a reply of `n_tokens` tokens."""
@@ -161,6 +162,9 @@ def stream_steps(
             wait = 0.0
         if timing.broken and j == 0:
             steps.append(Step(0.0, b'data: {"choices": [{"delta": \n\n'))
+        if timing.error is not None and j == 0:
+            error = {"error": {"message": timing.error, "type": "server_error", "code": 503}}
+            return [*steps, Step(0.0, _event(error))]
     for i, (_, reason) in enumerate(cut):
         end = {"index": i, "delta": {}, "finish_reason": reason, "logprobs": None}
         steps.append(Step(0.0, _event({**chunk, "choices": [end]})))

@@ -370,11 +370,13 @@ class OpenAICompatible(LLM):
                     raise scope.deadline.exceeded(
                         f"while {self._where} was still streaming", **self._kw
                     )
-        except (ValueError, AttributeError, TypeError, openai.APIError) as exc:
-            if isinstance(exc, openai.APITimeoutError | openai.APIConnectionError):
-                raise
+        except (ValueError, AttributeError, TypeError) as exc:
             self._stop_streaming(scope, f"the stream could not be parsed ({exc})")
             raise _Unsupported("stream") from exc
+        except openai.APIError as exc:
+            if isinstance(exc, openai.APITimeoutError | openai.APIConnectionError):
+                raise
+            raise self._streamed_error(exc) from exc  # an error event: a failing server
         finally:
             stream.close()
         latency = time.perf_counter() - started
@@ -419,6 +421,16 @@ class OpenAICompatible(LLM):
             )
 
         return _Retryable(make, timeout=True)
+
+    def _streamed_error(self, exc: openai.APIError) -> _Retryable:
+        def make(attempts: int) -> LLMError:
+            return LLMUnavailable(
+                f"{self._where} streamed an error ({exc.message[:300]}) on every one of "
+                f"{attempts} attempt(s); the server is overloaded or failing",
+                **self._kw,
+            )
+
+        return _Retryable(make)
 
     def _unreachable(self, exc: Exception) -> _Retryable:
         def make(attempts: int) -> LLMError:

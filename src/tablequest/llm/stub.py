@@ -49,6 +49,7 @@ FaultKind = Literal[
     "slow_stream",
     "stall",
     "broken_stream",
+    "stream_error",
 ]
 
 
@@ -62,6 +63,7 @@ class Fault:
     retry_after: float | str | None = None
     text: str = ""
     after: int = 0
+    message: str = ""
 
     @staticmethod
     def delay(seconds: float, then: str = "") -> Fault:
@@ -87,6 +89,12 @@ class Fault:
         """Stream the first token of `text`, then an event that is not JSON (a non-streaming
         request gets `text` normally)."""
         return Fault("broken_stream", text=text)
+
+    @staticmethod
+    def stream_error(message: str, text: str = "partial reply") -> Fault:
+        """Stream the first token of `text`, then an error event (a server failing mid-way;
+        a non-streaming request gets HTTP 503)."""
+        return Fault("stream_error", code=503, text=text, message=message)
 
     @staticmethod
     def status(code: int, *, retry_after: float | str | None = None, message: str = "") -> Fault:
@@ -430,7 +438,7 @@ class StubServer:
         finish, timing = "stop", Timing()
         if isinstance(replies, Fault):
             fault = replies
-            if fault.kind == "status":
+            if fault.kind == "status" or (fault.kind == "stream_error" and not stream):
                 return self._status_fault(fault)
             if fault.kind == "malformed_json":
                 return 200, {}, fault.text.encode()
@@ -465,7 +473,7 @@ class StubServer:
 
     def _status_fault(self, fault: Fault) -> Response:
         headers = {} if fault.retry_after is None else {"Retry-After": str(fault.retry_after)}
-        message = fault.text or f"injected HTTP {fault.code}"
+        message = fault.message or fault.text or f"injected HTTP {fault.code}"
         status, _, payload = _error(fault.code, message)
         return status, headers, payload
 
@@ -486,4 +494,6 @@ def _timing(fault: Fault, n_pieces: int) -> Timing:
         return Timing(stall_after=min(fault.after, n_pieces), stall=fault.seconds)
     if fault.kind == "broken_stream":
         return Timing(broken=True)
+    if fault.kind == "stream_error":
+        return Timing(error=fault.message or "injected stream error")
     return Timing()
