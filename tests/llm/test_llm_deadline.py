@@ -128,10 +128,10 @@ def test_deadline_from_default_file_env_and_flag(tmp_path: Path) -> None:
 
 # -- streaming ----------------------------------------------------------------------------------
 def test_slow_server_that_keeps_streaming_is_not_cut_off(make: Any) -> None:
-    text = " ".join(f"w{i}" for i in range(12))
-    with StubServer([Fault.slow_stream(text, 0.1)]) as stub:
-        # 12 tokens at 0.1 s: more than the 0.5 s timeout in all, never 0.5 s silent
-        [c] = make(stub.url, timeout=0.5).chat(MSG)
+    text = " ".join(f"w{i}" for i in range(30))
+    with StubServer([Fault.slow_stream(text, 0.05)]) as stub:
+        # 30 tokens at 0.05 s: more than the 1 s timeout in all, never near 1 s silent
+        [c] = make(stub.url, timeout=1.0).chat(MSG)
         assert paths(stub) == [CHAT]
     assert c.text == text and c.finish_reason == "stop"
     assert stub.chat_requests[0]["stream"] is True
@@ -212,7 +212,7 @@ def test_server_that_does_not_answer_the_probe_is_not_sent_it_again(make: Any) -
 def test_timeout_is_retried_once_when_the_models_probe_answers(make: Any) -> None:
     trace, usage = Trace.in_memory(), UsageMeter()
     with StubServer([Fault.delay(5), "second try"], health_route=False) as stub:
-        llm = Instrumented(make(stub.url, timeout=0.3), trace=trace, usage=usage)
+        llm = Instrumented(make(stub.url, timeout=1.0), trace=trace, usage=usage)
         [c] = llm.chat(MSG)
         assert paths(stub) == [CHAT, "/health?fail_on_no_slot=1", "/v1/models", CHAT]
     assert c.text == "second try"
@@ -244,7 +244,7 @@ def test_deadline_ends_retries_of_a_failing_server(make: Any) -> None:
 def test_deadline_ends_a_stream_that_keeps_going(make: Any) -> None:
     text = " ".join(f"w{i}" for i in range(400))  # 400 tokens at 0.05 s: 20 s in all
     with StubServer([Fault.slow_stream(text, 0.05)]) as stub:
-        llm = Instrumented(make(stub.url, timeout=5), deadline=Deadline(0.6))
+        llm = Instrumented(make(stub.url, timeout=5), deadline=Deadline(2.0))
         with pytest.raises(DeadlineExceeded, match="still streaming"):
             llm.chat(MSG)
         assert paths(stub) == [CHAT]
