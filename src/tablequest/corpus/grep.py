@@ -37,8 +37,6 @@ from __future__ import annotations
 
 import functools
 import io
-import re
-import warnings
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -52,7 +50,6 @@ from tablequest.corpus.literals import (
     seq_requirement,
     single_line,
     sre_c,
-    sre_parse,
 )
 from tablequest.corpus.tokens import MIXED, WORD, TokenIndex, token_safe
 from tablequest.corpus.trigrams import IntArray, Trigrams
@@ -93,10 +90,7 @@ class Plan:
 def plan(pattern: str) -> Plan:
     """Parse the effective pattern (invalid regexes are literals) into a `Plan`."""
     matcher = bounded(pattern)
-    rx = matcher.regex
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        items = list(sre_parse.parse(rx.pattern, re.IGNORECASE))
+    items = matcher.items
     req = seq_requirement(items)
     word, literal = None, False
     if req is not None and len(req) == 1 and len(req[0]) == 1:

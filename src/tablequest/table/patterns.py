@@ -151,9 +151,10 @@ class BoundedPattern:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             tree = sre_parse.parse(self.regex.pattern, self.regex.flags)
-        self._items: list[tuple[Any, Any]] = list(tree)
+        #: The parse tree of `regex` (``re._parser`` items), for callers that analyse it.
+        self.items: list[tuple[Any, Any]] = list(tree)
         self._flags: int = tree.state.flags
-        cost = backtrack_cost(self._items)
+        cost = backtrack_cost(self.items)
         #: Python's compiled pattern when tier 1 applies (callers may use pos/endpos on it).
         self.python = self.regex if cost is not None and cost <= RE_STEP_LIMIT else None
         self._re2_fields: tuple[str, ...] | None = None
@@ -202,7 +203,7 @@ class BoundedPattern:
         emitter = Emitter("re2", shape)
         compiled = None
         try:
-            source = emitter.pattern(self._items, self._flags)
+            source = emitter.pattern(self.items, self._flags)
             if len(source) <= MAX_RE2_SOURCE:
                 compiled = _re2_compile(source)
         except Unsupported:
@@ -216,7 +217,7 @@ class BoundedPattern:
         if self._fallback is None and self._fallback_error is None:
             started = time.monotonic()
             try:
-                source = Emitter("regex").pattern(self._items, self._flags)
+                source = Emitter("regex").pattern(self.items, self._flags)
                 if len(source) > MAX_REGEX_SOURCE:
                     raise Unsupported(f"its rewrite has {len(source):,} characters")
                 import regex  # imported on first need: it takes ~0.1 s
