@@ -2,18 +2,19 @@
 
 Every attempt runs through `Sandbox(...).session(frames).run(code, timeout)` and must be
 contained: the host lives, no secret shows up in stdout/value/error, no file appears outside
-the session, the server receives no connection, the run returns within its timeout plus a
-small slack, and honest pandas code in the same session still gives the right answer.
+the session and no host file changes owner, mode, times or attributes, the server receives
+no connection, the run returns within its timeout plus a small slack, and honest pandas code
+in the same session still gives the right answer.
 
-The attempts run against several configurations, so that each layer is tested on its own:
-- `default`: the best isolation this machine offers (bubblewrap / unshare when available);
-  it also takes the attempts that kill the child or wreck its Python state;
-- `no-namespaces`: a plain process with rlimits + Landlock + seccomp + audit hook (a machine
-  without bubblewrap and user namespaces);
-- `audit-only`: the in-process audit hook alone (seccomp and Landlock off), which must still
-  contain the ordinary attempts (not file access from native code: it raises no audit event);
-- `kernel-only`: bubblewrap + Landlock + seccomp with the audit hook off (skipped without
-  bubblewrap): what remains if memory corruption disabled the hook.
+The audit hook is a convenience layer, not a boundary (it can be switched off from inside),
+so every attempt that the kernel layers must stop also runs with the hook disabled, in every
+mode this machine supports:
+- `default`: bubblewrap with every layer (what `Sandbox()` gives); it also takes the attempts
+  that kill the child or wreck its Python state;
+- `kernel-only`: bubblewrap, audit hook off;
+- `unshare-kernel` / `off-kernel`: the degraded modes (opted in), audit hook off: an unused
+  uid, Landlock, seccomp and rlimits must hold on their own. Skipped where the mode does not
+  work here.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ class Attack:
     fatal: bool = False  # kills the child (it is restarted for the next run)
     poisons: bool = False  # wrecks the session's Python state: run in a fresh session
     kernel: bool = True  # kernel layers alone must contain it (False: audit-hook territory)
-    bwrap_only: bool = False  # only safe to attempt where the session is a size-capped tmpfs
+    needs_quota: bool = False  # only safe to attempt where the session is a capped tmpfs
     native: bool = False  # file access from C code: only bubblewrap's view or Landlock stop it
     check: Callable[[ExecResult, Host], None] | None = None
 
@@ -89,6 +90,21 @@ def value_is(expected: str) -> Callable[[ExecResult, Host], None]:
     return check
 
 
+def at_most_threads(cap: int) -> Callable[[ExecResult, Host], None]:
+    def check(result: ExecResult, host: Host) -> None:
+        assert result.ok and int(str(result.value)) < cap, result
+
+    return check
+
+
+def no_root_setuid_file(result: ExecResult, host: Host) -> None:
+    assert not (result.ok and str(result.value).startswith("(0, ")), result
+
+
+def forged_figures_refused(result: ExecResult, host: Host) -> None:
+    assert result.figures == [] and "not a valid PNG image" in str(result.error), result
+
+
 OUT = "{outside}"
 ATTACKS = [
     # -- reading host files
@@ -108,6 +124,7 @@ ATTACKS = [
         "import os, sys\nd = os.open(sys.prefix, os.O_RDONLY)\n"
         "os.read(os.open('../../../../../../../..' + {secret!r}, os.O_RDONLY, dir_fd=d), 99)",
     ),
+    Attack("read-root-only-in-roots", "open({root_private!r}).read()"),
     Attack("list-host-dir", "import os\nos.listdir({outside!r})"),
     Attack("copy-out", "import shutil\nshutil.copy({secret!r}, 'x.txt')\nopen('x.txt').read()"),
     Attack("linecache", "import linecache\nlinecache.getlines({secret!r})", must_fail=False),
@@ -121,6 +138,25 @@ ATTACKS = [
     Attack("write-python-install", "import os\nopen(os.__file__, 'a').write('# pwned')"),
     Attack("write-host-tmp", "open('/tmp/tablequest-pwned.txt', 'w').write('x')"),
     Attack("sqlite-outside", "import sqlite3\nsqlite3.connect({outside!r} + '/pwned.db')"),
+    # -- changing host files without writing them (Landlock does not cover these calls)
+    Attack("write-chmod", "import os\nos.chmod({secret!r}, 0o777)"),
+    Attack(
+        "write-chmod-dir-fd",
+        "import os\nd = os.open({outside!r}, os.O_PATH)\nos.chmod('secret.txt', 0o666, dir_fd=d)",
+    ),
+    Attack(
+        "write-utime-dir-fd",
+        "import os\nd = os.open({outside!r}, os.O_PATH)\nos.utime('private.txt', (0, 0), dir_fd=d)",
+    ),
+    Attack("write-setxattr", "import os\nos.setxattr({secret!r}, 'user.pwned', b'1')"),
+    Attack("write-chown", "import os\nos.chown({secret!r}, os.getuid(), os.getgid())"),
+    Attack(
+        "write-setuid-copy",
+        "import os, shutil, stat\nshutil.copy('/usr/bin/true', 'suid')\nos.chmod('suid', 0o4755)\n"
+        "st = os.stat('suid')\n(st.st_uid, bool(st.st_mode & stat.S_ISUID))",
+        must_fail=False,
+        check=no_root_setuid_file,
+    ),
     # -- file access from native code (no audit event: the kernel layers must hold)
     Attack("native-parquet-write", "sales.to_parquet({outside!r} + '/pwned.parquet')", native=True),
     Attack("native-arrow-read", "import pyarrow as pa\npa.OSFile({secret!r}).read()", native=True),
@@ -173,6 +209,8 @@ ATTACKS = [
         "net-unix-socket", "import socket\nsocket.socket(socket.AF_UNIX).connect('/run/x.sock')"
     ),
     Attack("net-dns", "import socket\nsocket.getaddrinfo('example.com', 80)"),
+    Attack("net-socketpair", "import socket\nsocket.socketpair()"),
+    Attack("net-socketpair-raw", "import sys\nsys.modules['_socket'].socketpair()"),
     # -- process creation
     Attack("proc-subprocess", "import subprocess\nsubprocess.run(['touch', {outside!r} + '/p1'])"),
     Attack("proc-os-system", "import os\nos.system('touch ' + {outside!r} + '/p2')"),
@@ -275,8 +313,33 @@ ATTACKS = [
     Attack(
         "disk-bomb-many-files",
         "for i in range(64):\n    open(f'f{{i}}', 'wb').write(b'x' * (60 * 2 ** 20))",
-        bwrap_only=True,
+        needs_quota=True,
         poisons=True,
+    ),
+    Attack(
+        "disk-bomb-inodes",
+        "import os\nmade = 0\ntry:\n    for i in range(30_000):\n"
+        "        open(f'i{{i}}', 'w').close()\n        made += 1\nfinally:\n"
+        "    for i in range(made):\n        os.remove(f'i{{i}}')",
+        timeout=20.0,
+        needs_quota=True,
+    ),
+    Attack("memfd", "import os\nos.memfd_create('hold')"),
+    Attack(
+        "sysv-shm",
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "shm = libc.shmget(0, 64 << 20, 0o1600)\nif shm < 0:\n"
+        "    raise PermissionError(ctypes.get_errno())\nshm",
+    ),
+    Attack(
+        "thread-cap",
+        "import threading\nthreading.stack_size(1 << 16)\nstop = threading.Event()\nstarted = 0\n"
+        "try:\n    for _ in range(3000):\n"
+        "        threading.Thread(target=stop.wait, daemon=True).start()\n        started += 1\n"
+        "except RuntimeError:\n    pass\nfinally:\n    stop.set()\nstarted",
+        timeout=20.0,
+        must_fail=False,
+        check=at_most_threads(64),
     ),
     Attack("stdout-bomb", "print('x' * 100_000_000)", must_fail=False, check=stdout_capped),
     Attack("value-bomb", "'v' * 50_000_000", must_fail=False, check=value_capped),
@@ -375,6 +438,28 @@ ATTACKS = [
         fatal=True,
     ),
     Attack(
+        "forge-nested-reply",
+        "import os, stat, struct\nmsg = b'[' * 100_000 + b']' * 100_000\nfor fd in range(3, 64):\n"
+        "    try:\n        if stat.S_ISFIFO(os.fstat(fd).st_mode):\n"
+        "            os.write(fd, struct.pack('>I', len(msg)) + msg)\n    except OSError:\n"
+        "        pass",
+        fatal=True,
+    ),
+    Attack(
+        "forge-figures-with-the-right-id",
+        "import base64, json, os, stat, struct, sys\nf = sys._getframe()\n"
+        "while f is not None and 'request' not in f.f_locals:\n    f = f.f_back\n"
+        "rid = f.f_locals['request'].get('id') if f is not None else None\n"
+        "fake = base64.b64encode(b'\\x89PNG\\r\\n\\x1a\\n' + b'junk' * 64).decode()\n"
+        "msg = json.dumps({{'id': rid, 'ok': True, 'stdout': '', 'value': None, 'error': None, "
+        "'figures': [fake] * 8}}).encode()\nfor fd in range(3, 64):\n    try:\n"
+        "        if stat.S_ISFIFO(os.fstat(fd).st_mode):\n"
+        "            os.write(fd, struct.pack('>I', len(msg)) + msg)\n    except OSError:\n"
+        "        pass",
+        fatal=True,
+        check=forged_figures_refused,
+    ),
+    Attack(
         "close-pipes",
         "import os\nfor fd in range(3, 64):\n    try:\n        os.close(fd)\n    except OSError:\n"
         "        pass",
@@ -384,18 +469,17 @@ ATTACKS = [
 
 CONFIGS: dict[str, dict[str, Any]] = {
     "default": {},
-    "no-namespaces": {"use_namespaces": "off"},
-    "audit-only": {"use_namespaces": "off", "seccomp": False, "landlock": False},
     "kernel-only": {"use_namespaces": "bwrap", "audit_hook": False},
+    "unshare-kernel": {"use_namespaces": "unshare", "isolation": "degraded", "audit_hook": False},
+    "off-kernel": {"use_namespaces": "off", "isolation": "degraded", "audit_hook": False},
 }
 
 
 def applies(config: str, attack: Attack) -> bool:
     """Fatal and state-wrecking attempts need a new child each: the default config covers them
-    (the host-side handling they test is the same in every configuration)."""
-    if config == "kernel-only" and not attack.kernel:
-        return False
-    if config == "audit-only" and attack.native:
+    (the host-side handling they test is the same in every configuration; the per-mode limits
+    have non-poisoning attempts: disk-bomb-inodes, thread-cap, memfd, sysv-shm)."""
+    if config != "default" and not attack.kernel:
         return False
     return config == "default" or not (attack.fatal or attack.poisons)
 
@@ -424,7 +508,7 @@ class Harness:
             try:
                 sb = Sandbox(prewarm=config == "default", **CONFIGS[config])
             except SandboxUnavailable as exc:
-                self.skipped[config] = f"{config} needs bubblewrap: {exc}"
+                self.skipped[config] = f"{config} does not work on this machine: {exc}"
                 pytest.skip(self.skipped[config])
             self.sandboxes[config] = sb
         return self.sandboxes[config]
@@ -450,6 +534,7 @@ def harness(host: Host, frames: dict[str, pd.DataFrame]) -> Iterator[Harness]:
 
 def fill(code: str, host: Host) -> str:
     return code.format(
+        root_private=str(host.root_private),
         secret=str(host.secret_file),
         private=str(host.private_file),
         outside=str(host.outside_dir),
@@ -468,24 +553,30 @@ def leaked(result: ExecResult, host: Host) -> list[str]:
 @pytest.mark.parametrize(("config", "attack"), CASES)
 def test_escape_is_contained(harness: Harness, host: Host, config: str, attack: Attack) -> None:
     sandbox = harness.sandbox(config)
-    if attack.bwrap_only and sandbox.mode != "bwrap":
-        pytest.skip("needs the size-capped tmpfs session directory of bubblewrap")
+    if "{root_private" in attack.code and host.root_private is None:
+        pytest.skip("the interpreter install is read-only: no root-only file can be placed in it")
     python_os = os.stat(os.__file__).st_mtime_ns
+    before = host.fingerprint()
     fresh = sandbox.session(harness.frames) if attack.poisons else None
     session = fresh or harness.session(config)
-    if attack.native and not any(
-        layer.active for layer in session.layers if layer.name in ("file-system view", "landlock")
-    ):
+    active = {layer.name for layer in session.layers if layer.active}
+    missing = None
+    if attack.native and not active & {"file-system view", "landlock"}:
+        missing = "no kernel file-system layer here (residual risk, see docs/security.md)"
+    if attack.needs_quota and "disk quota" not in active:
+        missing = "no capped tmpfs session directory in this mode (see docs/security.md)"
+    if missing is not None:
         if fresh is not None:
             fresh.close()
-        pytest.skip("no kernel file-system layer here (residual risk, see docs/security.md)")
+        pytest.skip(missing)
     try:
         start = time.monotonic()
         result = session.run(fill(attack.code, host), timeout=attack.timeout)
         elapsed = time.monotonic() - start
         assert elapsed <= attack.timeout + SLACK, elapsed
         assert not leaked(result, host), result
-        if attack.must_fail and config != "kernel-only":  # there: "no effect" is the bar
+        if attack.must_fail and CONFIGS[config].get("audit_hook", True):
+            # without the hook, "no effect" is the bar (os.system returns -1, no exception)
             assert not result.ok, result
         if attack.fatal:
             assert result.error is not None and "restarted" in result.error
@@ -494,6 +585,7 @@ def test_escape_is_contained(harness: Harness, host: Host, config: str, attack: 
         assert sorted(os.listdir(host.outside_dir)) == ["private.txt", "secret.txt"]
         assert not os.path.exists("/tmp/tablequest-pwned.txt")
         assert os.stat(os.__file__).st_mtime_ns == python_os
+        assert host.fingerprint() == before
         assert host.connections() == 0
         if not attack.poisons:
             honest = session.run(HONEST)
@@ -511,8 +603,10 @@ def test_the_suite_is_broad_enough() -> None:
         assert family in families, family
 
 
-def test_acceptance_unseen_attempts(host: Host, frames: dict[str, pd.DataFrame]) -> None:
-    """A fresh default sandbox, a mixed batch of attempts and honest work in the same session."""
+def test_acceptance_unseen_attempts(
+    host: Host, frames: dict[str, pd.DataFrame], sandbox: Sandbox
+) -> None:
+    """A fresh default session, a mixed batch of attempts and honest work in the same session."""
     batch = [
         f"import os\nos.execve('/bin/cat', ['cat', {str(host.secret_file)!r}], {{}})",
         f"with open({str(host.secret_file)!r}, 'rb', buffering=0) as f:\n    f.read()",
@@ -521,7 +615,7 @@ def test_acceptance_unseen_attempts(host: Host, frames: dict[str, pd.DataFrame])
         "import os\nos.spawnv(os.P_WAIT, '/bin/sh', ['sh'])",
         f"pd.DataFrame({{'a': [1]}}).to_parquet({str(host.outside_dir)!r} + '/x.parquet')",
     ]
-    with Sandbox(prewarm=False) as sb, sb.session(frames) as s:
+    with sandbox.session(frames) as s:
         for code in batch:
             start = time.monotonic()
             result = s.run(code, timeout=2.0)

@@ -112,6 +112,14 @@ def test_figure_limits() -> None:
     assert plt.get_fignums() == []
 
 
+def test_oversized_figures_are_dropped_before_rendering() -> None:
+    plt.figure(figsize=(50, 2))
+    plt.figure(figsize=(4, 3))
+    pngs, notes = _repl.grab_figures(max_figures=4, max_bytes=10_000_000, max_side=4096)
+    assert len(pngs) == 1 and "5000x200 pixels > 4096" in notes[0]
+    assert plt.get_fignums() == []
+
+
 def test_figure_notes_reach_stdout() -> None:
     out = run("import matplotlib.pyplot as plt\nplt.figure()\nprint('p')", max_figure_bytes=10)
     assert out["stdout"].startswith("p\n[figure")

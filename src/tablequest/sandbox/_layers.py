@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ._launch import NOBODY, Plan
+from ._launch import Plan
 from ._process import HARD_KILL_GRACE, Limits
 
 
@@ -51,8 +51,9 @@ def build_layers(plan: Plan, limits: Limits, facts: dict[str, Any]) -> list[tupl
     ns = {
         "bwrap": "bubblewrap: new pid, network, ipc, uts and mount namespaces"
         + (" plus a user namespace" if userns else ""),
-        "unshare": "unshare: new user, pid, network, ipc, uts and mount namespaces",
-        "off": "none" + (f" ({degraded})" if degraded else ""),
+        "unshare": "degraded (opted in): unshare: new pid, network, ipc, uts and mount "
+        "namespaces" + (" plus a user namespace" if userns else ""),
+        "off": "degraded (opted in): none" + (f" ({degraded})" if degraded else ""),
     }[plan.mode]
     out.append(("namespaces", plan.mode != "off", ns))
     no_net = not limits.network and all(i == "lo" for i in interfaces)
@@ -79,17 +80,21 @@ def build_layers(plan: Plan, limits: Limits, facts: dict[str, Any]) -> list[tupl
     else:
         landlock = f"not available: {facts.get('landlock_error') or 'unknown reason'}"
     out.append(("landlock", abi > 0, landlock))
-    unpriv = host_uid not in (None, 0) and host_uid != os.geteuid()
-    who = f"uid {facts.get('uid')} in the sandbox, uid {host_uid} on the host"
-    if host_uid == NOBODY:
-        who += " (nobody)"
-    if not unpriv and degraded:
-        who += f"; {degraded}"
-    out.append(("unprivileged uid", unpriv, who))
-    caps = str(status.get("CapEff", "?"))
-    out.append(("no capabilities", caps.strip("0") == "", f"effective capabilities {caps}"))
+    out.append(_uid_layer(plan, facts, host_uid))
+    caps = {k: str(status.get(k, "?")) for k in ("CapEff", "CapPrm", "CapInh", "CapAmb")}
+    no_caps = all(v.strip("0") == "" for v in caps.values())
+    detail = ", ".join(f"{k} {v}" for k, v in caps.items())
+    out.append(("no capabilities", no_caps, f"{detail}; bounding set {status.get('CapBnd')}"))
     out.append(("no_new_privs", status.get("NoNewPrivs") == "1", f"{status.get('NoNewPrivs')}"))
     out.append(("resource limits", True, describe_rlimits(facts.get("rlimits") or {})))
+    tasks = facts.get("tasks_at_lockdown")
+    out.append(
+        (
+            "lockdown before threads",
+            tasks == 1,
+            f"{tasks} thread(s) when Landlock and seccomp were applied, before any import",
+        )
+    )
     if status.get("Seccomp") == "2":
         seccomp = (
             f"filter of {facts.get('seccomp_rules')} BPF instructions: fork/exec, sockets, "
@@ -119,23 +124,37 @@ def build_layers(plan: Plan, limits: Limits, facts: dict[str, Any]) -> list[tupl
             f"{HARD_KILL_GRACE:g} s later",
         )
     )
-    quota = plan.mode == "bwrap"
+    quota = plan.tmpfs or plan.mode == "bwrap"
+    files = f" and {limits.max_files} files" if plan.tmpfs else " (no file-count cap)"
     out.append(
         (
             "disk quota",
             quota,
-            f"session directory is a {limits.disk_mb} MB tmpfs"
+            f"session directory is a tmpfs capped at {limits.disk_mb} MB{files}"
             if quota
-            else "per-file size limit only (no tmpfs without bubblewrap)",
+            else "per-file size limit only (no private mount namespace for a tmpfs)",
         )
     )
     out.append(
         (
             "untrusted replies",
             True,
-            f"replies size-capped ({limits.message_cap()} bytes), validated, "
+            f"replies size-capped ({limits.message_cap()} bytes), nesting-bounded, "
+            "matched to their request id, validated, "
             f"stdout/value capped at {limits.max_output_bytes} characters, "
-            f"at most {limits.max_figures} PNG figures",
+            f"at most {limits.max_figures} verified PNG figures of at most "
+            f"{limits.max_figure_side} pixels a side; the child is stopped between runs",
         )
     )
     return out
+
+
+def _uid_layer(plan: Plan, facts: dict[str, Any], host_uid: Any) -> tuple[str, bool, str]:
+    """The child's uid: its own unused one (root host), or the host user's (no change)."""
+    groups = facts.get("groups")
+    who = f"uid {facts.get('uid')} in the sandbox, uid {host_uid} on the host, groups {groups}"
+    if plan.drop_uid:
+        unpriv = host_uid not in (None, 0) and not groups
+        return "unprivileged uid", unpriv, who + " (an unused uid of its own)"
+    unpriv = host_uid not in (None, 0) and host_uid == os.geteuid()
+    return "unprivileged uid", unpriv, who + " (the host user's; no capabilities)"
