@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tablequest.sandbox._cleanup import remove_tree
+from tablequest.sandbox._cleanup import count_entries, remove_tree
 
 
 @pytest.fixture()
@@ -94,3 +94,14 @@ def test_a_moved_tree_stops_the_walk_without_raising(
     assert remove_tree(str(tree)) is False  # stopped safely; reported as not removed
     monkeypatch.setattr(_cleanup, "_ident", real)
     assert remove_tree(str(tree))
+
+
+def test_count_entries_stops_past_the_limit(tmp_path: Path, outside: Path) -> None:
+    tree = tmp_path / "tree"
+    (tree / "a" / "b").mkdir(parents=True)
+    for i in range(30):
+        (tree / "a" / f"f{i}").write_text("x")
+    (tree / "to-outside").symlink_to(outside)  # counted, not followed
+    assert count_entries(str(tree), limit=1000) == 33
+    assert count_entries(str(tree), limit=10) == 11
+    assert count_entries(str(tmp_path / "missing"), limit=10) == 0

@@ -2,6 +2,7 @@
 
 - every thread of the child is under Landlock and seccomp (probed from inside each thread);
 - a child that stops reading cannot hang the host (write deadlines);
+- the number of files a session may create is capped in every mode;
 - a reply forged by a thread for the next run is never taken for that run's answer;
 - only `SandboxError` leaves the sandbox API, whatever goes wrong inside;
 - closing a session removes its directory whatever the code left in it.
@@ -201,6 +202,21 @@ def test_only_sandbox_errors_leave_the_api(
 
 
 # --------------------------------------------------------------------------- cleanup
+
+
+def test_the_number_of_files_is_capped(kernel_only: Session) -> None:
+    """A tmpfs with nr_inodes refuses the 10,001st file; without one ("off") the host counts
+    after the run and kills the child. Either way the run fails and the session goes on."""
+    code = "for i in range(12_000):\n    open(f'f{i}', 'w').close()"
+    result = kernel_only.run(code, timeout=60)
+    assert not result.ok, result
+    if kernel_only.mode == "off":
+        assert "more than 10000 files" in str(result.error) and "restarted" in str(result.error)
+    else:
+        assert "No space left on device" in str(result.error)
+    tidy = "import os\nfor name in os.listdir('.'):\n    if name[1:].isdigit():\n"
+    tidy += "        os.remove(name)\nlen(sales)"
+    assert kernel_only.run(tidy).value == "1"
 
 
 def test_closing_removes_whatever_the_code_left(kernel_only: Session, tmp_path: Path) -> None:

@@ -8,6 +8,9 @@ a time (it climbs back with `..` and checks the directory's identity against the
 from), restores owner permissions on directories that need it through an `O_PATH` handle
 (`chmod` cannot refuse to follow a symlink on Linux), and skips what it cannot remove instead
 of stopping. It returns whether the tree is gone.
+
+`count_entries` lets the host enforce a file-count cap where the session directory is on
+its own disk (no tmpfs with `nr_inodes`): it stops counting past the cap.
 """
 
 from __future__ import annotations
@@ -107,6 +110,23 @@ def _walk(top: int, ident: tuple[int, int]) -> None:
         with contextlib.suppress(OSError):
             os.rmdir(level.name, dir_fd=fd)
     os.close(fd)
+
+
+def count_entries(path: str, *, limit: int) -> int:
+    """Files and directories below `path` (not following links), counting stops past `limit`."""
+    count, pending = 0, [path]
+    while pending and count <= limit:
+        try:
+            with os.scandir(pending.pop()) as entries:
+                for entry in entries:
+                    count += 1
+                    if count > limit:
+                        break
+                    if entry.is_dir(follow_symlinks=False):
+                        pending.append(entry.path)
+        except OSError:
+            continue
+    return count
 
 
 def remove_tree(path: str) -> bool:

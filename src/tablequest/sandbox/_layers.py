@@ -132,7 +132,8 @@ def build_layers(plan: Plan, limits: Limits, facts: dict[str, Any]) -> list[tupl
             quota,
             f"session directory is a tmpfs capped at {limits.disk_mb} MB{files}"
             if quota
-            else "per-file size limit only (no private mount namespace for a tmpfs)",
+            else f"per-file size limit; the host counts the session's files after each run "
+            f"and kills the child past {limits.max_files} (no mount namespace for a tmpfs)",
         )
     )
     out.append(

@@ -7,7 +7,9 @@ Choices:
 - every write and read has a deadline (the pipe to the child is non-blocking);
 - between runs the child's process group is stopped (SIGSTOP) and continued just before the
   next request, so threads left behind by a cell cannot run, or spend the session's CPU
-  budget, while the host is not waiting for an answer.
+  budget, while the host is not waiting for an answer;
+- where the session directory is on the host's disk (no tmpfs), the host counts its files
+  after each run, while the child is stopped, and kills the child past `max_files`.
 """
 
 from __future__ import annotations
@@ -25,11 +27,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import _launch, _protocol, _uids
-from ._cleanup import remove_tree
+from ._cleanup import count_entries, remove_tree
 from ._types import SandboxUnavailable
 
 #: seconds between the soft timeout (TimeoutError inside the child) and the process-group kill
 HARD_KILL_GRACE = 0.5
+
+
+class LimitExceeded(Exception):
+    """The child went past a limit the host enforces itself; it must be killed."""
 
 
 @dataclass(frozen=True)
@@ -246,6 +252,7 @@ class Child:
             self._out, deadline=deadline, max_bytes=self.limits.message_cap()
         )
         _signal_group(self.proc.pid, signal.SIGSTOP)
+        self._check_file_count()
         lim = self.limits
         return _protocol.parse_reply(
             raw,
@@ -254,6 +261,17 @@ class Child:
             max_value=lim.max_output_bytes,
             figures=lim.figure_limits(),
         )
+
+    def _check_file_count(self) -> None:
+        """Without a tmpfs (mode "off") the session is on the host's disk: cap its files here.
+
+        The child is stopped while we count, and counting stops past the cap.
+        """
+        if self.plan.tmpfs or self.plan.mode == "bwrap":
+            return
+        cap = self.limits.max_files
+        if count_entries(self.session_dir, limit=cap) > cap:
+            raise LimitExceeded(f"the session created more than {cap} files")
 
     def death_reason(self) -> str:
         """Why the process ended, from its exit status (call after it died)."""

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from . import _frames, _launch, _policy, _protocol
 from ._layers import build_layers
-from ._process import Child, Limits
+from ._process import Child, LimitExceeded, Limits
 from ._types import ExecResult, InvalidArgument, Layer, SandboxError, SandboxUnavailable
 
 if TYPE_CHECKING:
@@ -280,6 +280,8 @@ class Session:
             error = f"SandboxError: {child.death_reason()}"
         except _protocol.ProtocolViolation as exc:
             error = f"SandboxError: invalid reply from the sandbox ({exc})"
+        except LimitExceeded as exc:
+            error = f"SandboxError: {exc}"
         except Exception as exc:  # whatever went wrong, the child's state is unknown now
             error = f"SandboxError: sandbox internal error ({type(exc).__name__}: {exc})"
         else:
