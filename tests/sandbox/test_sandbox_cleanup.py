@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tablequest.sandbox._cleanup import count_entries, remove_tree
+from tablequest.sandbox._cleanup import measure, remove_tree
 
 
 @pytest.fixture()
@@ -96,12 +96,13 @@ def test_a_moved_tree_stops_the_walk_without_raising(
     assert remove_tree(str(tree))
 
 
-def test_count_entries_stops_past_the_limit(tmp_path: Path, outside: Path) -> None:
+def test_measure_stops_past_the_limit(tmp_path: Path, outside: Path) -> None:
     tree = tmp_path / "tree"
     (tree / "a" / "b").mkdir(parents=True)
     for i in range(30):
-        (tree / "a" / f"f{i}").write_text("x")
+        (tree / "a" / f"f{i}").write_bytes(b"x" * 10_000)
     (tree / "to-outside").symlink_to(outside)  # counted, not followed
-    assert count_entries(str(tree), limit=1000) == 33
-    assert count_entries(str(tree), limit=10) == 11
-    assert count_entries(str(tmp_path / "missing"), limit=10) == 0
+    files, size = measure(str(tree), limit=1000)
+    assert files == 33 and size >= 30 * 10_000
+    assert measure(str(tree), limit=10)[0] == 11
+    assert measure(str(tmp_path / "missing"), limit=10) == (0, 0)

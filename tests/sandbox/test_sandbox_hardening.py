@@ -204,9 +204,10 @@ def test_only_sandbox_errors_leave_the_api(
 # --------------------------------------------------------------------------- cleanup
 
 
-def test_the_number_of_files_is_capped(kernel_only: Session) -> None:
-    """A tmpfs with nr_inodes refuses the 10,001st file; without one ("off") the host counts
-    after the run and kills the child. Either way the run fails and the session goes on."""
+def test_the_number_and_size_of_files_are_capped(kernel_only: Session) -> None:
+    """A tmpfs with nr_inodes and a size refuses the 10,001st file and the 257th MB; without
+    one ("off") the host measures after the run and kills the child. Either way the run
+    fails and the session goes on."""
     code = "for i in range(12_000):\n    open(f'f{i}', 'w').close()"
     result = kernel_only.run(code, timeout=60)
     assert not result.ok, result
@@ -216,6 +217,17 @@ def test_the_number_of_files_is_capped(kernel_only: Session) -> None:
         assert "No space left on device" in str(result.error)
     tidy = "import os\nfor name in os.listdir('.'):\n    if name[1:].isdigit():\n"
     tidy += "        os.remove(name)\nlen(sales)"
+    assert kernel_only.run(tidy).value == "1"
+    # the bytes too: 5 files of 60 MB are more than the 256 MB disk budget
+    big = "for i in range(5):\n    with open(f'b{i}', 'wb') as f:\n"
+    big += "        f.write(b'x' * (60 << 20))"
+    result = kernel_only.run(big, timeout=60)
+    assert not result.ok, result
+    if kernel_only.mode == "off":
+        assert "more than 256 MB" in str(result.error) and "restarted" in str(result.error)
+    else:
+        assert "No space left on device" in str(result.error)
+    tidy = tidy.replace("name[1:].isdigit()", "name.startswith('b')")
     assert kernel_only.run(tidy).value == "1"
 
 

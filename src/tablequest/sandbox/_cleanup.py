@@ -9,8 +9,8 @@ from), restores owner permissions on directories that need it through an `O_PATH
 (`chmod` cannot refuse to follow a symlink on Linux), and skips what it cannot remove instead
 of stopping. It returns whether the tree is gone.
 
-`count_entries` lets the host enforce a file-count cap where the session directory is on
-its own disk (no tmpfs with `nr_inodes`): it stops counting past the cap.
+`measure` lets the host enforce file-count and size caps where the session directory is on
+its own disk (no tmpfs with `nr_inodes` and `size`): it stops counting past the cap.
 """
 
 from __future__ import annotations
@@ -112,9 +112,9 @@ def _walk(top: int, ident: tuple[int, int]) -> None:
     os.close(fd)
 
 
-def count_entries(path: str, *, limit: int) -> int:
-    """Files and directories below `path` (not following links), counting stops past `limit`."""
-    count, pending = 0, [path]
+def measure(path: str, *, limit: int) -> tuple[int, int]:
+    """(entries, bytes) below `path`, not following links; stops past `limit` entries."""
+    count, size, pending = 0, 0, [path]
     while pending and count <= limit:
         try:
             with os.scandir(pending.pop()) as entries:
@@ -122,11 +122,13 @@ def count_entries(path: str, *, limit: int) -> int:
                     count += 1
                     if count > limit:
                         break
-                    if entry.is_dir(follow_symlinks=False):
+                    st = entry.stat(follow_symlinks=False)
+                    size += st.st_blocks * 512  # what the disk holds, sparse files included
+                    if stat.S_ISDIR(st.st_mode):
                         pending.append(entry.path)
         except OSError:
             continue
-    return count
+    return count, size
 
 
 def remove_tree(path: str) -> bool:

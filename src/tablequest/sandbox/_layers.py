@@ -132,8 +132,8 @@ def build_layers(plan: Plan, limits: Limits, facts: dict[str, Any]) -> list[tupl
             quota,
             f"session directory is a tmpfs capped at {limits.disk_mb} MB{files}"
             if quota
-            else f"per-file size limit; the host counts the session's files after each run "
-            f"and kills the child past {limits.max_files} (no mount namespace for a tmpfs)",
+            else f"the host measures the session after each run and kills the child past "
+            f"{limits.max_files} files or {limits.disk_mb} MB (no mount namespace for a tmpfs)",
         )
     )
     out.append(

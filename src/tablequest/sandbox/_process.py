@@ -8,8 +8,8 @@ Choices:
 - between runs the child's process group is stopped (SIGSTOP) and continued just before the
   next request, so threads left behind by a cell cannot run, or spend the session's CPU
   budget, while the host is not waiting for an answer;
-- where the session directory is on the host's disk (no tmpfs), the host counts its files
-  after each run, while the child is stopped, and kills the child past `max_files`.
+- where the session directory is on the host's disk (no tmpfs), the host measures it after
+  each run, while the child is stopped, and kills the child past `max_files` or `disk_mb`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import _launch, _protocol, _uids
-from ._cleanup import count_entries, remove_tree
+from ._cleanup import measure, remove_tree
 from ._types import SandboxUnavailable
 
 #: seconds between the soft timeout (TimeoutError inside the child) and the process-group kill
@@ -263,15 +263,18 @@ class Child:
         )
 
     def _check_file_count(self) -> None:
-        """Without a tmpfs (mode "off") the session is on the host's disk: cap its files here.
+        """Without a tmpfs (mode "off") the session is on the host's disk: cap it here.
 
-        The child is stopped while we count, and counting stops past the cap.
+        The child is stopped while we count, and counting stops past the file cap.
         """
         if self.plan.tmpfs or self.plan.mode == "bwrap":
             return
-        cap = self.limits.max_files
-        if count_entries(self.session_dir, limit=cap) > cap:
+        cap, disk = self.limits.max_files, self.limits.disk_mb
+        files, size = measure(self.session_dir, limit=cap)
+        if files > cap:
             raise LimitExceeded(f"the session created more than {cap} files")
+        if size > disk << 20:
+            raise LimitExceeded(f"the session's files take more than {disk} MB")
 
     def death_reason(self) -> str:
         """Why the process ended, from its exit status (call after it died)."""
