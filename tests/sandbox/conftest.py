@@ -11,11 +11,12 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
 
-from tablequest.sandbox import Sandbox, Session
+from tablequest.sandbox import ExecResult, Sandbox, SandboxUnavailable, Session
 
 SECRET = "tq-secret-7f3a9c1e5b"
 SECRET_ENV = "TABLEQUEST_TEST_API_KEY"
@@ -44,6 +45,24 @@ class Host:
                 attrs = tuple(os.listxattr(path, follow_symlinks=False))
                 out.append((st.st_uid, st.st_gid, st.st_mode, st.st_mtime_ns, attrs))
         return out
+
+    def fill(self, code: str) -> str:
+        """An attack's code with this host's paths, port and pid filled in."""
+        return code.format(
+            root_private=str(self.root_private),
+            secret=str(self.secret_file),
+            private=str(self.private_file),
+            outside=str(self.outside_dir),
+            secret_env=self.secret_env,
+            port=self.port,
+            host_pid=os.getpid(),
+        )
+
+    def leaked(self, result: ExecResult) -> list[str]:
+        """Secrets that show up in what a run returned."""
+        texts = [result.stdout, result.value or "", result.error or ""]
+        markers = [self.secret, "root:x:0:0"]
+        return [m for m in markers for t in texts if m in t]
 
     def connections(self) -> int:
         """Accept and count connections that reached the listening socket."""
@@ -117,7 +136,7 @@ def frames() -> dict[str, pd.DataFrame]:
 
 @pytest.fixture(scope="session")
 def sandbox(host: Host) -> Iterator[Sandbox]:
-    """The default sandbox (best isolation this machine offers), created with secrets set."""
+    """The default sandbox (bubblewrap, as `Sandbox()` gives it), created with secrets set."""
     with Sandbox() as sb:
         yield sb
 
@@ -163,3 +182,46 @@ def child_tasks(session: Session) -> list[Task]:
 def tasks_of() -> Callable[[Session], list[Task]]:
     """`tasks_of(session)`: the child's threads seen from the host."""
     return child_tasks
+
+
+class Harness:
+    """The escape suite's sandboxes: one sandbox and one long-lived session per configuration.
+
+    A configuration this machine cannot run is skipped, with the reason, for every attempt.
+    """
+
+    def __init__(self, frames: dict[str, pd.DataFrame], configs: dict[str, dict[str, Any]]):
+        self.frames = frames
+        self.configs = configs
+        self.sandboxes: dict[str, Sandbox] = {}
+        self.sessions: dict[str, Session] = {}
+        self.skipped: dict[str, str] = {}
+
+    def sandbox(self, config: str) -> Sandbox:
+        if config in self.skipped:
+            pytest.skip(self.skipped[config])
+        if config not in self.sandboxes:
+            try:
+                sb = Sandbox(prewarm=config == "default", **self.configs[config])
+            except SandboxUnavailable as exc:
+                self.skipped[config] = f"{config} does not work on this machine: {exc}"
+                pytest.skip(self.skipped[config])
+            self.sandboxes[config] = sb
+        return self.sandboxes[config]
+
+    def session(self, config: str) -> Session:
+        if config not in self.sessions:
+            self.sessions[config] = self.sandbox(config).session(self.frames)
+        return self.sessions[config]
+
+    def close(self) -> None:
+        for s in self.sessions.values():
+            s.close()
+        for sb in self.sandboxes.values():
+            sb.close()
+
+
+@pytest.fixture(scope="session")
+def escape_harness() -> type[Harness]:
+    """The `Harness` class (test modules cannot import conftest)."""
+    return Harness

@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import pytest
 
-from tablequest.sandbox import ExecResult, Sandbox, SandboxUnavailable, Session
+from tablequest.sandbox import ExecResult, Sandbox
 
 if TYPE_CHECKING:
-    from conftest import Host
+    from conftest import Harness, Host
 
 pytestmark = pytest.mark.slow
 
@@ -492,62 +492,13 @@ CASES = [
 ]
 
 
-class Harness:
-    """One sandbox and one long-lived session per configuration."""
-
-    def __init__(self, frames: dict[str, pd.DataFrame]) -> None:
-        self.frames = frames
-        self.sandboxes: dict[str, Sandbox] = {}
-        self.sessions: dict[str, Session] = {}
-        self.skipped: dict[str, str] = {}
-
-    def sandbox(self, config: str) -> Sandbox:
-        if config in self.skipped:
-            pytest.skip(self.skipped[config])
-        if config not in self.sandboxes:
-            try:
-                sb = Sandbox(prewarm=config == "default", **CONFIGS[config])
-            except SandboxUnavailable as exc:
-                self.skipped[config] = f"{config} does not work on this machine: {exc}"
-                pytest.skip(self.skipped[config])
-            self.sandboxes[config] = sb
-        return self.sandboxes[config]
-
-    def session(self, config: str) -> Session:
-        if config not in self.sessions:
-            self.sessions[config] = self.sandbox(config).session(self.frames)
-        return self.sessions[config]
-
-    def close(self) -> None:
-        for s in self.sessions.values():
-            s.close()
-        for sb in self.sandboxes.values():
-            sb.close()
-
-
 @pytest.fixture(scope="module")
-def harness(host: Host, frames: dict[str, pd.DataFrame]) -> Iterator[Harness]:
-    h = Harness(frames)
+def harness(
+    host: Host, frames: dict[str, pd.DataFrame], escape_harness: type[Harness]
+) -> Iterator[Harness]:
+    h = escape_harness(frames, CONFIGS)
     yield h
     h.close()
-
-
-def fill(code: str, host: Host) -> str:
-    return code.format(
-        root_private=str(host.root_private),
-        secret=str(host.secret_file),
-        private=str(host.private_file),
-        outside=str(host.outside_dir),
-        secret_env=host.secret_env,
-        port=host.port,
-        host_pid=os.getpid(),
-    )
-
-
-def leaked(result: ExecResult, host: Host) -> list[str]:
-    texts = [result.stdout, result.value or "", result.error or ""]
-    markers = [host.secret, "root:x:0:0"]
-    return [m for m in markers for t in texts if m in t]
 
 
 @pytest.mark.parametrize(("config", "attack"), CASES)
@@ -571,10 +522,10 @@ def test_escape_is_contained(harness: Harness, host: Host, config: str, attack: 
         pytest.skip(missing)
     try:
         start = time.monotonic()
-        result = session.run(fill(attack.code, host), timeout=attack.timeout)
+        result = session.run(host.fill(attack.code), timeout=attack.timeout)
         elapsed = time.monotonic() - start
         assert elapsed <= attack.timeout + SLACK, elapsed
-        assert not leaked(result, host), result
+        assert not host.leaked(result), result
         if attack.must_fail and CONFIGS[config].get("audit_hook", True):
             # without the hook, "no effect" is the bar (os.system returns -1, no exception)
             assert not result.ok, result
@@ -620,7 +571,7 @@ def test_acceptance_unseen_attempts(
             start = time.monotonic()
             result = s.run(code, timeout=2.0)
             assert time.monotonic() - start <= 2.0 + SLACK
-            assert not result.ok and not leaked(result, host), result
+            assert not result.ok and not host.leaked(result), result
             assert s.run(HONEST).value == HONEST_VALUE
         pivot = s.run("sales.pivot_table(index='region', values='amount', aggfunc='count')")
         assert pivot.ok and pivot.value is not None and "north" in pivot.value

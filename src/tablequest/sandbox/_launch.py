@@ -216,8 +216,6 @@ def plan(mode: Mode, *, python: str | None, network: bool, degraded: bool = Fals
     interp = interpreter(python)
     euid = os.geteuid()
     chosen, notes = _choose(mode, network, euid, degraded)
-    if chosen != "bwrap":
-        notes.append(f"running without bubblewrap ({_policy.ENV}=degraded or isolation=)")
     if euid != 0:
         notes.append(f"host runs as uid {euid}: the child keeps that uid, without capabilities")
         userns = chosen != "off"  # RLIMIT_NPROC then counts this namespace's tasks only

@@ -74,6 +74,7 @@ class Sandbox:
         max_figure_side: widest/tallest figure returned, in pixels.
     """
 
+    @_api
     def __init__(
         self,
         *,
@@ -98,20 +99,20 @@ class Sandbox:
         max_files: int = 10_000,
         max_figure_side: int = 4096,
     ) -> None:
-        for name, value in (
-            ("cpu_seconds", cpu_seconds),
-            ("memory_mb", memory_mb),
-            ("file_size_mb", file_size_mb),
-            ("disk_mb", disk_mb),
-            ("max_open_files", max_open_files),
-            ("max_output_bytes", max_output_bytes),
-            ("max_figures", max_figures),
-            ("max_figure_bytes", max_figure_bytes),
-            ("startup_timeout", startup_timeout),
-            ("max_threads", max_threads),
-            ("max_files", max_files),
-            ("max_figure_side", max_figure_side),
-        ):
+        sizes = {
+            "cpu_seconds": cpu_seconds,
+            "memory_mb": memory_mb,
+            "file_size_mb": file_size_mb,
+            "disk_mb": disk_mb,
+            "max_open_files": max_open_files,
+            "max_output_bytes": max_output_bytes,
+            "max_figures": max_figures,
+            "max_figure_bytes": max_figure_bytes,
+            "max_threads": max_threads,
+            "max_files": max_files,
+            "max_figure_side": max_figure_side,
+        }
+        for name, value in (*sizes.items(), ("startup_timeout", startup_timeout)):
             _positive(name, value)
         if use_namespaces not in ("auto", "bwrap", "unshare", "off"):
             raise InvalidArgument(
@@ -120,21 +121,11 @@ class Sandbox:
             )
         self.isolation, self.isolation_source = _policy.resolve(isolation)
         self.limits = Limits(
-            cpu_seconds=int(cpu_seconds),
-            memory_mb=int(memory_mb),
-            file_size_mb=int(file_size_mb),
-            disk_mb=int(disk_mb),
-            max_open_files=int(max_open_files),
-            max_output_bytes=int(max_output_bytes),
-            max_figures=int(max_figures),
-            max_figure_bytes=int(max_figure_bytes),
+            **{name: int(value) for name, value in sizes.items()},
             network=bool(network),
             seccomp=bool(seccomp),
             audit_hook=bool(audit_hook),
             landlock=bool(landlock),
-            max_threads=int(max_threads),
-            max_files=int(max_files),
-            max_figure_side=int(max_figure_side),
         )
         self.plan = _launch.plan(
             use_namespaces,
@@ -181,7 +172,9 @@ class Sandbox:
     @_api
     def describe(self) -> str:
         """A human-readable report: mode, degradations and every layer."""
-        lines = [f"sandbox mode: {self.mode}" + (" (degraded)" if self.plan.degraded else "")]
+        lines = [f"sandbox mode: {self.mode}"]
+        if self.plan.degraded:
+            lines[0] += f" (degraded isolation, opted in by {self.isolation_source})"
         lines += [f"  degraded: {note}" for note in self.plan.notes]
         lines += [f"  {layer}" for layer in self.layers()]
         return "\n".join(lines)
