@@ -264,3 +264,20 @@ def test_unused_uids_are_fresh_and_unknown() -> None:
             pwd.getpwuid(uid)
         with pytest.raises(KeyError):
             grp.getgrgid(uid)
+
+
+def test_public_names() -> None:
+    import tablequest.sandbox as sandbox
+
+    assert sorted(sandbox.__all__) == [
+        "ExecResult",
+        "InvalidArgument",
+        "Layer",
+        "Sandbox",
+        "SandboxError",
+        "SandboxUnavailable",
+        "Session",
+    ]
+    assert issubclass(sandbox.InvalidArgument, sandbox.SandboxError)
+    assert issubclass(sandbox.InvalidArgument, ValueError)
+    assert issubclass(sandbox.InvalidArgument, TypeError)

@@ -69,16 +69,18 @@ class Limits:
         return _protocol.FigureLimits(self.max_figures, self.max_figure_bytes, side, side * side)
 
 
-def _signal_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
+def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+    """Signal the child's process group, unless its leader was reaped (the pid may be reused)."""
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, sig)
 
 
 def _reap(proc: subprocess.Popen[bytes], workdir: str) -> None:
     """Kill the child's process group, wait for it and remove its directory (never raises)."""
     try:
         if proc.poll() is None:
-            _signal_group(proc.pid, signal.SIGKILL)
+            _signal_group(proc, signal.SIGKILL)
             with contextlib.suppress(OSError):
                 proc.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
@@ -235,7 +237,7 @@ class Child:
             raise self._failed("failed while loading the frames")
         self.facts = facts
         self.state = "loaded"
-        _signal_group(self.proc.pid, signal.SIGSTOP)
+        _signal_group(self.proc, signal.SIGSTOP)
         return facts
 
     def run(self, code: str, timeout: float) -> _protocol.Reply:
@@ -244,14 +246,14 @@ class Child:
         _protocol.expect_silence(self._out)
         request_id = secrets.randbits(62)
         request = {"op": "run", "id": request_id, "code": code, "timeout": timeout}
-        _signal_group(self.proc.pid, signal.SIGCONT)
+        _signal_group(self.proc, signal.SIGCONT)
         _protocol.write_all(
             self._in, _protocol.frame(json.dumps(request).encode()), deadline=deadline
         )
         raw = _protocol.read_message(
             self._out, deadline=deadline, max_bytes=self.limits.message_cap()
         )
-        _signal_group(self.proc.pid, signal.SIGSTOP)
+        _signal_group(self.proc, signal.SIGSTOP)
         self._check_file_count()
         lim = self.limits
         return _protocol.parse_reply(
