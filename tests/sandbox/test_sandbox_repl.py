@@ -160,3 +160,15 @@ def test_child_fact_parsers() -> None:
     assert fields["Seccomp"] == "2" and fields["CapEff"] == "0000000000000000"
     assert _child._read("/nonexistent/file") == ""
     assert "pd" in _child.PRELOADED and "plt" in _child.PRELOADED
+
+
+def test_paths_through_root_handles() -> None:
+    from tablequest.sandbox import _bootstrap
+
+    handles = {"/root/.pyenv/v": 5, "/root/.pyenv/v/lib/site": 6}
+    through = _bootstrap._through
+    assert through("/root/.pyenv/v/lib/os.py", handles) == "/proc/self/fd/5/lib/os.py"
+    assert through("/root/.pyenv/v/lib/site/pd", handles) == "/proc/self/fd/6/pd"  # deepest
+    assert through("/root/.pyenv/v", handles) == "/proc/self/fd/5"
+    assert through("/root/.pyenv/vx/os.py", handles) == "/root/.pyenv/vx/os.py"  # not inside
+    assert through("/usr/lib/python3", {}) == "/usr/lib/python3"

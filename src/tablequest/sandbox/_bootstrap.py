@@ -47,13 +47,15 @@ def _errno(what: str) -> LockdownFailed:
     return LockdownFailed(f"{what}: {os.strerror(ctypes.get_errno())}")
 
 
-def status() -> dict[str, str]:
+def status() -> dict[str, str]:  # pragma: no cover - runs only in the child
     """`/proc/self/status` as a dict."""
     with open("/proc/self/status", encoding="utf-8") as fh:
         return {k.strip(): v.strip() for k, _, v in (ln.partition(":") for ln in fh)}
 
 
-def mount_session(path: str, *, size: int, inodes: int, uid: int) -> None:
+def mount_session(
+    path: str, *, size: int, inodes: int, uid: int
+) -> None:  # pragma: no cover - runs only in the child
     """Mount a tmpfs capped at `size` bytes and `inodes` files on the session directory."""
     options = f"size={size},nr_inodes={inodes},mode=0700,uid={uid},gid={uid}"
     flags = ctypes.c_ulong(MS_NOSUID | MS_NODEV | MS_NOEXEC)
@@ -67,7 +69,7 @@ def _through(path: str, handles: dict[str, int]) -> str:
     return f"/proc/self/fd/{handles[best]}{path[len(best) :]}" if best else path
 
 
-def open_roots(roots: list[str]) -> dict[str, int]:
+def open_roots(roots: list[str]) -> dict[str, int]:  # pragma: no cover - runs only in the child
     """Open `roots` as directory handles and route imports through them (see step 2)."""
     handles = {root: os.open(root, os.O_PATH | os.O_DIRECTORY) for root in roots}
     sys.path[:] = [_through(p, handles) for p in sys.path]
@@ -78,14 +80,14 @@ def open_roots(roots: list[str]) -> dict[str, int]:
     return handles
 
 
-def _capset_zero() -> None:
+def _capset_zero() -> None:  # pragma: no cover - runs only in the child
     header = (ctypes.c_uint32 * 2)(CAPABILITY_V3, 0)
     data = (ctypes.c_uint32 * 6)()
     if _libc.syscall(ctypes.c_long(SYS_CAPSET), header, data) != 0:
         raise _errno("capset")
 
 
-def drop_privileges(uid: int | None) -> None:
+def drop_privileges(uid: int | None) -> None:  # pragma: no cover - runs only in the child
     """Switch to `uid` (None: keep ours) with no groups and no capabilities; verify it."""
     _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
     _libc.prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0)
@@ -107,7 +109,7 @@ def drop_privileges(uid: int | None) -> None:
             raise LockdownFailed(f"uid/gid/groups not dropped to {uid}: {fields}")
 
 
-def die_with_parent() -> None:
+def die_with_parent() -> None:  # pragma: no cover - runs only in the child
     """SIGKILL this process when its parent dies (the uid change cleared the setting)."""
     parent = os.getppid()
     if _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
@@ -116,7 +118,7 @@ def die_with_parent() -> None:
         os._exit(1)
 
 
-def set_limits(cfg: dict[str, Any]) -> None:
+def set_limits(cfg: dict[str, Any]) -> None:  # pragma: no cover - runs only in the child
     """The rlimits that hold from the start: core dumps, memory, file size, processes."""
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_AS, (cfg["memory"], cfg["memory"]))
@@ -125,7 +127,7 @@ def set_limits(cfg: dict[str, Any]) -> None:
         resource.setrlimit(resource.RLIMIT_NPROC, (cfg["nproc"], cfg["nproc"]))
 
 
-def _read(path: str) -> str:
+def _read(path: str) -> str:  # pragma: no cover - runs only in the child
     try:
         with open(path, encoding="utf-8") as fh:
             return fh.read()
@@ -133,7 +135,7 @@ def _read(path: str) -> str:
         return ""
 
 
-def observe() -> dict[str, Any]:
+def observe() -> dict[str, Any]:  # pragma: no cover - runs only in the child
     """Facts that need /proc or / (unreadable once Landlock is on)."""
     return {
         "uid_map": _read("/proc/self/uid_map"),
@@ -145,7 +147,7 @@ def observe() -> dict[str, Any]:
 
 def confine(
     cfg: dict[str, Any], read_roots: list[str], landlock: Any, seccomp: Any
-) -> dict[str, Any]:
+) -> dict[str, Any]:  # pragma: no cover - runs only in the child
     """Landlock then seccomp, in this (single) thread; returns what was applied."""
     facts: dict[str, Any] = {"landlock": 0, "landlock_error": None, "seccomp_error": None}
     if cfg["landlock"]:
@@ -165,7 +167,9 @@ def confine(
     return facts
 
 
-def lock_down(cfg: dict[str, Any], landlock: Any, seccomp: Any) -> tuple[dict[str, Any], int]:
+def lock_down(
+    cfg: dict[str, Any], landlock: Any, seccomp: Any
+) -> tuple[dict[str, Any], int]:  # pragma: no cover - runs only in the child
     """Steps 1-6 of the module docstring; returns the facts and an open /proc/self/status fd."""
     uid = cfg["uid"]
     if cfg["tmpfs"] is not None:
