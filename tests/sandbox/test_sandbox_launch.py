@@ -252,6 +252,11 @@ def test_uid_band_prefers_the_reserved_range() -> None:
         _uids.band("0 0 10\n", "100 100 10\n")
 
 
+def test_delegated_ranges_are_avoided(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_uids, "_delegated", lambda: ((100_000, 165_536),))
+    assert _uids._known(100_000) and _uids._known(165_535) and not _uids._known(165_536)
+
+
 def test_unused_uids_are_fresh_and_unknown() -> None:
     import grp
     import pwd

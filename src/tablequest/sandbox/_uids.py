@@ -3,8 +3,10 @@
 A uid of its own makes the kernel treat the child as a stranger to every other process and
 file: it owns nothing outside its session, it cannot signal other sessions' children, and
 `RLIMIT_NPROC` (counted per uid) caps its threads alone. Uids are drawn at random from a band
-no distribution allocates (by default 1,509,949,440 + [0, 2^24)), inside what this process's
-user namespace maps, and skipped when the passwd or group database knows them.
+that systemd and the usual container setups leave unallocated (2,080,374,784 + [0, 2^24):
+above systemd-nspawn's 524,288-1,879,048,191, below systemd's foreign range at 0x7FFE0000
+and below 2^31), inside what this process's user namespace maps, and skipped when the
+passwd or group database knows them or /etc/subuid or /etc/subgid delegates them.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import secrets
 
 from ._types import SandboxUnavailable
 
-BAND_START, BAND_SIZE = 0x5A000000, 1 << 24
+BAND_START, BAND_SIZE = 0x7C000000, 1 << 24
 _RESERVED = frozenset({65534, 65535})
 
 
@@ -55,7 +57,26 @@ def _host_band() -> tuple[int, int]:
         return band(u.read(), g.read())
 
 
+@functools.lru_cache(maxsize=1)
+def _delegated() -> tuple[tuple[int, int], ...]:
+    """[start, end) ranges that /etc/subuid and /etc/subgid hand to users' containers."""
+    out = []
+    for path in ("/etc/subuid", "/etc/subgid"):
+        try:
+            with open(path, encoding="utf-8") as fh:
+                lines = fh.read().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            parts = line.strip().split(":")
+            if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
+                out.append((int(parts[1]), int(parts[1]) + int(parts[2])))
+    return tuple(out)
+
+
 def _known(uid: int) -> bool:
+    if any(lo <= uid < hi for lo, hi in _delegated()):
+        return True
     try:
         pwd.getpwuid(uid)
     except KeyError:
