@@ -48,7 +48,9 @@ def kernel_only(request: pytest.FixtureRequest) -> Iterator[Session]:
     The cleanup test closes it, so it runs last among the tests that use it.
     """
     try:
-        sandbox = Sandbox(audit_hook=False, prewarm=False, **MODES[request.param])
+        sandbox = Sandbox(
+            audit_hook=False, prewarm=False, max_files=500, disk_mb=32, **MODES[request.param]
+        )
     except SandboxUnavailable as exc:
         pytest.skip(f"mode {request.param!r} does not work on this machine: {exc}")
     with sandbox, sandbox.session({"sales": pd.DataFrame({"a": [1]})}) as session:
@@ -152,12 +154,14 @@ FORGE_LATER = (
     "    time.sleep(0.3)\n"
     "    msg = json.dumps({'ok': True, 'stdout': '', 'value': \"'forged'\", 'error': None, "
     "'figures': []}).encode()\n"
-    "    for fd in range(3, 64):\n"
-    "        try:\n"
-    "            if stat.S_ISFIFO(os.fstat(fd).st_mode):\n"
-    "                os.write(fd, struct.pack('>I', len(msg)) + msg)\n"
-    "        except OSError:\n"
-    "            pass\n"
+    "    for _ in range(500):  # keep trying: any moment the process runs will do\n"
+    "        for fd in range(3, 64):\n"
+    "            try:\n"
+    "                if stat.S_ISFIFO(os.fstat(fd).st_mode):\n"
+    "                    os.write(fd, struct.pack('>I', len(msg)) + msg)\n"
+    "            except OSError:\n"
+    "                pass\n"
+    "        time.sleep(0.01)\n"
     "threading.Thread(target=forge, daemon=True).start()\n"
 )
 
@@ -206,26 +210,24 @@ def test_only_sandbox_errors_leave_the_api(
 
 
 def test_the_number_and_size_of_files_are_capped(kernel_only: Session) -> None:
-    """A tmpfs with nr_inodes and a size refuses the 10,001st file and the 257th MB; without
-    one ("off") the host measures after the run and kills the child. Either way the run
-    fails and the session goes on."""
-    code = "for i in range(12_000):\n    open(f'f{i}', 'w').close()"
-    result = kernel_only.run(code, timeout=60)
+    """A tmpfs with nr_inodes and a size refuses the 501st file and the 33rd MB (this module's
+    sandboxes have max_files=500, disk_mb=32); without one ("off") the host measures after
+    the run and kills the child. Either way the run fails and the session goes on."""
+    result = kernel_only.run("for i in range(1_000):\n    open(f'f{i}', 'w').close()", timeout=30)
     assert not result.ok, result
     if kernel_only.mode == "off":
-        assert "more than 10000 files" in str(result.error) and "restarted" in str(result.error)
+        assert "more than 500 files" in str(result.error) and "restarted" in str(result.error)
     else:
         assert "No space left on device" in str(result.error)
     tidy = "import os\nfor name in os.listdir('.'):\n    if name[1:].isdigit():\n"
     tidy += "        os.remove(name)\nlen(sales)"
     assert kernel_only.run(tidy).value == "1"
-    # the bytes too: 5 files of 60 MB are more than the 256 MB disk budget
-    big = "for i in range(5):\n    with open(f'b{i}', 'wb') as f:\n"
-    big += "        f.write(b'x' * (60 << 20))"
-    result = kernel_only.run(big, timeout=60)
+    big = "for i in range(3):\n    with open(f'b{i}', 'wb') as f:\n"
+    big += "        f.write(b'x' * (15 << 20))"
+    result = kernel_only.run(big, timeout=30)
     assert not result.ok, result
     if kernel_only.mode == "off":
-        assert "more than 256 MB" in str(result.error) and "restarted" in str(result.error)
+        assert "more than 32 MB" in str(result.error) and "restarted" in str(result.error)
     else:
         assert "No space left on device" in str(result.error)
     tidy = tidy.replace("name[1:].isdigit()", "name.startswith('b')")
