@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 
 from tablequest.corpus.dense import corpus_vectors
+from tablequest.corpus.encoders import make_encoder
 from tablequest.corpus.rank import RRF_K, bm25_index
 from tablequest.eval.corpora import build_corpus, ensure_dense
 from tablequest.eval.datasets import load
-from tablequest.eval.retrieval import make_encoder
 
 ALPHAS = [round(0.05 * i, 2) for i in range(21)]
 
@@ -68,6 +68,8 @@ def main() -> None:
     questions = dataset.questions[: args.limit]
     corpus = build_corpus(dataset, "csv", cache_dir=args.cache_dir)
     encoder = make_encoder(args.encoder)
+    if encoder is None:
+        raise SystemExit(f"encoder {args.encoder!r} has no vectors")
     start = time.monotonic()
     with corpus.store:
         ensure_dense(corpus, encoder, cache_dir=args.cache_dir)

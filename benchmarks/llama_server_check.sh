@@ -153,9 +153,9 @@ mapfile -t QUESTIONS < <(head -n "$NQ" "$HERE/examples/questions.txt")
 i=0
 for q in "${QUESTIONS[@]}"; do
   i=$((i + 1))
-  ask "q$i-5s1-small" 5 "$q" --steps 5 --strategy 5s1 --evidence small
-  ask "q$i-10s3-big" 10 "$q" --steps 10 --strategy 10s3 --evidence big
-  ask "q$i-r5-medium" 10 "$q" --steps 10 --strategy r5 --evidence medium
+  ask "q$i-5s1-small" 5 "$q" --steps 5 -c 5s1-small
+  ask "q$i-10s3-big" 10 "$q" --steps 10 -c 10s3-big
+  ask "q$i-r5-medium" 10 "$q" --steps 10 -c r5-medium
 done
 
 Q="${QUESTIONS[0]}"

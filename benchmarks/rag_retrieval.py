@@ -41,11 +41,11 @@ from pathlib import Path
 from typing import Any
 
 from tablequest.corpus import Store
-from tablequest.corpus.dense import Encoder, MiniLMEncoder
+from tablequest.corpus.encoders import Encoder, MiniLMEncoder
 from tablequest.methods.rag import RagConfig, TableRAG
 from tablequest.methods.rag import baselines as bl
 from tablequest.methods.rag.expansion import is_numeric, keywords
-from tablequest.methods.rag.retrieval import EncoderKind
+from tablequest.methods.rag.retrieval import RetrievalKind
 from tablequest.methods.rag.synth import SIZES, expand_table, protected_values
 from tablequest.table import Table, read_tables
 
@@ -138,6 +138,20 @@ def wtq_items(root: Path, limit: int) -> list[Item]:
     return items
 
 
+EncoderKind = str  # minilm | bm25 | hybrid (MiniLM + BM25 fused), as in the paper's Table 5
+
+
+def rag_config(kind: EncoderKind) -> RagConfig:
+    """The TableRAG options of an encoder kind of this benchmark."""
+    encoder = "bm25" if kind == "bm25" else "minilm"
+    retrieval = "hybrid" if kind == "hybrid" else "dense"
+    return RagConfig(encoder=encoder, retrieval=retrieval, top_k=5, budget=10_000)
+
+
+def retrieval_kind(kind: EncoderKind) -> RetrievalKind:
+    return "bm25" if kind == "bm25" else "hybrid" if kind == "hybrid" else "dense"
+
+
 def retrieved(
     method: str, item: Item, kind: EncoderKind, encoder: Encoder | None, store: Store
 ) -> tuple[set[str], set[Pair]]:
@@ -149,12 +163,12 @@ def retrieved(
         rows = bl.sample_rows(table.n_rows, 30, seed=0)
         return set(names), bl.shown_cells(table, rows, names)
     if method == "RowColRetrieval":
-        ctx = bl.rowcol(table, item.question, k=30, budget=10_000, kind=kind, encoder=encoder,
+        ctx = bl.rowcol(table, item.question, k=30, budget=10_000, kind=retrieval_kind(kind),
+                        encoder=encoder,
                         store=store, content_hash=table.content_hash)  # fmt: skip
         return set(ctx.columns), bl.shown_cells(table, ctx.rows, ctx.columns)
     words = keywords(item.question) or [item.question]
-    rag = TableRAG(None, RagConfig(encoder=kind, top_k=5, budget=10_000), encoder=encoder,
-                   store=store)  # fmt: skip
+    rag = TableRAG(None, rag_config(kind), encoder=encoder, store=store)
     found = rag.retrieve(rag.prepare(table), words, [w for w in words if not is_numeric(w)])
     return {c.name for c, _, _ in found.columns}, {(e.column, e.value) for e, _, _ in found.cells}
 
@@ -212,7 +226,7 @@ def main() -> None:
     blocks: list[str] = []
     minilm: Encoder | None = None
     for name in args.encoders.split(","):
-        kind: EncoderKind = name.strip()  # type: ignore[assignment]
+        kind: EncoderKind = name.strip()
         if kind in ("minilm", "hybrid") and minilm is None:
             minilm = MiniLMEncoder()
         encoder = minilm if kind in ("minilm", "hybrid") else None
@@ -222,7 +236,7 @@ def main() -> None:
             blocks.append(markdown(f"{label}, encoder {kind}", table, len(items)))
             print(f"done {label}/{kind} at {time.perf_counter() - started:.0f} s",
                   file=sys.stderr)  # fmt: skip
-    scale_kind: EncoderKind = args.scale_encoder  # type: ignore[assignment]
+    scale_kind: EncoderKind = args.scale_encoder
     scale_items = sets["WTQ"][: args.scale_questions]
     scale_encoder = minilm if scale_kind in ("minilm", "hybrid") else None
     for size in SIZES:

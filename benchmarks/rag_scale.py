@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from tablequest.corpus.dense import HashEncoder, MiniLMEncoder
+from tablequest.corpus.encoders import HashEncoder, MiniLMEncoder
 from tablequest.llm import Scripted
 from tablequest.methods.rag import RagConfig, TableRAG
 from tablequest.methods.rag.cell_db import build_cell_db

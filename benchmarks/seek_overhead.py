@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tablequest.corpus import Store, ingest
+from tablequest.corpus import Store, grep_rank, ingest
 from tablequest.llm import OpenAICompatible
 from tablequest.llm.stub import Fault, StubServer
 from tablequest.methods.seek import SeekConfig, TableSeek
@@ -59,7 +59,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(Path(tmp) / "c.duckdb")
         ingest(store, [args.corpus])
-        store.rank(["warm-up"], 1)  # build the grep index outside the timed queries
+        grep_rank(store, ["warm-up"], 1)  # build the grep index outside the timed queries
         shares, walls, frameworks = [], [], []
         with StubServer(make_reply(args.latency)) as server:
             llm = OpenAICompatible(server.url, "stub", timeout=args.latency + 30)
@@ -68,7 +68,7 @@ def main() -> None:
                 question = QUESTIONS[i % len(QUESTIONS)] + f" (#{i})"
                 trace = Trace(Path(tmp) / f"q{i}.jsonl")
                 t0 = time.perf_counter()
-                result = seek.answer(question, store, trace=trace, query_id=str(i))
+                result = seek.answer(question, store, trace=trace)
                 wall = time.perf_counter() - t0
                 framework = wall - result.usage.seconds
                 walls.append(wall)

@@ -13,7 +13,12 @@ EXPECTED = {
     "IngestReport",
     "LLMError",
     "Merge",
+    "Method",
+    "MethodContext",
+    "MethodOptions",
+    "MethodSpec",
     "OpenAICompatible",
+    "RagConfig",
     "Result",
     "RetrieveThenQA",
     "Scripted",
@@ -23,15 +28,24 @@ EXPECTED = {
     "StoreError",
     "StubServer",
     "Table",
+    "TableRAG",
     "TableSeek",
+    "TableSet",
     "Trace",
     "UnreadableTable",
     "__version__",
+    "ask",
     "build_llm",
+    "get_method",
+    "grep_rank",
     "ingest",
+    "list_methods",
+    "option",
     "preview",
     "read_tables",
+    "register_method",
     "resolve_config",
+    "search",
     "serialize",
 }
 
@@ -51,8 +65,20 @@ def test_library_quickstart_from_readme(tmp_path) -> None:  # type: ignore[no-un
 
     examples = Path(__file__).resolve().parents[1] / "examples" / "corpus"
     store = tablequest.Store(tmp_path / "demo.duckdb")
-    report = store.ingest([examples])
+    report = tablequest.ingest(store, [examples])
     assert report.tables_stored >= 12
-    hits = store.rank([r"\briver\b", "Varna"], k=3)
+    hits = tablequest.grep_rank(store, [r"\briver\b", "Varna"], k=3)
     table = store.get(hits[0].table_id)
     assert "Varna" in table.to_dataframe().to_string()
+    found = tablequest.search(store, "How long is the river Varna?", k=1, method="bm25")
+    assert found[0].table_id == hits[0].table_id
+    llm = tablequest.Scripted(
+        [
+            '{"patterns": ["Varna"]}',
+            '{"action": "select", "selected_tables": ["Table_0"]}',
+            '{"answer": "412"}',
+        ]
+    )
+    result = tablequest.ask("How long is the river Varna?", store, llm=llm, trace_dir=tmp_path)
+    assert result.answer == "412" and result.method == "auto"  # the default method
+    assert result.details["routes"][0]["method"] == "qa"  # a plain lookup on a small table

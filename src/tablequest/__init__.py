@@ -3,7 +3,7 @@
 The public API is what `__all__` lists; submodules are implementation details.
 """
 
-from tablequest.corpus import Hit, IngestReport, Store, StoreError, ingest
+from tablequest.corpus import Hit, IngestReport, Store, StoreError, grep_rank, ingest, search
 from tablequest.llm import (
     LLM,
     Completion,
@@ -14,8 +14,21 @@ from tablequest.llm import (
     build_llm,
     resolve_config,
 )
-from tablequest.methods import Result
+from tablequest.methods import (
+    Method,
+    MethodContext,
+    MethodOptions,
+    MethodSpec,
+    Result,
+    TableSet,
+    get_method,
+    list_methods,
+    option,
+    register_method,
+)
 from tablequest.methods.direct import DirectQA, RetrieveThenQA
+from tablequest.methods.rag import RagConfig, TableRAG
+from tablequest.methods.run import ask
 from tablequest.methods.seek import SeekConfig, TableSeek
 from tablequest.table import (
     CellRef,
@@ -40,7 +53,12 @@ __all__ = [
     "IngestReport",
     "LLMError",
     "Merge",
+    "Method",
+    "MethodContext",
+    "MethodOptions",
+    "MethodSpec",
     "OpenAICompatible",
+    "RagConfig",
     "Result",
     "RetrieveThenQA",
     "Scripted",
@@ -50,14 +68,23 @@ __all__ = [
     "StoreError",
     "StubServer",
     "Table",
+    "TableRAG",
     "TableSeek",
+    "TableSet",
     "Trace",
     "UnreadableTable",
     "__version__",
+    "ask",
     "build_llm",
+    "get_method",
+    "grep_rank",
     "ingest",
+    "list_methods",
+    "option",
     "preview",
     "read_tables",
+    "register_method",
     "resolve_config",
+    "search",
     "serialize",
 ]

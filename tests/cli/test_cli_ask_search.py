@@ -95,7 +95,9 @@ def test_ask_without_model_runs_llm_free_part(store: Path, tmp_path: Path) -> No
     )
     payload = json.loads(as_json.stdout)
     assert payload["status"] == "failed" and payload["reason"] == "no LLM configured"
-    assert payload["candidates"] and Path(payload["trace"]).exists()
+    assert payload["details"]["candidates"] and Path(payload["trace"]).exists()
+    first = payload["details"]["candidates"][0]
+    assert payload["tables_consulted"] == [] and "Varna" in first["preview"]
 
 
 def _seek_reply(request: dict[str, object]) -> str:
@@ -146,9 +148,9 @@ def test_ask_end_to_end_through_http(store: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "config",
     [
-        ["--steps", "5", "--strategy", "5s1", "--evidence", "small"],
-        ["--steps", "10", "--strategy", "10s3", "--evidence", "big"],
-        ["--steps", "10", "--strategy", "r5", "--evidence", "medium"],
+        ["--steps", "5", "--method", "seek", "-c", "5s1-small"],
+        ["--steps", "10", "--method", "seek", "-c", "10s3-big"],
+        ["--steps", "10", "--method", "seek", "-c", "r5", "-o", "evidence", "medium"],
     ],
 )
 def test_ask_against_a_misbehaving_server(store: Path, tmp_path: Path, config: list[str]) -> None:
@@ -242,7 +244,8 @@ def test_ask_dense_with_hash_encoder(store: Path, tmp_path: Path) -> None:
                 "river Varna length",
                 "--method",
                 "dense",
-                "--encoder",
+                "-o",
+                "encoder",
                 "hash",
                 "--llm-url",
                 server.url,

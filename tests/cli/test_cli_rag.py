@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from tablequest.cli import app, rag_command
-from tablequest.cli.rag import embedding_cache_path
+from tablequest.cli import app
 from tablequest.llm.stub import Fault, StubServer
+from tablequest.methods.rag import TableRAG, embedding_cache_path
 from tablequest.trace import read_trace
 
 runner = CliRunner()
@@ -70,19 +70,19 @@ def ask(path: Path, tmp_path: Path, *extra: str, question: str = Q) -> Any:
 def test_rag_without_model_previews_retrieval(tmp_path: Path) -> None:
     table = tmp_path / "orders.csv"
     write_orders(table)
-    human = ask(table, tmp_path, "--encoder", "bm25", question="average item_total of wallet")
+    human = ask(table, tmp_path, "-o", "encoder", "bm25", question="average item_total of wallet")
     assert human.exit_code == 0, human.output
     assert "No LLM configured" in human.stdout and "item_total" in human.stdout
     assert "Traceback" not in human.output
-    result = ask(table, tmp_path, "--encoder", "bm25", "--json", question="total of wallet")
+    result = ask(table, tmp_path, "-o", "encoder", "bm25", "--json", question="total of wallet")
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
     assert payload["status"] == "failed" and payload["reason"] == "no LLM configured"
     assert ["category", "wallet"] in [
-        [c["column"], c["value"]] for c in payload["retrieval"]["cells"]
+        [c["column"], c["value"]] for c in payload["details"]["retrieval"]["cells"]
     ]
-    assert payload["retrieval"]["columns"][0]["column"] == "item_total"
-    assert payload["databases"]["shape"] == [120, 5]
+    assert payload["details"]["retrieval"]["columns"][0]["column"] == "item_total"
+    assert payload["details"]["databases"]["shape"] == [120, 5]
     assert payload["tables_consulted"][0]["source"].endswith("orders.csv")
     events = read_trace(payload["trace"])
     assert any(e["kind"] == "fallback" for e in events) and events[-1]["stage"] == "end"
@@ -93,14 +93,16 @@ def test_rag_end_to_end_with_api_encoder_and_embedding_cache(tmp_path: Path) -> 
     table = tmp_path / "orders.csv"
     expected = write_orders(table)
     with StubServer(react_server(), embedding_dim=8) as stub:
-        args = ["--llm-url", stub.url, "--model", "stub", "--encoder", "api",
-                "--embed-model", "emb", "--json"]  # fmt: skip
+        args = ["--llm-url", stub.url, "--model", "stub", "-o", "encoder", "api",
+                "-o", "embed_model", "emb", "--json"]  # fmt: skip
         first = ask(table, tmp_path, *args)
         assert first.exit_code == 0, first.output
         payload = json.loads(first.stdout)
         assert payload["status"] == "answered"
         assert float(payload["answer"]) == pytest.approx(expected)
-        assert len(payload["samples"][0]["retrieved_cells"]) == 5  # K = 5, one cell query
+        assert (
+            len(payload["details"]["samples"][0]["retrieved_cells"]) == 5
+        )  # K = 5, one cell query
         events = read_trace(payload["trace"])
         assert [e["ok"] for e in events if e["kind"] == "exec"] == [True, True]
         encode = [e for e in events if e.get("stage") == "encode"]
@@ -134,30 +136,30 @@ def test_rag_self_consistency_votes(tmp_path: Path) -> None:
         return f"Thought: ok\nFinal Answer: {next(answers)}"
 
     with StubServer(reply) as stub:
-        result = ask(table, tmp_path, "--llm-url", stub.url, "--model", "m", "--encoder",
-                     "bm25", "--sc", "3", "--json")  # fmt: skip
+        result = ask(table, tmp_path, "--llm-url", stub.url, "--model", "m", "-o", "encoder",
+                     "bm25", "-o", "sc", "3", "--json")  # fmt: skip
     payload = json.loads(result.stdout)
-    assert payload["answer"] == "7" and payload["votes"] == {"7": 2, "8": 1}
-    assert len(payload["samples"]) == 3 and len(solver_calls) == 3
+    assert payload["answer"] == "7" and payload["details"]["votes"] == {"7": 2, "8": 1}
+    assert len(payload["details"]["samples"]) == 3 and len(solver_calls) == 3
 
 
 def test_rag_baselines_through_the_cli(tmp_path: Path) -> None:
     table = tmp_path / "orders.csv"
     write_orders(table, n=1500)  # 7,500 cells: ReadTable needs ~22,500 tokens > 16,385
     with StubServer(react_server("42")) as stub:
-        common = ["--llm-url", stub.url, "--model", "m", "--encoder", "bm25", "--json"]
-        refused = ask(table, tmp_path, *common, "--baseline", "read-table")
+        common = ["--llm-url", stub.url, "--model", "m", "-o", "encoder", "bm25", "--json"]
+        refused = ask(table, tmp_path, *common, "-o", "baseline", "read-table")
         payload = json.loads(refused.stdout)
         assert payload["status"] == "failed" and "context budget" in payload["reason"]
         assert stub.chat_requests == []  # refused before any prompt
-        schema = json.loads(ask(table, tmp_path, *common, "--baseline", "read-schema").stdout)
-        assert schema["status"] == "answered" and schema["config"] == "read-schema"
+        schema = json.loads(ask(table, tmp_path, *common, "-o", "baseline", "read-schema").stdout)
+        assert schema["status"] == "answered" and schema["details"]["config"] == "read-schema"
         prompt = stub.chat_requests[0]["messages"][-1]["content"]
         assert "item_total" in prompt and "A0001" not in prompt
-        rows = json.loads(ask(table, tmp_path, *common, "--baseline", "rand-rows").stdout)
-        assert rows["config"] == "rand-rows,K=30" and rows["answer"] == "42"
-        rowcol = ask(table, tmp_path, *common, "--baseline", "rowcol", "--no-cache")
-        assert json.loads(rowcol.stdout)["config"] == "rowcol,K=30"
+        rows = json.loads(ask(table, tmp_path, *common, "-o", "baseline", "rand-rows").stdout)
+        assert rows["details"]["config"] == "rand-rows,K=30" and rows["answer"] == "42"
+        rowcol = ask(table, tmp_path, *common, "-o", "baseline", "rowcol", "--no-cache")
+        assert json.loads(rowcol.stdout)["details"]["config"] == "rowcol,K=30"
 
 
 @pytest.mark.parametrize(
@@ -178,7 +180,7 @@ def test_rag_against_a_misbehaving_server(
     table = tmp_path / "orders.csv"
     write_orders(table, n=60)
     with StubServer(replies, default_reply="still no answer") as stub:
-        result = ask(table, tmp_path, "--llm-url", stub.url, "--model", "m", "--encoder",
+        result = ask(table, tmp_path, "--llm-url", stub.url, "--model", "m", "-o", "encoder",
                      "bm25", "--no-cache", "--steps", "3", "--json")  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "Traceback" not in result.output
@@ -197,13 +199,13 @@ def test_rag_on_a_store_table(tmp_path: Path) -> None:
     store = tmp_path / "s.duckdb"
     ingest = runner.invoke(app, ["ingest", str(tmp_path), "--store", str(store), "--json"])
     assert ingest.exit_code == 0, ingest.output
-    ambiguous = ask(store, tmp_path, "--encoder", "bm25")
+    ambiguous = ask(store, tmp_path, "-o", "encoder", "bm25")
     assert ambiguous.exit_code == 2 and "--table-id" in ambiguous.output
     ids = json.loads(runner.invoke(app, ["search", str(store), "wallet", "--json"]).stdout)
     tid = next(h["table_id"] for h in ids if h["source"].endswith("orders.csv"))
     with StubServer(['["price"]', '["wallet"]', "Thought: t\nFinal Answer: 5"]) as stub:
         result = ask(store, tmp_path, "--table-id", tid, "--llm-url", stub.url, "--model",
-                     "m", "--encoder", "bm25", "--json")  # fmt: skip
+                     "m", "-o", "encoder", "bm25", "--json")  # fmt: skip
     payload = json.loads(result.stdout)
     assert payload["answer"] == "5" and payload["final_table"]["table_id"] == tid
 
@@ -212,21 +214,29 @@ def test_rag_option_errors_are_one_line(tmp_path: Path) -> None:
     table = tmp_path / "orders.csv"
     write_orders(table, n=10)
     cases = [
-        (["--encoder", "hash"], "unknown --encoder 'hash' for --method rag"),
-        (["--baseline", "magic"], "unknown --baseline 'magic'"),
-        (["--encoder", "api"], "--embed-model"),
+        (["-o", "encoder", "nope"], "unknown encoder 'nope'"),
+        (["-o", "baseline", "magic"], "option 'baseline' of method rag"),
+        (
+            ["-o", "encodr", "bm25"],
+            "unknown option 'encodr' for method rag (did you mean 'encoder'?)",
+        ),
+        (["-o", "encoder", "api"], "embed_model"),
         (["--table-id", "0", "--table-id", "1"], "one table"),
-        (["--budget", "0", "--encoder", "bm25"], "budget must be >= 1"),
-        (["--table-id", "9", "--encoder", "bm25"], "no table '9'"),
+        (["-o", "budget", "0", "-o", "encoder", "bm25"], "option 'budget' of method rag"),
+        (["--table-id", "9", "-o", "encoder", "bm25"], "no table '9'"),
+        (["-c", "B=x"], "cannot read TableRAG config 'B=x'"),
     ]
     for extra, message in cases:
         result = ask(table, tmp_path, *extra)
         assert result.exit_code == 2, (extra, result.output)
         assert message in result.output and "Traceback" not in result.output
-    folder = ask(tmp_path, tmp_path, "--encoder", "bm25")
-    assert folder.exit_code == 2 and "is a folder" in folder.output
-    dense = runner.invoke(app, ["ask", str(table), "q", "--method", "dense", "--encoder", "bm25"])
-    assert dense.exit_code == 2 and "minilm, hash" in dense.output
+    (tmp_path / "other.csv").write_text("a,b\n1,2\n")
+    folder = ask(tmp_path, tmp_path, "-o", "encoder", "bm25")
+    assert folder.exit_code == 2 and "holds 2 tables; pass --table-id" in folder.output
+    dense = runner.invoke(
+        app, ["ask", str(table), "q", "--method", "dense", "-o", "encoder", "bm25"]
+    )
+    assert dense.exit_code == 2 and "needs a vector encoder" in dense.output
 
 
 def test_rag_unexpected_error_is_a_failed_result(
@@ -238,7 +248,7 @@ def test_rag_unexpected_error_is_a_failed_result(
     def boom(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(rag_command, "run_rag", boom)
+    monkeypatch.setattr(TableRAG, "answer", boom)
     with StubServer([]) as stub:
         result = ask(table, tmp_path, "--llm-url", stub.url, "--model", "m", "--json")
     assert result.exit_code == 0 and "Traceback" not in result.output
@@ -252,7 +262,7 @@ def test_embedding_cache_falls_back_when_unusable(tmp_path: Path) -> None:
     embedding_cache_path().write_text("not a duckdb file")
     table = tmp_path / "orders.csv"
     write_orders(table, n=10)
-    result = ask(table, tmp_path, "--encoder", "bm25", "--json")
+    result = ask(table, tmp_path, "-o", "encoder", "bm25", "--json")
     assert result.exit_code == 0, result.output
     events = read_trace(json.loads(result.stdout)["trace"])
     assert any(e.get("stage") == "embedding_cache" for e in events)

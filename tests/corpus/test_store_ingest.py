@@ -111,10 +111,10 @@ def test_file_store_persists_and_reopens(tmp_path: Path, corpus: Path) -> None:
     path = tmp_path / "s" / "c.duckdb"
     with Store(path) as store:
         ingest(store, [corpus])
-        hits = store.rank([r"\busl\b"], 3)
+        hits = grep_rank(store, [r"\busl\b"], 3)
     with Store(path) as again:
         assert len(again) == 4
-        assert again.rank([r"\busl\b"], 3) == hits
+        assert grep_rank(again, [r"\busl\b"], 3) == hits
         assert again.load_blob(GREP, again.fingerprint()) is not None
     with Store(path, read_only=True) as ro:
         assert len(ro) == 4
@@ -193,7 +193,7 @@ def test_rank_and_bm25_with_matched_rows(corpus: Path) -> None:
     hits = grep_rank(store, [r"\busl\b", "2004"], 5)
     assert hits[0].score == 1.0
     assert hits[0].matched_rows == {r"\busl\b": [0, 1], "2004": [1]}
-    assert store.rank(["zzzz"], 5) == []
+    assert grep_rank(store, ["zzzz"], 5) == []
     bm = bm25_rank(store, "rain in Oslo", 2)
     assert bm and store.source(bm[0].table_id).path.endswith("cities.md")
     assert bm25_rank(store, "the of", 2) == []
@@ -203,14 +203,15 @@ def test_rank_and_bm25_with_matched_rows(corpus: Path) -> None:
 def test_index_is_rebuilt_after_changes(corpus: Path) -> None:
     store = Store()
     ingest(store, [corpus])
-    assert store.rank(["Bergen"], 3) == []
+    assert grep_rank(store, ["Bergen"], 3) == []
     write(corpus, "new.csv", "City\nBergen\n")
     ingest(store, [corpus])
-    assert len(store.rank(["Bergen"], 3)) == 1
+    assert len(grep_rank(store, ["Bergen"], 3)) == 1
 
 
 def test_embeddings_cached_by_content(corpus: Path) -> None:
-    from tablequest.corpus.dense import HashEncoder, dense_rank, ensure_embeddings
+    from tablequest.corpus.dense import dense_rank, ensure_embeddings
+    from tablequest.corpus.encoders import HashEncoder
 
     class Counting(HashEncoder):
         calls = 0

@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tablequest.corpus.dense import HashEncoder
+from tablequest.corpus.encoders import HashEncoder
 from tablequest.corpus.store import table_id_for
 from tablequest.eval import corpora
 from tablequest.eval.corpora import (

@@ -218,7 +218,7 @@ def test_tcrbench_errors(copy: Callable[[str], Path]) -> None:
     with pytest.raises(DatasetError, match="expected a JSON object, got str"):
         load("tcrbench", root)
     (root / "data" / "TCR_Tables.json").write_text("{}", encoding="utf-8")
-    with pytest.raises(DatasetError, match="must be lists"):
+    with pytest.raises(DatasetError, match=r"TCR_Tables\.json must be a list of tables"):
         load("tcrbench", root)
     (root / "data" / "TCR_Questions.json").unlink()
     with pytest.raises(DatasetError, match="TCR-Bench questions: file not found"):

@@ -11,16 +11,11 @@ import typer
 from typer.testing import CliRunner
 
 from tablequest.cli import eval_run
-from tablequest.corpus.dense import HashEncoder
+from tablequest.corpus.encoders import EncoderUnavailable, HashEncoder, make_encoder
+from tablequest.corpus.retrievers import RetrieverSettings
 from tablequest.eval.corpora import build_corpus, ensure_dense
 from tablequest.eval.datasets import load
-from tablequest.eval.retrieval import (
-    KS,
-    RetrievalResult,
-    evaluate_retrieval,
-    make_encoder,
-    make_ranker,
-)
+from tablequest.eval.retrieval import KS, RetrievalResult, evaluate_retrieval, make_ranker
 
 runner = CliRunner()
 
@@ -35,9 +30,9 @@ def app() -> typer.Typer:
 def test_every_method_finds_distinctive_tables(evalrun_wtq: Path, method: str) -> None:
     ds = load("wtq", evalrun_wtq)
     corpus = build_corpus(ds, "markdown", in_memory=True)
-    enc = HashEncoder(512)
-    ensure_dense(corpus, enc)
-    result = evaluate_retrieval(corpus, ds.questions, make_ranker(method, encoder=enc))
+    ranker = make_ranker(method, RetrieverSettings(encoder="hash"))
+    ensure_dense(corpus, HashEncoder())
+    result = evaluate_retrieval(corpus, ds.questions, ranker)
     assert result.n == 12 and list(result.recall) == list(KS)
     assert result.recall[10] == 1.0  # six tables: everything is in the top 10
     assert result.recall[1] >= 0.5
@@ -93,8 +88,8 @@ def test_errors(evalrun_wtq: Path) -> None:
     corpus = build_corpus(ds, "csv", in_memory=True)
     with pytest.raises(ValueError, match="no questions"):
         evaluate_retrieval(corpus, [], make_ranker("bm25"))
-    with pytest.raises(ValueError, match="needs a dense encoder"):
-        make_ranker("dense")
+    with pytest.raises(EncoderUnavailable, match="needs a vector encoder"):
+        make_ranker("dense", RetrieverSettings(encoder="bm25"))
     with pytest.raises(ValueError, match="unknown retrieval method"):
         make_ranker("colbert")
     with pytest.raises(ValueError, match="unknown encoder"):
@@ -114,11 +109,11 @@ def test_errors(evalrun_wtq: Path) -> None:
 def test_hybrid_fusions(evalrun_wtq: Path) -> None:
     ds = load("wtq", evalrun_wtq)
     corpus = build_corpus(ds, "csv", in_memory=True)
-    enc = HashEncoder(64)
+    enc = HashEncoder()
     ensure_dense(corpus, enc)
-    score = make_ranker("hybrid", encoder=enc)
-    rrf = make_ranker("hybrid", encoder=enc, fusion="rrf")
-    lexical = make_ranker("hybrid", encoder=enc, alpha=0.0)
+    score = make_ranker("hybrid", RetrieverSettings(encoder="hash"))
+    rrf = make_ranker("hybrid", RetrieverSettings(encoder="hash", fusion="rrf"))
+    lexical = make_ranker("hybrid", RetrieverSettings(encoder="hash", alpha=0.0))
     bm25 = make_ranker("bm25")
     q = "how high is the eiger?"
     assert len(score(corpus.store, q, 3)) == 3 and len(rrf(corpus.store, q, 3)) == 3
@@ -231,7 +226,7 @@ def test_cli_siblings(evalrun_wtq: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--method", "colbert"], "unknown --method"),
+        (["--method", "colbert"], "unknown retrieval method 'colbert'"),
         (["--fusion", "max", "--method", "hybrid", "--encoder", "hash"], "unknown --fusion"),
         (["--split", "dev"], "unknown split"),
         (["--limit", "0"], "--limit must be"),

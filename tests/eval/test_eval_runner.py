@@ -30,8 +30,9 @@ from tablequest.eval.runner import (
     split_items,
     trace_file,
 )
-from tablequest.eval.runs import MethodOptions, build_answer, running_metric
+from tablequest.eval.runs import Answerer, build_answer, running_metric
 from tablequest.llm import LLM, Completion, Message, Scripted, StubServer
+from tablequest.methods import OptionError, UnknownMethod, get_method
 from tablequest.methods.base import Result
 from tablequest.trace import Trace, read_trace
 
@@ -67,10 +68,15 @@ def spec(method: str = "direct", config: str = "gold") -> RunSpec:
     return RunSpec("wtq", method, config, "csv", "scripted")
 
 
+def build(method: str, options: dict[str, Any], llm: Any, corpus: Corpus) -> Answerer:
+    spec = get_method(method)
+    return build_answer(spec, spec.make_options(options), llm, corpus)
+
+
 def run_direct(
     ds: Dataset, corpus: Corpus, out: Path, *, concurrency: int = 1, llm: Any = None
 ) -> tuple[RecordLog, int]:
-    answer = build_answer("direct", MethodOptions(), llm or Scripted(oracle), corpus)
+    answer = build("direct", {}, llm or Scripted(oracle), corpus)
     log = RecordLog(out, spec())
     ran = run_questions(
         ds.questions,
@@ -121,7 +127,7 @@ def test_resume_skips_done_questions(evalrun_wtq: Path, tmp_path: Path) -> None:
     ds, corpus = setup(evalrun_wtq)
     out = tmp_path / "r.jsonl"
     first = Scripted(oracle)
-    answer = build_answer("direct", MethodOptions(), first, corpus)
+    answer = build("direct", {}, first, corpus)
     with RecordLog(out, spec()) as log:
         run_questions(
             ds.questions[:5], answer.fn, log, spec=spec(), corpus=corpus, gate=answer.gate
@@ -293,9 +299,8 @@ def test_seek_run_records_actions_and_rounds(evalrun_wtq: Path, tmp_path: Path) 
             json.dumps({"status": "answered", "answer": "3,967", "evidence": []}),
         ]
     )
-    options = MethodOptions(steps=5)
-    answer = build_answer("seek", options, llm, corpus)
-    s = RunSpec("wtq", "seek", options.config_name("seek"), "markdown")
+    answer = build("seek", {"max_steps": 5}, llm, corpus)
+    s = RunSpec("wtq", "seek", get_method("seek").make_options({}).label(), "markdown")
     q = next(q for q in ds.questions if q.id == "nu-5")
     with RecordLog(tmp_path / "s.jsonl", s) as log:
         run_questions([q], answer.fn, log, spec=s, corpus=corpus, gate=answer.gate)
@@ -310,9 +315,11 @@ def test_seek_run_records_actions_and_rounds(evalrun_wtq: Path, tmp_path: Path) 
 @pytest.mark.parametrize("method", ["bm25", "dense", "hybrid"])
 def test_retrieve_then_qa_baselines(evalrun_wtq: Path, tmp_path: Path, method: str) -> None:
     ds, corpus = setup(evalrun_wtq)
-    options = MethodOptions(encoder="hash", top_k=2)
-    answer = build_answer(method, options, Scripted(oracle), corpus)
-    s = RunSpec("wtq", method, options.config_name(method), "csv")
+    spec = get_method(method)
+    values: dict[str, Any] = {"top_k": 2} | ({} if method == "bm25" else {"encoder": "hash"})
+    options = spec.make_options(values)
+    answer = build_answer(spec, options, Scripted(oracle), corpus)
+    s = RunSpec("wtq", method, options.label(), "csv")
     with RecordLog(tmp_path / f"{method}.jsonl", s) as log:
         run_questions(ds.questions, answer.fn, log, spec=s, corpus=corpus, gate=answer.gate)
     records = list(log.records.values())
@@ -327,19 +334,23 @@ def test_retrieve_then_qa_baselines(evalrun_wtq: Path, tmp_path: Path, method: s
 
 def test_method_options_validation(evalrun_wtq: Path) -> None:
     _, corpus = setup(evalrun_wtq)
-    with pytest.raises(ValueError, match="unknown --method"):
-        MethodOptions().config_name("oracle")
-    with pytest.raises(ValueError, match="top-k"):
-        MethodOptions(top_k=0).config_name("dense")
-    with pytest.raises(ValueError, match="unknown strategy"):
-        MethodOptions(strategy="7s2").config_name("seek")
-    with pytest.raises(ValueError, match="needs --rerank-url"):
-        build_answer("rerank", MethodOptions(encoder="hash"), Scripted([]), corpus)
+    with pytest.raises(UnknownMethod, match="unknown method 'oracle'"):
+        get_method("oracle")
+    with pytest.raises(OptionError, match="option 'top_k' of method dense"):
+        get_method("dense").make_options({"top_k": "0"})
+    with pytest.raises(OptionError, match="option 'strategy' of method seek"):
+        get_method("seek").make_options({"strategy": "7s2"})
+    with pytest.raises(ValueError, match="rerank needs a server"):
+        build("rerank", {"encoder": "hash"}, Scripted([]), corpus)
+    seek, rerank = get_method("seek"), get_method("rerank")
     names = {
-        MethodOptions(steps=10, refine=False).config_name("seek"): "10step-5s1-small w/o refine",
-        MethodOptions(match_only=True).config_name("seek"): "5step-5s1-small match-only",
-        MethodOptions(match_only_qa=True).config_name("seek"): "5step-5s1-small match-only QA",
-        MethodOptions(rerank_model="r4b").config_name("rerank"): "minilm+r4b pool-5 top-1",
+        seek.make_options(
+            {"max_steps": 10, "refine": False}
+        ).label(): "10step-5s1-small w/o refine",
+        seek.make_options({"match_only": True}).label(): "5step-5s1-small match-only",
+        seek.make_options({"match_only_qa": True}).label(): "5step-5s1-small match-only QA",
+        rerank.make_options({"rerank_model": "r4b"}).label(): "minilm+r4b pool-5 top-1",
+        get_method("direct").make_options({}).label(): "gold",
     }
     assert all(got == want for got, want in names.items()), names
 
@@ -347,9 +358,9 @@ def test_method_options_validation(evalrun_wtq: Path) -> None:
 def test_rerank_run_against_a_stub_without_rerank(evalrun_wtq: Path, tmp_path: Path) -> None:
     ds, corpus = setup(evalrun_wtq)
     with StubServer(default_reply="{}") as stub:
-        options = MethodOptions(encoder="hash", rerank_url=stub.url, rerank_model="r")
-        answer = build_answer("rerank", options, Scripted(oracle), corpus)
-        s = RunSpec("wtq", "rerank", options.config_name("rerank"), "csv")
+        values = {"encoder": "hash", "rerank_url": stub.url, "rerank_model": "r"}
+        answer = build("rerank", values, Scripted(oracle), corpus)
+        s = RunSpec("wtq", "rerank", "hash+r", "csv")
         with RecordLog(tmp_path / "r.jsonl", s) as log:
             run_questions(ds.questions[:1], answer.fn, log, spec=s, corpus=corpus, gate=answer.gate)
     (record,) = log.records.values()
@@ -441,9 +452,11 @@ def test_cli_run_json_resume_and_report(evalrun_wtq: Path, tmp_path: Path) -> No
     ("args", "message"),
     [
         ([], "No LLM configured"),
+        (["-o", "top_k", "2"], "unknown option 'top_k' for method auto"),
+        (["--method", "seek", "-c", "7s2"], "cannot read TableSeek config '7s2'"),
         (
             ["--model", "m", "--llm-url", "http://127.0.0.1:9/v1", "--method", "nope"],
-            "unknown --method",
+            "unknown method 'nope'",
         ),
         (
             ["--model", "m", "--llm-url", "http://127.0.0.1:9/v1", "--format", "xml"],
@@ -494,3 +507,82 @@ def test_cli_run_refuses_another_runs_file(evalrun_wtq: Path, tmp_path: Path) ->
         ],
     )
     assert result.exit_code == 2 and "another run" in result.stderr
+
+
+def test_one_table_and_no_table_methods_run_on_a_benchmark(
+    evalrun_wtq: Path, tmp_path: Path
+) -> None:
+    ds, corpus = setup(evalrun_wtq)
+    q = next(q for q in ds.questions if q.id == "nu-0")
+
+    def rag_reply(messages: list[dict[str, str]], params: dict[str, Any]) -> str:
+        prompt = messages[-1]["content"]
+        if "suggest some column names" in prompt:
+            return '["league"]'
+        if "extract some keywords" in prompt:
+            return '["USL"]'
+        return f"Thought: read it\nFinal Answer: {ANSWERS[q.question]}"
+
+    llm = Scripted(rag_reply)
+    answer = build("rag", {"encoder": "bm25"}, llm, corpus)
+    s = RunSpec("wtq", "rag", "B=10000,K=5", "csv")
+    with RecordLog(tmp_path / "rag.jsonl", s) as log:
+        run_questions([q], answer.fn, log, spec=s, corpus=corpus, gate=answer.gate)
+    answer.close()
+    record = log.records["nu-0"]
+    assert record["metrics"]["em"] == 1.0 and record["tables_consulted"] == q.gold_table_ids
+    solver = llm.calls[-1].messages[-1]["content"]
+    assert "USL" in solver  # the gold table's cells were retrieved
+    blind = build("no-table", {}, Scripted(['{"answer": "?"}']), corpus)
+    none_spec = RunSpec("wtq", "no-table", "no table", "csv")
+    with RecordLog(tmp_path / "none.jsonl", none_spec) as log:
+        run_questions([q], blind.fn, log, spec=none_spec, corpus=corpus, gate=blind.gate)
+    none = log.records["nu-0"]
+    assert none["tables_consulted"] == [] and none["metrics"]["em"] == 0.0
+
+
+def test_report_breaks_metrics_down_by_route() -> None:
+    from tablequest.eval.report import summarize, to_markdown
+
+    base = {"run": {"dataset": "wtq", "method": "auto", "config": "default", "format": "csv"},
+            "status": "answered", "usage": {"calls": 1}}  # fmt: skip
+    rows = [
+        {**base, "id": "a", "metrics": {"em": 1.0}, "breakdown": {"route": "qa"}},
+        {**base, "id": "b", "metrics": {"em": 0.0}, "breakdown": {"route": "qa"}},
+        {**base, "id": "c", "metrics": {"em": 1.0}, "breakdown": {"route": "rag"}},
+        {**base, "id": "d", "metrics": {"em": 1.0}},
+    ]
+    summary = summarize(rows)
+    routes = summary["breakdown"]["route"]
+    assert routes["qa"]["n"] == 2 and routes["qa"]["metrics"]["em"] == 0.5
+    assert routes["rag"]["share"] == 0.25 and routes["–"]["n"] == 1
+    text = to_markdown(summary)
+    assert "## By route" in text and "| qa | 2 | 0.500 | 0.500 |" in text
+    assert "# wtq · auto · csv" in text
+
+
+def test_realhitbench_questions_get_the_benchmarks_metrics_per_family() -> None:
+    from tablequest.eval.runner import question_breakdown, realhitbench_metrics
+
+    def q(qtype: str, answer: str, sub: str | None = None) -> Question:
+        extra = {"question_type": qtype, "sub_type": sub}
+        return Question(id="x", question="?", answers=[answer], gold_table_ids=["t"],
+                        extra=extra)  # fmt: skip
+
+    fact = realhitbench_metrics(q("Fact Checking", "Yes"), Result(answer="yes", status="answered"))
+    assert fact == {"em": 1.0, "f1": 1.0}
+    analysis = realhitbench_metrics(
+        q("Data Analysis", "sales grew fastest in the north"),
+        Result(answer="the north grew fastest", status="answered"),
+    )
+    assert set(analysis) == {"rouge_l"} and 0 < analysis["rouge_l"] < 1
+    chart = realhitbench_metrics(
+        q("Visualization", "y_references = [[1, 2, 3]]", "BarChart"),
+        Result(answer=None, status="answered", details={"chart_data": {"y": [[1, 2, 3]]}}),
+    )
+    assert set(chart) == {"ecr", "pass_at_1"} and chart["ecr"] == 1.0
+    result = Result(answer="a", status="answered", details={"breakdown": {"route": "research"}})
+    assert question_breakdown("realhitbench", q("Fact Checking", "a"), result) == {
+        "route": "research",
+        "family": "Fact Checking",
+    }

@@ -69,7 +69,8 @@ def test_every_misbehaviour_ends_in_a_value_a_fallback_or_a_typed_error(tmp_path
     # six calls: the failing one is an llm_call event carrying its error
     assert kinds.count("llm_call") == 6 and kinds.count("fallback") == 1
     assert sum(1 for e in events if e.get("error")) == 1
+    parse_errors = [e for e in events if e["kind"] == "error"]  # each unusable reply
     s = summarize(events)
-    assert s["calls"] == 6 and s["errors"] == 1
+    assert s["calls"] == 6 and s["errors"] == 1 + len(parse_errors) == 4
     assert usage.totals.calls == 6 and usage.totals.errors == 1
     assert budget.used == 5

@@ -48,7 +48,10 @@ def test_two_failures_return_none_and_trace_fallback() -> None:
     llm = Scripted(["nope", "f_row(apple)"])
     value, attempts = ask_with_repair(llm, MSG, parse_f_row, trace=trace)
     assert (value, attempts) == (None, 2)
-    [event] = trace.events
+    *errors, event = trace.events
+    assert [e["kind"] for e in errors] == ["error", "error"] and errors[1][
+        "reply"
+    ] == "f_row(apple)"
     assert event["kind"] == "fallback" and event["parse_error"] == "bad_call"
     assert event["attempts"] == 2
     assert "{error}" in DEFAULT_REPAIR_PROMPT

@@ -13,11 +13,11 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from tablequest.cli.rag import RagSourceError, rag_payload, run_rag
 from tablequest.corpus import Store
-from tablequest.corpus.dense import HashEncoder
+from tablequest.corpus.encoders import minilm_installed
 from tablequest.llm import Fault, OpenAICompatible, StubServer
 from tablequest.methods.rag import RagConfig, TableRAG
+from tablequest.methods.run import SourceError, ask
 from tablequest.sandbox import Sandbox
 from tablequest.table import read_tables
 from tablequest.trace import read_trace
@@ -78,9 +78,9 @@ def test_real_sandbox_and_http_stub_on_10k_cells(tmp_path: Path, sandbox: Sandbo
     expected = prices[frame["category"] == "wallet"].mean()
     with StubServer(scripted_server) as stub:
         llm = OpenAICompatible(stub.url, "stub-model", max_retries=0)
-        result = run_rag(tmp_path / "orders.csv", None, Q, llm=llm, encoder="hybrid",
-                         encoder_impl=HashEncoder(), sandbox=sandbox,
-                         trace_dir=tmp_path / "traces")  # fmt: skip
+        result = ask(Q, tmp_path / "orders.csv", method="rag", llm=llm,
+                     options={"encoder": "hash", "retrieval": "hybrid"}, sandbox=sandbox,
+                     trace_dir=tmp_path / "traces", cache=False)  # fmt: skip
         requests = stub.chat_requests
     assert result.status == "answered"
     assert float(result.answer or "nan") == pytest.approx(expected)
@@ -92,10 +92,11 @@ def test_real_sandbox_and_http_stub_on_10k_cells(tmp_path: Path, sandbox: Sandbo
     events = read_trace(result.trace_path or "")
     assert [e["ok"] for e in events if e["kind"] == "exec"] == [True, False, True]
     assert result.details["databases"]["kept_pairs"] > 100
-    payload = rag_payload(result)
+    payload = result.to_json()
     json.dumps(payload)
     assert payload["tables_consulted"][0]["source"].endswith("orders.csv")
-    assert payload["status"] == "answered" and payload["samples"][0]["n_iter"] == 4
+    assert payload["status"] == "answered" and payload["details"]["samples"][0]["n_iter"] == 4
+    assert payload["method"] == "rag" and payload["details"]["encoder"] == "hash-256"
 
 
 def test_misbehaving_server_ends_with_a_result_and_a_trace(
@@ -105,8 +106,9 @@ def test_misbehaving_server_ends_with_a_result_and_a_trace(
     replies = ["Let me think about wallets in prose.", "{[garbage", Fault.status(500)] * 8
     with StubServer(replies) as stub:
         llm = OpenAICompatible(stub.url, "stub-model", max_retries=0, timeout=5)
-        result = run_rag(tmp_path / "orders.csv", "0", Q, llm=llm, encoder="bm25",
-                         sandbox=sandbox, trace_dir=tmp_path / "traces")  # fmt: skip
+        result = ask(Q, tmp_path / "orders.csv", method="rag", table_ids=["0"], llm=llm,
+                     options={"encoder": "bm25"}, sandbox=sandbox,
+                     trace_dir=tmp_path / "traces")  # fmt: skip
     assert result.status in ("failed", "insufficient") and result.answer is None
     assert result.details["reason"]
     events = read_trace(result.trace_path or "")
@@ -124,9 +126,8 @@ def test_store_sources_cache_and_errors(tmp_path: Path, sandbox: Sandbox) -> Non
     with StubServer(answers) as stub:
         llm = OpenAICompatible(stub.url, "stub-model", max_retries=0)
         for _ in range(2):
-            result = run_rag(db, None, Q, llm=llm, encoder="minilm",
-                             encoder_impl=HashEncoder(), sandbox=sandbox,
-                             trace_dir=tmp_path)  # fmt: skip
+            result = ask(Q, db, method="rag", llm=llm, options={"encoder": "hash"},
+                         sandbox=sandbox, trace_dir=tmp_path, cache_dir=tmp_path)  # fmt: skip
             assert result.answer == "3" and result.tables_consulted == [tid]
             hits = [e for e in read_trace(result.trace_path or "") if e.get("stage") == "encode"]
         assert hits[0]["cache_hits"] == {"schema": True, "cell": True}  # second run: cached
@@ -136,19 +137,20 @@ def test_store_sources_cache_and_errors(tmp_path: Path, sandbox: Sandbox) -> Non
     )
     llm = OpenAICompatible("http://127.0.0.1:9/v1", "none", max_retries=0)
     for source, table_id, message in [
-        (tmp_path / "missing.csv", None, "no table file or store"),
-        (tmp_path, None, "is a folder"),
+        (tmp_path / "missing.csv", None, "no store, table file or folder"),
+        (tmp_path, None, r"holds \d+ tables; pass --table-id"),
         (tmp_path / "two.html", None, "holds 2 tables"),
         (tmp_path / "two.html", "7", "no table '7'"),
         (db, "t-nope", "no table 't-nope'"),
     ]:
-        with pytest.raises(RagSourceError, match=message):
-            run_rag(source, table_id, Q, llm=llm)
-    with Store() as empty, pytest.raises(RagSourceError, match="holds 0 tables"):
-        run_rag(empty, None, Q, llm=llm)
+        with pytest.raises(SourceError, match=message):
+            ask(Q, source, method="rag", table_ids=[table_id] if table_id else [], llm=llm)
+    with Store() as empty, pytest.raises(SourceError, match="holds 0 tables"):
+        ask(Q, empty, method="rag", llm=llm)
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not minilm_installed(), reason="needs the [dense] extra (MiniLM)")
 def test_minilm_finds_the_wallet_pairs() -> None:
     rows = [["product", "status"], *[[c, "Delivered to buyer"] for c in CATS * 3]]
     from tablequest.table import Table
@@ -164,7 +166,7 @@ def test_minilm_finds_the_wallet_pairs() -> None:
 
 def test_api_encoder_cache_path_and_store_instance(tmp_path: Path, sandbox: Sandbox) -> None:
     write_orders(tmp_path / "orders.csv", n=40)
-    cache = tmp_path / "cache.duckdb"
+    cache = tmp_path / "rag_embeddings.duckdb"
     answers = ['["price"]', '["wallet"]', "Final Answer: 9"] * 2
     with StubServer(answers, embedding_dim=8) as stub:
         llm = OpenAICompatible(stub.url, "stub-model", max_retries=0)
@@ -172,9 +174,9 @@ def test_api_encoder_cache_path_and_store_instance(tmp_path: Path, sandbox: Sand
         from tablequest.corpus.store import table_id_for
 
         tid = table_id_for(str((tmp_path / "orders.csv").resolve()), 0)
-        result = run_rag(tmp_path / "orders.csv", tid, Q, llm=llm, encoder="api",
-                         embed_url=stub.url, embed_model="emb", cache=cache, sandbox=sandbox,
-                         trace_dir=tmp_path)  # fmt: skip
+        result = ask(Q, tmp_path / "orders.csv", method="rag", table_ids=[tid], llm=llm,
+                     options={"encoder": "api", "embed_url": stub.url, "embed_model": "emb"},
+                     cache_dir=tmp_path, sandbox=sandbox, trace_dir=tmp_path)  # fmt: skip
         assert result.answer == "9" and result.tables_consulted == [tid]
         assert any(r["path"] == "/v1/embeddings" for r in stub.requests)
         with Store(cache) as kept:
@@ -182,9 +184,7 @@ def test_api_encoder_cache_path_and_store_instance(tmp_path: Path, sandbox: Sand
             assert rows == [(2,)]  # schema DB and cell DB, one row each
         with Store() as store:
             sid = store.add_table(tables[0], key="k")
-            again = run_rag(store, sid, Q, llm=llm, encoder="bm25", sandbox=sandbox,
-                            trace_dir=tmp_path)  # fmt: skip
-        assert again.answer == "9" and rag_payload(again)["final_table"]["table_id"] == sid
-    with pytest.raises(RagSourceError, match="embedding cache"):
-        run_rag(tmp_path / "orders.csv", None, Q, llm=llm, encoder="bm25",
-                cache=tmp_path / "orders.csv")  # fmt: skip
+            again = ask(Q, store, method="rag", table_ids=[sid], llm=llm,
+                        options={"encoder": "bm25"}, sandbox=sandbox,
+                        trace_dir=tmp_path)  # fmt: skip
+        assert again.answer == "9" and again.to_json()["final_table"]["table_id"] == sid

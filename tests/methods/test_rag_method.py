@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from tablequest.corpus.dense import EncoderUnavailable, HashEncoder, Matrix
+from tablequest.corpus.encoders import EncoderUnavailable, HashEncoder, Matrix
 from tablequest.llm import Scripted
 from tablequest.llm.base import LLMUnavailable
+from tablequest.methods import get_method
 from tablequest.methods.rag import BASELINES, RagConfig, TableRAG
 from tablequest.methods.rag import baselines as bl
 from tablequest.methods.rag.schema_db import build_schema_db, raw_frame
@@ -114,7 +115,7 @@ def test_self_consistency_votes_over_full_samples() -> None:
 
 def test_insufficient_and_failed_statuses() -> None:
     silent = Scripted(['["price"]', '["wallet"]', "hmm", "hmm"])
-    result = make(silent, max_steps=2).answer(Q, SHOP)
+    result = make(silent, max_depth=2).answer(Q, SHOP)
     assert (result.status, result.answer) == ("insufficient", None)
     assert "no Final Answer within 2 steps" in result.details["reason"]
     down = Scripted([LLMUnavailable("refused")] * 5)
@@ -153,8 +154,8 @@ def test_encoder_failure_falls_back_to_bm25() -> None:
                    sandbox=FakeSandbox())  # type: ignore[arg-type]  # fmt: skip
     assert rag.answer(Q, SHOP, trace=trace).answer == "15"
     assert any(e["kind"] == "fallback" and e.get("encoder") == "bm25" for e in trace.events)
-    with pytest.raises(ValueError, match="APIEncoder"):
-        TableRAG(llm, RagConfig(encoder="api"))
+    with pytest.raises(ValueError, match="embed_model"):
+        get_method("rag").build(RagConfig(encoder="api"))
 
 
 def test_config_names_and_validation() -> None:
@@ -165,7 +166,7 @@ def test_config_names_and_validation() -> None:
     assert RagConfig(sc=1).sampling_temperature == 0.0
     assert RagConfig(sc=2, temperature=0.3).sampling_temperature == 0.3
     for bad in ("B=x", "C=3"):
-        with pytest.raises(ValueError, match="cannot read config"):
+        with pytest.raises(ValueError, match="cannot read TableRAG config"):
             RagConfig.named(bad)
     bad_args: list[dict[str, Any]] = [{"budget": 0}, {"encoder": "w2v"}, {"baseline": "x"},
                                       {"action_timeout": 0}, {"temperature": -1},
@@ -233,6 +234,8 @@ def test_rowcol_truncates_to_budget_and_retrieves() -> None:
     assert bl.shown_cells(SHOP, [0, 1], ["product", "nope"]) == {("product", "wallet"),
                                                                  ("product", "belt")}  # fmt: skip
     llm = Scripted(["Final Answer: 15"])
-    result = make(llm, baseline="rowcol", encoder="hybrid", baseline_k=2).answer(Q, SHOP)
+    result = make(llm, baseline="rowcol", encoder="hash", retrieval="hybrid", baseline_k=2).answer(
+        Q, SHOP
+    )
     assert result.details["baseline_context"]["rows_encoded"] == 5
     assert set(BASELINES) == {"read-table", "read-schema", "rand-rows", "rowcol"}

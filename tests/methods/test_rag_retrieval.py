@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tablequest.corpus import Store
-from tablequest.corpus.dense import HashEncoder, Matrix
+from tablequest.corpus.encoders import HashEncoder, Matrix, make_encoder
 from tablequest.methods.rag import RagConfig, TableRAG
 from tablequest.methods.rag.retrieval import (
     BM25Retriever,
@@ -19,7 +19,6 @@ from tablequest.methods.rag.retrieval import (
     cache_key,
     encode_cached,
     load_vectors,
-    make_encoder,
     multi_query_retrieve,
     save_vectors,
     top_k,
@@ -133,7 +132,7 @@ def test_cache_keys_and_encoder_factory() -> None:
     assert cache_key("cell", 10000, "abc") == "tablerag-v1:cell:B=10000:abc"
     assert cache_key("schema", None, "abc") == "tablerag-v1:schema:B=-:abc"
     assert make_encoder("bm25") is None
-    assert make_encoder("minilm").name == "all-MiniLM-L6-v2"  # type: ignore[union-attr]
+    assert make_encoder("minilm").name == "all-MiniLM-L6-v2@128"  # type: ignore[union-attr]
     with pytest.raises(ValueError, match="unknown encoder"):
         make_encoder("word2vec")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="embeddings URL and model"):

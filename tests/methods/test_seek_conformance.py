@@ -317,10 +317,29 @@ def test_no_prompt_reveals_paths_or_formats(store: Store) -> None:
         assert tid not in text
 
 
-def test_empty_store_is_insufficient_without_qa() -> None:
-    llm = Scripted([j(patterns=["x"])])
+def test_empty_ranking_still_refines_then_insufficient_without_qa() -> None:
+    llm = Scripted([j(patterns=["x"]), j(action="regenerate", patterns=["y"]), j(action="none")])
     result = TableSeek(llm).answer("anything", Store())
-    assert result.status == "insufficient" and len(llm.calls) == 1
+    assert result.status == "insufficient" and len(llm.calls) == 3
+    assert "(no table matches the current patterns)" in llm.calls[1].messages[-1]["content"]
+    assert result.details["action_counts"] == {
+        "pattern_gen": 1,
+        "refine": 2,
+        "refine_regenerate": 1,
+        "refine_none": 1,
+    }
+
+
+def test_empty_ranking_regenerates_until_a_table_matches(store: Store) -> None:
+    replies = [
+        j(patterns=["zzz-no-match"]),
+        j(action="regenerate", patterns=["USL"]),
+        j(action="select", selected_tables=["Table_0"]),
+        answer(),
+    ]
+    llm, result, _ = run(store, replies)
+    assert result.status == "answered" and result.answer == "2004" and len(llm.calls) == 4
+    assert result.details["patterns"] == [["zzz-no-match"], ["USL"]]
 
 
 def test_config_names() -> None:
@@ -338,3 +357,13 @@ def test_config_names() -> None:
         SeekConfig.named("7x9")
     with pytest.raises(ValueError):
         SeekConfig(strategy="5s9")
+
+
+def test_match_only_qa_implies_match_only_refinement(store: Store) -> None:
+    cfg = SeekConfig(match_only_qa=True)
+    assert cfg.match_only_refine and cfg.label() == "5step-5s1-small match-only QA"
+    assert SeekConfig().label() == "5step-5s1-small" and not SeekConfig().match_only_refine
+    replies = [j(patterns=["USL"]), j(action="select", selected_tables=["Table_0"]), answer()]
+    llm, _, _ = run(store, replies, cfg)
+    refine_prompt = llm.calls[1].messages[-1]["content"]
+    assert "Year,Division,League" not in refine_prompt  # no table head: matched rows only

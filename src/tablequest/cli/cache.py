@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from tablequest.cli._output import fail
 from tablequest.llm.cache import CacheError, cache_clear, cache_path, cache_stats
 
 app = typer.Typer(help="Inspect and clear the LLM response cache.", no_args_is_help=True)
@@ -41,8 +42,7 @@ def stats(
     try:
         info = cache_stats(cache_dir)
     except CacheError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
+        fail(str(exc), json_out=as_json, code="cache", status=1)
     if as_json:
         typer.echo(json.dumps(info))
         return
@@ -58,6 +58,5 @@ def clear(cache_dir: DirOption = None) -> None:
     try:
         removed = cache_clear(cache_dir)
     except CacheError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
+        fail(str(exc), code="cache", status=1)
     typer.echo(f"removed {removed} cached completion(s) from {cache_path(cache_dir)}")

@@ -5,20 +5,16 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.panel import Panel
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-from rich.text import Text
 
-from tablequest.corpus import IngestReport, Store, StoreError, ingest, question_patterns
-from tablequest.corpus.store import Hit, text_format
-from tablequest.table.preview import preview
-
-console = Console()
-err_console = Console(stderr=True)
+from tablequest.cli._output import console, err_console, fail, hit_json, show_hits
+from tablequest.corpus import IngestReport, Store, StoreError, ingest
+from tablequest.corpus.encoders import ENCODERS, EncoderUnavailable
+from tablequest.corpus.retrievers import RETRIEVERS, RetrieverSettings, make_retriever
 
 
 def default_store_path() -> Path:
@@ -39,8 +35,7 @@ def open_store(path: Path | None) -> Store:
     try:
         return Store(path or default_store_path())
     except StoreError as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from None
+        fail(str(exc))
 
 
 def ingest_command(
@@ -78,7 +73,11 @@ def _print_report(report: IngestReport, path: Path | None) -> None:
         + (f" → {path}" if path else "")
     )
     for failure in report.files_failed:
-        console.print(f"[yellow]skipped[/yellow] {failure.path}: {failure.reason}")
+        console.print(
+            f"[yellow]skipped[/yellow] {escape(failure.path)}: {escape(failure.reason)}",
+            soft_wrap=True,
+            highlight=False,
+        )
 
 
 def search_command(
@@ -86,58 +85,27 @@ def search_command(
     question: Annotated[str, typer.Argument(help="A question in natural language.")],
     k: Annotated[int, typer.Option("-k", min=1, help="How many tables to show.")] = 5,
     method: Annotated[
-        str, typer.Option(help="grep (TableSeek Eq. 1 over content words) or bm25.")
+        str, typer.Option(help=f"Retriever: {' | '.join(RETRIEVERS)} (grep: TableSeek Eq. 1).")
     ] = "grep",
+    encoder: Annotated[
+        str, typer.Option(help=f"Encoder of dense, hybrid, rerank: {' | '.join(ENCODERS)}.")
+    ] = "minilm",
     json_out: Annotated[bool, typer.Option("--json", help="Print hits as JSON.")] = False,
 ) -> None:
     """Rank the store's tables for QUESTION without any LLM and show previews."""
-    if method not in ("grep", "bm25"):
-        err_console.print(f"[red]error:[/red] unknown --method {method!r} (use grep or bm25)")
-        raise typer.Exit(2)
     if not store_path.exists():
-        err_console.print(f"[red]error:[/red] no store at {str(store_path)!r}; run ingest first")
-        raise typer.Exit(2)
-    with open_store(store_path) as st:
-        hits = search(st, question, k=k, method=method)  # type: ignore[arg-type]
+        fail(f"no store at {str(store_path)!r}; run ingest first", json_out=json_out)
+    try:
+        retriever = make_retriever(method, RetrieverSettings(encoder=encoder))
+        st = Store(store_path, read_only=True)
+    except (ValueError, EncoderUnavailable, StoreError) as exc:
+        fail(str(exc), json_out=json_out)
+    with st:
+        try:
+            hits = retriever.rank(st, question, k, rows=True)
+        except EncoderUnavailable as exc:
+            fail(str(exc), json_out=json_out)
         if json_out:
             print(json.dumps([hit_json(st, h) for h in hits], ensure_ascii=False))
             return
         show_hits(st, question, hits)
-
-
-def search(
-    store: Store, question: str, *, k: int = 5, method: Literal["grep", "bm25"] = "grep"
-) -> list[Hit]:
-    """LLM-free search: Eq. 1 over the question's content words, or BM25."""
-    if method == "bm25":
-        return store.bm25(question, k)
-    return store.rank(question_patterns(question), k)
-
-
-def hit_json(store: Store, hit: Hit) -> dict[str, object]:
-    src = store.source(hit.table_id)
-    rows = sorted({r for rs in hit.matched_rows.values() for r in rs})
-    return {
-        "table_id": hit.table_id,
-        "score": round(hit.score, 6),
-        "source": src.path if src.sheet is None else f"{src.path}#{src.sheet}",
-        "format": src.format,
-        "matched_rows": rows,
-    }
-
-
-def show_hits(store: Store, question: str, hits: list[Hit]) -> None:
-    """Print ranked tables with structure-preserving previews, matches highlighted."""
-    if not hits:
-        console.print("No table matches the question's words.")
-        return
-    patterns = question_patterns(question)
-    for rank, hit in enumerate(hits, start=1):
-        table = store.get(hit.table_id)
-        info = hit_json(store, hit)
-        view = preview(table, patterns, fmt=text_format(table), max_rows=5)  # type: ignore[arg-type]
-        body = Text(view.text)
-        for p in patterns:
-            body.highlight_regex(f"(?i){p}", "bold magenta")
-        title = f"#{rank}  score {hit.score:.2f}  {info['source']}  ({info['format']})"
-        console.print(Panel(body, title=title, title_align="left", expand=False))

@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from tablequest.cli._output import fail
 from tablequest.eval.stats import Comparison, compare_runs
 
 __all__ = ["compare", "register"]
@@ -71,8 +72,7 @@ def compare(
     try:
         result = compare_runs(a, b, metric=metric, resamples=resamples, seed=seed)
     except ValueError as exc:  # ComparisonError and bad options (e.g. --resamples 0)
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(code=2) from exc
+        fail(str(exc), json_out=json_out)
     if json_out:
         payload = {"a": str(a), "b": str(b), **result.to_dict()}
         typer.echo(json.dumps(payload, indent=2))

@@ -8,6 +8,7 @@ on the `eval` sub-app with `register(eval_app)`.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import sys
@@ -17,7 +18,6 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -27,27 +27,44 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from tablequest.cli._options import (
+    ApiKeyOpt,
+    ConfigOpt,
+    LLMSpecOpt,
+    LLMUrlOpt,
+    MethodOpt,
+    ModelOpt,
+    NoCacheOpt,
+    OptionOpt,
+    PairCommand,
+    StepsOpt,
+    option_pairs,
+)
+from tablequest.cli._output import err_console, fail
+from tablequest.corpus.encoders import ENCODERS, EncoderUnavailable
 from tablequest.corpus.rank import HYBRID_ALPHA
+from tablequest.corpus.retrievers import RETRIEVERS, RetrieverSettings
 from tablequest.eval.corpora import Corpus, CorpusError, build_corpus, ensure_dense
 from tablequest.eval.datasets import DATASETS, Dataset, DatasetError, load
 from tablequest.eval.report import write_report
-from tablequest.eval.retrieval import (
-    RETRIEVAL_METHODS,
-    evaluate_retrieval,
-    make_encoder,
-    make_ranker,
-)
+from tablequest.eval.retrieval import evaluate_retrieval, make_ranker
 from tablequest.eval.runner import RecordLog, RunnerError, RunSpec, select_questions
-from tablequest.eval.runs import RUN_METHODS, MethodOptions, build_answer
+from tablequest.eval.runs import build_answer
 from tablequest.eval.siblings import with_siblings
+from tablequest.methods.registry import get_method
+from tablequest.methods.run import resolve_options
 
 __all__ = ["register", "retrieval_command", "run_command"]
 
-err = Console(stderr=True)
+err = err_console
 
 DataOpt = Annotated[Path, typer.Option("--data", help="Benchmark folder (read-only).")]
 QuestionsOpt = Annotated[
-    Path | None, typer.Option("--questions", help="File of question ids (one a line).")
+    Path | None,
+    typer.Option(
+        "--questions",
+        help="Question ids (one a line, or a JSON list), or the benchmark's own question file.",
+    ),
 ]
 SplitOpt = Annotated[
     str | None, typer.Option("--split", help="Split/subset, e.g. training, small_test.")
@@ -60,9 +77,8 @@ CacheOpt = Annotated[Path | None, typer.Option("--cache-dir", help="Corpus cache
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
-def _fail(message: str) -> NoReturn:
-    err.print(f"[red]error:[/red] {message}", soft_wrap=True)
-    raise typer.Exit(2)
+def _fail(message: str, json_out: bool = False) -> NoReturn:
+    fail(message, json_out=json_out)
 
 
 def load_dataset(name: str, data: Path, split: str | None) -> Dataset:
@@ -107,6 +123,7 @@ def _corpus(dataset: Dataset, fmt: str, seed: int, cache_dir: Path | None, show:
 
 
 def _dense(corpus: Corpus, encoder: Any, cache_dir: Path | None) -> None:
+    """Encode the corpus once (vectors shared across the corpora of the cache folder)."""
     if err.is_terminal:
         err.print(f"encoding the {corpus.dataset} corpus with {encoder.name} (cached)…")
     ensure_dense(corpus, encoder, cache_dir=cache_dir)
@@ -115,7 +132,7 @@ def _dense(corpus: Corpus, encoder: Any, cache_dir: Path | None) -> None:
 def retrieval_command(
     dataset: Annotated[str, typer.Argument(help="wtq | tabfact | tcrbench | …")],
     data: DataOpt,
-    method: Annotated[str, typer.Option(help="bm25 | dense | grep | hybrid")] = "bm25",
+    method: Annotated[str, typer.Option(help=" | ".join(RETRIEVERS))] = "bm25",
     questions: QuestionsOpt = None,
     split: SplitOpt = None,
     fmt: FormatOpt = "csv",
@@ -124,43 +141,41 @@ def retrieval_command(
     siblings: Annotated[
         int, typer.Option(help="Add N generated sibling hard negatives per question.")
     ] = 0,
-    encoder: Annotated[str, typer.Option(help="Dense encoder: minilm | hash")] = "minilm",
+    encoder: Annotated[str, typer.Option(help=" | ".join(ENCODERS))] = "minilm",
     fusion: Annotated[str, typer.Option(help="Hybrid fusion: score | rrf")] = "score",
-    alpha: Annotated[
-        float | None, typer.Option(help="Hybrid: weight of the dense score (default 0.7).")
-    ] = None,
+    alpha: Annotated[float, typer.Option(help="Hybrid: weight of the dense score.")] = HYBRID_ALPHA,
     cache_dir: CacheOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """LLM-free retrieval: R@1/2/3/5/10 of a ranking (GR@k and DS@k with sibling groups)."""
-    if method not in RETRIEVAL_METHODS:
-        _fail(f"unknown --method {method!r}; one of {', '.join(RETRIEVAL_METHODS)}")
     try:
+        if fusion not in ("score", "rrf"):
+            raise ValueError(f"unknown --fusion {fusion!r}; use score or rrf")
+        settings = RetrieverSettings(encoder=encoder, fusion=fusion, alpha=alpha)  # type: ignore[arg-type]
+        ranker = make_ranker(method, settings)
         ds = load_dataset(dataset, data, split)
         chosen = select_questions(ds, ids_file=questions, limit=limit)
         if siblings:
             ds = with_siblings(ds, n=siblings, seed=seed, questions=chosen)
             chosen = ds.questions
-        enc = make_encoder(encoder) if method in ("dense", "hybrid") else None
-        if fusion not in ("score", "rrf"):
-            raise ValueError(f"unknown --fusion {fusion!r}; use score or rrf")
-        ranker = make_ranker(method, encoder=enc, fusion=fusion, alpha=alpha)
         corpus = _corpus(ds, fmt, seed, cache_dir, not json_out)
-    except (DatasetError, RunnerError, CorpusError, ValueError) as exc:
-        _fail(str(exc))
+    except (DatasetError, RunnerError, CorpusError, ValueError, EncoderUnavailable) as exc:
+        _fail(str(exc), json_out)
+    encoder_impl = getattr(ranker, "encoder", None)
     with corpus.store:
         try:
-            if enc is not None:
-                _dense(corpus, enc, cache_dir)
+            if encoder_impl is not None:
+                _dense(corpus, encoder_impl, cache_dir)
             with _progress(f"{method} on {ds.name}", not json_out) as update:
                 result = evaluate_retrieval(corpus, chosen, ranker, progress=update)
-        except (ValueError, CorpusError) as exc:
-            _fail(str(exc))
+        except (ValueError, CorpusError, EncoderUnavailable) as exc:
+            _fail(str(exc), json_out)
     payload = result.to_json()
     payload.update(dataset=ds.name, split=split, method=method, format=corpus.format)
+    if encoder_impl is not None:
+        payload.update(encoder=encoder_impl.name)
     if method == "hybrid":
-        weight = HYBRID_ALPHA if alpha is None else alpha
-        payload.update(fusion=fusion, alpha=weight if fusion == "score" else None)
+        payload.update(fusion=fusion, alpha=alpha if fusion == "score" else None)
     if json_out:
         print(json.dumps(payload))
         return
@@ -176,32 +191,21 @@ def run_command(
     dataset: Annotated[str, typer.Argument(help="wtq | tabfact | tcrbench | …")],
     data: DataOpt,
     out: Annotated[Path, typer.Option("--out", help="Run file (JSONL, resumable).")],
-    method: Annotated[str, typer.Option(help=" | ".join(RUN_METHODS))] = "seek",
+    method: MethodOpt = "auto",
+    option: OptionOpt = None,
+    config: ConfigOpt = None,
+    steps: StepsOpt = None,
     questions: QuestionsOpt = None,
     split: SplitOpt = None,
     fmt: FormatOpt = "csv",
     seed: Annotated[int, typer.Option(help="Seed of the mixed-format hash.")] = 0,
-    steps: Annotated[int, typer.Option(help="TableSeek step budget S_max.")] = 5,
-    strategy: Annotated[str, typer.Option(help="5s1 5s3 10s1 10s3 10s5 r3 r5 r10")] = "5s1",
-    evidence: Annotated[str, typer.Option(help="small | medium | big | full")] = "small",
-    no_refine: Annotated[bool, typer.Option("--no-refine")] = False,
-    no_fallback: Annotated[bool, typer.Option("--no-fallback")] = False,
-    no_select: Annotated[bool, typer.Option("--no-select")] = False,
-    no_regenerate: Annotated[bool, typer.Option("--no-regenerate")] = False,
-    match_only: Annotated[bool, typer.Option("--match-only")] = False,
-    match_only_qa: Annotated[bool, typer.Option("--match-only-qa")] = False,
-    top_k: Annotated[int, typer.Option(help="Tables given to QA by retrieval baselines.")] = 1,
-    encoder: Annotated[str, typer.Option(help="Dense encoder: minilm | hash")] = "minilm",
-    rerank_url: Annotated[str | None, typer.Option(help="Server with /v1/rerank.")] = None,
-    rerank_model: Annotated[str | None, typer.Option(help="Reranker model name.")] = None,
-    rerank_pool: Annotated[int, typer.Option(help="Dense candidates reranked.")] = 5,
     limit: LimitOpt = None,
     concurrency: Annotated[int, typer.Option(help="Questions answered at once.")] = 1,
-    llm_url: Annotated[str | None, typer.Option("--llm-url", help="OpenAI-compatible URL.")] = None,
-    model: Annotated[str | None, typer.Option("--model", help="Model name.")] = None,
-    api_key: Annotated[str | None, typer.Option("--api-key", help="API key.")] = None,
-    llm: Annotated[str | None, typer.Option("--llm", help="gguf:/path/model.gguf")] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the LLM cache.")] = False,
+    llm_url: LLMUrlOpt = None,
+    model: ModelOpt = None,
+    api_key: ApiKeyOpt = None,
+    llm: LLMSpecOpt = None,
+    no_cache: NoCacheOpt = False,
     cache_dir: CacheOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -209,56 +213,48 @@ def run_command(
     from tablequest.llm.base import LLMError
     from tablequest.llm.config import NOT_CONFIGURED_HINT, ConfigError, build_llm, resolve_config
 
-    options = MethodOptions(
-        steps=steps,
-        strategy=strategy,
-        evidence=evidence,
-        refine=not no_refine,
-        fallback=not no_fallback,
-        select=not no_select,
-        regenerate=not no_regenerate,
-        match_only=match_only,
-        match_only_qa=match_only_qa,
-        top_k=top_k,
-        encoder=encoder,
-        rerank_url=rerank_url,
-        rerank_model=rerank_model,
-        rerank_pool=rerank_pool,
-        api_key=api_key,
-    )
     try:
-        config_name = options.config_name(method)
+        spec = get_method(method)
+        options = resolve_options(spec, config=config, options=option_pairs(option))
         ds = load_dataset(dataset, data, split)
         chosen = select_questions(ds, ids_file=questions, limit=limit)
-        config = resolve_config(
+        llm_config = resolve_config(
             url=llm_url, model=model, api_key=api_key, cache=False if no_cache else None
         )
-        model_llm = build_llm(config, llm_spec=llm)
+        model_llm = build_llm(llm_config, llm_spec=llm)
     except (DatasetError, RunnerError, ConfigError, LLMError, ValueError) as exc:
-        _fail(str(exc))
-    if model_llm is None:
-        _fail(NOT_CONFIGURED_HINT)
+        _fail(str(exc), json_out)
+    if model_llm is None and spec.needs_llm:
+        _fail(NOT_CONFIGURED_HINT, json_out)
     try:
         corpus = _corpus(ds, fmt, seed, cache_dir, not json_out)
     except CorpusError as exc:
-        _fail(str(exc))
-    spec = RunSpec(
-        ds.name, method, config_name, corpus.format, model_llm.describe().get("model", "")
-    )
-    with corpus.store, model_llm:
+        _fail(str(exc), json_out)
+    spec_label = options.label()
+    model_name = model_llm.describe().get("model", "") if model_llm is not None else ""
+    run_spec = RunSpec(ds.name, spec.name, spec_label, corpus.format, model_name)
+    with corpus.store, contextlib.ExitStack() as stack:
+        if model_llm is not None:
+            stack.enter_context(model_llm)
         try:
-            log = RecordLog(out, spec)
+            log = RecordLog(out, run_spec)
             answer = build_answer(
-                method,
+                spec,
                 options,
                 model_llm,
                 corpus,
-                on_dense=lambda enc: _dense(corpus, enc, cache_dir),
+                llm_config=llm_config,
+                steps=steps,
+                cache=not no_cache,
                 questions=chosen,
+                on_encoder=lambda enc: _dense(corpus, enc, cache_dir),
             )
-            ran = _run(chosen, answer, log, spec, corpus, concurrency, out, json_out)
-        except (RunnerError, CorpusError, LLMError, ValueError) as exc:
-            _fail(str(exc))
+            try:
+                ran = _run(chosen, answer, log, run_spec, corpus, concurrency, out, json_out)
+            finally:
+                answer.close()
+        except (RunnerError, CorpusError, LLMError, ValueError, EncoderUnavailable) as exc:
+            _fail(str(exc), json_out)
     records = [log.records[q.id] for q in chosen if q.id in log.records]
     md_path, json_path = write_report(out, records)
     if json_out:
@@ -307,7 +303,7 @@ def _run(
 
 def register(app: typer.Typer) -> None:
     """Add the `run` and `retrieval` commands to the given (eval) sub-app."""
-    app.command("run")(run_command)
+    app.command("run", cls=PairCommand)(run_command)
     app.command("retrieval")(retrieval_command)
 
 

@@ -160,8 +160,13 @@ def ingest(
     *,
     progress: Callable[[int, int], None] | None = None,
     workers: int | None = None,
+    index: bool = True,
 ) -> IngestReport:
-    """Ingest every table under `paths` into `store`; never raises for a bad file."""
+    """Ingest every table under `paths` into `store`; never raises for a bad file.
+
+    With `index` (default), the grep index of the new corpus is built and persisted at the
+    end, so commands that open the store read-only never build it per query.
+    """
     report = IngestReport()
     known = store.known_files()
     todo: list[tuple[str, str | None]] = []
@@ -195,6 +200,10 @@ def ingest(
         if progress is not None:
             progress(done, total)
     _flush(store, report, pending, known)
+    if index and report.tables_stored:
+        from tablequest.corpus.rank import grep_index
+
+        grep_index(store)
     return report
 
 

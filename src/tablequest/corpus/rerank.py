@@ -1,8 +1,8 @@
 """Rerank baseline: rerank the dense top-N with a cross-encoder (papers/tableseek.txt Table 12).
 
-Rerankers (pluggable): a sentence-transformers `CrossEncoder` from a local model directory,
-or an OpenAI-compatible server's `/v1/rerank` (Cohere/Jina style, served by vLLM for e.g.
-Qwen3-Reranker) or `/v1/score` endpoint. Documents are the tables' plain serializations.
+Rerankers (the `Reranker` interface): an OpenAI-compatible server's `/v1/rerank` (Cohere/Jina
+style, served by vLLM for e.g. Qwen3-Reranker) or `/v1/score` endpoint. Documents are the
+tables' plain serializations.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from typing import Any, Literal, Protocol
 
 import httpx
 
-from tablequest.corpus.dense import Encoder, EncoderUnavailable, dense_rank
+from tablequest.corpus.dense import dense_rank
+from tablequest.corpus.encoders import Encoder, EncoderUnavailable
 from tablequest.corpus.store import Hit, Store
 
 
@@ -70,24 +71,6 @@ class APIReranker:
                 f"{self.endpoint} request to {self.url} failed: {exc}"
             ) from exc
         return out
-
-
-class CrossEncoderReranker:
-    """A sentence-transformers CrossEncoder loaded from a local path (no download)."""
-
-    def __init__(self, model_path: str) -> None:
-        try:
-            from sentence_transformers import CrossEncoder
-        except ImportError as exc:
-            raise EncoderUnavailable(
-                "a cross-encoder needs the [dense] extra: pip install 'tablequest[dense]'"
-            ) from exc
-        self.name = f"cross-encoder:{model_path}"
-        self._model = CrossEncoder(model_path, device="cpu")
-
-    def scores(self, query: str, documents: Sequence[str]) -> list[float]:
-        pairs = [(query, d) for d in documents]
-        return [float(s) for s in self._model.predict(pairs, show_progress_bar=False)]
 
 
 def rerank_rank(

@@ -129,6 +129,7 @@ class Store:
 
     def __init__(self, path: str | Path | None = None, *, read_only: bool = False) -> None:
         self.path = None if path in (None, ":memory:") else Path(str(path)).expanduser()
+        self.read_only = read_only
         self._indexes: dict[str, tuple[str, Any]] = {}
         target = ":memory:" if self.path is None else str(self.path)
         if self.path is not None and not read_only:
@@ -300,6 +301,8 @@ class Store:
 
     def save_blob(self, name: str, fingerprint: str, blob: bytes) -> None:
         """Replace a persisted index (best effort: a read-only store keeps it in memory)."""
+        if self.read_only:
+            return
         try:
             self.con.execute("BEGIN TRANSACTION")
             self.con.execute("DELETE FROM indexes WHERE name = ?", [name])
@@ -316,21 +319,3 @@ class Store:
 
     def remember_index(self, name: str, index: Any) -> None:
         self._indexes[name] = (self.fingerprint(), index)
-
-    def ingest(self, paths: Sequence[str | Path], **options: Any) -> Any:
-        """Ingest files and folders (see `tablequest.corpus.ingest.ingest`)."""
-        from tablequest.corpus.ingest import ingest
-
-        return ingest(self, paths, **options)
-
-    # -- ranking -----------------------------------------------------------------------
-    def rank(self, patterns: Sequence[str], k: int = 10) -> list[Hit]:
-        """TableSeek Eq. 1 ranking with matched body rows per pattern (see corpus.grep)."""
-        from tablequest.corpus.rank import grep_rank
-
-        return grep_rank(self, patterns, k)
-
-    def bm25(self, query: str, k: int = 10) -> list[Hit]:
-        from tablequest.corpus.rank import bm25_rank
-
-        return bm25_rank(self, query, k)

@@ -1,11 +1,11 @@
 """LLM-free retrieval evaluation: R@k (and GR@k / DS@k with sibling groups) over a corpus.
 
-Methods (TableSeek baselines, §Evaluation): ``bm25`` (`corpus.rank.bm25_rank`), ``dense``
-(`corpus.dense.dense_rank`, MiniLM by default), ``grep`` (Eq. 1 over the LLM-free
-`question_patterns(question)`, i.e. TableSeek's ranking without the LLM's patterns) and
-``hybrid`` (`corpus.rank.hybrid_rank`, BM25 and dense fused). A question is a hit at k when a
-gold table is among the first k ranked tables; GR@k counts a hit on any table of its sibling
-group and DS@k = mean R@k / mean GR@k (TCR-Bench; `eval.metrics.retrieval`).
+Methods: the retrievers of `tablequest.corpus.retrievers` (``grep``: Eq. 1 over the LLM-free
+`question_patterns(question)`, i.e. TableSeek's ranking without the LLM's patterns; ``bm25``;
+``dense``; ``hybrid``; ``rerank``), so a name means the same ranking as in ``search``. A
+question is a hit at k when a gold table is among the first k ranked tables; GR@k counts a
+hit on any table of its sibling group and DS@k = mean R@k / mean GR@k (TCR-Bench;
+`eval.metrics.retrieval`).
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
+from tablequest.corpus.retrievers import RetrieverSettings, make_retriever
 from tablequest.corpus.store import Store
 from tablequest.eval.corpora import Corpus
 from tablequest.eval.datasets.common import Question
@@ -25,112 +26,32 @@ from tablequest.eval.metrics.retrieval import (
     recall_at_k,
 )
 
-__all__ = [
-    "KS",
-    "MINILM_TOKENS",
-    "RETRIEVAL_METHODS",
-    "QueryEncoder",
-    "Ranker",
-    "RetrievalResult",
-    "evaluate_retrieval",
-    "make_encoder",
-    "make_ranker",
-]
+__all__ = ["KS", "Ranker", "RetrievalResult", "evaluate_retrieval", "make_ranker"]
 
-RetrievalMethod = Literal["bm25", "dense", "grep", "hybrid"]
-RETRIEVAL_METHODS: tuple[str, ...] = ("bm25", "dense", "grep", "hybrid")
 KS: tuple[int, ...] = (1, 2, 3, 5, 10)
-MINILM_TOKENS = 128  # MiniLM's training length; as good as 256 on WTQ training, half the cost
 Ranker = Callable[[Store, str, int], list[str]]
 
 
-def make_encoder(name: str) -> Any:
-    """Dense encoder by name: ``minilm`` (all-MiniLM-L6-v2, inputs cut at `MINILM_TOKENS`
-    tokens) or ``hash`` (no model)."""
-    from tablequest.corpus.dense import HashEncoder, MiniLMEncoder
+def make_ranker(method: str, settings: RetrieverSettings | None = None) -> Ranker:
+    """A function (store, question, k) → ranked table ids, from the retriever registry.
 
-    if name == "minilm":
-        return MiniLMEncoder(max_seq_length=MINILM_TOKENS)
-    if name == "hash":
-        return HashEncoder()
-    raise ValueError(f"unknown encoder {name!r}; use minilm or hash")
+    The function carries the retriever's `prime` (batch question vectors) and its `encoder`
+    (for `eval.corpora.ensure_dense`, which encodes the corpus once) when it has them.
 
-
-class QueryEncoder:
-    """An encoder whose question vectors can be computed ahead, in batches (`prime`).
-
-    Encoding one short question at a time costs ~20× more per question than a batch on a
-    CPU (measured 0.59 s vs 0.034 s for MiniLM on a loaded 2-core machine), so the evaluator
-    primes all questions first. Other texts (tables) go straight to the wrapped encoder.
+    Raises:
+        ValueError: an unknown method or bad setting.
+        EncoderUnavailable: the encoder cannot run here.
     """
+    retriever = make_retriever(method, settings)
 
-    def __init__(self, encoder: Any) -> None:
-        self.encoder = encoder
-        self.name: str = encoder.name
-        self._memo: dict[str, Any] = {}
+    def ranker(store: Store, question: str, k: int) -> list[str]:
+        return [h.table_id for h in retriever.rank(store, question, k)]
 
-    def prime(self, texts: Sequence[str]) -> None:
-        missing = [t for t in dict.fromkeys(texts) if t not in self._memo]
-        if missing:
-            self._memo.update(zip(missing, self.encoder.encode(missing), strict=True))
-
-    def encode(self, texts: Sequence[str]) -> Any:
-        import numpy as np
-
-        if texts and all(t in self._memo for t in texts):
-            return np.stack([self._memo[t] for t in texts])
-        return self.encoder.encode(texts)
-
-
-def make_ranker(
-    method: str, *, encoder: Any = None, fusion: str = "score", alpha: float | None = None
-) -> Ranker:
-    """A function (store, question, k) → ranked table ids for a retrieval method.
-
-    `fusion` and `alpha` only apply to ``hybrid`` (see `corpus.rank.hybrid_rank`).
-    """
-    from tablequest.corpus.dense import dense_rank
-    from tablequest.corpus.rank import (
-        HYBRID_ALPHA,
-        bm25_rank,
-        grep_index,
-        hybrid_rank,
-        question_patterns,
-    )
-
-    if method == "bm25":
-        return lambda st, q, k: [h.table_id for h in bm25_rank(st, q, k, rows=False)]
-    if method == "grep":
-
-        def grep(st: Store, q: str, k: int) -> list[str]:
-            index = grep_index(st)
-            return [index.ids[i] for i, _ in index.top(question_patterns(q), k)]
-
-        return grep
-    if method not in RETRIEVAL_METHODS:
-        raise ValueError(
-            f"unknown retrieval method {method!r}; one of {', '.join(RETRIEVAL_METHODS)}"
-        )
-    if encoder is None:
-        raise ValueError(f"--method {method} needs a dense encoder")
-    if not isinstance(encoder, QueryEncoder):
-        encoder = QueryEncoder(encoder)
-    if method == "dense":
-        dense = encoder
-
-        def ranker(st: Store, q: str, k: int) -> list[str]:
-            return [h.table_id for h in dense_rank(st, q, k, dense)]
-
-        ranker.prime = encoder.prime  # type: ignore[attr-defined]
-        return ranker
-    weight = HYBRID_ALPHA if alpha is None else alpha
-
-    def hybrid(st: Store, q: str, k: int) -> list[str]:
-        hits = hybrid_rank(st, q, k, encoder=encoder, fusion=fusion, alpha=weight)
-        return [h.table_id for h in hits]
-
-    hybrid.prime = encoder.prime  # type: ignore[attr-defined]
-    return hybrid
+    for attr in ("prime", "encoder"):
+        value = getattr(retriever, attr, None)
+        if value is not None:
+            setattr(ranker, attr, value)
+    return ranker
 
 
 @dataclass

@@ -36,7 +36,14 @@ from pathlib import Path
 from typing import Any
 
 from tablequest.eval.corpora import Corpus
-from tablequest.eval.datasets.common import Dataset, Question
+from tablequest.eval.datasets import (
+    QUESTION_FORMATS,
+    Dataset,
+    DatasetError,
+    Question,
+    parse_id_list,
+    reload_questions,
+)
 from tablequest.eval.metrics import (
     gr_all,
     gr_final,
@@ -99,37 +106,48 @@ class RunSpec:
 def select_questions(
     dataset: Dataset, *, ids_file: Path | None = None, limit: int | None = None
 ) -> list[Question]:
-    """The dataset's questions, restricted to the ids listed in `ids_file` (in its order) and
-    cut to the first `limit`.
+    """The dataset's questions, or those of `ids_file`, cut to the first `limit`.
 
-    `ids_file` holds one question id per line (blank lines and `#` comments ignored) or a JSON
-    list of ids.
+    `ids_file` is either an id list — one question id per line (blank lines and `#` comments
+    ignored) or a JSON list of ids; the dataset's questions with those ids, in its order — or
+    a question file in the benchmark's own format (a WTQ TSV, a TabFact JSON object, JSON
+    lines, …; see `parse_id_list`): its questions, read by the dataset's loader with the same
+    root and options (`reload_questions`, which adds any table they need to `dataset`).
 
     Raises:
-        RunnerError: unreadable file, unknown ids, or a limit below 1.
+        RunnerError: unreadable file, unknown ids, a file that is neither an id list nor a
+            question file of the benchmark, or a limit below 1.
     """
     questions = list(dataset.questions)
     if ids_file is not None:
+        where = f"--questions {str(ids_file)!r}"
+        fmt = QUESTION_FORMATS.get(dataset.name, "the benchmark's question file format")
         try:
             text = ids_file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise RunnerError(f"cannot read --questions {str(ids_file)!r}: {exc}") from exc
-        if text.lstrip().startswith("["):
+            raise RunnerError(f"cannot read {where}: {exc}") from exc
+        try:
+            ids = parse_id_list(text)
+        except ValueError as exc:
+            raise RunnerError(f"{where} {exc}") from exc
+        if ids is None:
             try:
-                ids = [str(i) for i in json.loads(text)]
-            except (ValueError, TypeError) as exc:
-                raise RunnerError(f"--questions {str(ids_file)!r} is not a JSON list") from exc
+                questions = reload_questions(dataset, ids_file)
+            except DatasetError as exc:
+                raise RunnerError(
+                    f"{where} is not an id list, and cannot be read as {dataset.name} "
+                    f"questions ({fmt}): {exc}"
+                ) from exc
         else:
-            ids = [ln.strip() for ln in text.splitlines()]
-            ids = [i for i in ids if i and not i.startswith("#")]
-        by_id = {q.id: q for q in questions}
-        unknown = [i for i in ids if i not in by_id]
-        if unknown:
-            raise RunnerError(
-                f"--questions {str(ids_file)!r}: {len(unknown)} id(s) not in {dataset.name}: "
-                + ", ".join(unknown[:5])
-            )
-        questions = [by_id[i] for i in dict.fromkeys(ids)]
+            by_id = {q.id: q for q in questions}
+            unknown = [i for i in ids if i not in by_id]
+            if unknown:
+                raise RunnerError(
+                    f"{where}: {len(unknown)} id(s) not in {dataset.name}: "
+                    + ", ".join(unknown[:5])
+                    + ("" if len(unknown) < len(ids) else f"; nor is it a question file ({fmt})")
+                )
+            questions = [by_id[i] for i in dict.fromkeys(ids)]
     if limit is not None:
         if limit < 1:
             raise RunnerError(f"--limit must be >= 1, got {limit}")
@@ -291,9 +309,42 @@ def answer_metrics(dataset: str, q: Question, prediction: str | None) -> dict[st
     return {"em": em, "f1": f1}
 
 
+_REALHITBENCH_NAMES = {"EM": "em", "F1": "f1", "ROUGE-L": "rouge_l", "ECR": "ecr",
+                       "Pass@1": "pass_at_1"}  # fmt: skip
+
+
+def realhitbench_metrics(q: Question, result: Result) -> dict[str, float]:
+    """RealHiTBench's own metric per task family (EM/F1; ROUGE-L for Data Analysis; ECR and
+    Pass@1 against the reference chart data for Visualization), lower-case names."""
+    from tablequest.eval.metrics.realhitbench import score_realhitbench
+
+    reference = (q.answers[0] if q.answers and q.answers[0] else "") or str(
+        q.extra.get("final_answer") or ""
+    )
+    scores = score_realhitbench(
+        str(q.extra.get("question_type") or ""),
+        q.extra.get("sub_type"),
+        result.answer,
+        reference,
+        chart_data=result.details.get("chart_data"),
+    )
+    return {_REALHITBENCH_NAMES.get(k, k): v for k, v in scores.items() if v is not None}
+
+
+def question_breakdown(dataset: str, q: Question, result: Result) -> dict[str, Any]:
+    """The result's breakdown keys plus the benchmark's own grouping (RealHiTBench family)."""
+    out = dict(result.details.get("breakdown") or {})
+    if dataset.split("+")[0] == "realhitbench" and q.extra.get("question_type"):
+        out["family"] = str(q.extra["question_type"])
+    return out
+
+
 def score_question(dataset: str, q: Question, result: Result, corpus: Corpus) -> dict[str, float]:
     """Per-question metrics of one result (see module doc)."""
-    metrics = answer_metrics(dataset, q, result.answer)
+    if dataset.split("+")[0] == "realhitbench":
+        metrics = realhitbench_metrics(q, result)
+    else:
+        metrics = answer_metrics(dataset, q, result.answer)
     gold = corpus.table_ids(q.gold_table_ids)
     metrics["r_all"] = r_all(result.tables_consulted, gold)
     metrics["r_final"] = r_final(result.final_table, gold)
@@ -329,6 +380,8 @@ def _record(
         "tables_consulted": [key(t) for t in result.tables_consulted],
         "final_table": key(result.final_table),
         "trace": result.trace_path,
+        "breakdown": question_breakdown(spec.dataset, q, result),
+        "subtable": details.get("subtable"),
         "seconds": round(seconds, 3),
         "run": spec.to_json(),
     }

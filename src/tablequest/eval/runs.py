@@ -1,15 +1,13 @@
-"""The methods an evaluation run can use, built over a corpus with a gated LLM.
+"""An evaluation run's answer function: any registered method over a benchmark corpus.
 
-- ``seek``: TableSeek (Algorithm 1) with a `SeekConfig` named like the paper
-  (``10step-5s1-small``) plus ablation flags (Tables 6 and 35).
-- ``direct``: Direct QA on the question's gold tables (the oracle setting, Tables 10–11).
-- ``dense`` / ``bm25`` / ``hybrid`` / ``rerank``: retrieve-then-QA baselines (Table 12): the
-  retriever's top-k tables go to the standalone QA prompt; ``rerank`` reorders the dense
-  top-`rerank_pool` with a `/v1/rerank` server.
-
-Config names (ours, shown in reports): TableSeek's config name with ``w/o refine`` …
-suffixes; ``gold`` for Direct QA; ``{encoder} top-{k}`` for retrievers;
-``{encoder}+{reranker} pool-{n} top-{k}`` for rerank.
+The method comes from the registry (`tablequest.methods.registry`) with its options, exactly
+as ``ask`` builds it; its LLM calls go through a `GatedLLM`. Each question gets the source
+the method answers from (`MethodSpec.input`): the corpus store for corpus methods (TableSeek,
+the retrieve-then-QA baselines), the question's gold table for one-table methods (TableRAG,
+TabScope, DTR: the oracle table, as their papers evaluate), the gold tables for ``direct``,
+the corpus for ``auto`` (input "any": it retrieves)
+(the oracle setting, Tables 10–11), nothing for ``no-table``. Each question gets its own
+`StepBudget` (``--steps``, default the method's).
 """
 
 from __future__ import annotations
@@ -18,184 +16,85 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tablequest.corpus.store import Hit, Store
-from tablequest.eval.corpora import Corpus, ensure_dense
+from tablequest.eval.corpora import Corpus
 from tablequest.eval.datasets.common import Question
 from tablequest.eval.metrics import mean
-from tablequest.eval.retrieval import QueryEncoder, make_encoder
 from tablequest.eval.runner import AnswerFn, Gate, GatedLLM, task_of
 from tablequest.llm.base import LLM
-from tablequest.llm.usage import UsageMeter
-from tablequest.methods.base import Result
-from tablequest.methods.seek.config import SeekConfig
+from tablequest.llm.config import LLMConfig
+from tablequest.llm.usage import StepBudget, UsageMeter
+from tablequest.methods.base import Method, MethodContext, Result, TableSet
+from tablequest.methods.options import MethodOptions
+from tablequest.methods.registry import MethodSpec
 from tablequest.trace import Trace
 
-__all__ = ["RUN_METHODS", "Answerer", "MethodOptions", "build_answer", "running_metric"]
-
-RUN_METHODS: tuple[str, ...] = ("seek", "direct", "dense", "rerank", "bm25", "hybrid")
-
-
-@dataclass(frozen=True)
-class MethodOptions:
-    """Every option of every run method (each method reads its own)."""
-
-    steps: int = 5
-    strategy: str = "5s1"
-    evidence: str = "small"
-    refine: bool = True
-    fallback: bool = True
-    select: bool = True
-    regenerate: bool = True
-    match_only: bool = False
-    match_only_qa: bool = False
-    top_k: int = 1
-    encoder: str = "minilm"
-    rerank_url: str | None = None
-    rerank_model: str | None = None
-    rerank_pool: int = 5
-    api_key: str | None = None
-
-    def seek_config(self) -> SeekConfig:
-        """The TableSeek configuration (ValueError for a bad name or value)."""
-        return SeekConfig.named(
-            f"{self.steps}step-{self.strategy}-{self.evidence}",
-            refine=self.refine,
-            fallback=self.fallback,
-            select=self.select,
-            regenerate=self.regenerate,
-            match_only=self.match_only,
-            match_only_qa=self.match_only_qa,
-        )
-
-    def config_name(self, method: str) -> str:
-        """The run's config label; ValueError for an unknown method or bad options."""
-        if method not in RUN_METHODS:
-            raise ValueError(f"unknown --method {method!r}; one of {', '.join(RUN_METHODS)}")
-        if method == "seek":
-            cfg = self.seek_config()
-            flags = [
-                ("refine", cfg.refine),
-                ("fallback", cfg.fallback),
-                ("select", cfg.select),
-                ("regenerate", cfg.regenerate),
-            ]
-            name = cfg.name + "".join(f" w/o {n}" for n, on in flags if not on)
-            if cfg.match_only_qa:
-                return name + " match-only QA"
-            return name + (" match-only" if cfg.match_only else "")
-        if method == "direct":
-            return "gold"
-        if self.top_k < 1:
-            raise ValueError(f"--top-k must be >= 1, got {self.top_k}")
-        if method == "bm25":
-            return f"top-{self.top_k}"
-        if method == "rerank":
-            return (
-                f"{self.encoder}+{self.rerank_model or '?'} pool-{self.rerank_pool} "
-                f"top-{self.top_k}"
-            )
-        return f"{self.encoder} top-{self.top_k}"
+__all__ = ["Answerer", "build_answer", "question_source", "running_metric"]
 
 
 @dataclass
 class Answerer:
-    """A run's answer function and the gate its LLM calls release."""
+    """A run's answer function, the gate its LLM calls release, and the method to close."""
 
     fn: AnswerFn
     gate: Gate
+    method: Method
+
+    def close(self) -> None:
+        self.method.close()
 
 
-Retriever = Callable[[Store, str, int], list[Hit]]
-
-
-def _retriever(
-    method: str,
-    options: MethodOptions,
-    corpus: Corpus,
-    on_dense: Callable[[Any], None] | None,
-    questions: Sequence[str],
-) -> Retriever:
-    from tablequest.corpus.dense import dense_rank
-    from tablequest.corpus.rank import bm25_rank, hybrid_rank
-    from tablequest.corpus.rerank import APIReranker, rerank_rank
-
-    if method == "bm25":
-        return lambda st, q, k: bm25_rank(st, q, k, rows=False)
-    if method == "rerank" and not (options.rerank_url and options.rerank_model):
-        raise ValueError("--method rerank needs --rerank-url URL --rerank-model NAME")
-    encoder = QueryEncoder(make_encoder(options.encoder))
-    (on_dense or (lambda enc: ensure_dense(corpus, enc)))(encoder)
-    encoder.prime(questions)  # one batch instead of one slow call per question
-    if method == "dense":
-        return lambda st, q, k: dense_rank(st, q, k, encoder)
-    if method == "hybrid":
-        return lambda st, q, k: hybrid_rank(st, q, k, encoder=encoder)
-    reranker = APIReranker(
-        str(options.rerank_url), str(options.rerank_model), api_key=options.api_key
-    )
-    pool = options.rerank_pool
-    return lambda st, q, k: rerank_rank(st, q, k, encoder=encoder, reranker=reranker, pool=pool)
+def question_source(spec: MethodSpec, corpus: Corpus, q: Question) -> Any:
+    """What `spec`'s method answers `q` from (see module doc)."""
+    if spec.input in ("corpus", "any"):
+        return corpus.store
+    if spec.input == "none":
+        return None
+    ids = corpus.table_ids(q.gold_table_ids)
+    if spec.input == "table":
+        ids = ids[:1]
+    return TableSet([(tid, corpus.store.get(tid)) for tid in ids], corpus.store)
 
 
 def build_answer(
-    method: str,
+    spec: MethodSpec,
     options: MethodOptions,
-    llm: LLM,
+    llm: LLM | None,
     corpus: Corpus,
     *,
-    on_dense: Callable[[Any], None] | None = None,
+    llm_config: LLMConfig | None = None,
+    steps: int | None = None,
+    cache: bool = True,
     questions: Sequence[Question] = (),
+    on_encoder: Callable[[Any], None] | None = None,
 ) -> Answerer:
-    """The answer function of `method` over `corpus` (LLM calls through a `GatedLLM`).
+    """The answer function of `spec` with `options` over `corpus`.
 
-    `on_dense(encoder)` is called once before a dense-based method starts (default:
-    `ensure_dense(corpus, encoder)`); the vectors of `questions` are then computed in one
-    batch.
+    A corpus method with a dense retriever gets the corpus encoded once (`on_encoder(encoder)`,
+    e.g. `ensure_dense`) and the vectors of `questions` computed in one batch.
 
     Raises:
-        ValueError: unknown method, bad options, or rerank without a server.
+        ValueError, EncoderUnavailable: the method cannot be built with these options here.
     """
-    from tablequest.methods.direct import DirectQA, RetrieveThenQA
-    from tablequest.methods.seek import TableSeek
-
-    options.config_name(method)  # validates
     gate = Gate()
-    gated = GatedLLM(llm, gate)
-    usage = UsageMeter()
-    store = corpus.store
-    if method == "seek":
-        seek = TableSeek(gated, options.seek_config(), usage=usage)
+    gated = GatedLLM(llm, gate) if llm is not None else None
+    context = MethodContext(llm=gated, usage=UsageMeter(), llm_config=llm_config, cache=cache)
+    method = spec.build(options, context)
+    retriever = getattr(method, "retriever", None)
+    encoder = getattr(retriever, "encoder", None)
+    if spec.input == "corpus" and encoder is not None:
+        if on_encoder is not None:
+            on_encoder(encoder)
+        prime = getattr(retriever, "prime", None)
+        if callable(prime):
+            prime([q.question for q in questions])
+    cap = steps if steps is not None else options.default_steps()
 
-        def run_seek(q: Question, trace: Trace) -> Result:
-            return seek.answer(q.question, store, task=task_of(q), trace=trace, query_id=q.id)
+    def answer(q: Question, trace: Trace) -> Result:
+        source = question_source(spec, corpus, q)
+        budget = StepBudget(cap, reserve=0)
+        return method.answer(q.question, source, task=task_of(q), budget=budget, trace=trace)
 
-        return Answerer(run_seek, gate)
-    if method == "direct":
-        direct = DirectQA(gated, usage=usage)
-
-        def run_direct(q: Question, trace: Trace) -> Result:
-            return direct.answer(
-                q.question,
-                store,
-                task=task_of(q),
-                trace=trace,
-                query_id=q.id,
-                table_ids=corpus.table_ids(q.gold_table_ids),
-            )
-
-        return Answerer(run_direct, gate)
-    pipeline = RetrieveThenQA(
-        gated,
-        _retriever(method, options, corpus, on_dense, [q.question for q in questions]),
-        name=method,
-        top_k=options.top_k,
-        usage=usage,
-    )
-
-    def run_pipeline(q: Question, trace: Trace) -> Result:
-        return pipeline.answer(q.question, store, task=task_of(q), trace=trace, query_id=q.id)
-
-    return Answerer(run_pipeline, gate)
+    return Answerer(answer, gate, method)
 
 
 def running_metric(records: Sequence[dict[str, Any]]) -> str:

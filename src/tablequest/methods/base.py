@@ -1,22 +1,94 @@
-"""The Method interface and the Result every method returns.
+"""The Method interface, the sources a method answers from, and the Result it returns.
 
-A method answers a question from a source (a Store for corpus methods, a Table for single-table
-methods). The Result carries the answer, a status, the cells that support it, the tables the
-method consulted (ids; the CLI maps them to the user's source paths), usage and the trace path.
+A method answers a question from a source:
+
+- a `Store` (a corpus: TableSeek and the retrieve-then-QA baselines pick tables themselves),
+- a `TableSet` (specific tables: a table file read on the fly, ``--table-id`` picks, or a
+  benchmark's gold tables; TableRAG, TabScope and DTR answer from its one table, Direct QA
+  from all of them),
+- or nothing (the no-table baseline).
+
+Which one a method takes is declared when it is registered (`MethodSpec.input`); the one way
+in (`tablequest.methods.run.ask`) and the eval runner build the right source.
+
+The Result carries the answer, a status, the cells that support it, the tables the method
+consulted (ids; `sources` maps them to the user's paths), usage and the trace path;
+`Result.to_json()` is the ``ask --json`` payload for every method.
 """
 
 from __future__ import annotations
 
 import re
+import time
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from tablequest.llm.usage import UsageTotals
+from tablequest.llm.base import LLM
+from tablequest.llm.instrument import Instrumented
+from tablequest.llm.usage import StepBudget, UsageMeter, UsageTotals
 from tablequest.table import CellRef, Table
+from tablequest.trace import Trace
+
+if TYPE_CHECKING:
+    from tablequest.corpus.store import Store
+    from tablequest.llm.config import LLMConfig
+    from tablequest.sandbox import Sandbox
 
 Status = Literal["answered", "insufficient", "failed"]
 Task = Literal["tableqa", "fact_verification"]
+Input = Literal["corpus", "table", "tables", "none", "any"]
+"""What a method answers from: a Store, one table, one or more tables, nothing, or "any" (a
+Store when the source is a corpus, a TableSet when it is a table file or --table-id picks)."""
+
+
+@dataclass
+class TableSet:
+    """Specific tables to answer from, as (table id, Table) pairs.
+
+    Attributes:
+        tables: The tables, in the order given.
+        store: The store they came from (methods cache embeddings there), if any.
+    """
+
+    tables: list[tuple[str, Table]]
+    store: Store | None = None
+
+    @property
+    def ids(self) -> list[str]:
+        return [tid for tid, _ in self.tables]
+
+    def one(self, method: str) -> tuple[str, Table]:
+        """The single table of a one-table method; ValueError naming the fix otherwise."""
+        if len(self.tables) != 1:
+            raise ValueError(
+                f"method {method} answers from one table, got {len(self.tables)}: "
+                "pass --table-id ID (`tablequest search` shows ids)"
+            )
+        return self.tables[0]
+
+
+@dataclass
+class MethodContext:
+    """What a method is built with besides its options.
+
+    Attributes:
+        llm: The model (wrapped by the caller: cache, eval gate); None for LLM-free use.
+        usage: The meter every call of every question rolls up into.
+        llm_config: Where the model lives (URL, key): the ``auto`` encoder asks its server
+            for embeddings, rerank its ``/v1/rerank``.
+        cache: Whether caches (LLM responses, embeddings) may be used.
+        cache_dir: Where on-disk caches live (None: the default cache directory).
+        sandbox: A shared sandbox for generated code (None: the method starts its own).
+    """
+
+    llm: LLM | None = None
+    usage: UsageMeter = field(default_factory=UsageMeter)
+    llm_config: LLMConfig | None = None
+    cache: bool = True
+    cache_dir: Path | None = None
+    sandbox: Sandbox | None = None
 
 
 @dataclass
@@ -32,14 +104,104 @@ class Result:
     usage: UsageTotals = field(default_factory=UsageTotals)
     trace_path: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    method: str | None = None
+    sources: dict[str, str] = field(default_factory=dict)
+    tables: dict[str, Table] = field(default_factory=dict, repr=False, compare=False)
+    """The final table's content, when the caller could give it (for showing evidence)."""
+
+    @property
+    def reason(self) -> str | None:
+        """Why the status is not "answered" (when the method said)."""
+        value = self.details.get("reason") or self.details.get("error")
+        return None if value is None else str(value)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``ask --json`` payload (the same shape for every method)."""
+
+        def ref(tid: str) -> dict[str, Any]:
+            return {"table_id": tid, "source": self.sources.get(tid)}
+
+        extra = {
+            k: v for k, v in self.details.items() if k not in ("reason", "error", "action_counts")
+        }
+        return {
+            "answer": self.answer,
+            "status": self.status,
+            "method": self.method,
+            "reason": self.reason,
+            "tables_consulted": [ref(t) for t in self.tables_consulted],
+            "final_table": ref(self.final_table) if self.final_table else None,
+            "evidence": [
+                {"table_id": c.table_id, "row": c.row, "col": c.col, "value": c.value}
+                for c in self.evidence
+            ],
+            "steps": self.steps,
+            "action_counts": dict(self.details.get("action_counts", {})),
+            "usage": self.usage.to_dict(),
+            "trace": self.trace_path,
+            "details": extra,
+        }
 
 
+@runtime_checkable
 class Method(Protocol):
-    """One small interface: answer a question from a source."""
+    """One small interface: answer a question from a source within a budget of LLM calls."""
 
     name: str
 
-    def answer(self, question: str, source: Any, *, task: Task = "tableqa") -> Result: ...
+    def answer(
+        self,
+        question: str,
+        source: Any,
+        *,
+        task: Task = "tableqa",
+        budget: StepBudget | None = None,
+        trace: Trace | None = None,
+    ) -> Result: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class Query:
+    """The per-question state every method starts with (`start_query`).
+
+    Attributes:
+        llm: The context's model wrapped to meter, trace and cap every call (None: no model).
+        budget: The question's step budget (``--steps``).
+        trace: Where events go.
+        usage: This question's meter (rolls up into the context's).
+    """
+
+    llm: Instrumented | None
+    budget: StepBudget
+    trace: Trace
+    usage: UsageMeter
+
+    def finish(self, result: Result, method: str) -> Result:
+        """Fill what every Result carries: steps, usage, trace path and method name."""
+        result.steps = self.budget.calls
+        result.usage = self.usage.totals
+        result.trace_path = str(self.trace.path) if self.trace.path else None
+        result.method = result.method or method
+        return result
+
+
+def start_query(
+    context: MethodContext,
+    *,
+    budget: StepBudget | None,
+    trace: Trace | None,
+    default_steps: int,
+) -> Query:
+    """Per-question LLM wrapper, budget (default `default_steps` calls) and trace."""
+    budget = budget if budget is not None else StepBudget(default_steps, reserve=0)
+    trace = trace if trace is not None else Trace.in_memory()
+    usage = context.usage.scope(f"q{time.monotonic_ns()}")
+    llm = None
+    if context.llm is not None:
+        llm = Instrumented(context.llm, trace=trace, usage=usage, budget=budget)
+    return Query(llm, budget, trace, usage)
 
 
 _CITATION = re.compile(r"\s*\[[^\]]*\]\s*$")
@@ -70,3 +232,11 @@ def locate_evidence(table: Table, table_id: str, answer: str, *, limit: int = 20
                 if len(found) >= limit:
                     return found
     return found
+
+
+def failed(reason: str, *, trace: Trace | None = None, **details: Any) -> Result:
+    """A "failed" Result with its reason (and the trace path, when there is one)."""
+    path = str(trace.path) if trace is not None and trace.path else None
+    return Result(
+        answer=None, status="failed", trace_path=path, details={"reason": reason, **details}
+    )

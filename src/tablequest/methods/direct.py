@@ -1,9 +1,11 @@
-"""Direct QA and retrieve-then-QA baselines (papers/tableseek.txt App. D, Tables 10–12).
+"""QA baselines of the TableSeek paper (papers/tableseek.txt App. D and G, Tables 10–12).
 
-- `DirectQA`: the standalone QA prompt (Tables 22–23, no answerability option) over given
-  tables — the gold tables for the oracle setting (table_source = gold, top_k = 1).
-- `RetrieveThenQA`: a retriever (dense, rerank over dense, BM25, grep) picks the top-k
-  tables, then the same standalone QA prompt answers.
+- ``direct`` (`DirectQA`): the standalone QA prompt (Tables 22–23, no answerability option)
+  over given tables — the gold tables in the oracle setting (table_source = gold, top_k = 1).
+- ``no-table`` (`NoTableQA`): the question alone, no table (App. G, "No-Table QA": a check
+  that answers come from the tables, not from the model's memory).
+- ``bm25`` / ``dense`` / ``hybrid`` / ``rerank`` (`RetrieveThenQA`): a retriever of
+  `tablequest.corpus.retrievers` picks the top-k tables, then the same standalone QA prompt.
 
 One LLM call per question. An unparsable reply is taken as the answer when short, else the
 status is "failed" (ours; same parser as TableSeek's QA).
@@ -11,33 +13,141 @@ status is "failed" (ours; same parser as TableSeek's QA).
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import Any, Literal
 
-from tablequest.corpus.store import Hit, Store
-from tablequest.llm.base import LLM, LLMError
-from tablequest.llm.instrument import Instrumented
-from tablequest.llm.usage import UsageMeter
-from tablequest.methods.base import Result, Status, Task
+from pydantic import field_validator
+
+from tablequest.corpus.encoders import ENCODERS, EncoderSettings
+from tablequest.corpus.retrievers import Retriever, RetrieverSettings, make_retriever
+from tablequest.corpus.store import Store
+from tablequest.llm.base import LLM, LLMError, Message
+from tablequest.llm.usage import QA, StepBudget, UsageMeter
+from tablequest.methods.base import (
+    MethodContext,
+    Result,
+    Status,
+    TableSet,
+    Task,
+    start_query,
+)
+from tablequest.methods.options import MethodOptions, option
 from tablequest.methods.seek import prompts
-from tablequest.methods.seek.qa import parse_qa, qa_context
+from tablequest.methods.seek.qa import QAOutcome, parse_qa, qa_context
 from tablequest.table import Table
 from tablequest.trace import Trace
 
-Retriever = Callable[[Store, str, int], list[Hit]]
+_QA_PAPER = "TableSeek Table 10"
+
+
+class QAOptions(MethodOptions):
+    """The standalone QA call's knobs."""
+
+    max_tokens: int = option(8192, "max new tokens of the QA call", paper="TableSeek Table 7", ge=1)
+    temperature: float = option(0.0, "sampling temperature", paper="TableSeek Table 7", ge=0.0)
+
+
+class DirectOptions(QAOptions):
+    """Direct QA over the given tables."""
+
+    def label(self) -> str:
+        return "gold"
+
+
+class NoTableOptions(QAOptions):
+    """The no-table baseline: the QA call alone."""
+
+    def label(self) -> str:
+        return "no table"
+
+
+class RetrievalQAOptions(QAOptions):
+    """Retrieve-then-QA: the retriever's top-k tables go to QA."""
+
+    top_k: int = option(1, "tables given to QA", paper=_QA_PAPER, ge=1)
+
+    def label(self) -> str:
+        return f"top-{self.top_k}"
+
+
+class DenseQAOptions(RetrievalQAOptions):
+    """Dense retrieval, then QA."""
+
+    encoder: str = option("minilm", "encoder: minilm | hash | api | auto (corpus.encoders)")
+    embed_url: str | None = option(None, "encoder api/auto: /v1 URL (default: the LLM's)")
+    embed_model: str | None = option(None, "encoder api: embedding model name")
+
+    @field_validator("encoder")
+    @classmethod
+    def _known_encoder(cls, value: str) -> str:
+        if value not in ENCODERS:
+            raise ValueError(f"unknown encoder {value!r}; one of {', '.join(ENCODERS)}")
+        return value
+
+    def label(self) -> str:
+        return f"{self.encoder} top-{self.top_k}"
+
+
+class HybridQAOptions(DenseQAOptions):
+    """BM25 and dense fused, then QA."""
+
+    fusion: Literal["score", "rrf"] = option("score", "score (weighted) or rrf fusion")
+    alpha: float = option(0.7, "weight of the dense score (docs/results.md)", ge=0.0, le=1.0)
+
+
+class RerankQAOptions(DenseQAOptions):
+    """Dense top-`rerank_pool` reranked by a server, then QA."""
+
+    rerank_url: str | None = option(None, "server with /v1/rerank (default: the LLM's)")
+    rerank_model: str | None = option(None, "reranker model name (required)")
+    rerank_pool: int = option(5, "dense candidates reranked", paper="TableSeek Table 12", ge=1)
+
+    def label(self) -> str:
+        return f"{self.encoder}+{self.rerank_model or '?'} pool-{self.rerank_pool} top-{self.top_k}"
+
+
+def _status(outcome: QAOutcome) -> Status:
+    if outcome.satisfactory:
+        return "answered"
+    return "failed" if outcome.status == "failed" else "insufficient"
 
 
 class DirectQA:
-    """Answer from the given tables with the standalone QA prompt."""
+    """Answer from the given tables with the standalone QA prompt.
+
+    Args:
+        llm: The model.
+        options: `DirectOptions` (a `QAOptions`).
+        usage: Meter every question's calls roll up into.
+    """
 
     name = "direct"
 
     def __init__(
-        self, llm: LLM, *, max_tokens: int = 8192, usage: UsageMeter | None = None
+        self,
+        llm: LLM | None,
+        options: QAOptions | None = None,
+        *,
+        usage: UsageMeter | None = None,
+        context: MethodContext | None = None,
     ) -> None:
-        self.llm = llm
-        self.max_tokens = max_tokens
-        self.usage = usage or UsageMeter()
+        self.options = options or DirectOptions()
+        self.context = context or MethodContext(llm=llm, usage=usage or UsageMeter())
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+    def answer(
+        self,
+        question: str,
+        source: TableSet,
+        *,
+        task: Task = "tableqa",
+        budget: StepBudget | None = None,
+        trace: Trace | None = None,
+    ) -> Result:
+        """QA over the tables of `source` (the oracle setting passes the gold tables)."""
+        return self.answer_tables(question, source.tables, task=task, budget=budget, trace=trace)
 
     def answer_tables(
         self,
@@ -45,60 +155,59 @@ class DirectQA:
         tables: Sequence[tuple[str, Table]],
         *,
         task: Task = "tableqa",
+        budget: StepBudget | None = None,
         trace: Trace | None = None,
-        query_id: str | None = None,
     ) -> Result:
-        """QA over `tables` given as (table id, Table) pairs."""
-        trace = trace or Trace.in_memory()
-        meter = self.usage.scope(query_id or f"q{time.monotonic_ns()}")
-        llm = Instrumented(self.llm, trace=trace, usage=meter)
+        """QA over `tables` given as (table id, Table) pairs (none: the no-table prompt)."""
+        query = start_query(self.context, budget=budget, trace=trace, default_steps=1)
         named = {f"Table_{i}": (tid, t) for i, (tid, t) in enumerate(tables)}
-        messages = prompts.qa_messages(
-            question, task, qa_context(named, patterns=None), standalone=True
-        )
-        try:
-            raw: str | None = llm.chat(messages, temperature=0.0, max_tokens=self.max_tokens)[
-                0
-            ].text
-        except LLMError as exc:
-            trace.event("fallback", stage="qa", reason=f"{type(exc).__name__}: {exc}")
-            raw = None
+        if named:
+            context = qa_context(named, patterns=None)
+            messages = prompts.qa_messages(question, task, context, standalone=True)
+        else:
+            messages = prompts.no_table_messages(question, task)
+        raw = self._call(query.llm, messages, query.trace)
         outcome = parse_qa(raw, named, task=task)
-        trace.event(
-            "qa", tables=[tid for tid, _ in tables], status=outcome.status, answer=outcome.answer
-        )
-        status: Status = (
-            "answered"
-            if outcome.satisfactory
-            else "failed"
-            if outcome.status == "failed"
-            else "insufficient"
-        )
-        return Result(
+        query.trace.event("qa", tables=list(named), status=outcome.status, answer=outcome.answer)
+        result = Result(
             answer=outcome.answer,
-            status=status,
+            status=_status(outcome),
             tables_consulted=[tid for tid, _ in tables],
             final_table=outcome.final_table,
             evidence=outcome.evidence,
-            steps=1,
-            usage=meter.totals,
-            trace_path=str(trace.path) if trace.path else None,
-            details={"action_counts": {"qa": 1}},
+            details={"action_counts": {QA: 1}},
         )
+        if result.status != "answered":
+            result.details["reason"] = f"QA said {outcome.status}"
+        return query.finish(result, self.name)
+
+    def _call(self, llm: LLM | None, messages: list[Message], trace: Trace) -> str | None:
+        if llm is None:
+            raise ValueError(f"method {self.name} needs an LLM")
+        try:
+            return llm.chat(
+                messages, temperature=self.options.temperature, max_tokens=self.options.max_tokens
+            )[0].text
+        except LLMError as exc:
+            trace.event("fallback", stage="qa", reason=f"{type(exc).__name__}: {exc}")
+            return None
+
+
+class NoTableQA(DirectQA):
+    """The question alone, no table (a parametric-knowledge check)."""
+
+    name = "no-table"
 
     def answer(
         self,
         question: str,
-        source: Store,
+        source: Any = None,
         *,
         task: Task = "tableqa",
-        table_ids: Sequence[str] = (),
+        budget: StepBudget | None = None,
         trace: Trace | None = None,
-        query_id: str | None = None,
     ) -> Result:
-        """QA over the store tables `table_ids` (the oracle setting passes gold ids)."""
-        tables = [(tid, source.get(tid)) for tid in table_ids]
-        return self.answer_tables(question, tables, task=task, trace=trace, query_id=query_id)
+        return self.answer_tables(question, [], task=task, budget=budget, trace=trace)
 
 
 class RetrieveThenQA:
@@ -106,17 +215,28 @@ class RetrieveThenQA:
 
     def __init__(
         self,
-        llm: LLM,
+        llm: LLM | None,
         retriever: Retriever,
         *,
         name: str,
-        top_k: int = 1,
+        options: RetrievalQAOptions | None = None,
         usage: UsageMeter | None = None,
+        context: MethodContext | None = None,
     ) -> None:
         self.name = name
         self.retriever = retriever
-        self.top_k = top_k
-        self.qa = DirectQA(llm, usage=usage)
+        self.options = options or RetrievalQAOptions()
+        self.qa = DirectQA(llm, self.options, usage=usage, context=context)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+    def prepare(self, store: Store, questions: Sequence[str]) -> None:
+        """Encode the corpus and the questions ahead (dense retrievers; batched)."""
+        for hook, arg in (("prepare", store), ("prime", questions)):
+            fn = getattr(self.retriever, hook, None)
+            if callable(fn):
+                fn(arg)
 
     def answer(
         self,
@@ -124,11 +244,11 @@ class RetrieveThenQA:
         source: Store,
         *,
         task: Task = "tableqa",
+        budget: StepBudget | None = None,
         trace: Trace | None = None,
-        query_id: str | None = None,
     ) -> Result:
         trace = trace or Trace.in_memory()
-        hits = self.retriever(source, question, self.top_k)
+        hits = self.retriever.rank(source, question, self.options.top_k)
         trace.event(
             "rank",
             method=self.name,
@@ -136,18 +256,77 @@ class RetrieveThenQA:
         )
         if not hits:
             trace.event("fallback", stage="qa", reason="retriever returned no table")
-            return Result(
-                answer=None,
-                status="insufficient",
-                trace_path=str(trace.path) if trace.path else None,
-            )
-        result = self.qa.answer(
-            question,
-            source,
-            task=task,
-            trace=trace,
-            query_id=query_id,
-            table_ids=[h.table_id for h in hits],
-        )
+            result = Result(answer=None, status="insufficient", method=self.name)
+            result.details["reason"] = "the retriever returned no table"
+            result.trace_path = str(trace.path) if trace.path else None
+            return result
+        tables = TableSet([(h.table_id, source.get(h.table_id)) for h in hits], source)
+        result = self.qa.answer(question, tables, task=task, budget=budget, trace=trace)
+        result.method = self.name
         result.details["ranked"] = [h.table_id for h in hits]
         return result
+
+
+def _settings(options: RetrievalQAOptions, context: MethodContext) -> RetrieverSettings:
+    config = context.llm_config
+    url = config.url if config else None
+    key = config.api_key if config else None
+    values: dict[str, Any] = {"api_key": key}
+    if isinstance(options, DenseQAOptions):
+        embed = EncoderSettings(options.embed_url or url, options.embed_model, key)
+        values.update(encoder=options.encoder, embeddings=embed)
+    if isinstance(options, HybridQAOptions):
+        values.update(fusion=options.fusion, alpha=options.alpha)
+    if isinstance(options, RerankQAOptions):
+        values.update(
+            rerank_url=options.rerank_url or url,
+            rerank_model=options.rerank_model,
+            rerank_pool=options.rerank_pool,
+        )
+    return RetrieverSettings(**values)
+
+
+def _retrieve_then_qa(name: str) -> Any:
+    def build(options: RetrievalQAOptions, context: MethodContext) -> RetrieveThenQA:
+        retriever = make_retriever(name, _settings(options, context))
+        return RetrieveThenQA(context.llm, retriever, name=name, options=options, context=context)
+
+    return build
+
+
+BASELINES: dict[str, tuple[type[RetrievalQAOptions], str, str]] = {
+    "bm25": (RetrievalQAOptions, "BM25", "BM25 top-k tables, then standalone QA"),
+    "dense": (DenseQAOptions, "Dense", "dense top-k tables, then standalone QA"),
+    "hybrid": (HybridQAOptions, "Hybrid", "BM25 + dense fused top-k tables, then standalone QA"),
+    "rerank": (RerankQAOptions, "Rerank", "dense top-N reranked by a server, then standalone QA"),
+}
+
+
+def register() -> None:
+    """Register direct, no-table and the retrieve-then-QA baselines."""
+    from tablequest.methods.registry import register_method
+
+    paper = "papers/tableseek.txt"
+    register_method(
+        "direct",
+        lambda o, c: DirectQA(c.llm, o, context=c),
+        DirectOptions,
+        input="tables",
+        description="Direct QA over given tables (the oracle setting with gold tables)",
+        title="Direct QA (gold)",
+        paper=paper,
+    )
+    register_method(
+        "no-table",
+        lambda o, c: NoTableQA(c.llm, o, context=c),
+        NoTableOptions,
+        input="none",
+        description="No-table QA: the question alone (a parametric-knowledge check)",
+        title="No-table QA",
+        paper=paper,
+    )
+    for name, (options, title, description) in BASELINES.items():
+        register_method(
+            name, _retrieve_then_qa(name), options, input="corpus", description=description,
+            title=title, paper=paper,
+        )  # fmt: skip

@@ -2,14 +2,19 @@
 
 Table keys are dataset-relative: the file's path under the dataset root for one-table files
 (`csv/204-csv/590.csv`), and `<file>#<id>` for tables stored inside a shared file
-(`raw_data/aitqa_tables.jsonl#tab-0`, `data/fetaQA-v1_test.jsonl#2206`).
+(`raw_data/aitqa_tables.jsonl#tab-0`, `data/fetaQA-v1_test.jsonl#2206`). Inline tables of a
+custom question file outside the root are keyed by that file's absolute path (`merge_inline`).
+
+Every loader takes `questions_file=`: the questions then come from that file (same format as
+the benchmark's own question file, parsed by the same function), the tables from the root.
+`parse_id_list` tells an id list from such a question file.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,20 +24,23 @@ __all__ = [
     "Dataset",
     "DatasetError",
     "Question",
+    "QuestionTask",
     "TableRef",
-    "Task",
+    "merge_inline",
     "missing_summary",
+    "parse_id_list",
+    "question_source",
     "read_json",
     "read_jsonl",
     "read_one_table",
-    "register_reader",
+    "register_table_format",
     "require_dir",
     "require_file",
     "require_keys",
     "unique_id",
 ]
 
-Task = Literal["tableqa", "fact_verification", "free_form", "visualization"]
+QuestionTask = Literal["tableqa", "fact_verification", "free_form", "visualization"]
 
 
 class DatasetError(Exception):
@@ -58,7 +66,7 @@ class Question:
     answers: list[str]
     gold_table_ids: list[str]
     group: list[str] = field(default_factory=list)
-    task: Task = "tableqa"
+    task: QuestionTask = "tableqa"
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -66,7 +74,7 @@ TableReader = Callable[["TableRef"], Table]
 _READERS: dict[str, TableReader] = {}
 
 
-def register_reader(fmt: str, reader: TableReader) -> None:
+def register_table_format(fmt: str, reader: TableReader) -> None:
     """Register how `TableRef.load` reads tables whose `format` is `fmt`."""
     _READERS[fmt] = reader
 
@@ -79,7 +87,7 @@ class TableRef:
         key: dataset-relative key (see module doc).
         path: the file holding the table.
         format: reader name: "csv" / "xlsx" (tablequest readers), "inline" (already built,
-            in `table`) or a benchmark format registered with `register_reader`.
+            in `table`) or a benchmark format registered with `register_table_format`.
         table: the built table for inline tables, else None.
         meta: extra facts about the table (e.g. TCR-Bench's `render_format`).
     """
@@ -106,13 +114,26 @@ class TableRef:
 
 @dataclass
 class Dataset:
-    """A loaded benchmark: its questions, its tables (lazily read) and loader notes."""
+    """A loaded benchmark: its questions, its tables (lazily read) and loader notes.
+
+    Attributes:
+        name: the loader's name in `DATASETS` (or a derived name, e.g. `wtq+siblings3`).
+        root: the benchmark folder.
+        questions: the questions, in file order.
+        table_refs: every table of the corpus by key (gold tables included).
+        notes: what the loader kept, skipped or assumed.
+        options: the loader options it was loaded with (`split`, `subset`, …), so the same
+            benchmark can be loaded again with another `questions_file`.
+        questions_file: the custom question file, or None for the benchmark's own.
+    """
 
     name: str
     root: Path
     questions: list[Question]
     table_refs: dict[str, TableRef]
     notes: list[str] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
+    questions_file: Path | None = None
 
     def __len__(self) -> int:
         return len(self.questions)
@@ -143,6 +164,89 @@ def require_file(path: Path, what: str) -> Path:
     if not path.is_file():
         raise DatasetError(f"{what}: file not found: {str(path)!r}")
     return path
+
+
+def question_source(
+    root: Path, default: str, questions_file: Path | str | None
+) -> tuple[Path, str]:
+    """The question file to read and its name in messages: `root / default` (named `default`)
+    or `questions_file` (named as given)."""
+    if questions_file is None:
+        return root / default, default
+    return Path(questions_file), str(questions_file)
+
+
+def parse_id_list(text: str) -> list[str] | None:
+    """The ids of an id-list file, or None when `text` is a benchmark question file.
+
+    An id list is one id per line (blank lines and `#` comments ignored) or a JSON list of ids
+    (strings or numbers). A question file is recognised by its first character or line: `{`
+    (a JSON object such as TabFact's, or JSON lines of objects), a JSON list of objects
+    (TCR-Bench) or a tab in the first line (a TSV header such as WTQ's).
+
+    Raises:
+        ValueError: `text` starts with `[` but is not a JSON list of ids or of objects.
+    """
+    body = text.lstrip("\ufeff").strip()
+    if body.startswith("{"):
+        return None
+    if body.startswith("["):
+        try:
+            items = json.loads(body)
+        except ValueError:
+            raise ValueError("is not a JSON list") from None
+        if items and all(isinstance(i, dict) for i in items):
+            return None
+        if not all(isinstance(i, str | int | float) and not isinstance(i, bool) for i in items):
+            raise ValueError("is a JSON list of neither ids nor question objects")
+        return [str(i) for i in items]
+    lines = [ln.strip() for ln in body.splitlines()]
+    ids = [ln for ln in lines if ln and not ln.startswith("#")]
+    if ids and "\t" in ids[0]:
+        return None
+    return ids
+
+
+def merge_inline(
+    questions: list[Question],
+    refs: dict[str, TableRef],
+    corpus: Mapping[str, TableRef],
+    *,
+    prefix: str,
+    corpus_prefix: str,
+) -> tuple[list[Question], dict[str, TableRef]]:
+    """Join the inline tables of a custom question file to the benchmark's inline corpus.
+
+    Custom tables are keyed `<prefix>#<id>`, the benchmark's `<corpus_prefix>#<id>`. A
+    question whose table equals (same content) the benchmark's table of the same id is pointed
+    at the benchmark's key, so a custom subset of the benchmark gets the benchmark's corpus and
+    gold keys; any other table joins the corpus under its own key.
+
+    Returns:
+        The questions (gold keys remapped) and the corpus with the new tables.
+    """
+    merged = dict(corpus)
+    out: list[Question] = []
+    for q in questions:
+        gold: list[str] = []
+        for key in q.gold_table_ids:
+            ref = refs[key]
+            twin = None
+            if key.startswith(f"{prefix}#"):
+                twin = corpus.get(corpus_prefix + key.removeprefix(prefix))
+            if twin is not None and _same_table(ref, twin):
+                gold.append(twin.key)
+            else:
+                merged[key] = ref
+                gold.append(key)
+        out.append(replace(q, gold_table_ids=gold))
+    return out, merged
+
+
+def _same_table(a: TableRef, b: TableRef) -> bool:
+    return (
+        a.table is not None and b.table is not None and a.table.content_hash == b.table.content_hash
+    )
 
 
 def read_json(path: Path, what: str) -> Any:
@@ -217,4 +321,4 @@ def _read_file(ref: TableRef) -> Table:
 
 
 for _fmt in _FILE_FORMATS:
-    register_reader(_fmt, _read_file)
+    register_table_format(_fmt, _read_file)

@@ -9,18 +9,23 @@ for Structure Comprehending, which upstream scores on swapped tables). Tasks: Vi
 
 Choice (ours): questions whose xlsx is missing (upstream LFS pointers; only a LaTeX rendering
 in `data/latex/`) are skipped and counted in `Dataset.notes`; LaTeX tables are not parsed.
+
+The corpus is the spreadsheets the questions of `QA_final.json` use. A custom question file
+(`questions_file=`) is shaped like `QA_final.json`; its questions replace those (same skipping
+rule) and its spreadsheets join the corpus.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from tablequest.eval.datasets.common import (
     Dataset,
     DatasetError,
     Question,
+    QuestionTask,
     TableRef,
-    Task,
     read_json,
     require_dir,
     require_keys,
@@ -29,58 +34,93 @@ from tablequest.eval.datasets.common import (
 __all__ = ["load_realhitbench"]
 
 _KEYS = ("id", "FileName", "Question", "QuestionType", "ProcessedAnswer")
-_TASKS: dict[str, Task] = {"Visualization": "visualization", "Data Analysis": "free_form"}
+_TASKS: dict[str, QuestionTask] = {"Visualization": "visualization", "Data Analysis": "free_form"}
 
 
-def load_realhitbench(root: Path | str) -> Dataset:
-    """Load RealHiTBench questions whose spreadsheet is present.
+def _question(row: dict[str, Any], key: str) -> Question:
+    answer = str(row["ProcessedAnswer"])
+    qtype = str(row["QuestionType"])
+    return Question(
+        id=str(row["id"]),
+        question=str(row["Question"]),
+        answers=[answer] if answer else [],
+        gold_table_ids=[key],
+        task=_TASKS.get(qtype, "tableqa"),
+        extra={
+            "question_type": qtype,
+            "sub_type": row.get("SubQType"),
+            "structure": row.get("CompStrucCata"),
+            "final_answer": row.get("FinalAnswer"),
+        },
+    )
+
+
+def _read_queries(
+    path: Path, source: str, table_dir: Path
+) -> tuple[list[Question], dict[str, TableRef], list[str]]:
+    """Questions of one queries file whose xlsx is present, their tables, and notes.
 
     Raises:
-        DatasetError: QA_final.json or the tables directory is missing or malformed.
+        DatasetError: the file is missing or malformed, or no question has its xlsx.
     """
-    root = require_dir(Path(root), "RealHiTBench root")
-    raw = read_json(root / "data" / "QA_final.json", "RealHiTBench questions")
+    raw = read_json(path, "RealHiTBench questions")
     if not isinstance(raw, dict) or not isinstance(raw.get("queries"), list):
-        raise DatasetError('RealHiTBench: QA_final.json must be {"queries": [...]}')
-    table_dir = require_dir(root / "data" / "tables", "RealHiTBench tables")
+        raise DatasetError(f'RealHiTBench: {source} must be {{"queries": [...]}}')
     refs: dict[str, TableRef] = {}
     questions: list[Question] = []
     skipped: dict[str, int] = {}
     for i, row in enumerate(raw["queries"]):
-        require_keys(row, _KEYS, f"RealHiTBench: query {i}")
+        require_keys(row, _KEYS, f"RealHiTBench: {source} query {i}")
         file_name = str(row["FileName"])
         key = f"data/tables/{file_name}.xlsx"
-        path = table_dir / f"{file_name}.xlsx"
         if key not in refs:
-            if not path.is_file():
+            table_path = table_dir / f"{file_name}.xlsx"
+            if not table_path.is_file():
                 skipped[file_name] = skipped.get(file_name, 0) + 1
                 continue
-            refs[key] = TableRef(key, path, "xlsx")
-        answer = str(row["ProcessedAnswer"])
-        qtype = str(row["QuestionType"])
-        questions.append(
-            Question(
-                id=str(row["id"]),
-                question=str(row["Question"]),
-                answers=[answer] if answer else [],
-                gold_table_ids=[key],
-                task=_TASKS.get(qtype, "tableqa"),
-                extra={
-                    "question_type": qtype,
-                    "sub_type": row.get("SubQType"),
-                    "structure": row.get("CompStrucCata"),
-                    "final_answer": row.get("FinalAnswer"),
-                },
-            )
+            refs[key] = TableRef(key, table_path, "xlsx")
+        questions.append(_question(row, key))
+    if not questions:
+        raise DatasetError(
+            f"RealHiTBench: no question has its xlsx in {str(table_dir)!r} (questions: {source})"
         )
-    notes = [f"{len(questions)} questions, {len(refs)} tables"]
+    notes = []
     if skipped:
         notes.append(
             f"skipped {sum(skipped.values())} questions on {len(skipped)} tables without xlsx: "
             + ", ".join(sorted(skipped))
         )
-    if not questions:
-        raise DatasetError(f"RealHiTBench: no question has its xlsx in {str(table_dir)!r}")
+    return questions, refs, notes
+
+
+def load_realhitbench(root: Path | str, *, questions_file: Path | str | None = None) -> Dataset:
+    """Load RealHiTBench questions whose spreadsheet is present.
+
+    Args:
+        root: the RealHiTBench folder.
+        questions_file: read the questions from this file instead (shaped like
+            `data/QA_final.json`); the corpus stays the benchmark's spreadsheets plus the
+            file's.
+
+    Raises:
+        DatasetError: QA_final.json or the tables directory is missing or malformed.
+    """
+    root = require_dir(Path(root), "RealHiTBench root")
+    default = "data/QA_final.json"
+    table_dir = require_dir(root / "data" / "tables", "RealHiTBench tables")
+    questions, refs, notes = _read_queries(root / default, default, table_dir)
+    if questions_file is not None:
+        source = str(questions_file)
+        questions, gold_refs, notes = _read_queries(Path(source), source, table_dir)
+        refs |= {k: ref for k, ref in gold_refs.items() if k not in refs}
+    notes.insert(0, f"{len(questions)} questions, {len(refs)} tables")
+    if questions_file is not None:
+        notes.insert(0, f"questions from {questions_file}")
     return Dataset(
-        name="realhitbench", root=root, questions=questions, table_refs=refs, notes=notes
+        name="realhitbench",
+        root=root,
+        questions=questions,
+        table_refs=refs,
+        notes=notes,
+        questions_file=None if questions_file is None else Path(questions_file),
     )

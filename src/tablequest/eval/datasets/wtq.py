@@ -6,6 +6,9 @@ Layout under `root`: `data/<split>.tsv` (columns id, utterance, context, targetV
 `targetCanon`. Fields are TSV-unescaped (`\\n` newline, `\\p` pipe, `\\\\` backslash) and list
 answers split on `|`, as in the official evaluator. The dataset's tables are *all* CSV tables
 under `csv/` (the WTQ corpus), not just the split's gold tables.
+
+A custom question file (`questions_file=`) is a TSV with the same header; its questions get
+`targetCanon` only where the id is in a tagged file with the same `targetValue`.
 """
 
 from __future__ import annotations
@@ -68,16 +71,54 @@ def _tagged_path(root: Path, split: str) -> Path | None:
     return None
 
 
-def _canon(root: Path, split: str, notes: list[str]) -> dict[str, tuple[list[str], str]]:
+# id -> (targetValue as written, targetCanon values, targetCanonType)
+_Canon = dict[str, tuple[str, list[str], str]]
+
+
+def _canon(root: Path, split: str, notes: list[str]) -> _Canon:
     path = _tagged_path(root, split)
     if path is None:
         notes.append(f"{split}: no tagged file, targetCanon unavailable")
         return {}
     out = {}
     for row in _read_tsv(path, ("id", "targetValue", "targetCanon")):
-        out[row["id"]] = (tsv_unescape_list(row["targetCanon"]), row.get("targetCanonType", ""))
+        out[row["id"]] = (
+            row["targetValue"],
+            tsv_unescape_list(row["targetCanon"]),
+            row.get("targetCanonType", ""),
+        )
     notes.append(f"{split}: targetCanon from {path.relative_to(root)} ({len(out)} ids)")
     return out
+
+
+def _read_questions(path: Path, canon: _Canon, split: str, notes: list[str]) -> list[Question]:
+    """Questions of one WTQ TSV; `targetCanon` from `canon` for ids tagged with the same
+    `targetValue` (and as many canonical values as answers)."""
+    questions: list[Question] = []
+    bad_canon = 0
+    for row in _read_tsv(path, _COLUMNS):
+        answers = tsv_unescape_list(row["targetValue"])
+        extra: dict[str, Any] = {"split": split}
+        value, values, kind = canon.get(row["id"], (None, [], ""))
+        if value == row["targetValue"]:
+            if len(values) == len(answers):
+                extra["target_canon"] = values
+                extra["target_canon_type"] = kind
+            else:
+                bad_canon += 1
+        questions.append(
+            Question(
+                id=row["id"],
+                question=tsv_unescape(row["utterance"]),
+                answers=answers,
+                gold_table_ids=[row["context"]],
+                task="tableqa",
+                extra=extra,
+            )
+        )
+    if bad_canon:
+        notes.append(f"{split}: {bad_canon} targetCanon lists differ in length; ignored")
+    return questions
 
 
 def _corpus(root: Path) -> dict[str, TableRef]:
@@ -101,8 +142,20 @@ def _table_sort_key(path: Path) -> tuple[str, int, str]:
     return (path.parent.name, int(stem) if stem.isdigit() else -1, stem)
 
 
-def load_wtq(root: Path | str, split: WtqSplit = "pristine-unseen-tables") -> Dataset:
+def load_wtq(
+    root: Path | str,
+    split: WtqSplit = "pristine-unseen-tables",
+    *,
+    questions_file: Path | str | None = None,
+) -> Dataset:
     """Load WTQ questions of `split` ("pristine-unseen-tables", "training" or "all").
+
+    Args:
+        root: the WTQ folder.
+        split: which of the benchmark's question files to read.
+        questions_file: read the questions from this TSV instead (same columns as
+            `data/<split>.tsv`; `split` is then unused). `targetCanon` comes from the tagged
+            files of the benchmark's splits for ids tagged with the same `targetValue`.
 
     Raises:
         DatasetError: the root, a questions file, the tables or a gold table is missing.
@@ -110,41 +163,37 @@ def load_wtq(root: Path | str, split: WtqSplit = "pristine-unseen-tables") -> Da
     root = require_dir(Path(root), "WTQ root")
     if split not in (*SPLITS, "all"):
         raise DatasetError(f"WTQ: unknown split {split!r}; use one of {', '.join(SPLITS)}, all")
-    splits = SPLITS if split == "all" else (split,)
     notes: list[str] = []
     refs = _corpus(root)
-    questions: list[Question] = []
-    for name in splits:
-        path = require_file(root / "data" / f"{name}.tsv", f"WTQ {name} questions")
-        canon = _canon(root, name, notes)
-        bad_canon = 0
-        for row in _read_tsv(path, _COLUMNS):
-            answers = tsv_unescape_list(row["targetValue"])
-            extra: dict[str, Any] = {"split": name}
-            if row["id"] in canon:
-                values, kind = canon[row["id"]]
-                if len(values) == len(answers):
-                    extra["target_canon"] = values
-                    extra["target_canon_type"] = kind
-                else:
-                    bad_canon += 1
-            questions.append(
-                Question(
-                    id=row["id"],
-                    question=tsv_unescape(row["utterance"]),
-                    answers=answers,
-                    gold_table_ids=[row["context"]],
-                    task="tableqa",
-                    extra=extra,
-                )
-            )
-        if bad_canon:
-            notes.append(f"{name}: {bad_canon} targetCanon lists differ in length; ignored")
+    if questions_file is None:
+        names = SPLITS if split == "all" else (split,)
+        sources = [f"data/{name}.tsv" for name in names]
+        questions: list[Question] = []
+        for name, rel in zip(names, sources, strict=True):
+            path = require_file(root / rel, f"WTQ {name} questions")
+            questions += _read_questions(path, _canon(root, name, notes), name, notes)
+    else:
+        path = require_file(Path(questions_file), "WTQ questions")
+        sources = [str(questions_file)]
+        canon: _Canon = {}
+        for name in SPLITS:
+            canon.update(_canon(root, name, notes))
+        questions = _read_questions(path, canon, path.stem, notes)
+        tagged = sum("target_canon" in q.extra for q in questions)
+        notes.append(f"questions from {path}; targetCanon for {tagged} of {len(questions)}")
     missing = sorted({q.gold_table_ids[0] for q in questions} - refs.keys())
     if missing:
         raise DatasetError(
-            f"WTQ: {len(missing)} gold table(s) missing under {str(root)!r}: "
-            + missing_summary(missing)
+            f"WTQ: {len(missing)} gold table(s) missing under {str(root)!r} (questions of "
+            f"{', '.join(sources)}): " + missing_summary(missing)
         )
     notes.append(f"{len(questions)} questions, {len(refs)} tables")
-    return Dataset(name="wtq", root=root, questions=questions, table_refs=refs, notes=notes)
+    return Dataset(
+        name="wtq",
+        root=root,
+        questions=questions,
+        table_refs=refs,
+        notes=notes,
+        options={"split": split},
+        questions_file=None if questions_file is None else Path(questions_file),
+    )

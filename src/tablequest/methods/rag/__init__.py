@@ -1,8 +1,43 @@
 """TableRAG: million-cell tables through query expansion, schema and cell retrieval under an
 encoding budget, and a sandboxed ReAct pandas solver (papers/tablerag.txt; SEEDS.md §2)."""
 
+from tablequest.methods.base import MethodContext
 from tablequest.methods.rag.config import BASELINES, Baseline, RagConfig
-from tablequest.methods.rag.method import TableRAG
+from tablequest.methods.rag.method import TableRAG, embedding_cache_path
 from tablequest.methods.rag.prepared import PreparedTable, Retrieval
 
-__all__ = ["BASELINES", "Baseline", "PreparedTable", "RagConfig", "Retrieval", "TableRAG"]
+__all__ = [
+    "BASELINES",
+    "Baseline",
+    "PreparedTable",
+    "RagConfig",
+    "Retrieval",
+    "TableRAG",
+    "embedding_cache_path",
+    "register",
+]
+
+
+def _build(options: RagConfig, context: MethodContext) -> TableRAG:
+    url = options.embed_url or (context.llm_config.url if context.llm_config else None)
+    if options.encoder == "api" and not (url and options.embed_model):
+        raise ValueError(
+            "encoder api needs -o embed_model NAME and an embeddings URL (-o embed_url URL "
+            "or --llm-url)"
+        )
+    return TableRAG(context.llm, options, context=context)
+
+
+def register() -> None:
+    """Register ``rag`` (a built-in, through the same call a plugin makes)."""
+    from tablequest.methods.registry import register_method
+
+    register_method(
+        "rag",
+        _build,
+        RagConfig,
+        input="table",
+        description="TableRAG: one big table; query expansion, schema/cell retrieval, ReAct solver",
+        title="TableRAG",
+        paper="papers/tablerag.txt",
+    )

@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tablequest.corpus.dense import Encoder
+from tablequest.corpus.encoders import Encoder
 from tablequest.corpus.store import Store
 from tablequest.methods.rag.retrieval import (
-    EncoderKind,
+    RetrievalKind,
     build_retriever,
     cache_key,
     multi_query_retrieve,
@@ -110,7 +110,7 @@ def rowcol(
     *,
     k: int,
     budget: int,
-    kind: EncoderKind,
+    kind: RetrievalKind,
     encoder: Encoder | None,
     store: Store | None,
     content_hash: str,

@@ -1,106 +1,83 @@
-"""TableRAG configuration: the paper's defaults, the official code's solver settings, baselines.
+"""TableRAG options: the paper's defaults, the official code's solver settings, baselines.
 
 Paper §4.3: B = 10,000, K = 5 (K = 30 for RandRowSampling and RowColRetrieval); every
 experiment majority-votes 10 runs. Official code (google-research/table_rag): ReAct depth 5,
 sampling temperature 0.8 (top-p 0.95, which our LLM interface does not expose), stop at
 "Observation:", 128 tokens per step, self-consistency ``--sc`` (default 1) by majority vote.
 
+Encoders come from `tablequest.corpus.encoders`: ``auto`` (default) takes the configured
+server's ``/v1/embeddings`` when it serves one (the paper used an API embedding model), else
+the shipped MiniLM, else BM25; ``bm25`` retrieves lexically; ``retrieval = hybrid`` fuses the
+dense and BM25 rankings (the paper's ablation, Table 5).
+
 Choices (ours): temperature 0 when sc = 1 (deterministic and cacheable) and the official 0.8
 when sc > 1; 512 tokens per step (the official 128 cuts off models that think before acting;
 the stop sequence ends well-behaved steps early anyway); a context budget of 16,385 tokens
 (gpt-3.5-turbo-0125, the paper's main model) for ReadTable and every solver prompt; at most
-10 queries of each kind are used, so the solver prompt stays O(K).
+10 queries of each kind are used, so the solver prompt stays O(K). The default cap on LLM
+calls is sc × (2 + max_depth): an expansion call and its repair, then the ReAct steps.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, Self
 
-from tablequest.methods.rag.retrieval import ENCODER_KINDS, EncoderKind
+from pydantic import field_validator
+
+from tablequest.corpus.encoders import ENCODERS
+from tablequest.methods.options import MethodOptions, OptionError, option
 
 Baseline = Literal["read-table", "read-schema", "rand-rows", "rowcol"]
 BASELINES: tuple[Baseline, ...] = ("read-table", "read-schema", "rand-rows", "rowcol")
 SchemaMode = Literal["retrieval", "all"]
 CellMode = Literal["retrieval", "none"]
 CellScope = Literal["categorical", "all"]
+_P = "TableRAG §4.3"
+_CODE = "google-research/table_rag"
 
 
-@dataclass(frozen=True)
-class RagConfig:
-    """All knobs of TableRAG and its baselines. Named like the paper: ``B=10000,K=5``.
+class RagConfig(MethodOptions):
+    """All knobs of TableRAG and its baselines. Named like the paper: ``B=10000,K=5``."""
 
-    Attributes:
-        budget: Cell encoding budget B.
-        top_k: K, results per query (TableRAG) — see `baseline_k` for the baselines.
-        encoder: minilm | bm25 | hybrid | api.
-        sc: Self-consistency samples (majority vote).
-        baseline: Run a baseline instead of TableRAG (same solver).
-        max_steps: ReAct iterations (official max_depth).
-        temperature: None = 0 for sc = 1, 0.8 for sc > 1.
-        step_max_tokens: Tokens per ReAct step and per query-expansion reply.
-        context_tokens: Context budget checked before every solver call.
-        baseline_k: K of RandRowSampling and RowColRetrieval (paper: 30).
-        seed: Seed of RandRowSampling.
-        action_timeout: Seconds per Action in the sandbox.
-        max_queries: Queries of each kind kept from the expansion.
-        max_observation_chars: Longer observations are cut (marked).
-        max_cell_chars: Longer cell values are cut in the solver prompt.
-        expansion: False = the question itself is the only query (ablation, Fig. 7).
-        schema_mode: "all" = every schema entry in the prompt (ablation, Table 6).
-        cell_mode: "none" = no cell retrieval (ablation, Table 6).
-        cell_scope: Columns of the cell DB: categorical ones (official) or all.
-        hybrid_weight: Weight of the dense retriever in hybrid fusion.
-    """
+    CONFIGS = ("B=10000,K=5", "B=1000,K=5", "K=10")
 
-    budget: int = 10_000
-    top_k: int = 5
-    encoder: EncoderKind = "minilm"
-    sc: int = 1
-    baseline: Baseline | None = None
-    max_steps: int = 5
-    temperature: float | None = None
-    step_max_tokens: int = 512
-    context_tokens: int = 16_385
-    baseline_k: int = 30
-    seed: int = 0
-    action_timeout: float = 10.0
-    max_queries: int = 10
-    max_observation_chars: int = 3000
-    max_cell_chars: int = 300
-    expansion: bool = True
-    schema_mode: SchemaMode = "retrieval"
-    cell_mode: CellMode = "retrieval"
-    cell_scope: CellScope = "categorical"
-    hybrid_weight: float = 0.5
+    budget: int = option(10_000, "cell encoding budget B", paper=_P, ge=1)
+    top_k: int = option(5, "K: results per query", paper=_P, ge=1)
+    encoder: str = option("auto", "auto | minilm | api | hash | bm25 (corpus.encoders)")
+    retrieval: Literal["dense", "hybrid"] = option(
+        "dense", "dense, or hybrid = dense + BM25 fused", paper="TableRAG Table 5"
+    )
+    embed_url: str | None = option(None, "encoder api/auto: /v1 URL (default: the LLM's)")
+    embed_model: str | None = option(None, "encoder api: embedding model name")
+    sc: int = option(1, "self-consistency samples (majority vote)", paper=_CODE, ge=1)
+    baseline: Baseline | None = option(None, "run a baseline with the same solver", paper=_P)
+    max_depth: int = option(5, "ReAct iterations per sample", paper=_CODE, ge=1)
+    temperature: float | None = option(None, "none: 0 when sc = 1, 0.8 when sc > 1", ge=0.0)
+    step_max_tokens: int = option(512, "tokens per ReAct step and expansion reply", ge=1)
+    context_tokens: int = option(16_385, "context budget of every solver prompt", ge=1)
+    baseline_k: int = option(30, "K of RandRowSampling and RowColRetrieval", paper=_P, ge=1)
+    seed: int = option(0, "seed of RandRowSampling")
+    action_timeout: float = option(10.0, "seconds per Action in the sandbox", gt=0.0)
+    max_queries: int = option(10, "queries of each kind kept from the expansion", ge=1)
+    max_observation_chars: int = option(3000, "longer observations are cut", ge=1)
+    max_cell_chars: int = option(300, "longer cell values are cut in the prompt", ge=1)
+    expansion: bool = option(True, "false: the question is the only query", paper="TableRAG Fig. 7")
+    schema_mode: SchemaMode = option(
+        "retrieval", "all = every schema entry", paper="TableRAG Table 6"
+    )
+    cell_mode: CellMode = option("retrieval", "none = no cell retrieval", paper="TableRAG Table 6")
+    cell_scope: CellScope = option("categorical", "columns of the cell DB", paper=_CODE)
+    hybrid_weight: float = option(
+        0.5, "weight of the dense ranking in hybrid", paper=_CODE, ge=0.0, le=1.0
+    )
 
-    def __post_init__(self) -> None:
-        positive = {
-            "budget": self.budget,
-            "top_k": self.top_k,
-            "sc": self.sc,
-            "max_steps": self.max_steps,
-            "step_max_tokens": self.step_max_tokens,
-            "context_tokens": self.context_tokens,
-            "baseline_k": self.baseline_k,
-            "max_queries": self.max_queries,
-            "max_observation_chars": self.max_observation_chars,
-            "max_cell_chars": self.max_cell_chars,
-        }
-        for name, value in positive.items():
-            if value < 1:
-                raise ValueError(f"{name} must be >= 1, got {value}")
-        if self.encoder not in ENCODER_KINDS:
-            raise ValueError(f"unknown encoder {self.encoder!r}; one of {', '.join(ENCODER_KINDS)}")
-        if self.baseline is not None and self.baseline not in BASELINES:
-            raise ValueError(f"unknown baseline {self.baseline!r}; one of {', '.join(BASELINES)}")
-        if self.action_timeout <= 0:
-            raise ValueError(f"action_timeout must be > 0, got {self.action_timeout}")
-        if self.temperature is not None and self.temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
-        if not 0.0 <= self.hybrid_weight <= 1.0:
-            raise ValueError(f"hybrid_weight must be in [0, 1], got {self.hybrid_weight}")
+    @field_validator("encoder")
+    @classmethod
+    def _known_encoder(cls, value: str) -> str:
+        if value not in ENCODERS:
+            raise ValueError(f"unknown encoder {value!r}; one of {', '.join(ENCODERS)}")
+        return value
 
     @property
     def sampling_temperature(self) -> float:
@@ -115,13 +92,27 @@ class RagConfig:
             return f"{self.baseline}{k}"
         return f"B={self.budget},K={self.top_k}"
 
+    def label(self) -> str:
+        return self.name
+
+    def default_steps(self) -> int:
+        return self.sc * (2 + self.max_depth)
+
     @classmethod
-    def named(cls, name: str, **overrides: object) -> RagConfig:
-        """Parse ``B=10000,K=5`` (either part optional, any order)."""
+    def from_config(cls, name: str) -> Self:
+        """``B=10000,K=5`` (either part optional, any order)."""
         values: dict[str, int] = {}
         for part in filter(None, (p.strip() for p in name.split(","))):
             m = re.fullmatch(r"([BK])\s*=\s*(\d+)", part)
             if not m:
-                raise ValueError(f"cannot read config {name!r} (e.g. B=10000,K=5)")
+                raise OptionError(f"cannot read TableRAG config {name!r} (e.g. B=10000,K=5)")
             values["budget" if m.group(1) == "B" else "top_k"] = int(m.group(2))
-        return replace(cls(**values), **overrides)  # type: ignore[arg-type]
+        return cls.model_validate(values)
+
+    @classmethod
+    def named(cls, name: str, **overrides: object) -> Self:
+        """`from_config(name)` with keyword overrides (library convenience)."""
+        base = cls.from_config(name)
+        return cls.model_validate(
+            {**{k: getattr(base, k) for k in base.model_fields_set}, **overrides}
+        )

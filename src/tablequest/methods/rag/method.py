@@ -11,6 +11,11 @@ N times at the sampling temperature, each in a fresh sandbox session, and the an
 majority-voted (`solver.majority_vote`). The databases are built once per table and their
 embeddings cached in the store (`retrieval.encode_cached`).
 
+Database embeddings are cached (`encode_cached`) in the store given at construction, else in
+the cache file `embedding_cache_path(context.cache_dir)` (when caches are allowed; a locked
+file means this run encodes in memory, recorded), keyed by the table's content hash: any
+source — a table file, a store table, a benchmark's gold table — reuses them.
+
 Choices (ours, the paper is silent): the caption shown to the model is the table's title
 (never its file name); the result's evidence is `prepared.locate`'s; status is "answered" when a
 sample reached a Final Answer, "failed" when every sample stopped on an LLM error, the
@@ -20,15 +25,30 @@ Answer within the step limit).
 
 from __future__ import annotations
 
-import time
+from pathlib import Path
 from typing import Any
 
-from tablequest.corpus.dense import Encoder, EncoderUnavailable
-from tablequest.corpus.store import Store
+import duckdb
+
+from tablequest.corpus.encoders import (
+    Encoder,
+    EncoderSettings,
+    EncoderUnavailable,
+    make_encoder,
+)
+from tablequest.corpus.store import Store, StoreError
 from tablequest.llm.base import LLM, estimate_tokens
-from tablequest.llm.instrument import Instrumented
-from tablequest.llm.usage import UsageMeter
-from tablequest.methods.base import Result, Status, Task
+from tablequest.llm.cache import default_cache_dir
+from tablequest.llm.usage import StepBudget, UsageMeter
+from tablequest.methods.base import (
+    MethodContext,
+    Query,
+    Result,
+    Status,
+    TableSet,
+    Task,
+    start_query,
+)
 from tablequest.methods.rag import baselines
 from tablequest.methods.rag.config import RagConfig
 from tablequest.methods.rag.expansion import Expansion, expand, question_queries
@@ -38,26 +58,35 @@ from tablequest.methods.rag.prepared import (
     attach_retrievers,
     locate,
     prepare_table,
+    retrieval_kind,
     retrieve,
 )
 from tablequest.methods.rag.prompts import rag_solver_prompt, table_solver_prompt
-from tablequest.methods.rag.retrieval import EncoderKind, make_encoder
 from tablequest.methods.rag.solver import SolveOutcome, majority_vote, solve
 from tablequest.sandbox import Sandbox, SandboxError
 from tablequest.table import Table
 from tablequest.trace import Trace
+
+EMBEDDING_CACHE_FILE = "rag_embeddings.duckdb"
+
+
+def embedding_cache_path(cache_dir: str | Path | None = None) -> Path:
+    """Where database embeddings are kept across runs (next to the LLM cache)."""
+    return Path(cache_dir or default_cache_dir()) / EMBEDDING_CACHE_FILE
 
 
 class TableRAG:
     """TableRAG over one (large) table, or one of its baselines with the same solver.
 
     Args:
-        llm: The model (None only for LLM-free retrieval with `retrieve`).
-        config: Knobs (`RagConfig`).
+        llm: The model (None only for LLM-free retrieval with `retrieve` / `preview`).
+        config: Options (`RagConfig`).
         usage: Meter the calls are added to.
-        encoder: Dense encoder (default: MiniLM for minilm / hybrid; required for api).
-        store: Where database embeddings are cached (default: a private in-memory store).
-        sandbox: Where actions run (default: a private `Sandbox()`, started on first use).
+        encoder: A ready dense encoder (tests); default: `config.encoder` from the registry.
+        store: Where database embeddings are cached (default: the cache file when
+            `context.cache`, else a private in-memory store).
+        sandbox: Where actions run (default: the context's, else a private `Sandbox()`).
+        context: The method context (LLM server for the ``auto``/``api`` encoders, caches).
     """
 
     name = "rag"
@@ -71,34 +100,83 @@ class TableRAG:
         encoder: Encoder | None = None,
         store: Store | None = None,
         sandbox: Sandbox | None = None,
+        context: MethodContext | None = None,
     ) -> None:
-        self.llm = llm
         self.config = config or RagConfig()
-        self.usage = usage or UsageMeter()
-        kind = self.config.encoder
-        if kind == "api" and encoder is None:
-            raise ValueError("encoder 'api' needs an APIEncoder (embeddings URL and model)")
-        self.encoder = encoder if encoder is not None else make_encoder(kind)
-        self._own_store = store is None
-        self.store = store if store is not None else Store()
-        self._sandbox = sandbox
-        self._own_sandbox = sandbox is None
+        self.context = context or MethodContext(llm=llm, usage=usage or UsageMeter(), cache=False)
+        self._encoder = encoder
+        self._encoder_ready = encoder is not None
+        self.notes: dict[str, str] = {}  # stage → why a resource fell back (traced)
+        self._store = store
+        self._own_store: Store | None = None
+        self._sandbox = sandbox or self.context.sandbox
+        self._own_sandbox: Sandbox | None = None
         self._prepared: PreparedTable | None = None
+
+    @property
+    def llm(self) -> LLM | None:
+        return self.context.llm
+
+    @property
+    def usage(self) -> UsageMeter:
+        return self.context.usage
 
     # -- lifecycle ---------------------------------------------------------------------
     def close(self) -> None:
         """Stop the private sandbox and close the private store."""
-        if self._own_sandbox and self._sandbox is not None:
-            self._sandbox.close()
-            self._sandbox = None
-        if self._own_store:
-            self.store.close()
+        if self._own_sandbox is not None:
+            self._own_sandbox.close()
+            self._own_sandbox = None
+        if self._own_store is not None:
+            self._own_store.close()
+            self._own_store = None
 
     def __enter__(self) -> TableRAG:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # -- resources ---------------------------------------------------------------------
+    @property
+    def encoder(self) -> Encoder | None:
+        """The dense encoder `config.encoder` names (None: BM25), resolved once."""
+        if not self._encoder_ready:
+            self._encoder_ready = True
+            cfg, llm_config = self.config, self.context.llm_config
+            url = cfg.embed_url or (llm_config.url if llm_config else None)
+            key = llm_config.api_key if llm_config else None
+            try:
+                self._encoder = make_encoder(
+                    cfg.encoder, EncoderSettings(url, cfg.embed_model, key)
+                )
+            except EncoderUnavailable as exc:
+                self.notes["encoder"] = f"encoder {cfg.encoder!r} unavailable ({exc}); BM25 instead"
+        return self._encoder
+
+    @property
+    def store(self) -> Store:
+        """Where database embeddings are cached (see the class docstring)."""
+        if self._store is None:
+            self._store = self._open_cache()
+        return self._store
+
+    def _open_cache(self) -> Store:
+        if self.context.cache:
+            path = embedding_cache_path(self.context.cache_dir)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self._own_store = Store(path)
+                return self._own_store
+            except (OSError, StoreError, duckdb.Error) as exc:
+                self.notes["embedding_cache"] = f"unavailable ({exc}); encoding in memory"
+        self._own_store = Store()
+        return self._own_store
+
+    def _sandbox_for(self) -> Sandbox:
+        if self._sandbox is None:
+            self._own_sandbox = self._sandbox = Sandbox()
+        return self._sandbox
 
     # -- databases ---------------------------------------------------------------------
     def prepare(self, table: Table, *, trace: Trace | None = None) -> PreparedTable:
@@ -117,7 +195,11 @@ class TableRAG:
         trace: Trace | None = None,
     ) -> Retrieval:
         """Multi-query schema and cell retrieval (LLM-free; used by benchmarks too)."""
-        attach_retrievers(prepared, self.config, encoder=self.encoder, store=self.store,
+        store, encoder = self.store, self.encoder
+        if trace is not None:
+            for stage, reason in self.notes.items():
+                trace.event("fallback", stage=stage, reason=reason)
+        attach_retrievers(prepared, self.config, encoder=encoder, store=store,
                           trace=trace)  # fmt: skip
         return retrieve(prepared, self.config, schema_queries, cell_queries, trace=trace)
 
@@ -125,35 +207,34 @@ class TableRAG:
     def answer(
         self,
         question: str,
-        source: Table,
+        source: TableSet | Table,
         *,
         task: Task = "tableqa",
+        budget: StepBudget | None = None,
         trace: Trace | None = None,
         table_id: str | None = None,
-        query_id: str | None = None,
     ) -> Result:
-        """Answer `question` from the table `source`."""
+        """Answer `question` from the one table of `source` (a `TableSet`, or a `Table`)."""
         if self.llm is None:
-            raise ValueError("TableRAG.answer needs an LLM; retrieve() works without one")
+            raise ValueError("TableRAG.answer needs an LLM; preview() works without one")
+        if isinstance(source, TableSet):
+            table_id, table = source.one(self.name)
+        else:
+            table = source
         cfg = self.config
-        trace = trace or Trace.in_memory()
-        meter = self.usage.scope(query_id or f"q{time.monotonic_ns()}")
-        llm = Instrumented(self.llm, trace=trace, usage=meter)
-        trace.event(
-            "decision",
-            stage="start",
-            method="rag",
-            config=cfg.name,
-            baseline=cfg.baseline,
-            encoder=cfg.encoder,
-            sc=cfg.sc,
-            task=task,
-            question=question,
-            shape=[source.n_rows, source.n_cols],
+        query = start_query(
+            self.context, budget=budget, trace=trace, default_steps=cfg.default_steps()
         )
+        trace = query.trace
+        trace.event(
+            "decision", stage="start", method="rag", config=cfg.name, baseline=cfg.baseline,
+            encoder=cfg.encoder, sc=cfg.sc, task=task, question=question,
+            shape=[table.n_rows, table.n_cols], steps=query.budget.max_steps,
+        )  # fmt: skip
         details: dict[str, Any] = {"config": cfg.name, "baseline": cfg.baseline, "samples": []}
-        prepared = self.prepare(source, trace=trace)
+        prepared = self.prepare(table, trace=trace)
         details["databases"] = {
+            "shape": [table.n_rows, table.n_cols],
             "columns": len(prepared.schema.columns),
             "distinct_pairs": prepared.cells.n_distinct,
             "kept_pairs": len(prepared.cells),
@@ -170,31 +251,21 @@ class TableRAG:
             }
             if context.text is None:
                 trace.event("fallback", stage="baseline", reason=context.reason)
-                return self._finish(
-                    trace,
-                    meter,
-                    details,
-                    Result(answer=None, status="failed", details={"reason": context.reason}),
-                    table_id,
-                )
+                failed = Result(answer=None, status="failed", details={"reason": context.reason})
+                return self._finish(query, details, failed, table_id)
         outcomes: list[SolveOutcome] = []
         try:
             for sample in range(cfg.sc):
                 outcomes.append(
-                    self._sample(llm, prepared, question, task, context, trace, details, sample)
+                    self._sample(query, prepared, question, task, context, details, sample)
                 )
         except SandboxError as exc:
             reason = f"sandbox unavailable: {exc}"
             trace.event("error", stage="sandbox", reason=reason)
-            return self._finish(
-                trace,
-                meter,
-                details,
-                Result(answer=None, status="failed", details={"reason": reason}),
-                table_id,
-            )
+            failed = Result(answer=None, status="failed", details={"reason": reason})
+            return self._finish(query, details, failed, table_id)
         return self._finish(
-            trace, meter, details, self._vote(outcomes, prepared, table_id, trace), table_id
+            query, details, self._vote(outcomes, prepared, table_id, trace), table_id
         )
 
     def _baseline_context(
@@ -209,7 +280,8 @@ class TableRAG:
             return baselines.rand_rows(
                 table, k=cfg.baseline_k, seed=cfg.seed, context_tokens=cfg.context_tokens
             )
-        kind: EncoderKind = cfg.encoder
+        encoder = self.encoder
+        kind = retrieval_kind(cfg, encoder)
         try:
             return baselines.rowcol(
                 table,
@@ -217,7 +289,7 @@ class TableRAG:
                 k=cfg.baseline_k,
                 budget=cfg.budget,
                 kind=kind,
-                encoder=self.encoder,
+                encoder=encoder,
                 store=self.store,
                 content_hash=prepared.content_hash,
                 weight=cfg.hybrid_weight,
@@ -234,23 +306,19 @@ class TableRAG:
                 content_hash=prepared.content_hash,
             )
 
-    def _sandbox_for(self) -> Sandbox:
-        if self._sandbox is None:
-            self._sandbox = Sandbox()
-        return self._sandbox
-
     def _sample(
         self,
-        llm: LLM,
+        query: Query,
         prepared: PreparedTable,
         question: str,
         task: Task,
         context: baselines.BaselineContext | None,
-        trace: Trace,
         details: dict[str, Any],
         sample: int,
     ) -> SolveOutcome:
         cfg = self.config
+        llm, trace = query.llm, query.trace
+        assert llm is not None
         caption = prepared.table.title
         temperature = cfg.sampling_temperature
         record: dict[str, Any] = {"sample": sample}
@@ -297,7 +365,7 @@ class TableRAG:
                 session,
                 prompt,
                 trace=trace,
-                max_steps=cfg.max_steps,
+                max_steps=cfg.max_depth,
                 temperature=temperature,
                 max_tokens=cfg.step_max_tokens,
                 context_tokens=cfg.context_tokens,
@@ -341,29 +409,23 @@ class TableRAG:
         reason = (
             failures[0].reason
             if failures and status == "failed"
-            else f"no Final Answer within {self.config.max_steps} steps"
+            else f"no Final Answer within {self.config.max_depth} steps"
         )
         return Result(answer=None, status=status, details={"votes": votes, "reason": reason})
 
     def _finish(
-        self,
-        trace: Trace,
-        meter: UsageMeter,
-        details: dict[str, Any],
-        result: Result,
-        table_id: str | None,
+        self, query: Query, details: dict[str, Any], result: Result, table_id: str | None
     ) -> Result:
-        result.usage = meter.totals
-        result.steps = result.usage.calls
-        result.trace_path = str(trace.path) if trace.path else None
         if table_id:
             result.tables_consulted = [table_id]
             result.final_table = table_id
         if self._prepared is not None and "databases" in details:  # now with encode time
             seconds = self._prepared.seconds
             details["databases"]["seconds"] = {k: round(v, 4) for k, v in seconds.items()}
+        details["encoder"] = self._encoder_label()
         result.details = {**details, **result.details}
-        trace.event(
+        query.finish(result, self.name)
+        query.trace.event(
             "decision",
             stage="end",
             status=result.status,
@@ -372,3 +434,76 @@ class TableRAG:
             reason=result.details.get("reason"),
         )
         return result
+
+    def _encoder_label(self) -> str:
+        encoder = self._encoder if self._encoder_ready else None
+        return "bm25" if encoder is None else encoder.name
+
+    # -- without a model ---------------------------------------------------------------
+    def preview(
+        self,
+        question: str,
+        source: TableSet,
+        *,
+        task: Task = "tableqa",
+        trace: Trace | None = None,
+    ) -> Result:
+        """The LLM-free part: databases, and retrieval with the question's keywords.
+
+        Schema and cell queries are the question's content words (numbers dropped from the
+        cell queries, as the official expansion does), since query expansion needs the LLM.
+        The Result is "failed" (reason "no LLM configured") with ``details["retrieval"]``
+        (queries, retrieved schema entries and cell pairs) and ``details["databases"]``.
+        """
+        from tablequest.methods.rag.expansion import is_numeric, keywords
+
+        table_id, table = source.one(self.name)
+        cfg = self.config
+        trace = trace or Trace.in_memory()
+        words = keywords(question) or [question.strip()]
+        schema_queries = words[: cfg.max_queries]
+        cell_queries = [w for w in words if not is_numeric(w)][: cfg.max_queries]
+        trace.event(
+            "fallback",
+            stage="ask",
+            reason="no LLM configured; schema and cell retrieval with the question's keywords",
+        )
+        prepared = self.prepare(table, trace=trace)
+        found = self.retrieve(prepared, schema_queries, cell_queries, trace=trace)
+        retrieval = {
+            "encoder": self._encoder_label(),
+            "cache_hits": prepared.cache_hits,
+            "schema_queries": schema_queries,
+            "cell_queries": cell_queries,
+            "columns": [
+                {"column": c.name, "score": round(score, 4), "query": q, "schema": c.doc}
+                for c, score, q in found.columns
+            ],
+            "cells": [
+                {"column": e.column, "value": e.value, "count": e.count,
+                 "score": round(score, 4), "query": q}
+                for e, score, q in found.cells
+            ],
+        }  # fmt: skip
+        databases = {
+            "shape": [table.n_rows, table.n_cols],
+            "columns": len(prepared.schema.columns),
+            "distinct_pairs": prepared.cells.n_distinct,
+            "kept_pairs": len(prepared.cells),
+            "budget": cfg.budget,
+            "seconds": {k: round(v, 4) for k, v in prepared.seconds.items()},
+        }
+        trace.event("decision", stage="end", status="failed", reason="no LLM configured")
+        return Result(
+            answer=None,
+            status="failed",
+            tables_consulted=[table_id],
+            trace_path=str(trace.path) if trace.path else None,
+            method=self.name,
+            details={
+                "reason": "no LLM configured",
+                "config": cfg.name,
+                "retrieval": retrieval,
+                "databases": databases,
+            },
+        )

@@ -21,12 +21,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tablequest.corpus.dense import Encoder, EncoderUnavailable
+from tablequest.corpus.encoders import Encoder, EncoderUnavailable
 from tablequest.corpus.store import Store
 from tablequest.methods.rag.cell_db import CellDB, CellEntry, build_cell_db
 from tablequest.methods.rag.config import RagConfig
 from tablequest.methods.rag.retrieval import (
-    EncoderKind,
+    RetrievalKind,
     Retriever,
     build_retriever,
     cache_key,
@@ -50,7 +50,7 @@ class PreparedTable:
     schema: SchemaDB
     cells: CellDB
     seconds: dict[str, float] = field(default_factory=dict)
-    encoder_kind: EncoderKind | None = None
+    encoder_kind: RetrievalKind | None = None
     schema_retriever: Retriever | None = None
     cell_retriever: Retriever | None = None
     cache_hits: dict[str, bool] = field(default_factory=dict)
@@ -117,6 +117,13 @@ def prepare_table(table: Table, config: RagConfig, *, trace: Trace | None = None
     return prepared
 
 
+def retrieval_kind(config: RagConfig, encoder: Encoder | None) -> RetrievalKind:
+    """bm25 without an encoder (encoder ``bm25``, or none could run), else the configured."""
+    if encoder is None or config.encoder == "bm25":
+        return "bm25"
+    return config.retrieval
+
+
 def attach_retrievers(
     prepared: PreparedTable,
     config: RagConfig,
@@ -128,7 +135,7 @@ def attach_retrievers(
     """Encode (or load) both databases once; BM25 when the dense encoder cannot run."""
     if prepared.encoder_kind is not None:
         return
-    kind: EncoderKind = config.encoder
+    kind = retrieval_kind(config, encoder)
     started = time.perf_counter()
     schema_key = cache_key("schema", None, prepared.content_hash)
     cell_key = cache_key("cell", config.budget, prepared.content_hash)
@@ -158,7 +165,7 @@ def attach_retrievers(
             "decision",
             stage="encode",
             encoder=kind,
-            model=getattr(encoder, "name", None) if kind != "bm25" else None,
+            model=encoder.name if encoder is not None and kind != "bm25" else None,
             cache_hits=prepared.cache_hits,
             seconds=round(prepared.seconds["encode"], 3),
         )

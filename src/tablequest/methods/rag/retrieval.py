@@ -4,9 +4,8 @@ Each query retrieves its top-K entries from a database; the results of all queri
 and "ranked by their similarity to the closest query": score(e) = max over queries of
 sim(q, e), ties by database order (for the cell DB: the more frequent pair first).
 
-Encoders (`EncoderKind`): ``minilm`` (offline all-MiniLM-L6-v2), ``api`` (an
-OpenAI-compatible ``/v1/embeddings`` endpoint), ``bm25`` (bm25s, no vectors) and ``hybrid``
-(dense + BM25, the paper's ablation, Table 5).
+Retrieval kinds (`RetrievalKind`): ``dense`` (an encoder of `tablequest.corpus.encoders`),
+``bm25`` (bm25s, no vectors) and ``hybrid`` (dense + BM25, the paper's ablation, Table 5).
 
 Embeddings of a table's databases are stored in the corpus `Store` (table ``embeddings``)
 under the key ``tablerag-v1:<kind>:B=<budget>:<table content hash>`` and the encoder name, one
@@ -35,12 +34,11 @@ import duckdb
 import numpy as np
 import numpy.typing as npt
 
-from tablequest.corpus.dense import Encoder, Matrix
+from tablequest.corpus.encoders import Encoder, Matrix
 from tablequest.corpus.rank import tokenize
 from tablequest.corpus.store import Store
 
-EncoderKind = Literal["minilm", "bm25", "hybrid", "api"]
-ENCODER_KINDS: tuple[EncoderKind, ...] = ("minilm", "bm25", "hybrid", "api")
+RetrievalKind = Literal["dense", "bm25", "hybrid"]
 CACHE_VERSION = "tablerag-v1"
 RRF_K = 60
 Scores = npt.NDArray[np.float64]
@@ -232,33 +230,8 @@ def multi_query_retrieve(retriever: Retriever, queries: Sequence[str], k: int) -
     return [Retrieved(int(picked[i]), float(best[i]), queries[int(best_query[i])]) for i in order]
 
 
-def make_encoder(
-    kind: EncoderKind,
-    *,
-    url: str | None = None,
-    model: str | None = None,
-    api_key: str | None = None,
-) -> Encoder | None:
-    """The dense encoder of `kind` (None for bm25).
-
-    Raises:
-        ValueError: an unknown kind, or ``api`` without url and model.
-    """
-    from tablequest.corpus.dense import APIEncoder, MiniLMEncoder
-
-    if kind not in ENCODER_KINDS:
-        raise ValueError(f"unknown encoder {kind!r}; one of {', '.join(ENCODER_KINDS)}")
-    if kind == "bm25":
-        return None
-    if kind == "api":
-        if not url or not model:
-            raise ValueError("--encoder api needs an embeddings URL and model name")
-        return APIEncoder(url, model, api_key=api_key)
-    return MiniLMEncoder()
-
-
 def build_retriever(
-    kind: EncoderKind,
+    kind: RetrievalKind,
     texts: Sequence[str],
     *,
     encoder: Encoder | None,

@@ -16,13 +16,15 @@ Choices (ours, the paper is silent): an unparsable reply gets one repair request
 budget allows, then a documented fallback (content-word patterns; refine-none; QA reply text
 taken as the answer when short). A select naming only unknown ids counts as refine-none.
 With a rerank strategy, R is reordered by the model's ranking (unknown ids ignored, missing
-ones kept in grep order) and its top table goes to QA. An empty R ends with status
-"insufficient" without a QA call.
+ones kept in grep order) and its top table goes to QA. An empty R does not end the run
+(Algorithm 1 does not): refinement still runs, with no previews, and may regenerate patterns
+while budget remains; with R still empty the status is "insufficient" without a QA call.
+
+The budget is the question's ``--steps`` (`SeekConfig.max_steps` by default): S_max.
 """
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -31,13 +33,22 @@ from typing import Any
 from tablequest.corpus.rank import grep_index, question_patterns
 from tablequest.corpus.store import Store, text_format
 from tablequest.llm.base import LLM, LLMError, Message
-from tablequest.llm.instrument import Instrumented
 from tablequest.llm.parse import ParseError, extract_json
+from tablequest.llm.repair import ask_with_repair
 from tablequest.llm.usage import QA, StepBudget, UsageMeter
-from tablequest.methods.base import Result, Status, Task
+from tablequest.methods.base import (
+    MethodContext,
+    Query,
+    Result,
+    Status,
+    TableSet,
+    Task,
+    start_query,
+)
 from tablequest.methods.seek import prompts
 from tablequest.methods.seek.config import SeekConfig
 from tablequest.methods.seek.qa import QAOutcome, parse_qa, qa_context
+from tablequest.table import Table
 from tablequest.table.preview import preview
 from tablequest.trace import Trace
 
@@ -54,26 +65,59 @@ class _Run:
     budget: StepBudget
     trace: Trace
     llm: LLM
+    spent_before: dict[str, int]
     counts: Counter[str] = field(default_factory=Counter)
     rounds_top1: list[str | None] = field(default_factory=list)
     patterns_history: list[list[str]] = field(default_factory=list)
 
+    def action_counts(self) -> dict[str, int]:
+        """Calls per kind (pattern_gen, refine, repair, qa) and refine decisions."""
+        calls = {k: n - self.spent_before.get(k, 0) for k, n in self.budget.spent.items()}
+        merged = {k: n for k, n in calls.items() if n} | dict(self.counts)
+        return merged
+
+
+@dataclass
+class Selection:
+    """What refinement chose: tables for QA, the ranked list R, the last patterns."""
+
+    selected: list[str]
+    ranked: list[str]
+    patterns: list[str]
+    run: _Run
+    query: Query
+
+    def action_counts(self) -> dict[str, int]:
+        return self.run.action_counts()
+
 
 class TableSeek:
-    """Agentic grep search over a Store, then QA with an answerability check."""
+    """Agentic grep search over a Store, then QA with an answerability check.
+
+    Args:
+        llm: The model.
+        config: Options (`SeekConfig`; the paper's defaults when None).
+        usage: Meter every question's calls roll up into.
+    """
 
     name = "seek"
 
     def __init__(
         self,
-        llm: LLM,
+        llm: LLM | None,
         config: SeekConfig | None = None,
         *,
         usage: UsageMeter | None = None,
     ) -> None:
-        self.llm = llm
         self.config = config or SeekConfig()
-        self.usage = usage or UsageMeter()
+        self.context = MethodContext(llm=llm, usage=usage or UsageMeter())
+
+    @property
+    def usage(self) -> UsageMeter:
+        return self.context.usage
+
+    def close(self) -> None:
+        """Nothing to release (the store and the model belong to the caller)."""
 
     # -- public ------------------------------------------------------------------------
     def answer(
@@ -82,41 +126,22 @@ class TableSeek:
         source: Store,
         *,
         task: Task = "tableqa",
+        budget: StepBudget | None = None,
         trace: Trace | None = None,
-        query_id: str | None = None,
     ) -> Result:
-        """Run Algorithm 1 for `question` over the store `source`."""
-        cfg = self.config
-        trace = trace or Trace.in_memory()
-        meter = self.usage.scope(query_id or f"q{time.monotonic_ns()}")
-        run = _Run(
-            question=question,
-            task=task,
-            budget=StepBudget(cfg.max_steps, reserve=1),
-            trace=trace,
-            llm=Instrumented(self.llm, trace=trace, usage=meter),
-        )
-        trace.event(
-            "decision", stage="start", method="seek", config=cfg.name, task=task, question=question
-        )
-        patterns = self._generate_patterns(run)
-        ranked = self._rank(run, source, patterns)
-        selected: list[str] = []
-        if cfg.refine:
-            selected, ranked, patterns = self._refine(run, source, ranked, patterns)
-        if not selected:
-            selected = ranked[: cfg.fallback_top_k]
-        result = self._answer(run, source, ranked, selected, patterns)
-        result.usage = meter.totals
-        result.trace_path = str(trace.path) if trace.path else None
-        result.steps = run.budget.used
+        """Run Algorithm 1 for `question` over the store `source` (budget: S_max calls)."""
+        selection = self.select(question, source, task=task, budget=budget, trace=trace)
+        run, query = selection.run, selection.query
+        result = self._answer(run, source, selection.ranked, selection.selected, selection.patterns)
+        result = query.finish(result, self.name)
         result.details.update(
-            action_counts=dict(run.counts),
+            action_counts=run.action_counts(),
             rounds_top1=run.rounds_top1,
             patterns=run.patterns_history,
-            selected=selected,
+            selected=selection.selected,
+            config=self.config.label(),
         )
-        trace.event(
+        run.trace.event(
             "decision",
             stage="end",
             status=result.status,
@@ -126,13 +151,75 @@ class TableSeek:
         )
         return result
 
+    def select(
+        self,
+        question: str,
+        source: Store,
+        *,
+        task: Task = "tableqa",
+        budget: StepBudget | None = None,
+        trace: Trace | None = None,
+    ) -> Selection:
+        """Algorithm 1 up to QA: patterns, ranking, refinement → the tables to answer from.
+
+        Keeps one step of `budget` for QA (its `reserve`). The router (``auto``) answers the
+        selected tables with the method each one needs instead of this QA.
+        """
+        cfg = self.config
+        query = start_query(
+            self.context, budget=budget, trace=trace, default_steps=cfg.default_steps()
+        )
+        if query.llm is None:
+            raise ValueError("TableSeek needs an LLM")
+        query.budget.reserve = min(1, query.budget.max_steps)
+        run = _Run(question, task, query.budget, query.trace, query.llm, dict(query.budget.spent))
+        run.trace.event(
+            "decision", stage="start", method="seek", config=cfg.label(), task=task,
+            question=question, steps=query.budget.max_steps,
+        )  # fmt: skip
+        patterns = self._generate_patterns(run)
+        ranked = self._rank(run, source, patterns)
+        selected: list[str] = []
+        if cfg.refine:
+            selected, ranked, patterns = self._refine(run, source, ranked, patterns)
+        if not selected:
+            selected = ranked[: cfg.fallback_top_k]
+        return Selection(selected, ranked, patterns, run, query)
+
+    def answer_tables(
+        self,
+        question: str,
+        source: TableSet,
+        *,
+        task: Task = "tableqa",
+        budget: StepBudget | None = None,
+        trace: Trace | None = None,
+    ) -> Result:
+        """TableSeek's QA (with its answerability check) over given tables: one call."""
+        query = start_query(self.context, budget=budget, trace=trace, default_steps=1)
+        if query.llm is None:
+            raise ValueError("TableSeek needs an LLM")
+        run = _Run(question, task, query.budget, query.trace, query.llm, dict(query.budget.spent))
+        outcome = self._qa(run, source.tables, [])
+        ids = source.ids
+        result = Result(
+            answer=outcome.answer,
+            status=_status(outcome),
+            tables_consulted=ids,
+            final_table=outcome.final_table or (ids[0] if ids else None),
+            evidence=outcome.evidence,
+            details={"action_counts": run.action_counts()},
+        )
+        if result.status != "answered":
+            result.details["reason"] = f"QA said {outcome.status}"
+        return query.finish(result, self.name)
+
     # -- LLM calls ---------------------------------------------------------------------
     def _call(self, run: _Run, kind: str, messages: list[Message]) -> str | None:
         """One budgeted call; None when the budget forbids it or the model failed."""
         if not run.budget.can_spend(kind):
             return None
         run.budget.spend(kind)
-        run.counts[kind] += 1
         try:
             completions = run.llm.chat(
                 messages, temperature=self.config.temperature, max_tokens=self.config.max_tokens
@@ -143,35 +230,41 @@ class TableSeek:
         return completions[0].text
 
     def _ask_json(
-        self,
-        run: _Run,
-        kind: str,
-        messages: list[Message],
-        validate: Callable[[Any], Any],
-    ) -> tuple[Any | None, str | None]:
-        """Call, parse and validate; one repair request on failure. Returns (value, raw)."""
-        raw = self._call(run, kind, messages)
-        if raw is None:
-            return None, None
+        self, run: _Run, kind: str, messages: list[Message], validate: Callable[[Any], Any]
+    ) -> Any | None:
+        """Call, parse and validate with one repair request (`ask_with_repair`); None when
+        no usable value came back (the caller applies its fallback)."""
+
+        def parse(text: str) -> Any:
+            try:
+                return validate(extract_json(text))
+            except ParseError:
+                raise
+            except ValueError as exc:
+                raise ParseError(str(exc), text) from None
+
         try:
-            return validate(extract_json(raw)), raw
-        except (ParseError, ValueError) as exc:
-            problem = str(exc)
-        run.trace.event("error", stage=kind, problem=problem, reply=raw[:2000])
-        repair = [*messages, {"role": "assistant", "content": raw}, prompts.repair_message(problem)]
-        repaired = self._call(run, "repair" if kind != QA else QA, repair)
-        if repaired is None:
-            return None, raw
-        try:
-            return validate(extract_json(repaired)), repaired
-        except (ParseError, ValueError) as exc:
-            run.trace.event("error", stage=kind, problem=str(exc), reply=repaired[:2000])
-            return None, repaired
+            value, _ = ask_with_repair(
+                run.llm,
+                messages,
+                parse,
+                repair_prompt=prompts.REPAIR,
+                budget=run.budget,
+                kind=kind,
+                repair_kind="repair",
+                trace=run.trace,
+                temperature=self.config.temperature,
+                max_tokens=self.config.max_tokens,
+            )
+        except LLMError as exc:
+            run.trace.event("fallback", stage=kind, reason=f"{type(exc).__name__}: {exc}")
+            return None
+        return value
 
     # -- stages ------------------------------------------------------------------------
     def _generate_patterns(self, run: _Run) -> list[str]:
         messages = prompts.pattern_messages(run.question, run.task)
-        value, _ = self._ask_json(run, "pattern_gen", messages, _validate_patterns)
+        value = self._ask_json(run, "pattern_gen", messages, _validate_patterns)
         if value is None:
             value = question_patterns(run.question)
             run.trace.event(
@@ -213,17 +306,19 @@ class TableSeek:
                     max_rows=cfg.max_matched_rows,
                     rows_per_pattern=cfg.rows_per_pattern,
                     line_chars=cfg.max_line_chars,
-                    match_only=cfg.match_only,
+                    match_only=cfg.match_only_refine,
                 ).text
             blocks.append(f"[{anon}]\n{text}")
         run.trace.event("preview", tables=mapping, chars=sum(len(b) for b in blocks))
+        if not blocks:
+            return "(no table matches the current patterns)", mapping
         return "\n\n".join(blocks), mapping
 
     def _refine(
         self, run: _Run, store: Store, ranked: list[str], patterns: list[str]
     ) -> tuple[list[str], list[str], list[str]]:
         cfg = self.config
-        while run.budget.used < cfg.max_steps - 1 and ranked:
+        while run.budget.can_spend("refine"):
             candidates = ranked[: cfg.n_candidates]
             text, mapping = self._previews(run, store, candidates, patterns)
             messages = prompts.refine_messages(
@@ -237,7 +332,7 @@ class TableSeek:
                 allow_regenerate=cfg.regenerate,
                 example_ids=list(mapping),
             )
-            decision, _ = self._ask_json(run, "refine", messages, _validate_decision)
+            decision = self._ask_json(run, "refine", messages, _validate_decision)
             action = decision["action"] if decision else "none"
             if decision is None:
                 run.trace.event("fallback", stage="refine", reason="no usable decision → none")
@@ -299,7 +394,7 @@ class TableSeek:
             run.trace.event("fallback", stage="qa", reason="no candidate table matched")
             return Result(answer=None, status="insufficient")
         consulted: list[str] = []
-        outcome = self._qa(run, store, selected, patterns)
+        outcome = self._qa(run, [(t, store.get(t)) for t in selected], patterns)
         consulted.extend(selected)
         final = outcome.final_table or selected[0]
         if self.config.fallback:
@@ -309,27 +404,20 @@ class TableSeek:
                 run.trace.event(
                     "fallback", stage="qa", reason=f"QA said {outcome.status}", next_table=tid
                 )
-                outcome = self._qa(run, store, [tid], patterns)
+                outcome = self._qa(run, [(tid, store.get(tid))], patterns)
                 consulted.append(tid)
                 final = outcome.final_table or tid
-        status: Status = (
-            "answered"
-            if outcome.satisfactory
-            else "failed"
-            if outcome.status == "failed"
-            else "insufficient"
-        )
         return Result(
             answer=outcome.answer,
-            status=status,
+            status=_status(outcome),
             tables_consulted=consulted,
             final_table=final,
             evidence=outcome.evidence,
         )
 
-    def _qa(self, run: _Run, store: Store, ids: Sequence[str], patterns: list[str]) -> QAOutcome:
+    def _qa(self, run: _Run, given: Sequence[tuple[str, Table]], patterns: list[str]) -> QAOutcome:
         cfg = self.config
-        tables = {f"Table_{i}": (tid, store.get(tid)) for i, tid in enumerate(ids)}
+        tables = {f"Table_{i}": pair for i, pair in enumerate(given)}
         context = qa_context(
             tables,
             patterns=patterns if cfg.match_only_qa else None,
@@ -345,6 +433,12 @@ class TableSeek:
             answer=outcome.answer,
         )
         return outcome
+
+
+def _status(outcome: QAOutcome) -> Status:
+    if outcome.satisfactory:
+        return "answered"
+    return "failed" if outcome.status == "failed" else "insufficient"
 
 
 def _validate_patterns(value: Any) -> list[str]:

@@ -74,21 +74,6 @@ Decide the next action:
 Reply with JSON only, one of:
 {formats}"""
 
-RERANK_USER = """{prefix}
-
-{label}: {question}
-
-Current grep patterns: {patterns}
-
-Candidate tables (head of each table, then rows matched by the patterns):
-{previews}
-
-Decide the next action:
-{actions}
-
-Reply with JSON only, one of:
-{formats}"""
-
 QA_SYSTEM = (
     "You answer questions using only the given tables. You check that the tables really "
     "contain the evidence before answering."
@@ -151,8 +136,23 @@ Instructions:
 Reply with JSON only: {{"answer": "true" | "false",
  "evidence": [{{"table": "Table_0", "column": "<column name>", "value": "<cell text>"}}]}}"""
 
+NO_TABLE_SYSTEM = "You answer questions briefly and precisely."
+
+NO_TABLE_QA_USER = """Question: {question}
+
+No table is given: answer from what you know. Reply with a short answer (a value, a name, or
+a list of values separated by " | ").
+
+Reply with JSON only: {{"answer": "..."}}"""
+
+NO_TABLE_FACT_USER = """Is the following statement true? {question}
+
+No table is given: answer from what you know. Reply "true" or "false".
+
+Reply with JSON only: {{"answer": "true" | "false"}}"""
+
 REPAIR = (
-    "Your previous reply could not be parsed ({problem}). Reply again with the JSON object "
+    "Your previous reply could not be parsed ({error}). Reply again with the JSON object "
     "only, exactly in the requested format, with no other text."
 )
 
@@ -201,8 +201,7 @@ def refine_messages(
         formats.append('{"action": "regenerate", "patterns": ["new pattern", ...]}')
     actions.append("- none: stop searching and answer with the best candidate.")
     formats.append('{"action": "none"}')
-    template = RERANK_USER if rerank else REFINE_USER
-    user = template.format(
+    user = REFINE_USER.format(
         prefix=TASK_PREFIX[task],
         label=label(task),
         question=question,
@@ -214,6 +213,13 @@ def refine_messages(
     return [{"role": "system", "content": REFINE_SYSTEM}, {"role": "user", "content": user}]
 
 
+def no_table_messages(question: str, task: str) -> list[Message]:
+    """The no-table baseline's prompt: the question alone (TableSeek App. G, No-Table QA)."""
+    template = NO_TABLE_FACT_USER if task == "fact_verification" else NO_TABLE_QA_USER
+    user = template.format(question=question)
+    return [{"role": "system", "content": NO_TABLE_SYSTEM}, {"role": "user", "content": user}]
+
+
 def qa_messages(question: str, task: str, tables: str, *, standalone: bool) -> list[Message]:
     """QA prompt: TableSeek's (with answerability options) or the standalone baseline one."""
     if task == "fact_verification":
@@ -222,7 +228,3 @@ def qa_messages(question: str, task: str, tables: str, *, standalone: bool) -> l
         template = STANDALONE_QA_USER if standalone else QA_USER
     user = template.format(tables=tables, question=question)
     return [{"role": "system", "content": QA_SYSTEM}, {"role": "user", "content": user}]
-
-
-def repair_message(problem: str) -> Message:
-    return {"role": "user", "content": REPAIR.format(problem=problem)}

@@ -1,0 +1,159 @@
+"""Printing shared by the commands: consoles, errors, the answer panel, hits and evidence.
+
+Errors end a command with one line on stderr and exit status 2 (bad input) or 1 (a run that
+could not complete); with ``--json`` the same error is also printed on stdout as
+``{"error": {"code", "message"}}`` so scripts always get JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table as RichTable
+from rich.text import Text
+
+from tablequest.corpus.rank import question_patterns
+from tablequest.corpus.retrievers import preview_hit
+from tablequest.corpus.store import Hit, Store
+from tablequest.methods.base import Result
+
+console = Console()
+err_console = Console(stderr=True)
+
+_COLOUR = {"answered": "green", "insufficient": "yellow", "failed": "red"}
+
+
+def fail(message: str, *, json_out: bool = False, code: str = "usage", status: int = 2) -> NoReturn:
+    """One ``error:`` line (and a JSON error on stdout with --json), then exit."""
+    if json_out:
+        print(json.dumps({"error": {"code": code, "message": message}}, ensure_ascii=False))
+    err_console.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True, highlight=False)
+    raise typer.Exit(status)
+
+
+def print_json(payload: Any) -> None:
+    print(json.dumps(payload, ensure_ascii=False, default=str))
+
+
+def usage_line(usage: dict[str, Any]) -> str:
+    return (
+        f"usage: {usage['calls']} calls, {usage['prompt_tokens']}+{usage['completion_tokens']} "
+        f"tokens, {usage['seconds']} s, {usage['cache_hits']} cache hits"
+    )
+
+
+def hit_json(store: Store, hit: Hit) -> dict[str, Any]:
+    """A ranked table as ``search --json`` prints it."""
+    src = store.source(hit.table_id)
+    rows = sorted({r for rs in hit.matched_rows.values() for r in rs})
+    return {
+        "table_id": hit.table_id,
+        "score": round(hit.score, 6),
+        "source": src.path if src.sheet is None else f"{src.path}#{src.sheet}",
+        "format": src.format,
+        "matched_rows": rows,
+    }
+
+
+def show_hits(store: Store, question: str, hits: list[Hit]) -> None:
+    """Ranked tables with previews, the question's words highlighted."""
+    if not hits:
+        console.print("No table matches the question's words.")
+        return
+    for rank, hit in enumerate(hits, start=1):
+        info = hit_json(store, hit)
+        title = f"#{rank}  score {hit.score:.2f}  {info['source']}  ({info['format']})"
+        show_preview(title, preview_hit(store, hit, question), question)
+
+
+def show_preview(title: str, text: str, question: str) -> None:
+    body = Text(text)
+    for p in question_patterns(question):
+        body.highlight_regex(f"(?i){p}", "bold magenta")
+    console.print(Panel(body, title=title, title_align="left", expand=False))
+
+
+def show_result(result: Result, question: str) -> None:
+    """Answer, reason, what the method found, evidence, tables consulted, usage, trace."""
+    data = result.to_json()
+    colour = _COLOUR[result.status]
+    label = data["method"] or "?"
+    config = data["details"].get("config")
+    console.print(
+        Panel(
+            Text(result.answer or "(no answer)", style="bold"),
+            title=f"answer · [{colour}]{result.status}[/{colour}] · {label}"
+            + (f" · {config}" if config else ""),
+            title_align="left",
+            expand=False,
+        )
+    )
+    if data["reason"] and result.status != "answered":
+        console.print(f"  reason: {escape(data['reason'])}", highlight=False)
+    if data["details"].get("encoder"):
+        console.print(f"  encoder: {data['details']['encoder']}", highlight=False)
+    for candidate in data["details"].get("candidates", []):
+        source = result.sources.get(candidate["table_id"], candidate["table_id"])
+        title = f"score {candidate['score']:.2f}  {source}"
+        show_preview(title, candidate.get("preview", ""), question)
+    for route in data["details"].get("routes", []):
+        source = result.sources.get(route["table_id"], route["table_id"])
+        status = f" → {route['status']}" if route.get("status") else ""
+        console.print(
+            f"  route: {source} → [bold]{route['method']}[/bold] ({escape(route['reason'])})"
+            f"{status}",
+            highlight=False,
+        )
+    retrieval = data["details"].get("retrieval")
+    if isinstance(retrieval, dict):
+        console.print(retrieval_view(retrieval))
+    if result.final_table and result.final_table in result.tables:
+        console.print(evidence_view(result))
+    for i, t in enumerate(data["tables_consulted"], start=1):
+        console.print(f"  consulted {i}: {t['source']}  [dim]({t['table_id']})[/dim]")
+    console.print("  " + usage_line(data["usage"]))
+    console.print(f"  trace: {data['trace']}")
+
+
+def retrieval_view(retrieval: dict[str, Any]) -> RichTable:
+    """Retrieved schema entries and cell values (TableRAG-style retrieval details)."""
+    view = RichTable(title=f"retrieved (encoder {retrieval.get('encoder')})", title_justify="left")
+    view.add_column("kind", style="dim")
+    view.add_column("column")
+    view.add_column("value / schema")
+    for c in retrieval.get("columns", []):
+        view.add_row("schema", str(c.get("column")), Text(str(c.get("schema", ""))))
+    for c in retrieval.get("cells", []):
+        view.add_row("cell", str(c.get("column")), Text(str(c.get("value", ""))[:120]))
+    return view
+
+
+def evidence_view(result: Result, max_rows: int = 12) -> RichTable:
+    """The final table around its evidence rows, supporting cells highlighted."""
+    assert result.final_table is not None
+    table = result.tables[result.final_table]
+    cited = {(c.row, c.col) for c in result.evidence if c.table_id == result.final_table}
+    rows = sorted({r for r, _ in cited}) or list(table.row_ids[:max_rows])
+    source = result.sources.get(result.final_table, result.final_table)
+    view = RichTable(title=f"evidence · {source}", title_justify="left", show_lines=False)
+    view.add_column("row", style="dim")
+    for name in table.columns:
+        view.add_column(name)
+    positions = {rid: i for i, rid in enumerate(table.row_ids)}
+    for rid in rows[:max_rows]:
+        if rid not in positions:
+            continue
+        cells = table.body[positions[rid]]
+        view.add_row(
+            str(rid),
+            *[
+                Text(v, style="bold black on yellow" if (rid, table.col_ids[j]) in cited else "")
+                for j, v in enumerate(cells)
+            ],
+        )
+    return view

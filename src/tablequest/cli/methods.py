@@ -1,0 +1,67 @@
+"""`tablequest methods [NAME]`: the registered methods, and one method's options."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table as RichTable
+
+from tablequest.cli._options import JsonOpt
+from tablequest.cli._output import console, fail, print_json
+from tablequest.methods.options import describe_options
+from tablequest.methods.registry import UnknownMethod, get_method, list_methods, plugin_errors
+
+_INPUT = {
+    "corpus": "a corpus",
+    "table": "one table",
+    "tables": "given tables",
+    "none": "no table",
+    "any": "a corpus or a table",
+}
+
+
+def methods_command(
+    name: Annotated[str | None, typer.Argument(help="A method: list its options.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """List the methods (one line each), or NAME's options with types, defaults and papers."""
+    if name is None:
+        specs = list_methods()
+        if json_out:
+            print_json(
+                [{"name": s.name, "input": s.input, "description": s.description,
+                  "paper": s.paper} for s in specs]
+            )  # fmt: skip
+            return
+        for spec in specs:
+            console.print(
+                f"[bold]{spec.name:<10}[/bold] {spec.description}  [dim](answers from "
+                f"{_INPUT[spec.input]})[/dim]",
+                highlight=False,
+            )
+        for hook, error in plugin_errors().items():
+            console.print(f"[yellow]plugin {hook} failed to load:[/yellow] {error}")
+        return
+    try:
+        spec = get_method(name)
+    except UnknownMethod as exc:
+        fail(str(exc), json_out=json_out)
+    infos = describe_options(spec.options)
+    if json_out:
+        print_json(
+            {"name": spec.name, "input": spec.input, "description": spec.description,
+             "paper": spec.paper, "configs": list(spec.options.CONFIGS),
+             "options": [i.__dict__ for i in infos]}
+        )  # fmt: skip
+        return
+    console.print(f"[bold]{spec.name}[/bold]: {spec.description}", highlight=False)
+    console.print(f"answers from {_INPUT[spec.input]}; paper: {spec.paper or '-'}")
+    view = RichTable(title="options (-o NAME VALUE)", title_justify="left")
+    for column in ("option", "type", "default", "source", "what it does"):
+        view.add_column(column)
+    for info in infos:
+        view.add_row(info.name, info.type, repr(info.default), info.paper or "ours", info.help)
+    console.print(view)
+    if spec.options.CONFIGS:
+        console.print("named configs (-c NAME), e.g.: " + ", ".join(spec.options.CONFIGS))

@@ -1,0 +1,247 @@
+"""LLM-free table retrievers over a Store: one interface, one registry.
+
+`RETRIEVERS` (`make_retriever(name, settings)`), used by ``search``, the retrieve-then-QA
+baselines of ``ask`` / ``eval run``, ``eval retrieval`` and the HTTP API alike:
+
+- ``grep``: TableSeek's Eq. 1 over the question's content words (`question_patterns`);
+- ``bm25``: BM25 over the tables' words;
+- ``dense``: cosine between the question's and each table's vector (an encoder of
+  `tablequest.corpus.encoders`);
+- ``hybrid``: BM25 and dense fused (`corpus.rank.hybrid_rank`);
+- ``rerank``: the dense top-`rerank_pool` reordered by a ``/v1/rerank`` server.
+
+A retriever ranks a question: ``rank(store, question, k, rows=False) -> list[Hit]``; with
+``rows=True`` each hit carries the body rows the question's words match (for previews).
+Retrievers with an encoder expose `prime(questions)` (encode many questions in one batch) and
+`prepare(store)` (encode the corpus once, before the first question).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from tablequest.corpus.encoders import (
+    DENSE_EXTRA_HINT,
+    Encoder,
+    EncoderSettings,
+    EncoderUnavailable,
+    QueryEncoder,
+    make_encoder,
+)
+from tablequest.corpus.rank import (
+    HYBRID_ALPHA,
+    bm25_rank,
+    grep_rank,
+    hybrid_rank,
+    matched_rows,
+    question_patterns,
+)
+from tablequest.corpus.store import Hit, Store, text_format
+
+__all__ = [
+    "RETRIEVERS",
+    "Retriever",
+    "RetrieverSettings",
+    "make_retriever",
+    "preview_hit",
+    "register_retriever",
+    "search",
+]
+
+
+class Retriever(Protocol):
+    """Ranks a store's tables for a question, without an LLM."""
+
+    name: str
+
+    def rank(self, store: Store, question: str, k: int, *, rows: bool = False) -> list[Hit]: ...
+
+
+@dataclass(frozen=True)
+class RetrieverSettings:
+    """Every retriever's knobs (each reads its own).
+
+    Attributes:
+        encoder: Encoder name for dense, hybrid and rerank (see `corpus.encoders`).
+        embeddings: Where ``api`` / ``auto`` encoders find their server.
+        fusion: Hybrid fusion, ``score`` (weighted scores) or ``rrf``.
+        alpha: Hybrid: weight of the dense score.
+        rerank_url: Server with ``/v1/rerank``.
+        rerank_model: Its reranker model.
+        rerank_pool: Dense candidates given to the reranker.
+        api_key: Key of the rerank server.
+    """
+
+    encoder: str = "minilm"
+    embeddings: EncoderSettings = field(default_factory=EncoderSettings)
+    fusion: Literal["score", "rrf"] = "score"
+    alpha: float = HYBRID_ALPHA
+    rerank_url: str | None = None
+    rerank_model: str | None = None
+    rerank_pool: int = 5
+    api_key: str | None = None
+
+
+def _with_rows(store: Store, hits: list[Hit], question: str, rows: bool) -> list[Hit]:
+    if not rows:
+        return hits
+    patterns = question_patterns(question)
+    return [Hit(h.table_id, h.score, matched_rows(store, h.table_id, patterns)) for h in hits]
+
+
+class GrepRetriever:
+    """Eq. 1 over the question's content words as whole-word patterns."""
+
+    name = "grep"
+
+    def rank(self, store: Store, question: str, k: int, *, rows: bool = False) -> list[Hit]:
+        return grep_rank(store, question_patterns(question), k, rows=rows)
+
+
+class BM25Retriever:
+    """BM25 over each table's title, headers and cells."""
+
+    name = "bm25"
+
+    def rank(self, store: Store, question: str, k: int, *, rows: bool = False) -> list[Hit]:
+        return _with_rows(store, bm25_rank(store, question, k, rows=False), question, rows)
+
+
+class DenseRetriever:
+    """Cosine similarity between the question's vector and each table's."""
+
+    name = "dense"
+
+    def __init__(self, encoder: Encoder) -> None:
+        self.encoder = QueryEncoder(encoder)
+        self.encoder_name = encoder.name
+
+    def prime(self, questions: Sequence[str]) -> None:
+        """Encode many questions in one batch (later `rank` calls reuse the vectors)."""
+        self.encoder.prime(questions)
+
+    def prepare(self, store: Store) -> None:
+        """Encode the corpus tables that have no vector yet (cached in the store)."""
+        from tablequest.corpus.dense import corpus_vectors
+
+        corpus_vectors(store, self.encoder)
+
+    def rank(self, store: Store, question: str, k: int, *, rows: bool = False) -> list[Hit]:
+        from tablequest.corpus.dense import dense_rank
+
+        return _with_rows(store, dense_rank(store, question, k, self.encoder), question, rows)
+
+
+class HybridRetriever(DenseRetriever):
+    """BM25 and dense scores fused (see `corpus.rank.hybrid_rank`)."""
+
+    name = "hybrid"
+
+    def __init__(self, encoder: Encoder, fusion: Literal["score", "rrf"], alpha: float) -> None:
+        super().__init__(encoder)
+        if not 0.0 <= alpha <= 1.0:
+            raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+        self.fusion = fusion
+        self.alpha = alpha
+
+    def rank(self, store: Store, question: str, k: int, *, rows: bool = False) -> list[Hit]:
+        hits = hybrid_rank(
+            store, question, k, encoder=self.encoder, fusion=self.fusion, alpha=self.alpha
+        )
+        return _with_rows(store, hits, question, rows)
+
+
+class RerankRetriever(DenseRetriever):
+    """The dense top-`pool` reordered by a cross-encoder server."""
+
+    name = "rerank"
+
+    def __init__(self, encoder: Encoder, settings: RetrieverSettings) -> None:
+        from tablequest.corpus.rerank import APIReranker
+
+        super().__init__(encoder)
+        if not settings.rerank_url or not settings.rerank_model:
+            raise ValueError("rerank needs a server: -o rerank_url URL -o rerank_model NAME")
+        self.pool = settings.rerank_pool
+        self.reranker = APIReranker(
+            settings.rerank_url, settings.rerank_model, api_key=settings.api_key
+        )
+
+    def rank(self, store: Store, question: str, k: int, *, rows: bool = False) -> list[Hit]:
+        from tablequest.corpus.rerank import rerank_rank
+
+        hits = rerank_rank(
+            store, question, k, encoder=self.encoder, reranker=self.reranker, pool=self.pool
+        )
+        return _with_rows(store, hits, question, rows)
+
+
+def _vectors(settings: RetrieverSettings, method: str) -> Encoder:
+    encoder = make_encoder(settings.encoder, settings.embeddings)
+    if encoder is None:
+        raise EncoderUnavailable(
+            f"{method} retrieval needs a vector encoder; encoder {settings.encoder!r} "
+            f"gave none (install the [dense] extra: {DENSE_EXTRA_HINT}, or use -o encoder hash)"
+        )
+    return encoder
+
+
+RetrieverFactory = Callable[[RetrieverSettings], Retriever]
+RETRIEVERS: dict[str, tuple[RetrieverFactory, str]] = {}
+
+
+def register_retriever(name: str, factory: RetrieverFactory, description: str) -> None:
+    """Make `make_retriever(name)` build `factory(settings)`."""
+    RETRIEVERS[name] = (factory, description)
+
+
+def make_retriever(name: str, settings: RetrieverSettings | None = None) -> Retriever:
+    """The retriever called `name`.
+
+    Raises:
+        ValueError: an unknown name or a bad setting.
+        EncoderUnavailable: its encoder cannot run here (the message says what to install).
+    """
+    entry = RETRIEVERS.get(name)
+    if entry is None:
+        raise ValueError(f"unknown retrieval method {name!r}; one of {', '.join(RETRIEVERS)}")
+    return entry[0](settings or RetrieverSettings())
+
+
+def preview_hit(store: Store, hit: Hit, question: str, *, max_rows: int = 5) -> str:
+    """The structure-preserving preview of a ranked table around the question's words."""
+    from tablequest.table.preview import preview
+
+    table = store.get(hit.table_id)
+    fmt = text_format(table)
+    return preview(table, question_patterns(question), fmt=fmt, max_rows=max_rows).text  # type: ignore[arg-type]
+
+
+def search(
+    store: Store,
+    question: str,
+    *,
+    k: int = 5,
+    method: str = "grep",
+    settings: RetrieverSettings | None = None,
+    rows: bool = True,
+) -> list[Hit]:
+    """Rank `store` for `question` with the retriever `method` (matched rows by default)."""
+    return make_retriever(method, settings).rank(store, question, k, rows=rows)
+
+
+register_retriever("grep", lambda s: GrepRetriever(), "TableSeek Eq. 1 over content words")
+register_retriever("bm25", lambda s: BM25Retriever(), "BM25 over the tables' words")
+register_retriever("dense", lambda s: DenseRetriever(_vectors(s, "dense")), "cosine of vectors")
+register_retriever(
+    "hybrid",
+    lambda s: HybridRetriever(_vectors(s, "hybrid"), s.fusion, s.alpha),
+    "BM25 and dense fused",
+)
+register_retriever(
+    "rerank",
+    lambda s: RerankRetriever(_vectors(s, "rerank"), s),
+    "dense top-N reordered by a /v1/rerank server",
+)

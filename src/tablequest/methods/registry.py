@@ -1,0 +1,205 @@
+"""The method registry: every method, built-in or plugin, is found here.
+
+A method is registered once, with its factory, its options model and what it answers from::
+
+    register_method("scope", build_scope, ScopeOptions, input="table",
+                    description="TabScope: ...", paper="papers/tabscope.txt")
+
+The CLI (``ask``, ``eval run``, ``methods``), the eval runner, the router and the HTTP API
+reach methods only through `get_method` / `list_methods`; none of them names a method in code.
+
+Built-in methods register through the same call a plugin makes (the way simonw/llm loads its
+``default_plugins``): `DEFAULT_METHODS` lists ``module:function`` registration hooks of the
+built-in packages, and installed distributions add theirs under the entry-point group
+``tablequest.methods``::
+
+    [project.entry-points."tablequest.methods"]
+    mymethod = "my_package.tablequest_plugin:register"
+
+Hooks run once, on the first lookup; a plugin that fails to load is reported by
+`plugin_errors()` (and by ``tablequest methods``) instead of breaking every command.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Any
+
+from tablequest.methods.base import Input, Method, MethodContext
+from tablequest.methods.options import MethodOptions, NoOptions, merge_options
+
+__all__ = [
+    "DEFAULT_METHODS",
+    "ENTRY_POINT_GROUP",
+    "MethodFactory",
+    "MethodSpec",
+    "UnknownMethod",
+    "get_method",
+    "list_methods",
+    "plugin_errors",
+    "register_method",
+    "unregister_method",
+]
+
+ENTRY_POINT_GROUP = "tablequest.methods"
+DEFAULT_METHODS: tuple[str, ...] = (
+    "tablequest.methods.seek:register",
+    "tablequest.methods.direct:register",
+    "tablequest.methods.rag:register",
+    "tablequest.methods.scope:register",
+    "tablequest.methods.auto:register",
+    "tablequest.methods.research:register",
+)
+
+MethodFactory = Callable[[Any, MethodContext], Method]
+"""``factory(options, context) -> Method`` (options: the method's own `MethodOptions`)."""
+
+
+class UnknownMethod(ValueError):
+    """No method of that name is registered; the message lists the known ones."""
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """A registered method.
+
+    Attributes:
+        name: What users type (``--method NAME``).
+        factory: Builds the method from its options and a `MethodContext`.
+        options: The method's `MethodOptions` subclass.
+        input: What it answers from: ``corpus`` (a Store), ``table`` (one table),
+            ``tables`` (one or more given tables) or ``none``.
+        description: One line for ``tablequest methods``.
+        paper: Where the method (and its defaults) come from.
+        needs_llm: False for methods that run without a model.
+        title: The name reports show (default: `name`).
+    """
+
+    name: str
+    factory: MethodFactory
+    options: type[MethodOptions]
+    input: Input
+    description: str
+    paper: str | None = None
+    needs_llm: bool = True
+    title: str | None = None
+
+    def make_options(self, *layers: Mapping[str, Any] | MethodOptions | None) -> MethodOptions:
+        """This method's options from layers, lowest precedence first (see `merge_options`)."""
+        return merge_options(self.name, self.options, *layers)
+
+    def build(
+        self, options: MethodOptions | None = None, context: MethodContext | None = None
+    ) -> Method:
+        """A ready method (default options and context when not given)."""
+        opts = options if options is not None else self.make_options()
+        if not isinstance(opts, self.options):
+            raise TypeError(
+                f"method {self.name} takes {self.options.__name__}, got {type(opts).__name__}"
+            )
+        return self.factory(opts, context or MethodContext())
+
+
+_REGISTRY: dict[str, MethodSpec] = {}
+_ERRORS: dict[str, str] = {}
+_LOCK = threading.RLock()
+_loaded = False
+
+
+def register_method(
+    name: str,
+    factory: MethodFactory,
+    options: type[MethodOptions] = NoOptions,
+    *,
+    input: Input,
+    description: str,
+    paper: str | None = None,
+    needs_llm: bool = True,
+    title: str | None = None,
+    replace: bool = False,
+) -> MethodSpec:
+    """Register a method under `name` (lower case letters, digits and ``-``).
+
+    Raises:
+        ValueError: a bad name, or a name already taken (unless `replace`).
+    """
+    if not name or not all(c.isalnum() or c == "-" for c in name) or name != name.lower():
+        raise ValueError(f"bad method name {name!r}: use lower-case letters, digits and '-'")
+    if not (isinstance(options, type) and issubclass(options, MethodOptions)):
+        raise ValueError(f"method {name}: options must be a MethodOptions subclass")
+    spec = MethodSpec(name, factory, options, input, description, paper, needs_llm, title)
+    with _LOCK:
+        if name in _REGISTRY and not replace:
+            raise ValueError(f"method {name!r} is already registered")
+        _REGISTRY[name] = spec
+    return spec
+
+
+def unregister_method(name: str) -> None:
+    """Remove a method (tests and plugins that replace a built-in)."""
+    with _LOCK:
+        _REGISTRY.pop(name, None)
+
+
+def _run_hook(label: str, target: str | Callable[[], Any]) -> None:
+    try:
+        if isinstance(target, str):
+            module_name, _, attr = target.partition(":")
+            hook = getattr(importlib.import_module(module_name), attr or "register")
+        else:
+            hook = target
+        if callable(hook):
+            hook()
+    except Exception as exc:  # a broken plugin must not break every command
+        _ERRORS[label] = f"{type(exc).__name__}: {exc}"
+
+
+def _load() -> None:
+    global _loaded
+    with _LOCK:
+        if _loaded:
+            return
+        _loaded = True
+        for target in DEFAULT_METHODS:
+            _run_hook(target, target)
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            if ep.value in DEFAULT_METHODS:
+                continue
+            try:
+                loaded = ep.load()
+            except Exception as exc:
+                _ERRORS[ep.name] = f"{type(exc).__name__}: {exc}"
+                continue
+            _run_hook(ep.name, loaded if callable(loaded) else (lambda: None))
+
+
+def get_method(name: str) -> MethodSpec:
+    """The registered method `name`.
+
+    Raises:
+        UnknownMethod: no such method; the message lists the registered ones.
+    """
+    _load()
+    with _LOCK:
+        spec = _REGISTRY.get(name)
+        if spec is None:
+            known = ", ".join(sorted(_REGISTRY)) or "none"
+            raise UnknownMethod(f"unknown method {name!r}; one of {known}")
+        return spec
+
+
+def list_methods() -> list[MethodSpec]:
+    """Every registered method, by name."""
+    _load()
+    with _LOCK:
+        return [_REGISTRY[n] for n in sorted(_REGISTRY)]
+
+
+def plugin_errors() -> dict[str, str]:
+    """Registration hooks that failed: hook name → error."""
+    _load()
+    return dict(_ERRORS)

@@ -1,0 +1,386 @@
+"""One way in: `ask(question, source, method=...)` opens the source, builds the method from
+the registry with its options, runs it within a budget and returns its `Result`.
+
+The CLI's ``ask``, the HTTP API and library users call `ask`; the eval runner builds methods
+the same way (`resolve_options`, `MethodSpec.build`) over a benchmark's corpus.
+
+Sources (`open_source`), by what the method answers from (`MethodSpec.input`):
+
+- a DuckDB store file or a `Store`: corpus methods get the store (opened read-only when it is
+  a path); table methods get the tables named by `table_ids`, or the store's only table;
+- a table file (any format `read_tables` reads): table (and "any") methods read it directly
+  (no ingest:
+  a 10^6-cell CSV would otherwise be serialized three times; ``table_ids`` pick among the
+  file's tables by index "0", "1", … or by id); corpus methods get it ingested into memory;
+- a folder: ingested into memory;
+- a `Table` or a `TableSet`: as given.
+
+Without a model (`llm=None`) a method that needs one runs its LLM-free `preview` when it has
+one (TableRAG: retrieval with the question's keywords); a corpus method falls back to the
+LLM-free grep search. Either way the Result is "failed" with reason "no LLM configured".
+Errors in the run itself become a "failed" Result with the error recorded in the trace,
+never an exception; bad arguments (unknown method or option, unreadable source) raise.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tablequest.corpus.encoders import EncoderUnavailable
+from tablequest.corpus.ingest import ingest
+from tablequest.corpus.retrievers import preview_hit, search
+from tablequest.corpus.store import Store, StoreError, table_id_for
+from tablequest.llm.base import LLM
+from tablequest.llm.config import LLMConfig, config_files
+from tablequest.llm.usage import StepBudget, UsageMeter
+from tablequest.methods.base import Input, MethodContext, Result, TableSet, Task
+from tablequest.methods.options import MethodOptions, merge_options, toml_options
+from tablequest.methods.registry import MethodSpec, get_method
+from tablequest.sandbox import Sandbox
+from tablequest.table import Table, UnreadableTable, read_tables
+from tablequest.trace import Trace
+
+__all__ = ["OpenSource", "SourceError", "ask", "is_store_file", "open_source", "resolve_options"]
+
+NO_LLM = "no LLM configured"
+
+
+class SourceError(ValueError):
+    """The source or table id cannot be used; the message names it and the fix."""
+
+
+def is_store_file(path: Path) -> bool:
+    """DuckDB files carry the magic "DUCK" at byte 8."""
+    try:
+        with path.open("rb") as fh:
+            return fh.read(12)[8:12] == b"DUCK"
+    except OSError:
+        return False
+
+
+@dataclass
+class OpenSource:
+    """What a method answers from, the user-facing name of each table, what to close."""
+
+    value: Store | TableSet | None
+    names: dict[str, str] = field(default_factory=dict)
+    store: Store | None = None
+    owned: Store | None = None
+
+    def name_of(self, table_id: str) -> str | None:
+        if table_id in self.names:
+            return self.names[table_id]
+        if self.store is not None:
+            try:
+                src = self.store.source(table_id)
+            except KeyError:
+                return None
+            return src.path if src.sheet is None else f"{src.path}#{src.sheet}"
+        return None
+
+    def table(self, table_id: str) -> Table | None:
+        """The table `table_id` of this source, when it has it."""
+        if isinstance(self.value, TableSet):
+            for tid, table in self.value.tables:
+                if tid == table_id:
+                    return table
+        if self.store is not None:
+            try:
+                return self.store.get(table_id)
+            except KeyError:
+                return None
+        return None
+
+    def close(self) -> None:
+        if self.owned is not None:
+            self.owned.close()
+            self.owned = None
+
+
+def _pick_from_store(store: Store, table_ids: Sequence[str], label: str) -> TableSet:
+    ids = list(table_ids)
+    if not ids:
+        known = store.table_ids()
+        if len(known) != 1:
+            raise SourceError(
+                f"{label} holds {len(known)} tables; pass --table-id ID "
+                "(`tablequest search` shows ids)"
+            )
+        ids = known
+    tables = []
+    for tid in ids:
+        try:
+            tables.append((tid, store.get(tid)))
+        except KeyError:
+            raise SourceError(
+                f"no table {tid!r} in {label}; `tablequest search` shows ids"
+            ) from None
+    return TableSet(tables, store)
+
+
+def _pick_from_file(path: Path, table_ids: Sequence[str]) -> OpenSource:
+    try:
+        tables = read_tables(path)
+    except UnreadableTable as exc:
+        raise SourceError(str(exc)) from None
+    if not tables:
+        raise SourceError(f"no table found in {str(path)!r}")
+    key = str(path.resolve())
+    ids = [table_id_for(key, i) for i in range(len(tables))]
+    wanted = list(table_ids)
+    if not wanted:
+        if len(tables) > 1:
+            choices = ", ".join(f"{i} ({t.n_rows}x{t.n_cols})" for i, t in enumerate(tables))
+            raise SourceError(
+                f"{str(path)!r} holds {len(tables)} tables; pass --table-id with one of {choices}"
+            )
+        wanted = ["0"]
+    chosen: list[tuple[str, Table]] = []
+    for tid in wanted:
+        if tid.isdigit() and int(tid) < len(tables):
+            chosen.append((ids[int(tid)], tables[int(tid)]))
+        elif tid in ids:
+            chosen.append((tid, tables[ids.index(tid)]))
+        else:
+            raise SourceError(
+                f"no table {tid!r} in {str(path)!r}; use an index 0..{len(tables) - 1}"
+            )
+    names = {}
+    for tid, table in chosen:
+        sheet = table.source.sheet
+        names[tid] = str(path) if sheet is None else f"{path}#{sheet}"
+    return OpenSource(TableSet(chosen), names)
+
+
+def _ingested(path: Path) -> Store:
+    store = Store()
+    report = ingest(store, [path])
+    if not report.ok:
+        store.close()
+        reasons = "; ".join(f"{f.path}: {f.reason}" for f in report.files_failed[:3])
+        raise SourceError(f"no table could be read from {str(path)!r} ({reasons})")
+    return store
+
+
+def _from_store(store: Store, input: Input, table_ids: Sequence[str], label: str) -> OpenSource:
+    if input == "corpus" or (input == "any" and not table_ids):
+        return OpenSource(store, store=store)
+    if input == "none":
+        return OpenSource(None, store=store)
+    return OpenSource(_pick_from_store(store, table_ids, label), store=store)
+
+
+def open_source(
+    source: str | Path | Store | Table | TableSet,
+    *,
+    input: Input,
+    table_ids: Sequence[str] = (),
+) -> OpenSource:
+    """Open `source` as a method that answers from `input` needs it (see module doc).
+
+    Raises:
+        SourceError: a missing or unreadable source, an unknown or ambiguous table id.
+    """
+    if input == "table" and len(table_ids) > 1:
+        raise SourceError("this method answers from one table: pass --table-id once")
+    if isinstance(source, TableSet):
+        return OpenSource(source, store=source.store)
+    if isinstance(source, Table):
+        tid = table_id_for(source.source.path or "table", 0)
+        return OpenSource(TableSet([(tid, source)]), {tid: source.source.path or "(table)"})
+    if isinstance(source, Store):
+        return _from_store(source, input, table_ids, "the store")
+    path = Path(source).expanduser()
+    if not path.exists():
+        raise SourceError(f"no store, table file or folder at {str(path)!r}")
+    if path.is_file() and is_store_file(path):
+        try:
+            store = Store(path, read_only=True)
+        except StoreError as exc:
+            raise SourceError(str(exc)) from None
+        try:
+            opened = _from_store(store, input, table_ids, repr(str(path)))
+        except SourceError:
+            store.close()
+            raise
+        opened.owned = store
+        return opened
+    if path.is_file() and input in ("table", "tables", "any"):
+        return _pick_from_file(path, table_ids)
+    if input == "none":
+        return OpenSource(None)
+    store = _ingested(path)
+    try:
+        opened = _from_store(store, input, table_ids, repr(str(path)))
+    except SourceError:
+        store.close()
+        raise
+    opened.owned = store
+    return opened
+
+
+def resolve_options(
+    spec: MethodSpec,
+    *,
+    config: str | None = None,
+    options: Mapping[str, Any] | MethodOptions | None = None,
+    config_paths: Sequence[Path] | None = None,
+) -> MethodOptions:
+    """The method's options: defaults < ``[methods.NAME]`` in tablequest.toml < the named
+    config < `options` (see `tablequest.methods.options`).
+
+    Raises:
+        OptionError: unknown option, bad value, or unknown config name.
+    """
+    files = config_files() if config_paths is None else list(config_paths)
+    named = spec.options.from_config(config) if config else None
+    return merge_options(spec.name, spec.options, toml_options(spec.name, files), named, options)
+
+
+def ask(
+    question: str,
+    source: str | Path | Store | Table | TableSet,
+    *,
+    method: str = "auto",
+    options: Mapping[str, Any] | MethodOptions | None = None,
+    config: str | None = None,
+    llm: LLM | None = None,
+    llm_config: LLMConfig | None = None,
+    task: Task = "tableqa",
+    steps: int | None = None,
+    table_ids: Sequence[str] = (),
+    trace: Trace | None = None,
+    trace_dir: str | Path | None = None,
+    cache: bool = True,
+    cache_dir: Path | None = None,
+    usage: UsageMeter | None = None,
+    sandbox: Sandbox | None = None,
+) -> Result:
+    """Answer `question` from `source` with the registered method `method`.
+
+    Args:
+        question: The question (a claim with task "fact_verification").
+        source: A store file, a table file, a folder, a `Store`, a `Table` or a `TableSet`.
+        method: A registered method name (`tablequest methods` lists them).
+        options: Option values (names as in `tablequest methods NAME`), or ready options.
+        config: A named paper configuration of the method (``10step-5s1-small``).
+        llm: The model (None: the method's LLM-free preview).
+        llm_config: Where the model lives (embeddings and rerank servers default to it).
+        task: "tableqa" or "fact_verification".
+        steps: Cap on LLM calls for this question (default: the method's).
+        table_ids: Tables to answer from, for methods that answer from given tables.
+        trace: Trace to record into (default: a new file in `trace_dir`).
+        cache: Whether caches (embeddings) may be used.
+
+    Raises:
+        UnknownMethod, OptionError: a bad method name or option.
+        SourceError: an unreadable source or a bad table id.
+        EncoderUnavailable: the method's encoder needs an extra that is not installed.
+    """
+    spec = get_method(method)
+    opts = resolve_options(spec, config=config, options=options)
+    if steps is not None and steps < 1:
+        raise ValueError(f"--steps must be >= 1, got {steps}")
+    budget = StepBudget(steps if steps is not None else opts.default_steps(), reserve=0)
+    trace = trace if trace is not None else Trace.for_query(trace_dir)
+    context = MethodContext(
+        llm=llm,
+        usage=usage or UsageMeter(),
+        llm_config=llm_config,
+        cache=cache,
+        cache_dir=cache_dir,
+        sandbox=sandbox,
+    )
+    opened = open_source(source, input=spec.input, table_ids=table_ids)
+    try:
+        result = _run(spec, opts, context, opened, question, task, budget, trace)
+    finally:
+        opened.close()
+    return result
+
+
+def _run(
+    spec: MethodSpec,
+    opts: MethodOptions,
+    context: MethodContext,
+    opened: OpenSource,
+    question: str,
+    task: Task,
+    budget: StepBudget,
+    trace: Trace,
+) -> Result:
+    trace.event("decision", stage="ask", method=spec.name, options=opts.label(), task=task)
+    method = spec.build(opts, context)
+    try:
+        if context.llm is None and spec.needs_llm:
+            result = _without_llm(method, opened, question, task, trace)
+        else:
+            result = method.answer(question, opened.value, task=task, budget=budget, trace=trace)
+    except EncoderUnavailable:
+        raise  # a missing extra: the caller says which one to install
+    except Exception as exc:  # never a traceback: record it and report a failed run
+        result = failed_result(trace, exc)
+    finally:
+        method.close()
+    result.method = result.method or spec.name
+    result.trace_path = result.trace_path or (str(trace.path) if trace.path else None)
+    ids = [*result.tables_consulted, *([result.final_table] if result.final_table else [])]
+    for key in ("candidates", "routes"):
+        ids += [str(c["table_id"]) for c in result.details.get(key, [])]
+    result.sources = {tid: name for tid in ids if (name := opened.name_of(tid)) is not None}
+    if result.final_table and result.final_table not in result.tables:
+        table = opened.table(result.final_table)
+        if table is not None:
+            result.tables[result.final_table] = table
+    return result
+
+
+def _without_llm(
+    method: Any, opened: OpenSource, question: str, task: Task, trace: Trace
+) -> Result:
+    preview = getattr(method, "preview", None)
+    if callable(preview) and opened.value is not None:
+        result = preview(question, opened.value, task=task, trace=trace)
+        if isinstance(result, Result):
+            return result
+    candidates: list[dict[str, Any]] = []
+    if isinstance(opened.value, Store):
+        hits = search(opened.value, question, k=5)
+        trace.event(
+            "rank", method="grep", hits=[{"table_id": h.table_id, "score": h.score} for h in hits]
+        )
+        candidates = [
+            {"table_id": h.table_id, "score": round(h.score, 6),
+             "matched_rows": sorted({r for rs in h.matched_rows.values() for r in rs}),
+             "preview": preview_hit(opened.value, h, question)}
+            for h in hits
+        ]  # fmt: skip
+    trace.event("fallback", stage="ask", reason=f"{NO_LLM}; LLM-free search only")
+    return Result(
+        answer=None,
+        status="failed",
+        trace_path=str(trace.path) if trace.path else None,
+        details={"reason": NO_LLM, "candidates": candidates},
+    )
+
+
+def failed_result(trace: Trace, exc: BaseException) -> Result:
+    """A "failed" Result for an unexpected error, recorded in the trace."""
+    reason = f"{type(exc).__name__}: {exc}"
+    trace.event(
+        "error",
+        stage="ask",
+        error=type(exc).__name__,
+        message=str(exc),
+        traceback=traceback.format_exc(limit=8),
+    )
+    return Result(
+        answer=None,
+        status="failed",
+        trace_path=str(trace.path) if trace.path else None,
+        details={"reason": reason, "error": reason},
+    )
