@@ -41,6 +41,16 @@ def _positive(name: str, value: float) -> None:
         raise InvalidArgument(f"{name} must be a positive number, got {value!r}")
 
 
+def _check_arguments(sizes: Mapping[str, float], use_namespaces: str) -> None:
+    """Every size is a positive number and the mode is one of the four."""
+    for name, value in sizes.items():
+        _positive(name, value)
+    if use_namespaces not in ("auto", "bwrap", "unshare", "off"):
+        raise InvalidArgument(
+            f"use_namespaces must be 'auto', 'bwrap', 'unshare' or 'off', got {use_namespaces!r}"
+        )
+
+
 class Sandbox:
     """Runs generated Python over DataFrames out of process, contained and resource-limited.
 
@@ -112,13 +122,7 @@ class Sandbox:
             "max_files": max_files,
             "max_figure_side": max_figure_side,
         }
-        for name, value in (*sizes.items(), ("startup_timeout", startup_timeout)):
-            _positive(name, value)
-        if use_namespaces not in ("auto", "bwrap", "unshare", "off"):
-            raise InvalidArgument(
-                f"use_namespaces must be 'auto', 'bwrap', 'unshare' or 'off', "
-                f"got {use_namespaces!r}"
-            )
+        _check_arguments({**sizes, "startup_timeout": startup_timeout}, use_namespaces)
         self.isolation, self.isolation_source = _policy.resolve(isolation)
         self.limits = Limits(
             **{name: int(value) for name, value in sizes.items()},
