@@ -1,5 +1,6 @@
 """Shared fixtures for the sandbox tests: sandboxes, frames, host secrets, a listening socket,
-and a look at the child's tasks from the host (/proc), which the child cannot fake."""
+and a look at the child's tasks from the host (/proc), which the child cannot fake. Also makes
+`sandbox_attacks` (the escape attempts) importable by these tests."""
 
 from __future__ import annotations
 
@@ -17,6 +18,10 @@ import pandas as pd
 import pytest
 
 from tablequest.sandbox import ExecResult, Sandbox, SandboxUnavailable, Session
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
 
 SECRET = "tq-secret-7f3a9c1e5b"
 SECRET_ENV = "TABLEQUEST_TEST_API_KEY"
