@@ -17,6 +17,7 @@ import contextlib
 import io
 import logging
 import os
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any, Protocol
@@ -37,6 +38,7 @@ __all__ = [
     "normalize",
     "quiet_model_loading",
     "report_progress",
+    "with_rate",
 ]
 
 MINILM_TOKENS = 128
@@ -99,6 +101,22 @@ def report_progress(done: int, total: int) -> None:
     callback = _PROGRESS.get()
     if callback is not None:
         callback(done, total)
+
+
+def with_rate(update: Callable[[int, int, str], None]) -> ProgressFn:
+    """A progress callback that also passes ``"N texts/s"`` (since its first call) to
+    `update(done, total, metric)`; a new encode call (done going down) restarts the clock."""
+    state = {"start": time.perf_counter(), "last": 0}
+
+    def callback(done: int, total: int) -> None:
+        now = time.perf_counter()
+        if done < state["last"]:
+            state["start"] = now
+        state["last"] = done
+        elapsed = now - state["start"]
+        update(done, total, f"{done / elapsed:,.0f} texts/s" if elapsed > 0 else "")
+
+    return callback
 
 
 @contextlib.contextmanager

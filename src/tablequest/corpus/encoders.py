@@ -51,6 +51,7 @@ from tablequest.corpus.encoder_base import (
     normalize,
     quiet_model_loading,
     report_progress,
+    with_rate,
 )
 
 __all__ = [
@@ -71,6 +72,7 @@ __all__ = [
     "minilm_installed",
     "probe_embeddings",
     "register_encoder",
+    "with_rate",
 ]
 
 
