@@ -1,13 +1,11 @@
 """The fast MiniLM backends: agreement with sentence-transformers, caches, export, progress.
 
 The ONNX export runs once per test session (a session fixture, ~1–2 min on a loaded 2-core
-machine). The static model's distillation takes minutes more, so its retrieval-agreement test
-runs only with TQ_DISTILL_TESTS=1.
+machine); the static model's distillation (minutes more) once, in its slow test.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -180,15 +178,23 @@ def test_progress_reaches_the_callback_and_the_cli_stays_quiet_with_json(
     assert "Loading" not in result.output and "encoding" not in result.output
 
 
+def test_sentence_transformers_loads_without_bars_or_chatter(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    encoder = make_encoder("minilm-st")
+    assert encoder is not None
+    encoder.encode(["no Loading weights bar on stderr"])
+    out, err = capfd.readouterr()
+    assert (out, err) == ("", "")
+
+
 @pytest.mark.slow
-@pytest.mark.skipif(
-    os.environ.get("TQ_DISTILL_TESTS") != "1",
-    reason="distilling the static model takes minutes; set TQ_DISTILL_TESTS=1",
-)
-def test_static_model_retrieves_like_sentence_transformers() -> None:
-    static = make_encoder("minilm-static")
+def test_static_model_retrieves_like_sentence_transformers(tmp_path: Path) -> None:
+    from tablequest.corpus.static_minilm import StaticMiniLMEncoder
+
+    static = StaticMiniLMEncoder(cache_dir=tmp_path)  # distilled here, from the shipped weights
     exact = make_encoder("minilm-st")
-    assert static is not None and exact is not None
+    assert exact is not None
     cells = [f'{{"column_name": "{c}", "cell_value": "{v}"}}' for c, v in
              [("city", "Mumbai"), ("city", "Delhi"), ("category", "wallet"),
               ("category", "handbag"), ("status", "Cancelled"), ("payment", "Card"),
@@ -197,3 +203,27 @@ def test_static_model_retrieves_like_sentence_transformers() -> None:
     fast, reference = (np.argmax(e.encode(cells) @ e.encode(queries).T, axis=0)
                        for e in (static, exact))  # fmt: skip
     assert int((fast == reference).sum()) >= len(queries) - 1, (fast, reference)
+
+
+def test_the_encoding_bar_shows_rate_only_when_encoding_and_not_with_json(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import io
+
+    from rich.console import Console
+
+    from tablequest.cli import _output
+    from tablequest.corpus.encoder_base import report_progress
+
+    def shown(enabled: bool, reports: int) -> str:
+        sink = io.StringIO()
+        monkeypatch.setattr(_output, "err_console", Console(file=sink, force_terminal=True))
+        with _output.encoding_bar("encoding tables", enabled):
+            for done in range(1, reports + 1):
+                report_progress(done * 50, reports * 50)
+        return sink.getvalue()
+
+    assert shown(enabled=False, reports=3) == ""  # --json
+    assert shown(enabled=True, reports=0) == ""  # every vector cached: no bar at all
+    drawn = shown(enabled=True, reports=3)
+    assert "encoding tables" in drawn and "150/150" in drawn and "texts/s" in drawn

@@ -2,31 +2,18 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-)
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-from tablequest.cli._output import console, err_console, fail, hit_json, show_hits
+from tablequest.cli._output import console, encoding_bar, err_console, fail, hit_json, show_hits
 from tablequest.corpus import IngestReport, Store, StoreError, ingest
-from tablequest.corpus.encoders import (
-    ENCODERS,
-    EncoderUnavailable,
-    encoding_progress,
-    with_rate,
-)
+from tablequest.corpus.encoders import ENCODERS, EncoderUnavailable
 from tablequest.corpus.retrievers import RETRIEVERS, RetrieverSettings, make_retriever
 
 
@@ -93,24 +80,6 @@ def _print_report(report: IngestReport, path: Path | None) -> None:
         )
 
 
-@contextlib.contextmanager
-def _encoding_bar(enabled: bool) -> Iterator[None]:
-    """A bar (count, rate, ETA) on stderr while the store's tables are first encoded."""
-    if not enabled or not err_console.is_terminal:
-        yield
-        return
-    columns = (TextColumn("encoding tables"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("{task.fields[metric]}"), TimeRemainingColumn())  # fmt: skip
-    with Progress(*columns, console=err_console, transient=True) as bar:
-        task = bar.add_task("encoding", total=None, metric="")
-
-        def update(done: int, total: int, metric: str) -> None:
-            bar.update(task, completed=done, total=total, metric=metric)
-
-        with encoding_progress(with_rate(update)):
-            yield
-
-
 def search_command(
     store_path: Annotated[Path, typer.Argument(metavar="STORE", help="The store to search.")],
     question: Annotated[str, typer.Argument(help="A question in natural language.")],
@@ -133,7 +102,7 @@ def search_command(
         fail(str(exc), json_out=json_out)
     with st:
         try:
-            with _encoding_bar(not json_out):
+            with encoding_bar("encoding tables", not json_out):
                 hits = retriever.rank(st, question, k, rows=True)
         except EncoderUnavailable as exc:
             fail(str(exc), json_out=json_out)

@@ -33,6 +33,7 @@ __all__ = [
     "EncoderUnavailable",
     "Matrix",
     "ProgressFn",
+    "available_cores",
     "cut_at_whitespace",
     "encoding_progress",
     "normalize",
@@ -68,6 +69,13 @@ def normalize(m: npt.NDArray[Any]) -> Matrix:
     norms[norms == 0] = 1.0
     out: Matrix = (m / norms).astype(np.float32)
     return out
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity, else the machine's count)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
 
 
 def cut_at_whitespace(text: str, limit: int) -> str:

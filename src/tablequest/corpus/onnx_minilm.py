@@ -11,11 +11,12 @@ int8 drops the cosine to ≈ 0.94 on CPUs without VNNI: the u8×s8 products satu
 
 Encoding (`ONNXMiniLMEncoder`): the shipped tokenizer (``tokenizers``) cuts at 128 tokens,
 texts are sorted by token count and batched (little padding), batches run on one ORT session
-whose intra-op pool has ``os.cpu_count()`` threads, results are put back in input order and
-L2-normalized. Long texts are cut on a whitespace boundary before tokenizing (WordPiece
-tokenizes a whitespace-cut prefix into a prefix of the full text's tokens; a cut text that
-yields fewer than 128 tokens is tokenized again whole), so a 40 kB table costs what its first
-few hundred words cost.
+whose intra-op pool has one thread per available core (`available_cores`) and does not spin
+while idle (spinning threads starve each other on a shared machine); results are put back in
+input order and L2-normalized. Long texts are cut on a whitespace boundary before tokenizing
+(WordPiece tokenizes a whitespace-cut prefix into a prefix of the full text's tokens; a cut
+text that yields fewer than 128 tokens is tokenized again whole), so a 40 kB table costs what
+its first few hundred words cost.
 
 Choices (ours): fp32 is the default: its vectors equal sentence-transformers' to cosine
 > 0.9999; int8 is 1.3–1.5× faster on AVX2 but its worst texts fall to cosine ≈ 0.98
@@ -24,7 +25,6 @@ Choices (ours): fp32 is the default: its vectors equal sentence-transformers' to
 
 from __future__ import annotations
 
-import os
 import tempfile
 import threading
 import warnings
@@ -41,6 +41,7 @@ from tablequest.corpus.encoder_base import (
     MINILM_TOKENS,
     EncoderUnavailable,
     Matrix,
+    available_cores,
     cut_at_whitespace,
     normalize,
     quiet_model_loading,
@@ -162,7 +163,7 @@ class ONNXMiniLMEncoder:
         self.int8 = int8
         self.batch_size = batch_size
         self.max_seq_length = max_seq_length
-        self.threads = threads or os.cpu_count() or 1
+        self.threads = threads or available_cores()
         self.cache_dir = cache_dir
         kind = "+onnx-int8" if int8 else "+onnx"
         self.name = f"all-MiniLM-L6-v2@{max_seq_length}{kind}-v{ONNX_VERSION}"
@@ -188,6 +189,7 @@ class ONNXMiniLMEncoder:
                 options = ort.SessionOptions()
                 options.intra_op_num_threads = self.threads
                 options.inter_op_num_threads = 1
+                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
                 options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
                 self._session = ort.InferenceSession(
                     str(path), options, providers=["CPUExecutionProvider"]
