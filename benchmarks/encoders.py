@@ -2,7 +2,7 @@
 
     python benchmarks/encoders.py [--data ../shared/data/wtq] [--st-sample 300]
                                   [--pairs 10000] [--backends minilm,minilm-int8,minilm-static]
-                                  [--json]
+                                  [--sampled minilm,minilm-int8] [--json]
 
 Two workloads, each encoded by every backend in one run (one process per backend, so its
 peak RSS is its own; models are exported / distilled beforehand, first-use costs are
@@ -16,7 +16,8 @@ reported separately as ``build_s``):
 sentence-transformers (``minilm-st``, today's path) encodes a seeded sample of
 ``--st-sample`` texts of each workload (the whole set takes tens of minutes on a shared
 2-core machine); its time for the whole set is its sample time × (set / sample), and every
-ratio compares that with the backend's time on the whole set. Agreement: cosine between the
+ratio compares that with the backend's time on the whole set (or, for a backend named in
+``--sampled``, its time on the same sample, scaled the same way). Agreement: cosine between the
 backend's and sentence-transformers' vectors on the sample (min, median). Wall and CPU
 seconds are both given; the load average says how shared the machine was.
 """
@@ -67,8 +68,9 @@ def cell_texts(pairs: int) -> list[str]:
     return (db.docs + schema.keys)[:pairs]
 
 
-def run_backend(name: str, texts: list[str], sample: list[int]) -> dict[str, Any]:
-    """Encode (after a warm-up that builds the model) and time; runs in a child process."""
+def run_backend(name: str, texts: list[str], sample: list[int], *, sampled: bool) -> dict[str, Any]:
+    """Encode (after a warm-up that builds the model) and time; runs in a child process.
+    minilm-st and `sampled` backends encode the sample only (times scaled to the set)."""
     from tablequest.corpus.encoders import make_encoder
 
     encoder = make_encoder(name)
@@ -76,26 +78,30 @@ def run_backend(name: str, texts: list[str], sample: list[int]) -> dict[str, Any
     started = time.perf_counter()
     encoder.encode(["warm up"])
     build_s = time.perf_counter() - started
-    chosen = [texts[i] for i in sample] if name == "minilm-st" else texts
+    on_sample = sampled or name == "minilm-st"
+    chosen = [texts[i] for i in sample] if on_sample else texts
     wall, cpu = time.perf_counter(), time.process_time()
     vectors = encoder.encode(chosen)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     scale = len(texts) / len(chosen)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    sampled = vectors if name == "minilm-st" else vectors[sample]
+    on_sample_vectors = vectors if on_sample else vectors[sample]
     return {"name": encoder.name, "build_s": round(build_s, 1), "n": len(chosen),
             "wall_s": round(wall * scale, 2), "cpu_s": round(cpu * scale, 2),
             "texts_per_s": round(len(chosen) / wall, 1), "peak_rss_mb": round(peak_mb),
-            "sample_vectors": sampled.tolist()}  # fmt: skip
+            "sample_vectors": on_sample_vectors.tolist()}  # fmt: skip
 
 
 def child(args: argparse.Namespace) -> None:
     texts = json.loads(Path(args.texts).read_text())
     sample = json.loads(Path(args.sample).read_text())
-    print(json.dumps(run_backend(args.child, texts, sample)))
+    sampled = args.child in args.sampled.split(",")
+    print(json.dumps(run_backend(args.child, texts, sample, sampled=sampled)))
 
 
-def measure(workload: str, texts: list[str], backends: list[str], n_sample: int) -> dict[str, Any]:
+def measure(
+    workload: str, texts: list[str], backends: list[str], n_sample: int, sampled: str
+) -> dict[str, Any]:
     """Every backend on `texts` in its own process; ratios and cosines against minilm-st."""
     tmp = Path(os.environ.get("TMPDIR", "/tmp")) / f"tq-bench-encoders-{os.getpid()}"
     tmp.mkdir(exist_ok=True)
@@ -105,7 +111,7 @@ def measure(workload: str, texts: list[str], backends: list[str], n_sample: int)
     out: dict[str, Any] = {}
     for name in ["minilm-st", *backends]:
         cmd = [sys.executable, __file__, "--child", name, "--texts", str(tmp / "texts.json"),
-               "--sample", str(tmp / "sample.json")]  # fmt: skip
+               "--sample", str(tmp / "sample.json"), "--sampled", sampled]  # fmt: skip
         done = subprocess.run(cmd, check=True, capture_output=True, text=True)
         out[name] = json.loads(done.stdout.strip().splitlines()[-1])
         print(f"{workload}/{name}: {out[name]['wall_s']} s", file=sys.stderr)
@@ -126,6 +132,7 @@ def main() -> None:
     parser.add_argument("--st-sample", type=int, default=300)
     parser.add_argument("--pairs", type=int, default=10_000)
     parser.add_argument("--backends", default="minilm,minilm-int8,minilm-static")
+    parser.add_argument("--sampled", default="", help="backends timed on the sample only")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--texts", help=argparse.SUPPRESS)
@@ -136,8 +143,8 @@ def main() -> None:
         return
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     results = {"load_average_start": [round(x, 2) for x in os.getloadavg()]}
-    results["wtq"] = measure("wtq", wtq_texts(args.data), backends, args.st_sample)
-    results["cells"] = measure("cells", cell_texts(args.pairs), backends, args.st_sample)
+    for workload, texts in (("wtq", wtq_texts(args.data)), ("cells", cell_texts(args.pairs))):
+        results[workload] = measure(workload, texts, backends, args.st_sample, args.sampled)
     results["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
     if args.json:
         print(json.dumps(results))

@@ -62,8 +62,12 @@ def test_auto_prefers_the_servers_embeddings_then_minilm_then_bm25(
     dead = EncoderSettings("http://127.0.0.1:9/v1", "emb")
     assert probe_embeddings(dead) is None
     monkeypatch.setattr(enc, "minilm_installed", lambda: True)
+    monkeypatch.setattr(enc, "static_installed", lambda: True)
     fallback = make_encoder("auto", dead)
-    assert fallback is not None and fallback.name.startswith("all-MiniLM-L6-v2")
+    assert fallback is not None and fallback.name == "all-MiniLM-L6-v2@128+m2v-v1"
+    monkeypatch.setattr(enc, "static_installed", lambda: False)  # no model2vec: ONNX
+    fallback = make_encoder("auto", dead)
+    assert fallback is not None and fallback.name == "all-MiniLM-L6-v2@128+onnx-v1"
     monkeypatch.setattr(enc, "minilm_installed", lambda: False)
     assert make_encoder("auto", dead) is None  # → BM25
 

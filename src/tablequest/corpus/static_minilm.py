@@ -11,10 +11,12 @@ Encoding (`StaticMiniLMEncoder`) is numpy only: the shipped tokenizer's ids (no 
 first 128 tokens, like the transformer's cut), the mean of their vectors, L2-normalized —
 thousands of texts per second on one core.
 
-Choice (ours, measured in docs/results.md): as good as MiniLM for TableRAG's cell and schema
-databases (short "column | value" texts: cell recall within 2 points) at ~100× the speed, but
-clearly worse for whole tables in corpus retrieval (hybrid R@1 −5 points on WTQ), so it is
-offered by name (``minilm-static``), not as the default ``minilm``.
+Choice (ours, measured in docs/results.md, "Fast MiniLM encoders"): as good as MiniLM for
+TableRAG's cell and schema databases (short "column | value" texts: cell recall +1.0 points on
+WTQ, +1.4 on TCR-Bench) at ~100× its speed, but clearly worse for whole tables in corpus
+retrieval (hybrid R@1 / R@5 −5.3 / −9.8 points on WTQ). So it is TableRAG's ``auto`` choice
+when no embeddings server is configured, and otherwise offered by name (``minilm-static``),
+not as the default ``minilm``.
 """
 
 from __future__ import annotations
