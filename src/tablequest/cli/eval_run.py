@@ -129,7 +129,7 @@ def _corpus(dataset: Dataset, fmt: str, seed: int, cache_dir: Path | None, show:
 
 def _dense(corpus: Corpus, encoder: Any, cache_dir: Path | None, show: bool) -> None:
     """Encode the corpus once (vectors shared across the corpora of the cache folder)."""
-    label = f"encoding {corpus.dataset} with {encoder.name}"
+    label = f"encoding the {corpus.dataset} corpus with {encoder.name}"
     with _progress(label, show) as update, encoding_progress(with_rate(update)):
         ensure_dense(corpus, encoder, cache_dir=cache_dir)
 
