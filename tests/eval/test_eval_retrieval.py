@@ -95,7 +95,7 @@ def test_errors(evalrun_wtq: Path) -> None:
     with pytest.raises(ValueError, match="unknown encoder"):
         make_encoder("e5")
     assert make_encoder("hash").name == "hash-256"
-    assert make_encoder("minilm").name == "all-MiniLM-L6-v2@128"  # not loaded until used
+    assert make_encoder("minilm").name == "all-MiniLM-L6-v2@128+onnx-v1"  # not loaded yet
     other = load("tcrbench", Path(__file__).parent / "fixtures" / "tcrbench")
     with pytest.raises(ValueError, match="is not in the wtq"):
         evaluate_retrieval(corpus, other.questions, make_ranker("bm25"))

