@@ -10,13 +10,14 @@ stop words, lower-cased word tokens over the table's title, headers and cells.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from tablequest.corpus.grep import GrepIndex
-from tablequest.corpus.store import Hit, Store
+from tablequest.corpus.store import Hit, Store, StoreWriteError
 from tablequest.corpus.words import STOPWORDS
 from tablequest.table.patterns import compile_pattern
 
@@ -24,8 +25,16 @@ GREP = "grep-v2"
 BM25 = "bm25-v1"
 
 
-def grep_index(store: Store) -> GrepIndex:
-    """The store's grep index, loaded or built for the current corpus."""
+def grep_index(store: Store, *, strict: bool = False) -> GrepIndex:
+    """The store's grep index, loaded or built for the current corpus.
+
+    A missing or stale index is built and persisted. Where it cannot be persisted (a
+    read-only store, or a failed write unless `strict`) it is kept in memory for this
+    process and a note says so (`Store.notes`, and one line on stderr).
+
+    Raises:
+        StoreWriteError: with `strict`, the built index could not be saved.
+    """
     cached = store.cached_index(GREP)
     if isinstance(cached, GrepIndex):
         return cached
@@ -40,9 +49,30 @@ def grep_index(store: Store) -> GrepIndex:
             index = None
     if index is None:
         index = GrepIndex.build(ids, texts)
-        store.save_blob(GREP, fp, index.arrays_blob())
+        _persist(store, GREP, fp, index.arrays_blob(), strict=strict)
     store.remember_index(GREP, index)
     return index
+
+
+def _persist(store: Store, name: str, fingerprint: str, blob: bytes, *, strict: bool) -> None:
+    reason = "the store is open read-only"
+    if not store.read_only:
+        try:
+            store.save_blob(name, fingerprint, blob)
+            return
+        except StoreWriteError as exc:
+            if strict:
+                raise
+            reason = str(exc)
+    if store.path is None:
+        return
+    message = (
+        f"note: store {store.name!r} has no up-to-date {name} index ({reason}); built it "
+        "in memory for this run. Run `tablequest ingest` on it again to save it"
+    )
+    if message not in store.notes:
+        store.note(message)
+        print(f"tablequest: {message}", file=sys.stderr)
 
 
 def matched_rows(
