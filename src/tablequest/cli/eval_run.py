@@ -40,7 +40,7 @@ from tablequest.cli._options import (
     StepsOpt,
     option_pairs,
 )
-from tablequest.cli._output import err_console, fail
+from tablequest.cli._output import err_console, fail, fail_on
 from tablequest.corpus.encoders import ENCODERS, EncoderUnavailable
 from tablequest.corpus.rank import HYBRID_ALPHA
 from tablequest.corpus.retrievers import RETRIEVERS, RetrieverSettings
@@ -77,8 +77,15 @@ CacheOpt = Annotated[Path | None, typer.Option("--cache-dir", help="Corpus cache
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
-def _fail(message: str, json_out: bool = False) -> NoReturn:
+def _fail(message: str | BaseException, json_out: bool = False) -> NoReturn:
+    if isinstance(message, BaseException):
+        fail_on(message, json_out=json_out)
     fail(message, json_out=json_out)
+
+
+def _os_error(exc: OSError) -> str:
+    name = f" {str(exc.filename)!r}" if exc.filename else ""
+    return f"cannot write{name}: {exc.strerror or exc}"
 
 
 def load_dataset(name: str, data: Path, split: str | None) -> Dataset:
@@ -160,7 +167,7 @@ def retrieval_command(
             chosen = ds.questions
         corpus = _corpus(ds, fmt, seed, cache_dir, not json_out)
     except (DatasetError, RunnerError, CorpusError, ValueError, EncoderUnavailable) as exc:
-        _fail(str(exc), json_out)
+        _fail(exc, json_out)
     encoder_impl = getattr(ranker, "encoder", None)
     with corpus.store:
         try:
@@ -169,7 +176,7 @@ def retrieval_command(
             with _progress(f"{method} on {ds.name}", not json_out) as update:
                 result = evaluate_retrieval(corpus, chosen, ranker, progress=update)
         except (ValueError, CorpusError, EncoderUnavailable) as exc:
-            _fail(str(exc), json_out)
+            _fail(exc, json_out)
     payload = result.to_json()
     payload.update(dataset=ds.name, split=split, method=method, format=corpus.format)
     if encoder_impl is not None:
@@ -229,7 +236,7 @@ def run_command(
     try:
         corpus = _corpus(ds, fmt, seed, cache_dir, not json_out)
     except CorpusError as exc:
-        _fail(str(exc), json_out)
+        _fail(exc, json_out)
     spec_label = options.label()
     model_name = model_llm.describe().get("model", "") if model_llm is not None else ""
     run_spec = RunSpec(ds.name, spec.name, spec_label, corpus.format, model_name)
@@ -254,9 +261,14 @@ def run_command(
             finally:
                 answer.close()
         except (RunnerError, CorpusError, LLMError, ValueError, EncoderUnavailable) as exc:
-            _fail(str(exc), json_out)
+            _fail(exc, json_out)
+        except OSError as exc:  # --out on read-only media, a full disk, …
+            _fail(_os_error(exc), json_out)
     records = [log.records[q.id] for q in chosen if q.id in log.records]
-    md_path, json_path = write_report(out, records)
+    try:
+        md_path, json_path = write_report(out, records)
+    except OSError as exc:
+        _fail(_os_error(exc), json_out)
     if json_out:
         summary = json.loads(json_path.read_text(encoding="utf-8"))
         print(json.dumps({"out": str(out), "ran": ran, "report": str(md_path), **summary}))
