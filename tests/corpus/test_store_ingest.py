@@ -123,7 +123,7 @@ def test_file_store_persists_and_reopens(tmp_path: Path, corpus: Path) -> None:
 def test_store_errors_are_clear(tmp_path: Path) -> None:
     bogus = tmp_path / "bogus.duckdb"
     bogus.write_text("definitely not duckdb")
-    with pytest.raises(StoreError, match="is a text file .*not a DuckDB store"):
+    with pytest.raises(StoreError, match=r"is a text file .*not a DuckDB store"):
         Store(bogus)
     with pytest.raises(StoreError, match="no store"):
         Store(tmp_path / "missing.duckdb", read_only=True)

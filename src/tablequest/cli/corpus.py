@@ -52,7 +52,8 @@ def ingest_command(
     strict: Annotated[bool, typer.Option(help="Exit 1 when any file failed.")] = False,
 ) -> None:
     """Read every table under PATHS into the store (unchanged files are skipped)."""
-    with open_store(store, json_out=json_out) as st, StopSignals() as signals:
+    # Signals first: from here on Ctrl-C stops the ingest cleanly whatever it is doing.
+    with StopSignals() as signals, open_store(store, json_out=json_out) as st:
         try:
             report = _run_ingest(
                 st, paths, show_progress=not json_out and sys.stderr.isatty(), stop=signals

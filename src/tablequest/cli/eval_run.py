@@ -83,9 +83,9 @@ def _fail(message: str | BaseException, json_out: bool = False) -> NoReturn:
     fail(message, json_out=json_out)
 
 
-def _os_error(exc: OSError) -> str:
-    name = f" {str(exc.filename)!r}" if exc.filename else ""
-    return f"cannot write{name}: {exc.strerror or exc}"
+def _os_error(exc: OSError, out: Path) -> str:
+    where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(out) else ""
+    return f"cannot write the run {str(out)!r} or its report: {exc.strerror or exc}{where}"
 
 
 def load_dataset(name: str, data: Path, split: str | None) -> Dataset:
@@ -263,12 +263,12 @@ def run_command(
         except (RunnerError, CorpusError, LLMError, ValueError, EncoderUnavailable) as exc:
             _fail(exc, json_out)
         except OSError as exc:  # --out on read-only media, a full disk, …
-            _fail(_os_error(exc), json_out)
+            _fail(_os_error(exc, out), json_out)
     records = [log.records[q.id] for q in chosen if q.id in log.records]
     try:
         md_path, json_path = write_report(out, records)
     except OSError as exc:
-        _fail(_os_error(exc), json_out)
+        _fail(_os_error(exc, out), json_out)
     if json_out:
         summary = json.loads(json_path.read_text(encoding="utf-8"))
         print(json.dumps({"out": str(out), "ran": ran, "report": str(md_path), **summary}))

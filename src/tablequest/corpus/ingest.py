@@ -15,15 +15,17 @@ mid-group leaves the store consistent: the group is simply ingested again next t
 Walking (ours): directories are followed through symlinks, each real directory once (no
 loops); names starting with "." are skipped; files are visited in sorted order.
 
-Stopping (docs/reliability.md): workers never outlive the ingest. Each worker asks the
-kernel for SIGKILL when its parent dies (Linux `prctl(PR_SET_PDEATHSIG)`) and also polls
-its parent pid every second (any POSIX), so a SIGKILLed parent leaves no orphan; workers
-ignore SIGINT so that Ctrl-C (sent to the whole process group) is the parent's to handle.
-The pool's resource tracker exits when the last of them has closed its pipe. A `stop`
-event (`StopSignals` turns SIGINT/SIGTERM into one) ends the ingest at the next file: the
-files read so far are committed as one last group, the pool is shut down, the grep index
-is left for the next run, and the report says `stopped`. A failure of the store itself
-(disk full, I/O error) raises `IngestAborted` with the report of what was committed.
+Stopping (docs/reliability.md): workers never outlive the ingest. From its initializer each
+worker asks the kernel for SIGKILL when its parent dies (Linux `prctl(PR_SET_PDEATHSIG)`) and
+polls its parent pid every second (any POSIX); a worker still starting up (importing) when
+its parent is killed exits as soon as it has started. Workers are spawned with SIGINT
+blocked and then ignore it, so Ctrl-C (sent to the whole process group) is the parent's to
+handle. The pool's resource tracker exits once they have all closed its pipe. A `stop`
+event (`StopSignals` turns SIGINT/SIGTERM into one) ends the ingest at the next file, also
+while waiting on workers: the files read so far are committed as one last group, the
+workers are terminated, the indexes are left for the next run, and the report says
+`stopped`. A failure of the store itself (disk full, I/O error) raises `IngestAborted`
+with the report of what was committed.
 """
 
 from __future__ import annotations
@@ -238,8 +240,8 @@ def ingest(
 ) -> IngestReport:
     """Ingest every table under `paths` into `store`; never raises for a bad file.
 
-    With `index` (default), the grep index of the new corpus is built and persisted at the
-    end, so commands that open the store read-only never build it per query. When `stop`
+    With `index` (default), the grep and BM25 indexes the corpus lacks are built and
+    persisted at the end, so commands that open the store read-only never build them. When `stop`
     is set, the files read so far are committed and the report says `stopped`.
 
     Raises:
@@ -275,7 +277,7 @@ def ingest(
         _flush(store, report, pending, known)
     if stopping():
         report.stopped, report.files_left = True, len(todo) - done
-    elif index and report.tables_stored:
+    elif index:
         _index(store, report)
     return report
 
@@ -305,13 +307,14 @@ def _plan(
 
 
 def _index(store: Store, report: IngestReport) -> None:
-    from tablequest.corpus.rank import grep_index
+    """Build and save the indexes the corpus lacks (none after a no-op re-ingest)."""
+    from tablequest.corpus.rank import ensure_indexes
 
     try:
-        grep_index(store, strict=True)
+        ensure_indexes(store, strict=True)
     except StoreWriteError as exc:
         raise IngestAborted(
-            f"{report.tables_stored} tables stored, but their grep index could not be saved: "
+            f"{report.tables_stored} tables stored, but their indexes could not be saved: "
             f"{exc}. Free space and run the same ingest again",
             report,
             exc.code,
@@ -428,9 +431,11 @@ def _flush(
             report.tables_stored += sum(len(rows) for _, _, rows in pending)
         left = len(pending) if not exc.committed else 0
         pending.clear()
+        n = report.tables_stored
+        kept = f"the {n} tables committed before are intact" if n else "the store is as it was"
         raise IngestAborted(
-            f"{exc}. {report.tables_stored} tables committed before this are intact"
-            + (f"; {left} files read were not stored" if left else "")
+            f"{exc}. Ingest stopped: {kept}"
+            + (f"; the last {left} files read were not stored" if left else "")
             + ". Free space (or fix the disk) and run the same ingest again",
             report,
             exc.code,

@@ -168,6 +168,8 @@ class Store:
             con = duckdb.connect(":memory:")
         else:
             con = open_database(self.path, read_only=self.read_only, lock_timeout=self.lock_timeout)
+        # DuckDB draws a progress bar on stdout for queries over 2 s: it would corrupt --json.
+        con.execute("SET enable_progress_bar = false")
         if not self.read_only:
             try:
                 con.execute(SCHEMA)
@@ -201,7 +203,7 @@ class Store:
 
     # -- writing -----------------------------------------------------------------------
     @contextlib.contextmanager
-    def _transaction(self) -> Iterator[None]:
+    def transaction(self) -> Iterator[None]:
         """One transaction; rolled back on any exception (KeyboardInterrupt included)."""
         self.con.execute("BEGIN TRANSACTION")
         try:
@@ -255,7 +257,7 @@ class Store:
         params = [v for row in rows for v in row]
         sql = f"INSERT INTO tables ({ROW_COLUMNS}) VALUES {placeholders}"
         try:
-            with self._transaction():
+            with self.transaction():
                 self.con.execute("DELETE FROM tables WHERE path = ?", [path])
                 self.con.execute(sql, params)
         except duckdb.Error as exc:
@@ -298,7 +300,7 @@ class Store:
         return failed
 
     def _insert_arrow(self, arrow: Any, replaced: list[str]) -> None:
-        with self._transaction():
+        with self.transaction():
             if replaced:
                 self.con.execute("DELETE FROM tables WHERE list_contains(?, path)", [replaced])
             self.con.register("tq_batch", arrow)
@@ -392,6 +394,13 @@ class Store:
         ).fetchone()
         return bytes(row[0]) if row else None
 
+    def has_blob(self, name: str, fingerprint: str) -> bool:
+        """Whether an index `name` is persisted for this corpus fingerprint."""
+        row = self.con.execute(
+            "SELECT count(*) FROM indexes WHERE name = ? AND fingerprint = ?", [name, fingerprint]
+        ).fetchone()
+        return bool(row and row[0])
+
     def save_blob(self, name: str, fingerprint: str, blob: bytes) -> None:
         """Replace a persisted index (a read-only store keeps its indexes in memory).
 
@@ -401,7 +410,7 @@ class Store:
         if self.read_only:
             return
         try:
-            with self._transaction():
+            with self.transaction():
                 self.con.execute("DELETE FROM indexes WHERE name = ?", [name])
                 self.con.execute("INSERT INTO indexes VALUES (?, ?, ?)", [name, fingerprint, blob])
         except duckdb.Error as exc:

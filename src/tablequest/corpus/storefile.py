@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import time
 from pathlib import Path
 
@@ -191,6 +192,9 @@ def explain(exc: BaseException) -> str:
     return message.splitlines()[0] if message else type(exc).__name__
 
 
+_FIRST_DELAY = 0.05
+
+
 def open_database(
     path: Path, *, read_only: bool, lock_timeout: float | None
 ) -> duckdb.DuckDBPyConnection:
@@ -211,7 +215,7 @@ def open_database(
         _make_parent(path)
     timeout = resolve_lock_timeout(lock_timeout)
     deadline = time.monotonic() + timeout
-    delay = 0.05
+    delay = _FIRST_DELAY
     while True:
         try:
             return duckdb.connect(name, read_only=read_only)
@@ -220,6 +224,12 @@ def open_database(
             if not locked:
                 raise _open_error(name, exc, read_only=read_only) from exc
             left = deadline - time.monotonic()
+            if left > 0 and delay == _FIRST_DELAY:  # say once why nothing happens
+                print(
+                    f"tablequest: store {name!r} is in use by {describe_process(pid)}; "
+                    f"waiting up to {timeout:g} s",
+                    file=sys.stderr,
+                )
             if left <= 0:
                 raise StoreLocked(
                     f"store {name!r} is in use by {describe_process(pid)}; waited {timeout:g} s. "

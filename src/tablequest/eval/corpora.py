@@ -54,7 +54,7 @@ from typing import Any
 
 import duckdb
 
-from tablequest.corpus.rank import grep_index
+from tablequest.corpus.rank import ensure_indexes, missing_indexes
 from tablequest.corpus.store import Store, StoreError, StoreLocked, table_id_for, table_row
 from tablequest.eval.datasets.common import Dataset, DatasetError
 from tablequest.table.model import Format, Source, Table
@@ -232,7 +232,7 @@ def _fill(
     store.con.executemany(
         "INSERT INTO corpus_meta VALUES (?, ?)", [[k, v] for k, v in formats.items()]
     )
-    grep_index(store)  # built now and persisted with the corpus
+    ensure_indexes(store)  # grep and BM25, built now and persisted with the corpus
     return formats
 
 
@@ -287,7 +287,26 @@ def build_corpus(
         raise CorpusError(
             f"corpus file {str(path)!r} is not a tablequest corpus ({exc}); delete it to rebuild"
         ) from exc
-    return Corpus(dataset.name, name, path, store, list(formats), formats, read_only)
+    corpus = Corpus(dataset.name, name, path, store, list(formats), formats, read_only)
+    if missing_indexes(store):  # a corpus cached by an older version: add them once
+        _add_indexes(corpus)
+    return corpus
+
+
+def _add_indexes(corpus: Corpus) -> None:
+    """Persist the indexes a cached corpus lacks; when another process holds the file they
+    are built in memory on first use instead (with a note)."""
+    if not corpus.read_only:
+        ensure_indexes(corpus.store)
+        return
+    try:
+        corpus.reopen(read_only=False)
+    except CorpusError as exc:
+        if not isinstance(exc.__cause__, StoreLocked):
+            raise
+    else:
+        ensure_indexes(corpus.store)
+    corpus.reopen(read_only=True)
 
 
 def _build_file(
@@ -313,7 +332,7 @@ def _build_file(
         ) from exc
     finally:
         for leftover in (tmp, tmp.with_name(tmp.name + ".wal")):
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(OSError):
                 leftover.unlink()
 
 
@@ -397,6 +416,7 @@ def _shared_cache(directory: Path) -> duckdb.DuckDBPyConnection | None:
     try:
         directory.mkdir(parents=True, exist_ok=True)
         con = duckdb.connect(str(directory / _SHARED))
+        con.execute("SET enable_progress_bar = false")  # it would draw on stdout
         con.execute(
             "CREATE TABLE IF NOT EXISTS embeddings (content_hash TEXT NOT NULL, "
             "model TEXT NOT NULL, vector FLOAT[] NOT NULL)"
