@@ -146,7 +146,7 @@ class Proc:
             subprocess.run(["umount", "-l", str(path)], capture_output=True, timeout=60)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def proc() -> Proc:
     return Proc()
 

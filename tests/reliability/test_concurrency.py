@@ -23,9 +23,10 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "corpus"
 QUESTION = "Which nation won the most gold medals?"
 
 
-@pytest.fixture
-def store(proc: Any, tmp_path: Path) -> Path:
-    path = tmp_path / "demo.duckdb"
+@pytest.fixture(scope="module")
+def store(proc: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One store for the module: no test here changes its tables."""
+    path = tmp_path_factory.mktemp("store") / "demo.duckdb"
     done = proc.run("ingest", str(EXAMPLES), "--store", str(path), "--json")
     assert done.returncode == 0, done.stderr
     return path

@@ -133,7 +133,7 @@ class StopSignals:
 
     @property
     def name(self) -> str | None:
-        """ "SIGINT" / "SIGTERM" once one was received."""
+        """The name of the signal received ("SIGINT", "SIGTERM"), if any."""
         return None if self.received is None else signal.Signals(self.received).name
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:

@@ -216,9 +216,11 @@ class Store:
                 self.con.execute("ROLLBACK")
             raise
 
-    def _write_failed(self, exc: duckdb.Error, what: str, probe: str | None) -> StoreWriteError:
+    def _write_failed(
+        self, exc: duckdb.Error, what: str, probe: Sequence[Any] | None
+    ) -> StoreWriteError:
         """The error to raise for a failed write; reopens an invalidated database and checks
-        (with table id `probe`) whether the write was committed all the same."""
+        (with `probe`, a row written) whether the write was committed all the same."""
         committed = False
         if isinstance(exc, duckdb.FatalException) and self.path is not None:
             with contextlib.suppress(duckdb.Error):
@@ -226,7 +228,8 @@ class Store:
             self.con = self._connect()
             if probe is not None:
                 row = self.con.execute(
-                    "SELECT count(*) FROM tables WHERE table_id = ?", [probe]
+                    "SELECT count(*) FROM tables WHERE table_id = ? AND file_hash = ?",
+                    [probe[0], probe[2]],
                 ).fetchone()
                 committed = bool(row and row[0])
         reason = explain(exc)
@@ -262,8 +265,7 @@ class Store:
                 self.con.execute(sql, params)
         except duckdb.Error as exc:
             if is_store_failure(exc):
-                probe = str(rows[0][0]) if rows else None
-                raise self._write_failed(exc, "a file's tables", probe) from exc
+                raise self._write_failed(exc, "a file's tables", rows[0] if rows else None) from exc
             raise
 
     def put_files(self, batch: Sequence[tuple[str, Sequence[tuple[Any, ...]], bool]]) -> list[str]:
@@ -289,7 +291,7 @@ class Store:
                 return []
             except duckdb.Error as exc:
                 if is_store_failure(exc):
-                    probe = next((str(rows[0][0]) for _, rows, _ in batch if rows), None)
+                    probe = next((rows[0] for _, rows, _ in batch if rows), None)
                     raise self._write_failed(exc, "a group of files", probe) from exc
         failed = []
         for path, rows, replace in batch:
