@@ -68,7 +68,7 @@ def main() -> None:
                 question = QUESTIONS[i % len(QUESTIONS)] + f" (#{i})"
                 trace = Trace(Path(tmp) / f"q{i}.jsonl")
                 t0 = time.perf_counter()
-                result = seek.answer(question, store, trace=trace, query_id=str(i))
+                result = seek.answer(question, store, trace=trace)
                 wall = time.perf_counter() - t0
                 framework = wall - result.usage.seconds
                 walls.append(wall)

@@ -80,4 +80,5 @@ def test_library_quickstart_from_readme(tmp_path) -> None:  # type: ignore[no-un
         ]
     )
     result = tablequest.ask("How long is the river Varna?", store, llm=llm, trace_dir=tmp_path)
-    assert result.answer == "412" and result.method == "seek"
+    assert result.answer == "412" and result.method == "auto"  # the default method
+    assert result.details["routes"][0]["method"] == "qa"  # a plain lookup on a small table

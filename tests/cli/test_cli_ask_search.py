@@ -148,9 +148,9 @@ def test_ask_end_to_end_through_http(store: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "config",
     [
-        ["--steps", "5", "-c", "5s1-small"],
-        ["--steps", "10", "-c", "10s3-big"],
-        ["--steps", "10", "-c", "r5", "-o", "evidence", "medium"],
+        ["--steps", "5", "--method", "seek", "-c", "5s1-small"],
+        ["--steps", "10", "--method", "seek", "-c", "10s3-big"],
+        ["--steps", "10", "--method", "seek", "-c", "r5", "-o", "evidence", "medium"],
     ],
 )
 def test_ask_against_a_misbehaving_server(store: Path, tmp_path: Path, config: list[str]) -> None:

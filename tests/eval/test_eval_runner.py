@@ -452,8 +452,8 @@ def test_cli_run_json_resume_and_report(evalrun_wtq: Path, tmp_path: Path) -> No
     ("args", "message"),
     [
         ([], "No LLM configured"),
-        (["-o", "top_k", "2"], "unknown option 'top_k' for method seek"),
-        (["-c", "7s2"], "cannot read TableSeek config '7s2'"),
+        (["-o", "top_k", "2"], "unknown option 'top_k' for method auto"),
+        (["--method", "seek", "-c", "7s2"], "cannot read TableSeek config '7s2'"),
         (
             ["--model", "m", "--llm-url", "http://127.0.0.1:9/v1", "--method", "nope"],
             "unknown method 'nope'",
@@ -539,3 +539,50 @@ def test_one_table_and_no_table_methods_run_on_a_benchmark(
         run_questions([q], blind.fn, log, spec=none_spec, corpus=corpus, gate=blind.gate)
     none = log.records["nu-0"]
     assert none["tables_consulted"] == [] and none["metrics"]["em"] == 0.0
+
+
+def test_report_breaks_metrics_down_by_route() -> None:
+    from tablequest.eval.report import summarize, to_markdown
+
+    base = {"run": {"dataset": "wtq", "method": "auto", "config": "default", "format": "csv"},
+            "status": "answered", "usage": {"calls": 1}}  # fmt: skip
+    rows = [
+        {**base, "id": "a", "metrics": {"em": 1.0}, "breakdown": {"route": "qa"}},
+        {**base, "id": "b", "metrics": {"em": 0.0}, "breakdown": {"route": "qa"}},
+        {**base, "id": "c", "metrics": {"em": 1.0}, "breakdown": {"route": "rag"}},
+        {**base, "id": "d", "metrics": {"em": 1.0}},
+    ]
+    summary = summarize(rows)
+    routes = summary["breakdown"]["route"]
+    assert routes["qa"]["n"] == 2 and routes["qa"]["metrics"]["em"] == 0.5
+    assert routes["rag"]["share"] == 0.25 and routes["–"]["n"] == 1
+    text = to_markdown(summary)
+    assert "## By route" in text and "| qa | 2 | 0.500 | 0.500 |" in text
+    assert "# wtq · auto · csv" in text
+
+
+def test_realhitbench_questions_get_the_benchmarks_metrics_per_family() -> None:
+    from tablequest.eval.runner import question_breakdown, realhitbench_metrics
+
+    def q(qtype: str, answer: str, sub: str | None = None) -> Question:
+        extra = {"question_type": qtype, "sub_type": sub}
+        return Question(id="x", question="?", answers=[answer], gold_table_ids=["t"],
+                        extra=extra)  # fmt: skip
+
+    fact = realhitbench_metrics(q("Fact Checking", "Yes"), Result(answer="yes", status="answered"))
+    assert fact == {"em": 1.0, "f1": 1.0}
+    analysis = realhitbench_metrics(
+        q("Data Analysis", "sales grew fastest in the north"),
+        Result(answer="the north grew fastest", status="answered"),
+    )
+    assert set(analysis) == {"rouge_l"} and 0 < analysis["rouge_l"] < 1
+    chart = realhitbench_metrics(
+        q("Visualization", "y_references = [[1, 2, 3]]", "BarChart"),
+        Result(answer=None, status="answered", details={"chart_data": {"y": [[1, 2, 3]]}}),
+    )
+    assert set(chart) == {"ecr", "pass_at_1"} and chart["ecr"] == 1.0
+    result = Result(answer="a", status="answered", details={"breakdown": {"route": "research"}})
+    assert question_breakdown("realhitbench", q("Fact Checking", "a"), result) == {
+        "route": "research",
+        "family": "Fact Checking",
+    }

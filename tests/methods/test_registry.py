@@ -50,11 +50,11 @@ def echo() -> Iterator[None]:
 
 def test_builtin_methods_register_like_plugins() -> None:
     names = [m.name for m in list_methods()]
-    for name in ("seek", "rag", "direct", "no-table", "bm25", "dense", "hybrid", "rerank"):
+    for name in ("auto", "seek", "rag", "direct", "no-table", "bm25", "dense", "hybrid", "rerank"):
         assert name in names
     assert plugin_errors() == {}
     assert get_method("rag").input == "table" and get_method("seek").input == "corpus"
-    with pytest.raises(UnknownMethod, match="unknown method 'magic'; one of bm25, dense"):
+    with pytest.raises(UnknownMethod, match="unknown method 'magic'; one of auto, bm25, dense"):
         get_method("magic")
 
 

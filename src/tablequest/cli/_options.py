@@ -14,6 +14,7 @@ import typer
 from typer.core import TyperCommand
 
 from tablequest.methods.base import Task
+from tablequest.methods.options import option_name
 
 
 class PairCommand(TyperCommand):
@@ -41,7 +42,7 @@ def option_pairs(values: list[str] | None) -> dict[str, str]:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
             raise typer.BadParameter(f"-o needs NAME VALUE, got {item!r}", param_hint="-o")
-        out[name.strip().replace("-", "_")] = value
+        out[option_name(name)] = value
     return out
 
 

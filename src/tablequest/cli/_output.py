@@ -129,6 +129,14 @@ def show_result(result: Result, question: str) -> None:
         source = result.sources.get(candidate["table_id"], candidate["table_id"])
         title = f"score {candidate['score']:.2f}  {source}"
         show_preview(title, candidate.get("preview", ""), question)
+    for route in data["details"].get("routes", []):
+        source = result.sources.get(route["table_id"], route["table_id"])
+        status = f" → {route['status']}" if route.get("status") else ""
+        console.print(
+            f"  route: {source} → [bold]{route['method']}[/bold] ({escape(route['reason'])})"
+            f"{status}",
+            highlight=False,
+        )
     retrieval = data["details"].get("retrieval")
     if isinstance(retrieval, dict):
         console.print(retrieval_view(retrieval))

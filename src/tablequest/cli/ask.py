@@ -40,7 +40,7 @@ from tablequest.methods.run import NO_LLM, ask
 def ask_command(
     source: Annotated[Path, typer.Argument(metavar="SOURCE", help="Store, table file or folder.")],
     question: Annotated[str, typer.Argument(help="The question (or claim, with --task fact).")],
-    method: MethodOpt = "seek",
+    method: MethodOpt = "auto",
     option: OptionOpt = None,
     config: ConfigOpt = None,
     task: TaskOpt = "tableqa",

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
 from tablequest.cli._output import console, err_console, fail, fail_on, hit_json, show_hits
@@ -101,7 +102,11 @@ def _print_report(report: IngestReport, path: Path | None) -> None:
         + (f" → {path}" if path else "")
     )
     for failure in report.files_failed:
-        console.print(f"[yellow]skipped[/yellow] {failure.path}: {failure.reason}")
+        console.print(
+            f"[yellow]skipped[/yellow] {escape(failure.path)}: {escape(failure.reason)}",
+            soft_wrap=True,
+            highlight=False,
+        )
 
 
 def search_command(

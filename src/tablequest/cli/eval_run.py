@@ -198,7 +198,7 @@ def run_command(
     dataset: Annotated[str, typer.Argument(help="wtq | tabfact | tcrbench | …")],
     data: DataOpt,
     out: Annotated[Path, typer.Option("--out", help="Run file (JSONL, resumable).")],
-    method: MethodOpt = "seek",
+    method: MethodOpt = "auto",
     option: OptionOpt = None,
     config: ConfigOpt = None,
     steps: StepsOpt = None,

@@ -12,7 +12,13 @@ from tablequest.cli._output import console, fail, print_json
 from tablequest.methods.options import describe_options
 from tablequest.methods.registry import UnknownMethod, get_method, list_methods, plugin_errors
 
-_INPUT = {"corpus": "a corpus", "table": "one table", "tables": "given tables", "none": "no table"}
+_INPUT = {
+    "corpus": "a corpus",
+    "table": "one table",
+    "tables": "given tables",
+    "none": "no table",
+    "any": "a corpus or a table",
+}
 
 
 def methods_command(

@@ -26,16 +26,17 @@ from tablequest.eval.metrics import (
     usage_summary,
 )
 
-__all__ = ["METHOD_NAMES", "report_paths", "summarize", "to_markdown", "write_report"]
+__all__ = ["method_title", "report_paths", "summarize", "to_markdown", "write_report"]
 
-METHOD_NAMES = {
-    "seek": "TableSeek",
-    "direct": "Direct QA (gold)",
-    "dense": "Dense",
-    "rerank": "Rerank",
-    "bm25": "BM25",
-    "hybrid": "Hybrid",
-}
+
+def method_title(name: str) -> str:
+    """The name a report shows for a registered method (its `title`), else `name`."""
+    from tablequest.methods.registry import UnknownMethod, get_method
+
+    try:
+        return get_method(name).title or name
+    except UnknownMethod:
+        return name
 
 
 def report_paths(out: Path) -> tuple[Path, Path]:
@@ -79,15 +80,37 @@ def summarize(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
             "n_sup": len(sup),
             "n_ref": len(ref),
         }
-    primary = next((m for m in ("f1", "em", "acc", "rouge_l") if m in metrics), None)
+    primary = next((m for m in ("f1", "em", "acc", "rouge_l", "pass_at_1") if m in metrics), None)
     out["primary"] = primary
     if primary == "f1" and metrics.get("r_all") is not None:
         out["metrics"]["eff"] = efficiency(metrics["f1"] or 0.0, metrics["r_all"] or 0.0)
     out["effort"] = usage_summary(rows)
+    out["breakdown"] = breakdown(rows, primary)
     rounds = [r.get("rounds_top1") or [] for r in rows]
     if any(rounds):
         golds = [r.get("gold_tables", []) for r in rows]
         out["top1_by_round"] = top1_hit_rate_by_round(rounds, golds)
+    return out
+
+
+_ANSWER_METRICS = ("em", "f1", "list_f1", "acc", "rouge_l", "bleu", "ecr", "pass_at_1", "r_all")
+
+
+def breakdown(rows: list[dict[str, Any]], primary: str | None) -> dict[str, Any]:
+    """Per key of the records' ``breakdown`` (route, question type, task family, …): for each
+    value, how many questions and the mean of every metric."""
+    keys = sorted({k for r in rows for k in (r.get("breakdown") or {})})
+    out: dict[str, Any] = {}
+    for key in keys:
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for r in rows:
+            groups.setdefault(str((r.get("breakdown") or {}).get(key, "–")), []).append(r)
+        out[key] = {
+            value: {"n": len(group), "share": len(group) / len(rows),
+                    "metrics": {m: _mean_of(group, m) for m in sorted(
+                        {n for g in group for n in g.get("metrics", {})})}}
+            for value, group in sorted(groups.items())
+        }  # fmt: skip
     return out
 
 
@@ -109,7 +132,7 @@ def to_markdown(summary: dict[str, Any]) -> str:
     """The report as markdown (main table, retrieval detail, effort)."""
     run = summary["run"]
     m = summary["metrics"]
-    method = METHOD_NAMES.get(run.get("method", ""), run.get("method", "?"))
+    method = method_title(run.get("method", "?"))
     config = run.get("config", "")
     lines = [
         f"# {run.get('dataset', '?')} · {method} · {run.get('format', '')}",
@@ -151,6 +174,14 @@ def to_markdown(summary: dict[str, Any]) -> str:
         ("Eff", "eff"),
     ]
     lines += _table(["Metric", "Value"], [[label, m[key]] for label, key in names if key in m])
+    for key, groups in summary.get("breakdown", {}).items():
+        shown = [n for n in _ANSWER_METRICS if any(n in g["metrics"] for g in groups.values())]
+        lines += ["", f"## By {key.replace('_', ' ')}", ""]
+        lines += _table(
+            [key, "n", "share", *shown],
+            [[v, g["n"], g["share"], *(g["metrics"].get(n) for n in shown)]
+             for v, g in groups.items()],
+        )  # fmt: skip
     effort = summary["effort"]["mean"]
     lines += ["", "## Effort (mean per question)", ""]
     lines += _table(["Counter", "Mean"], [[k, v] for k, v in effort.items()])

@@ -4,7 +4,8 @@ The method comes from the registry (`tablequest.methods.registry`) with its opti
 as ``ask`` builds it; its LLM calls go through a `GatedLLM`. Each question gets the source
 the method answers from (`MethodSpec.input`): the corpus store for corpus methods (TableSeek,
 the retrieve-then-QA baselines), the question's gold table for one-table methods (TableRAG,
-TabScope, DTR: the oracle table, as their papers evaluate), the gold tables for ``direct``
+TabScope, DTR: the oracle table, as their papers evaluate), the gold tables for ``direct``,
+the corpus for ``auto`` (input "any": it retrieves)
 (the oracle setting, Tables 10–11), nothing for ``no-table``. Each question gets its own
 `StepBudget` (``--steps``, default the method's).
 """
@@ -44,7 +45,7 @@ class Answerer:
 
 def question_source(spec: MethodSpec, corpus: Corpus, q: Question) -> Any:
     """What `spec`'s method answers `q` from (see module doc)."""
-    if spec.input == "corpus":
+    if spec.input in ("corpus", "any"):
         return corpus.store
     if spec.input == "none":
         return None

@@ -38,8 +38,9 @@ if TYPE_CHECKING:
 
 Status = Literal["answered", "insufficient", "failed"]
 Task = Literal["tableqa", "fact_verification"]
-Input = Literal["corpus", "table", "tables", "none"]
-"""What a method answers from: a Store, one table, one or more tables, or nothing."""
+Input = Literal["corpus", "table", "tables", "none", "any"]
+"""What a method answers from: a Store, one table, one or more tables, nothing, or "any" (a
+Store when the source is a corpus, a TableSet when it is a table file or --table-id picks)."""
 
 
 @dataclass

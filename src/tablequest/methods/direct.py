@@ -294,11 +294,11 @@ def _retrieve_then_qa(name: str) -> Any:
     return build
 
 
-BASELINES: dict[str, tuple[type[RetrievalQAOptions], str]] = {
-    "bm25": (RetrievalQAOptions, "BM25 top-k tables, then standalone QA (TableSeek baseline)"),
-    "dense": (DenseQAOptions, "dense top-k tables, then standalone QA (TableSeek baseline)"),
-    "hybrid": (HybridQAOptions, "BM25 + dense fused top-k tables, then standalone QA"),
-    "rerank": (RerankQAOptions, "dense top-N reranked by a server, then standalone QA"),
+BASELINES: dict[str, tuple[type[RetrievalQAOptions], str, str]] = {
+    "bm25": (RetrievalQAOptions, "BM25", "BM25 top-k tables, then standalone QA"),
+    "dense": (DenseQAOptions, "Dense", "dense top-k tables, then standalone QA"),
+    "hybrid": (HybridQAOptions, "Hybrid", "BM25 + dense fused top-k tables, then standalone QA"),
+    "rerank": (RerankQAOptions, "Rerank", "dense top-N reranked by a server, then standalone QA"),
 }
 
 
@@ -313,6 +313,7 @@ def register() -> None:
         DirectOptions,
         input="tables",
         description="Direct QA over given tables (the oracle setting with gold tables)",
+        title="Direct QA (gold)",
         paper=paper,
     )
     register_method(
@@ -321,10 +322,11 @@ def register() -> None:
         NoTableOptions,
         input="none",
         description="No-table QA: the question alone (a parametric-knowledge check)",
+        title="No-table QA",
         paper=paper,
     )
-    for name, (options, description) in BASELINES.items():
+    for name, (options, title, description) in BASELINES.items():
         register_method(
             name, _retrieve_then_qa(name), options, input="corpus", description=description,
-            paper=paper,
+            title=title, paper=paper,
         )  # fmt: skip

@@ -35,7 +35,7 @@ __all__ = [
     "describe_options",
     "merge_options",
     "option",
-    "parse_pairs",
+    "option_name",
     "toml_options",
 ]
 
@@ -195,11 +195,20 @@ def _validation_message(method: str, exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def parse_pairs(pairs: Iterable[tuple[str, str]] | None) -> dict[str, str]:
-    """``-o NAME VALUE`` pairs as a mapping (a repeated name: the last wins)."""
-    out: dict[str, str] = {}
-    for name, value in pairs or ():
-        out[name.strip().replace("-", "_")] = value
+def option_name(name: str) -> str:
+    """``route.fit-fraction`` → ``route_fit_fraction`` (dots and dashes as underscores)."""
+    return name.strip().replace("-", "_").replace(".", "_")
+
+
+def _flatten(section: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """TOML dotted keys (``route.big = "rag"``) are nested tables: flatten them."""
+    out: dict[str, Any] = {}
+    for key, value in section.items():
+        name = option_name(f"{prefix}{key}")
+        if isinstance(value, dict):
+            out.update(_flatten(value, f"{name}_"))
+        else:
+            out[name] = value
     return out
 
 
@@ -219,5 +228,5 @@ def toml_options(method: str, files: Iterable[Path]) -> dict[str, Any]:
         section = data.get("methods", {}).get(method, {})
         if not isinstance(section, dict):
             raise OptionError(f"{path}: [methods.{method}] must be a table")
-        merged.update({k.replace("-", "_"): v for k, v in section.items()})
+        merged.update(_flatten(section))
     return merged

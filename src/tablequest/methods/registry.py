@@ -50,6 +50,9 @@ DEFAULT_METHODS: tuple[str, ...] = (
     "tablequest.methods.seek:register",
     "tablequest.methods.direct:register",
     "tablequest.methods.rag:register",
+    "tablequest.methods.scope:register",
+    "tablequest.methods.auto:register",
+    "tablequest.methods.research:register",
 )
 
 MethodFactory = Callable[[Any, MethodContext], Method]
@@ -73,6 +76,7 @@ class MethodSpec:
         description: One line for ``tablequest methods``.
         paper: Where the method (and its defaults) come from.
         needs_llm: False for methods that run without a model.
+        title: The name reports show (default: `name`).
     """
 
     name: str
@@ -82,6 +86,7 @@ class MethodSpec:
     description: str
     paper: str | None = None
     needs_llm: bool = True
+    title: str | None = None
 
     def make_options(self, *layers: Mapping[str, Any] | MethodOptions | None) -> MethodOptions:
         """This method's options from layers, lowest precedence first (see `merge_options`)."""
@@ -114,6 +119,7 @@ def register_method(
     description: str,
     paper: str | None = None,
     needs_llm: bool = True,
+    title: str | None = None,
     replace: bool = False,
 ) -> MethodSpec:
     """Register a method under `name` (lower case letters, digits and ``-``).
@@ -125,7 +131,7 @@ def register_method(
         raise ValueError(f"bad method name {name!r}: use lower-case letters, digits and '-'")
     if not (isinstance(options, type) and issubclass(options, MethodOptions)):
         raise ValueError(f"method {name}: options must be a MethodOptions subclass")
-    spec = MethodSpec(name, factory, options, input, description, paper, needs_llm)
+    spec = MethodSpec(name, factory, options, input, description, paper, needs_llm, title)
     with _LOCK:
         if name in _REGISTRY and not replace:
             raise ValueError(f"method {name!r} is already registered")

@@ -8,7 +8,8 @@ Sources (`open_source`), by what the method answers from (`MethodSpec.input`):
 
 - a DuckDB store file or a `Store`: corpus methods get the store (opened read-only when it is
   a path); table methods get the tables named by `table_ids`, or the store's only table;
-- a table file (any format `read_tables` reads): table methods read it directly (no ingest:
+- a table file (any format `read_tables` reads): table (and "any") methods read it directly
+  (no ingest:
   a 10^6-cell CSV would otherwise be serialized three times; ``table_ids`` pick among the
   file's tables by index "0", "1", … or by id); corpus methods get it ingested into memory;
 - a folder: ingested into memory;
@@ -166,7 +167,7 @@ def _ingested(path: Path) -> Store:
 
 
 def _from_store(store: Store, input: Input, table_ids: Sequence[str], label: str) -> OpenSource:
-    if input == "corpus":
+    if input == "corpus" or (input == "any" and not table_ids):
         return OpenSource(store, store=store)
     if input == "none":
         return OpenSource(None, store=store)
@@ -208,7 +209,7 @@ def open_source(
             raise
         opened.owned = store
         return opened
-    if path.is_file() and input in ("table", "tables"):
+    if path.is_file() and input in ("table", "tables", "any"):
         return _pick_from_file(path, table_ids)
     if input == "none":
         return OpenSource(None)
@@ -244,7 +245,7 @@ def ask(
     question: str,
     source: str | Path | Store | Table | TableSet,
     *,
-    method: str = "seek",
+    method: str = "auto",
     options: Mapping[str, Any] | MethodOptions | None = None,
     config: str | None = None,
     llm: LLM | None = None,
@@ -328,7 +329,8 @@ def _run(
     result.method = result.method or spec.name
     result.trace_path = result.trace_path or (str(trace.path) if trace.path else None)
     ids = [*result.tables_consulted, *([result.final_table] if result.final_table else [])]
-    ids += [str(c["table_id"]) for c in result.details.get("candidates", [])]
+    for key in ("candidates", "routes"):
+        ids += [str(c["table_id"]) for c in result.details.get(key, [])]
     result.sources = {tid: name for tid in ids if (name := opened.name_of(tid)) is not None}
     if result.final_table and result.final_table not in result.tables:
         table = opened.table(result.final_table)

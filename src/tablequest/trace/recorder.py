@@ -22,7 +22,18 @@ from typing import Any, Literal, get_args
 
 import platformdirs
 
-EventKind = Literal["llm_call", "rank", "preview", "decision", "exec", "qa", "fallback", "error"]
+EventKind = Literal[
+    "llm_call",
+    "llm_retry",
+    "rank",
+    "preview",
+    "decision",
+    "exec",
+    "qa",
+    "fallback",
+    "error",
+    "route",
+]
 KINDS: tuple[str, ...] = get_args(EventKind)
 TRACE_DIR_ENV = "TABLEQUEST_TRACE_DIR"
 

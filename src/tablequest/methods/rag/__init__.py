@@ -38,5 +38,6 @@ def register() -> None:
         RagConfig,
         input="table",
         description="TableRAG: one big table; query expansion, schema/cell retrieval, ReAct solver",
+        title="TableRAG",
         paper="papers/tablerag.txt",
     )

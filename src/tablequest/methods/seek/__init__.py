@@ -23,5 +23,6 @@ def register() -> None:
         SeekConfig,
         input="corpus",
         description="TableSeek: agentic grep search over a corpus, refine, QA, fallback",
+        title="TableSeek",
         paper="papers/tableseek.txt",
     )

@@ -36,10 +36,19 @@ from tablequest.llm.base import LLM, LLMError, Message
 from tablequest.llm.parse import ParseError, extract_json
 from tablequest.llm.repair import ask_with_repair
 from tablequest.llm.usage import QA, StepBudget, UsageMeter
-from tablequest.methods.base import MethodContext, Result, Status, Task, start_query
+from tablequest.methods.base import (
+    MethodContext,
+    Query,
+    Result,
+    Status,
+    TableSet,
+    Task,
+    start_query,
+)
 from tablequest.methods.seek import prompts
 from tablequest.methods.seek.config import SeekConfig
 from tablequest.methods.seek.qa import QAOutcome, parse_qa, qa_context
+from tablequest.table import Table
 from tablequest.table.preview import preview
 from tablequest.trace import Trace
 
@@ -66,6 +75,20 @@ class _Run:
         calls = {k: n - self.spent_before.get(k, 0) for k, n in self.budget.spent.items()}
         merged = {k: n for k, n in calls.items() if n} | dict(self.counts)
         return merged
+
+
+@dataclass
+class Selection:
+    """What refinement chose: tables for QA, the ranked list R, the last patterns."""
+
+    selected: list[str]
+    ranked: list[str]
+    patterns: list[str]
+    run: _Run
+    query: Query
+
+    def action_counts(self) -> dict[str, int]:
+        return self.run.action_counts()
 
 
 class TableSeek:
@@ -107,6 +130,41 @@ class TableSeek:
         trace: Trace | None = None,
     ) -> Result:
         """Run Algorithm 1 for `question` over the store `source` (budget: S_max calls)."""
+        selection = self.select(question, source, task=task, budget=budget, trace=trace)
+        run, query = selection.run, selection.query
+        result = self._answer(run, source, selection.ranked, selection.selected, selection.patterns)
+        result = query.finish(result, self.name)
+        result.details.update(
+            action_counts=run.action_counts(),
+            rounds_top1=run.rounds_top1,
+            patterns=run.patterns_history,
+            selected=selection.selected,
+            config=self.config.label(),
+        )
+        run.trace.event(
+            "decision",
+            stage="end",
+            status=result.status,
+            answer=result.answer,
+            steps=result.steps,
+            tables_consulted=result.tables_consulted,
+        )
+        return result
+
+    def select(
+        self,
+        question: str,
+        source: Store,
+        *,
+        task: Task = "tableqa",
+        budget: StepBudget | None = None,
+        trace: Trace | None = None,
+    ) -> Selection:
+        """Algorithm 1 up to QA: patterns, ranking, refinement → the tables to answer from.
+
+        Keeps one step of `budget` for QA (its `reserve`). The router (``auto``) answers the
+        selected tables with the method each one needs instead of this QA.
+        """
         cfg = self.config
         query = start_query(
             self.context, budget=budget, trace=trace, default_steps=cfg.default_steps()
@@ -126,23 +184,35 @@ class TableSeek:
             selected, ranked, patterns = self._refine(run, source, ranked, patterns)
         if not selected:
             selected = ranked[: cfg.fallback_top_k]
-        result = query.finish(self._answer(run, source, ranked, selected, patterns), self.name)
-        result.details.update(
-            action_counts=run.action_counts(),
-            rounds_top1=run.rounds_top1,
-            patterns=run.patterns_history,
-            selected=selected,
-            config=cfg.label(),
+        return Selection(selected, ranked, patterns, run, query)
+
+    def answer_tables(
+        self,
+        question: str,
+        source: TableSet,
+        *,
+        task: Task = "tableqa",
+        budget: StepBudget | None = None,
+        trace: Trace | None = None,
+    ) -> Result:
+        """TableSeek's QA (with its answerability check) over given tables: one call."""
+        query = start_query(self.context, budget=budget, trace=trace, default_steps=1)
+        if query.llm is None:
+            raise ValueError("TableSeek needs an LLM")
+        run = _Run(question, task, query.budget, query.trace, query.llm, dict(query.budget.spent))
+        outcome = self._qa(run, source.tables, [])
+        ids = source.ids
+        result = Result(
+            answer=outcome.answer,
+            status=_status(outcome),
+            tables_consulted=ids,
+            final_table=outcome.final_table or (ids[0] if ids else None),
+            evidence=outcome.evidence,
+            details={"action_counts": run.action_counts()},
         )
-        run.trace.event(
-            "decision",
-            stage="end",
-            status=result.status,
-            answer=result.answer,
-            steps=result.steps,
-            tables_consulted=result.tables_consulted,
-        )
-        return result
+        if result.status != "answered":
+            result.details["reason"] = f"QA said {outcome.status}"
+        return query.finish(result, self.name)
 
     # -- LLM calls ---------------------------------------------------------------------
     def _call(self, run: _Run, kind: str, messages: list[Message]) -> str | None:
@@ -324,7 +394,7 @@ class TableSeek:
             run.trace.event("fallback", stage="qa", reason="no candidate table matched")
             return Result(answer=None, status="insufficient")
         consulted: list[str] = []
-        outcome = self._qa(run, store, selected, patterns)
+        outcome = self._qa(run, [(t, store.get(t)) for t in selected], patterns)
         consulted.extend(selected)
         final = outcome.final_table or selected[0]
         if self.config.fallback:
@@ -334,27 +404,20 @@ class TableSeek:
                 run.trace.event(
                     "fallback", stage="qa", reason=f"QA said {outcome.status}", next_table=tid
                 )
-                outcome = self._qa(run, store, [tid], patterns)
+                outcome = self._qa(run, [(tid, store.get(tid))], patterns)
                 consulted.append(tid)
                 final = outcome.final_table or tid
-        status: Status = (
-            "answered"
-            if outcome.satisfactory
-            else "failed"
-            if outcome.status == "failed"
-            else "insufficient"
-        )
         return Result(
             answer=outcome.answer,
-            status=status,
+            status=_status(outcome),
             tables_consulted=consulted,
             final_table=final,
             evidence=outcome.evidence,
         )
 
-    def _qa(self, run: _Run, store: Store, ids: Sequence[str], patterns: list[str]) -> QAOutcome:
+    def _qa(self, run: _Run, given: Sequence[tuple[str, Table]], patterns: list[str]) -> QAOutcome:
         cfg = self.config
-        tables = {f"Table_{i}": (tid, store.get(tid)) for i, tid in enumerate(ids)}
+        tables = {f"Table_{i}": pair for i, pair in enumerate(given)}
         context = qa_context(
             tables,
             patterns=patterns if cfg.match_only_qa else None,
@@ -370,6 +433,12 @@ class TableSeek:
             answer=outcome.answer,
         )
         return outcome
+
+
+def _status(outcome: QAOutcome) -> Status:
+    if outcome.satisfactory:
+        return "answered"
+    return "failed" if outcome.status == "failed" else "insufficient"
 
 
 def _validate_patterns(value: Any) -> list[str]:

@@ -1,0 +1,127 @@
+"""Answer generation over the sub-table or the full table (papers/tabscope.txt §3.5, App. C.3).
+
+The prompt is the paper's, with ``{TABLE}`` the refined sub-table (localized path) or the
+original table (full path), both linearized with original row ids; temperature 0, at most
+2,048 new tokens (App. D).
+
+Choices (ours): the answer is the last non-empty ``<answer>…</answer>``; a reply without it
+gets one repair request when the budget has a step left, then a final ``Answer:`` line or a
+short (≤ 300 characters) tag-less reply is taken (flagged ``answer_unparsed``), else the status
+is "failed". A list answer keeps the model's separators. Evidence (the cells the answer used):
+body cells of the answering table equal to an answer item (`locate_evidence`); when none match
+(counts, sums) on the localized path, the sub-table's cells (at most 50) are the evidence. A
+table that does not fit the model's context is never sent or cut: the status is "failed" with
+the token counts as the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tablequest.llm.base import Message
+from tablequest.llm.parse import ParseError, extract_answer
+from tablequest.methods.base import locate_evidence
+from tablequest.methods.scope import prompts
+from tablequest.methods.scope.state import ScopeRun, linearize
+from tablequest.table import CellRef, Table
+
+__all__ = ["MAX_PLAIN_ANSWER", "Answer", "answer", "subtable_evidence"]
+
+MAX_PLAIN_ANSWER = 300
+MAX_EVIDENCE = 50
+
+
+@dataclass
+class Answer:
+    """What the answer stage produced."""
+
+    text: str | None
+    reason: str | None = None
+    unparsed: bool = False
+    evidence: list[CellRef] = field(default_factory=list)
+    evidence_source: str = "none"
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def subtable_evidence(table: Table, table_id: str, limit: int = MAX_EVIDENCE) -> list[CellRef]:
+    """Every body cell of `table` (original coordinates), at most `limit`."""
+    out: list[CellRef] = []
+    for r, row in enumerate(table.body):
+        for c, value in enumerate(row):
+            out.append(CellRef(table_id, table.row_ids[r], table.col_ids[c], value))
+            if len(out) >= limit:
+                return out
+    return out
+
+
+def _lenient(text: str) -> str | None:
+    try:
+        found = extract_answer(text)
+    except ParseError:
+        return None
+    return found if len(found) <= MAX_PLAIN_ANSWER else None
+
+
+def _ask(run: ScopeRun, messages: list[Message], max_tokens: int) -> tuple[str | None, str | None]:
+    """(answer, last reply): one call, one repair when the budget allows."""
+    conversation = list(messages)
+    last: str | None = None
+    for attempt in range(2):
+        if attempt and not run.query.budget.can_spend("qa"):
+            break
+        replies = run.chat(
+            "qa", conversation, temperature=run.options.temperature, max_tokens=max_tokens
+        )
+        if not replies:
+            break
+        last = replies[0].text
+        try:
+            return extract_answer(last, require_tag=True), last
+        except ParseError as exc:
+            run.error("answer", f"{exc.kind}: {exc}", finish_reason=replies[0].finish_reason)
+            conversation += [
+                {"role": "assistant", "content": last},
+                {"role": "user", "content": prompts.REPAIR_ANSWER.replace("{error}", str(exc))},
+            ]
+    return None, last
+
+
+def answer(run: ScopeRun, qa_table: Table, *, local: bool) -> Answer:
+    """Answer from `qa_table` (a sub-table when `local`)."""
+    text = run.table_text if not local else linearize(qa_table)
+    tokens = run.table_tokens if not local else run.count(text)
+    messages = prompts.user(prompts.fill(prompts.ANSWER, TABLE=text, QUESTION=run.question))
+    fit = run.fit(messages, tokens, len(text), run.options.qa_max_tokens)
+    details: dict[str, Any] = {"table_tokens": tokens, "prompt_tokens": fit.prompt_tokens}
+    if not fit.ok:
+        reason = (
+            f"the table is too large for the model: the answer prompt needs about "
+            f"{fit.prompt_tokens} tokens and the context holds {fit.context}; "
+            "raise -o context_tokens if the server allows more"
+        )
+        run.fallback("answer", reason)
+        return Answer(None, reason, details=details)
+    if fit.max_tokens < run.options.qa_max_tokens:
+        details["max_tokens_lowered_to"] = fit.max_tokens
+    value, last = _ask(run, messages, fit.max_tokens)
+    unparsed = False
+    if value is None and last is not None:
+        value = _lenient(last)
+        unparsed = value is not None
+        if unparsed:
+            run.fallback("answer", "no <answer> tags: the reply's answer line was taken")
+    if value is None:
+        reason = (
+            "no answer: the model gave no usable <answer>"
+            if last is not None
+            else ("no answer: the answer call could not be made")
+        )
+        run.fallback("answer", reason)
+        return Answer(None, reason, details=details)
+    evidence = locate_evidence(qa_table, run.table_id, value)
+    source = "answer_cells" if evidence else "none"
+    if not evidence and local:
+        evidence, source = subtable_evidence(qa_table, run.table_id), "subtable"
+    run.query.trace.event("qa", table=run.table_id, local=local, answer=value, evidence=source)
+    return Answer(value, None, unparsed, evidence, source, details)
