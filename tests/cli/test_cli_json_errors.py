@@ -82,3 +82,23 @@ def test_other_commands(tmp_path: Path) -> None:
     _error(["trace", "show", str(tmp_path / "none.jsonl"), "--json"], "trace", 1)
     cleared = runner.invoke(app, ["cache", "clear", "--dir", str(tmp_path / "c"), "--json"])
     assert cleared.exit_code == 0 and json.loads(cleared.stdout)["removed"] == 0
+
+
+def test_research_memory_and_subtab(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    table = tmp_path / "t.csv"
+    table.write_text("a,b\n1,2\n")
+    out = ["--out", str(blocker / "out")]
+    message = _error(["research", str(table), "sum of b?", *out, "--json"], "usage", 2)
+    assert "cannot create the output folder" in message
+    missing = ["research", str(tmp_path / "none.csv"), "q", "--out", str(tmp_path / "o"), "--json"]
+    _error(missing, "usage", 2)
+    _error(["research", str(table), "q", *out, "-o", "nope=1", "--json"], "usage", 2)
+    _error(["memory", "show", "--store", str(tmp_path / "none.duckdb"), "--json"], "usage", 2)
+    _error(["memory", "show", "--store", str(table), "--json"], "not_a_store", 2)
+    ref = ["--ref", str(tmp_path / "none.jsonl"), "--json"]
+    message = _error(["eval", "score-subtab", str(table), *ref], "usage", 2)
+    assert "cannot read references" in message
+    build = ["eval", "build-subtab", "nope", "--data", str(tmp_path), "--out", str(blocker)]
+    _error([*build, "--approx", "--json"], "usage", 2)

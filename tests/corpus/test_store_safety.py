@@ -4,6 +4,7 @@ rolled back without a second error, a stopped ingest, indexes persisted at inges
 
 from __future__ import annotations
 
+import errno
 import sqlite3
 import threading
 from pathlib import Path
@@ -14,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tablequest.corpus import Store, ingest
+from tablequest.corpus import Store, StoreError, ingest
 from tablequest.corpus.ingest import IngestAborted
 from tablequest.corpus.rank import BM25, GREP, bm25_rank, grep_rank, missing_indexes
 from tablequest.corpus.store import NotAStore, StoreWriteError
@@ -67,6 +68,29 @@ def test_a_file_that_is_not_a_store_is_refused_and_untouched(
 def test_a_directory_is_refused(tmp_path: Path) -> None:
     with pytest.raises(NotAStore, match="a directory"):
         Store(tmp_path)
+
+
+def test_a_folder_that_cannot_be_created_is_one_store_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 12, defect 8: a missing parent under read-only media raised `OSError [Errno 30]`.
+
+    Without root (no read-only mount) the same path is taken by a parent that is a file, and
+    by mkdir failing with EROFS."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    with pytest.raises(StoreError, match="cannot create the folder") as caught:
+        Store(blocker / "sub" / "s.duckdb")
+    assert not isinstance(caught.value, OSError) and blocker.read_text() == "x"
+
+    def read_only(self: Path, *args: object, **kwargs: object) -> None:
+        raise OSError(errno.EROFS, "Read-only file system", str(self))
+
+    monkeypatch.setattr(Path, "mkdir", read_only)
+    target = tmp_path / "ro" / "missing" / "s.duckdb"
+    with pytest.raises(StoreError, match="Read-only file system") as caught:
+        Store(target)
+    assert str(target.parent) in str(caught.value)
 
 
 def test_lock_messages_are_parsed() -> None:

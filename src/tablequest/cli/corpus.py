@@ -107,6 +107,12 @@ def _print_report(report: IngestReport, path: Path | None) -> None:
             soft_wrap=True,
             highlight=False,
         )
+    for warned in report.files_warned:
+        console.print(
+            f"[yellow]repaired[/yellow] {escape(warned.path)}: {escape(warned.warning)}",
+            soft_wrap=True,
+            highlight=False,
+        )
 
 
 def search_command(

@@ -4,6 +4,10 @@ Files are read and serialized in worker processes (spawned, so no DuckDB state i
 when there are many; the parent process only writes. A file whose content hash is already
 stored under the same path is a no-op. A file that fails to read is reported with its
 reason and leaves the store as it was (its previously stored tables, if any, are kept).
+What a reader repaired in a file it read (`read_tables_report`: NULs removed, broken quoting
+read as text, a nested table kept as cell text, a table with no data rows) is reported, one
+warning each, once that file's tables are committed (`files_warned`); a no-op re-ingest does
+not read the file, so it does not repeat them.
 
 Transactions (measured choice): every file is atomic — all of its tables or none, and a
 changed file's old tables are replaced in the same transaction. Files are committed in
@@ -49,7 +53,7 @@ from typing import Any
 
 from tablequest.corpus.store import Store, StoreError, StoreWriteError, table_row
 from tablequest.table.errors import UnreadableTable
-from tablequest.table.readers import read_tables
+from tablequest.table.readers import read_tables_report
 
 BATCH_FILES = 256
 BATCH_SECONDS = 2.0
@@ -65,6 +69,14 @@ class FileFailure:
 
 
 @dataclass
+class FileWarning:
+    """A repair a reader made in a stored file (one sentence)."""
+
+    path: str
+    warning: str
+
+
+@dataclass
 class IngestReport:
     """What `ingest` did; `to_json()` is the `tablequest ingest --json` payload."""
 
@@ -72,6 +84,7 @@ class IngestReport:
     tables_stored: int = 0
     tables_unchanged: int = 0
     files_failed: list[FileFailure] = field(default_factory=list)
+    files_warned: list[FileWarning] = field(default_factory=list)
     stopped: bool = False
     files_left: int = 0
 
@@ -82,6 +95,7 @@ class IngestReport:
             "tables_stored": self.tables_stored,
             "tables_unchanged": self.tables_unchanged,
             "files_failed": [{"path": f.path, "reason": f.reason} for f in self.files_failed],
+            "files_warned": [{"path": w.path, "warning": w.warning} for w in self.files_warned],
         }
         if self.stopped:
             out.update(stopped=True, files_left=self.files_left)
@@ -186,7 +200,8 @@ def _walk_dir(root: Path, seen: set[tuple[int, int]]) -> Iterator[tuple[Path, st
             yield p, f"cannot stat: {exc.strerror or exc}"
 
 
-# A worker's answer for one file: ("unchanged", n) | ("stored", rows) | ("failed", reason)
+# A worker's answer for one file: ("unchanged", None) | ("failed", reason)
+# | ("stored", (rows, the reader's warnings))
 Outcome = tuple[str, Any]
 
 
@@ -203,18 +218,19 @@ def read_file(path: str, known_hash: str | None) -> Outcome:
     if digest == known_hash:
         return ("unchanged", None)
     try:
-        tables = read_tables(path, data=data)
+        found = read_tables_report(path, data=data)
     except UnreadableTable as exc:
         return ("failed", exc.reason)
     except Exception as exc:  # a reader bug must not stop the ingest; name it
         return ("failed", f"unexpected {type(exc).__name__}: {exc}")
+    tables, warnings = found.tables, found.warnings
     if not tables:
         return ("failed", "no table found")
     try:
         rows = [table_row(t, path=path, file_hash=digest, idx=i) for i, t in enumerate(tables)]
     except Exception as exc:
         return ("failed", f"cannot serialize table: {type(exc).__name__}: {exc}")
-    return ("stored", rows)
+    return ("stored", (rows, warnings))
 
 
 def _same_hash(path: str, digest: str) -> bool:
@@ -252,7 +268,7 @@ def ingest(
     stopping = stop.is_set if stop is not None else (lambda: False)
     known = store.known_files()
     todo, shown = _plan(paths, known, report, stopping)
-    pending: list[tuple[str, str, list[tuple[Any, ...]]]] = []
+    pending: list[_Read] = []
     started = time.monotonic()
     done = 0
     with contextlib.closing(_outcomes(todo, workers, stopping)) as outcomes:
@@ -264,7 +280,7 @@ def ingest(
             elif status == "failed":
                 report.files_failed.append(FileFailure(display, str(payload)))
             else:
-                pending.append((key, display, payload))
+                pending.append((key, display, *payload))
             if len(pending) >= BATCH_FILES or (
                 pending and time.monotonic() - started > BATCH_SECONDS
             ):
@@ -418,17 +434,19 @@ def _watch_parent(parent: int) -> None:
     os._exit(1)
 
 
+# A file read and waiting to be committed: (key, path as shown, table rows, warnings)
+_Read = tuple[str, str, list[tuple[Any, ...]], list[str]]
+
+
 def _flush(
-    store: Store,
-    report: IngestReport,
-    pending: list[tuple[str, str, list[tuple[Any, ...]]]],
-    known: dict[str, tuple[str, int]],
+    store: Store, report: IngestReport, pending: list[_Read], known: dict[str, tuple[str, int]]
 ) -> None:
     try:
-        failed = set(store.put_files([(key, rows, key in known) for key, _, rows in pending]))
+        failed = set(store.put_files([(key, rows, key in known) for key, _, rows, _ in pending]))
     except StoreWriteError as exc:
         if exc.committed:
-            report.tables_stored += sum(len(rows) for _, _, rows in pending)
+            for read in pending:
+                _stored(report, read)
         left = len(pending) if not exc.committed else 0
         pending.clear()
         n = report.tables_stored
@@ -440,9 +458,15 @@ def _flush(
             report,
             exc.code,
         ) from exc
-    for key, display, rows in pending:
-        if key in failed:
-            report.files_failed.append(FileFailure(display, "store write failed"))
+    for read in pending:
+        if read[0] in failed:
+            report.files_failed.append(FileFailure(read[1], "store write failed"))
         else:
-            report.tables_stored += len(rows)
+            _stored(report, read)
     pending.clear()
+
+
+def _stored(report: IngestReport, read: _Read) -> None:
+    _, display, rows, warnings = read
+    report.tables_stored += len(rows)
+    report.files_warned.extend(FileWarning(display, w) for w in warnings)
