@@ -215,3 +215,27 @@ def evalrun_wtq(tmp_path: Path) -> Path:
 @pytest.fixture
 def evalrun_tcr(tmp_path: Path) -> Path:
     return write_tcr(tmp_path / "tcr")
+
+
+def write_realhitbench_table(root: Path) -> Path:
+    """The RealHiTBench fixture's one xlsx (two header rows, merged cells), written at test
+    time: git keeps no binary fixture here. Returns `root`."""
+    from openpyxl import Workbook
+
+    (root / "data" / "tables").mkdir(parents=True, exist_ok=True)
+    wb = Workbook()
+    ws = wb.active
+    ws.append(["Year", "Employment", None])
+    ws.append([None, "Agriculture", "Total"])
+    ws.append([1955, 6450, 62170])
+    ws.append([1956, 6283, 63799])
+    ws.merge_cells("B1:C1")
+    ws.merge_cells("A1:A2")
+    wb.save(root / "data" / "tables" / "employment-table01.xlsx")
+    return root
+
+
+@pytest.fixture
+def realhitbench_tables() -> object:
+    """`write_realhitbench_table`, for tests that copy the RealHiTBench fixture."""
+    return write_realhitbench_table

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -257,3 +258,22 @@ def test_ask_dense_with_hash_encoder(store: Path, tmp_path: Path) -> None:
             ],
         )
         assert json.loads(result.stdout)["status"] == "answered"
+
+
+def test_ask_deadline_bounds_a_silent_server(store: Path, tmp_path: Path) -> None:
+    with StubServer([Fault.delay(30.0, then='{"patterns": ["Varna"]}')] * 8) as server:
+        started = time.monotonic()
+        result = runner.invoke(
+            app,
+            [
+                "ask", str(store), "How long is the river Varna?", "--method", "seek",
+                "--llm-url", server.url, "--model", "stub", "--no-cache", "--deadline", "2",
+                "--trace-dir", str(tmp_path), "--json",
+            ],
+        )  # fmt: skip
+        elapsed = time.monotonic() - started
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["status"] == "failed" and payload["answer"] is None
+    assert "deadline of 2 s" in payload["reason"]
+    assert elapsed < 20  # one silent call cut at the deadline, not 4 tries × 60 s

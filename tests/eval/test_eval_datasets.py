@@ -344,24 +344,10 @@ def test_hitab_missing_table(copy: Callable[[str], Path]) -> None:
 # -- RealHiTBench -----------------------------------------------------------------------------
 
 
-def _write_xlsx(path: Path) -> None:
-    from openpyxl import Workbook
-
-    wb = Workbook()
-    ws = wb.active
-    ws.append(["Year", "Employment", None])
-    ws.append([None, "Agriculture", "Total"])
-    ws.append([1955, 6450, 62170])
-    ws.append([1956, 6283, 63799])
-    ws.merge_cells("B1:C1")
-    ws.merge_cells("A1:A2")
-    wb.save(path)
-
-
-def test_realhitbench_xlsx_and_skipped_questions(copy: Callable[[str], Path]) -> None:
-    root = copy("realhitbench")
-    (root / "data" / "tables").mkdir(exist_ok=True)  # git keeps no empty directory
-    _write_xlsx(root / "data" / "tables" / "employment-table01.xlsx")
+def test_realhitbench_xlsx_and_skipped_questions(
+    copy: Callable[[str], Path], realhitbench_tables: Callable[[Path], Path]
+) -> None:
+    root = realhitbench_tables(copy("realhitbench"))
     ds = load("realhitbench", root)
     assert [q.id for q in ds.questions] == ["1", "2", "3"]
     assert [q.task for q in ds.questions] == ["tableqa", "free_form", "tableqa"]

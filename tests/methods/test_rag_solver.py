@@ -149,3 +149,11 @@ def test_voting() -> None:
     assert answer == "442.79" and votes == {"442.79": 2, "12": 2, "twelve": 1}  # tie: first
     assert majority_vote([None, None]) == (None, {})
     assert majority_vote(["b", "a", "a"])[0] == "a"
+
+
+@pytest.mark.parametrize("final", ["insufficient", "f_row([*])", "I cannot answer this."])
+def test_a_refusal_or_tool_syntax_as_final_answer_is_no_answer(final: str) -> None:
+    llm = Scripted([f"Thought: done.\nFinal Answer: {final}"])
+    out = solve(llm, FakeSession({}), "P\n", trace=Trace.in_memory())
+    assert (out.answer, out.status, out.n_iter) == (None, "no_answer", 1)
+    assert "refusal or tool syntax" in (out.reason or "")

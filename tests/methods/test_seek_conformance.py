@@ -367,3 +367,29 @@ def test_match_only_qa_implies_match_only_refinement(store: Store) -> None:
     llm, _, _ = run(store, replies, cfg)
     refine_prompt = llm.calls[1].messages[-1]["content"]
     assert "Year,Division,League" not in refine_prompt  # no table head: matched rows only
+
+
+def test_pattern_over_budget_is_dropped_recorded_and_the_query_goes_on(store: Store) -> None:
+    store.add_table(
+        Table.from_rows([["Notes"], ["a" * 40 + "!"]], source=Source(format="csv")),
+        key="/secret/dir/notes.csv",
+    )
+    hostile = r"(a|aa)+\1$"  # a backreference: RE2 cannot, backtracking takes forever
+    replies = [j(patterns=[hostile, "Gold"]), j(action="none"), answer(value="Norway")]
+    _, result, trace = run(store, replies, question="Which nation won 16 golds?")
+    assert result.status == "answered" and result.answer == "Norway"  # type: ignore[attr-defined]
+    medals = store.ids_for_path("/secret/dir/medals.html")[0]
+    assert result.tables_consulted == [medals]  # type: ignore[attr-defined]
+    dropped = result.details["dropped_patterns"]  # type: ignore[attr-defined]
+    assert [d["pattern"] for d in dropped] == [hostile]
+    assert "time budget" in dropped[0]["reason"]
+    rank = next(e for e in trace.events if e["kind"] == "rank")
+    assert rank["dropped"][0]["pattern"] == hostile
+    assert rank["hits"][0] == {"table_id": medals, "score": 1.0}  # Eq. 1 over "Gold" alone
+
+
+@pytest.mark.parametrize("said", ["insufficient", "f_row([*])", "I cannot determine that.", ""])
+def test_refusals_and_tool_syntax_are_never_answers(store: Store, said: str) -> None:
+    replies = [j(patterns=["Gold"]), j(action="none"), answer(value=said)]
+    _, result, _ = run(store, replies, question="Which nation won 16 golds?")
+    assert result.status == "insufficient" and result.answer is None  # type: ignore[attr-defined]

@@ -73,6 +73,14 @@ StepsOpt = Annotated[
 LLMUrlOpt = Annotated[str | None, typer.Option("--llm-url", help="OpenAI-compatible URL.")]
 ModelOpt = Annotated[str | None, typer.Option("--model", help="Model name.")]
 ApiKeyOpt = Annotated[str | None, typer.Option("--api-key", help="API key.")]
+DeadlineOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--deadline",
+        min=0,
+        help="Seconds per question for all LLM calls and retries (0 = none; default 600).",
+    ),
+]
 LLMSpecOpt = Annotated[str | None, typer.Option("--llm", help="gguf:/path/model.gguf")]
 NoCacheOpt = Annotated[
     bool, typer.Option("--no-cache", help="Do not use the LLM and embedding caches.")

@@ -16,6 +16,7 @@ import typer
 from tablequest.cli._options import (
     ApiKeyOpt,
     ConfigOpt,
+    DeadlineOpt,
     JsonOpt,
     LLMSpecOpt,
     LLMUrlOpt,
@@ -50,6 +51,7 @@ def ask_command(
     model: ModelOpt = None,
     api_key: ApiKeyOpt = None,
     llm: LLMSpecOpt = None,
+    deadline: DeadlineOpt = None,
     no_cache: NoCacheOpt = False,
     trace_dir: TraceDirOpt = None,
     json_out: JsonOpt = False,
@@ -57,7 +59,11 @@ def ask_command(
     """Answer QUESTION from SOURCE and show the evidence, tables consulted and trace."""
     try:
         llm_config = resolve_config(
-            url=llm_url, model=model, api_key=api_key, cache=False if no_cache else None
+            url=llm_url,
+            model=model,
+            api_key=api_key,
+            cache=False if no_cache else None,
+            deadline=deadline,
         )
         model_llm = build_llm(llm_config, llm_spec=llm)
     except (ConfigError, LLMError) as exc:

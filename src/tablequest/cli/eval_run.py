@@ -30,6 +30,7 @@ from rich.progress import (
 from tablequest.cli._options import (
     ApiKeyOpt,
     ConfigOpt,
+    DeadlineOpt,
     LLMSpecOpt,
     LLMUrlOpt,
     MethodOpt,
@@ -212,6 +213,7 @@ def run_command(
     model: ModelOpt = None,
     api_key: ApiKeyOpt = None,
     llm: LLMSpecOpt = None,
+    deadline: DeadlineOpt = None,
     no_cache: NoCacheOpt = False,
     cache_dir: CacheOpt = None,
     json_out: JsonOpt = False,
@@ -226,7 +228,11 @@ def run_command(
         ds = load_dataset(dataset, data, split)
         chosen = select_questions(ds, ids_file=questions, limit=limit)
         llm_config = resolve_config(
-            url=llm_url, model=model, api_key=api_key, cache=False if no_cache else None
+            url=llm_url,
+            model=model,
+            api_key=api_key,
+            cache=False if no_cache else None,
+            deadline=deadline,
         )
         model_llm = build_llm(llm_config, llm_spec=llm)
     except (DatasetError, RunnerError, ConfigError, LLMError, ValueError) as exc:

@@ -26,7 +26,7 @@ import numpy as np
 from tablequest.corpus.grep import GrepIndex
 from tablequest.corpus.store import Hit, Store, StoreWriteError
 from tablequest.corpus.words import STOPWORDS
-from tablequest.table.patterns import compile_pattern
+from tablequest.table.patterns import DroppedPattern, PatternDropped, matching_lines
 
 GREP = "grep-v2"
 BM25 = "bm25-v1"
@@ -106,25 +106,43 @@ def _persist(store: Store, name: str, fingerprint: str, blob: bytes, *, strict: 
 def matched_rows(
     store: Store, table_id: str, patterns: Sequence[str], *, limit: int | None = None
 ) -> dict[str, list[int]]:
-    """Body row ids each pattern matches in a table (cells joined by ' | ')."""
+    """Body row ids each pattern matches in a table (cells joined by ' | ').
+
+    A pattern that runs past its time budget (`table.patterns`) shows no rows.
+    """
     table = store.get(table_id)
     lines = [" | ".join(row) for row in table.body]
     out: dict[str, list[int]] = {}
     for p in dict.fromkeys(patterns):
-        rx = compile_pattern(p)
-        rows = [table.row_ids[i] for i, line in enumerate(lines) if rx.search(line)]
+        try:
+            found = matching_lines(p, lines)
+        except PatternDropped:
+            continue
+        rows = [table.row_ids[i] for i in found]
         if rows:
             out[p] = rows if limit is None else rows[:limit]
     return out
 
 
-def grep_rank(store: Store, patterns: Sequence[str], k: int, *, rows: bool = True) -> list[Hit]:
-    """Top-k tables by Eq. 1, each with the rows each pattern matched."""
+def grep_search(
+    store: Store, patterns: Sequence[str], k: int, *, rows: bool = True
+) -> tuple[list[Hit], tuple[DroppedPattern, ...]]:
+    """Top-k tables by Eq. 1 (each with the rows each pattern matched), and the patterns
+    dropped for running past their time budget (Eq. 1 is then over the patterns kept)."""
     index = grep_index(store)
-    return [
-        Hit(index.ids[i], score, matched_rows(store, index.ids[i], patterns) if rows else {})
-        for i, score in index.top(patterns, k)
+    ranking = index.rank(patterns, k)
+    kept = [p for p in patterns if p not in {d.pattern for d in ranking.dropped}]
+    hits = [
+        Hit(index.ids[i], score, matched_rows(store, index.ids[i], kept) if rows else {})
+        for i, score in ranking.hits
     ]
+    return hits, ranking.dropped
+
+
+def grep_rank(store: Store, patterns: Sequence[str], k: int, *, rows: bool = True) -> list[Hit]:
+    """Top-k tables by Eq. 1, each with the rows each pattern matched (`grep_search` also
+    says which patterns were dropped)."""
+    return grep_search(store, patterns, k, rows=rows)[0]
 
 
 _WORD = re.compile(r"[^\W_]+(?:[-'.][^\W_]+)*", re.UNICODE)

@@ -50,6 +50,8 @@ class Deadline:
         self.seconds = seconds
         self._clock = clock
         self._expires = None if seconds is None else clock() + seconds
+        self.stopped: DeadlineExceeded | None = None
+        """The first error this deadline raised (what stopped the question), if any."""
 
     def __repr__(self) -> str:
         return f"Deadline({self.seconds!r}, remaining={self.remaining()!r})"
@@ -67,10 +69,12 @@ class Deadline:
 
     def exceeded(self, doing: str, **where: Any) -> DeadlineExceeded:
         """The error to raise when the deadline stops `doing` (e.g. "before the call")."""
-        return DeadlineExceeded(
+        error = DeadlineExceeded(
             f"the question's deadline of {self.seconds:g} s passed {doing}; {DEADLINE_HINT}",
             **where,
         )
+        self.stopped = self.stopped or error
+        return error
 
     def check(self, doing: str = "before the call", **where: Any) -> None:
         """Raise DeadlineExceeded if the deadline has passed."""

@@ -19,7 +19,14 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from tablequest.llm.base import LLM, Completion, LLMError, Message, normalize_stop
+from tablequest.llm.base import (
+    LLM,
+    Completion,
+    DeadlineExceeded,
+    LLMError,
+    Message,
+    normalize_stop,
+)
 from tablequest.llm.deadline import Deadline, call_scope
 from tablequest.llm.usage import StepBudget, UsageMeter
 from tablequest.trace import Trace
@@ -111,6 +118,8 @@ class Instrumented(LLM):
             with call_scope(deadline=self.deadline, observer=observer):
                 completions = self.inner.chat(messages, **params)
         except (LLMError, ValueError) as exc:
+            if isinstance(exc, DeadlineExceeded) and self.deadline is not None:
+                self.deadline.stopped = self.deadline.stopped or exc
             seconds = time.perf_counter() - started
             self._failed(exc, messages, params, info, seconds, observer.requests)
             raise

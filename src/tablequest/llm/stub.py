@@ -230,7 +230,8 @@ class StubServer:
         embedding_dim: Length of the vectors from ``/v1/embeddings``.
         default_reply: Reply used once the queue is empty; None answers HTTP 410 instead.
         tokenize: Serve ``POST /tokenize`` (as llama.cpp's and vLLM's servers do).
-        max_model_len: Context size reported by ``/tokenize`` (None: not reported).
+        max_model_len: Context size reported by ``/tokenize`` and ``/v1/models`` (None: not
+            reported).
         stream_mode: "support" (server-sent events when asked), "reject" (HTTP 400 when
             ``stream`` is true) or "ignore" (always one JSON body).
         slots: Chat requests served at once before ``/health?fail_on_no_slot=1`` says 503
@@ -384,8 +385,10 @@ class StubServer:
         if method == "GET" and route == "/health":
             return self._health(query)
         if method == "GET" and route == "/v1/models":
-            data = [{"id": self.model, "object": "model", "owned_by": "tablequest-stub"}]
-            return _json(200, {"object": "list", "data": data})
+            item: dict[str, Any] = {"id": self.model, "object": "model", "owned_by": "stub"}
+            if self.max_model_len is not None:  # as vLLM lists it
+                item["max_model_len"] = self.max_model_len
+            return _json(200, {"object": "list", "data": [item]})
         if method == "POST" and route == "/v1/embeddings":
             return self._embeddings(body)
         if method == "POST" and route == "/tokenize" and self.tokenize:

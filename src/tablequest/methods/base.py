@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from tablequest.llm.base import LLM
+from tablequest.llm.deadline import Deadline
 from tablequest.llm.instrument import Instrumented
 from tablequest.llm.usage import StepBudget, UsageMeter, UsageTotals
 from tablequest.table import CellRef, Table
@@ -81,6 +82,9 @@ class MethodContext:
         cache: Whether caches (LLM responses, embeddings) may be used.
         cache_dir: Where on-disk caches live (None: the default cache directory).
         sandbox: A shared sandbox for generated code (None: the method starts its own).
+        deadline: Seconds per question for all its LLM calls and retries; None takes
+            `llm_config.deadline` (600 s by default; 0 = no deadline); a `Deadline` is shared
+            as is (a router passes its question's deadline to the methods it runs).
     """
 
     llm: LLM | None = None
@@ -89,6 +93,17 @@ class MethodContext:
     cache: bool = True
     cache_dir: Path | None = None
     sandbox: Sandbox | None = None
+    deadline: float | Deadline | None = None
+
+    def question_deadline(self) -> Deadline:
+        """The question's deadline: a given `Deadline` as is (a method that runs others
+        shares its own), else a fresh one starting now (``Deadline(None)``: no limit)."""
+        if isinstance(self.deadline, Deadline):
+            return self.deadline
+        seconds = self.deadline
+        if seconds is None and self.llm_config is not None:
+            seconds = self.llm_config.deadline
+        return Deadline(seconds or None)
 
 
 @dataclass
@@ -171,15 +186,29 @@ class Query:
         budget: The question's step budget (``--steps``).
         trace: Where events go.
         usage: This question's meter (rolls up into the context's).
+        deadline: The question's wall-clock deadline (its calls are refused once it passes).
     """
 
     llm: Instrumented | None
     budget: StepBudget
     trace: Trace
     usage: UsageMeter
+    deadline: Deadline = field(default_factory=lambda: Deadline(None))
 
     def finish(self, result: Result, method: str) -> Result:
-        """Fill what every Result carries: steps, usage, trace path and method name."""
+        """Fill what every Result carries: steps, usage, trace path and method name.
+
+        A question whose deadline stopped an LLM call fails with that reason (an answer
+        reached on the way is kept as ``details["partial_answer"]``).
+        """
+        stopped = self.deadline.stopped
+        if stopped is not None and result.reason != str(stopped):
+            if result.answer is not None:
+                result.details["partial_answer"] = result.answer
+            result.answer, result.status = None, "failed"
+            result.details.pop("error", None)
+            result.details["reason"] = str(stopped)
+            self.trace.event("error", stage="deadline", reason=str(stopped))
         result.steps = self.budget.calls
         result.usage = self.usage.totals
         result.trace_path = str(self.trace.path) if self.trace.path else None
@@ -198,10 +227,11 @@ def start_query(
     budget = budget if budget is not None else StepBudget(default_steps, reserve=0)
     trace = trace if trace is not None else Trace.in_memory()
     usage = context.usage.scope(f"q{time.monotonic_ns()}")
+    deadline = context.question_deadline()
     llm = None
     if context.llm is not None:
-        llm = Instrumented(context.llm, trace=trace, usage=usage, budget=budget)
-    return Query(llm, budget, trace, usage)
+        llm = Instrumented(context.llm, trace=trace, usage=usage, budget=budget, deadline=deadline)
+    return Query(llm, budget, trace, usage, deadline)
 
 
 _CITATION = re.compile(r"\s*\[[^\]]*\]\s*$")

@@ -31,11 +31,11 @@ retrieval calls instead of TableSeek's own QA call.
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from tablequest.corpus.store import Store
+from tablequest.llm.parse import is_non_answer
 from tablequest.llm.server import context_length
 from tablequest.llm.usage import QA, StepBudget
 from tablequest.methods.auto.signals import (
@@ -119,16 +119,9 @@ def choose_route(
     return Route("default", options.route_default, reason)
 
 
-_NON_ANSWER = re.compile(
-    r"^\s*(|n/?a|none|null|unknown|insufficient( evidence)?|mismatch|not (enough|sufficient)"
-    r".*|i (cannot|can't|could not|am unable to) .*|f_(row|col)\(.*\)|\[\*\])\s*\.?\s*$",
-    re.IGNORECASE | re.DOTALL,
-)
-
-
 def is_answer(result: Result) -> bool:
     """An answered Result whose answer is not a refusal or leftover tool syntax."""
-    return result.status == "answered" and not _NON_ANSWER.match(result.answer or "")
+    return result.status == "answered" and not is_non_answer(result.answer or "")
 
 
 class AutoRouter:
@@ -166,7 +159,7 @@ class AutoRouter:
         query = start_query(
             self.context, budget=budget, trace=trace, default_steps=self.options.default_steps()
         )
-        context = dataclasses.replace(self.context, usage=query.usage)
+        context = dataclasses.replace(self.context, usage=query.usage, deadline=query.deadline)
         seek = TableSeek(context.llm, _seek_options())
         seek.context = context
         selected: list[str] = []

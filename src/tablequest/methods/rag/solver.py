@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from tablequest.llm.base import LLM, LLMError, estimate_tokens
-from tablequest.llm.parse import BadReAct, parse_react
+from tablequest.llm.parse import BadReAct, is_non_answer, parse_react
 from tablequest.sandbox import ExecResult, SandboxError
 from tablequest.trace import Trace
 
@@ -149,7 +149,11 @@ def solve(
         except BadReAct:
             parsed = None
         if parsed is not None and parsed.final_answer is not None:
-            out.answer, out.status = _final_line(parsed.final_answer), "answered"
+            final = _final_line(parsed.final_answer)
+            if is_non_answer(final):  # a refusal or tool syntax is never an answer
+                out.reason = f"the final answer {final[:80]!r} is a refusal or tool syntax"
+            else:
+                out.answer, out.status = final, "answered"
             out.n_iter = step + 1
             break
         if parsed is None or parsed.action is None:

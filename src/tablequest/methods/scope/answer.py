@@ -7,7 +7,8 @@ original table (full path), both linearized with original row ids; temperature 0
 Choices (ours): the answer is the last non-empty ``<answer>…</answer>``; a reply without it
 gets one repair request when the budget has a step left, then a final ``Answer:`` line or a
 short (≤ 300 characters) tag-less reply is taken (flagged ``answer_unparsed``), else the status
-is "failed". A list answer keeps the model's separators. Evidence (the cells the answer used):
+is "failed"; so is a refusal or tool syntax given as the answer (`llm.parse.is_non_answer`). A
+list answer keeps the model's separators. Evidence (the cells the answer used):
 body cells of the answering table equal to an answer item (`locate_evidence`); when none match
 (counts, sums) on the localized path, the sub-table's cells (at most 50) are the evidence. A
 table that does not fit the model's context is never sent or cut: the status is "failed" with
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tablequest.llm.base import Message
-from tablequest.llm.parse import ParseError, extract_answer
+from tablequest.llm.parse import ParseError, extract_answer, is_non_answer
 from tablequest.methods.base import locate_evidence
 from tablequest.methods.scope import prompts
 from tablequest.methods.scope.state import ScopeRun, linearize
@@ -111,6 +112,10 @@ def answer(run: ScopeRun, qa_table: Table, *, local: bool) -> Answer:
         unparsed = value is not None
         if unparsed:
             run.fallback("answer", "no <answer> tags: the reply's answer line was taken")
+    if value is not None and is_non_answer(value):
+        run.fallback("answer", f"the answer {value[:80]!r} is a refusal or tool syntax")
+        reason, value = f"no answer: the model answered {value[:80]!r}", None
+        return Answer(None, reason, details=details)
     if value is None:
         reason = (
             "no answer: the model gave no usable <answer>"

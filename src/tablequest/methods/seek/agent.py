@@ -69,6 +69,8 @@ class _Run:
     counts: Counter[str] = field(default_factory=Counter)
     rounds_top1: list[str | None] = field(default_factory=list)
     patterns_history: list[list[str]] = field(default_factory=list)
+    dropped: dict[str, str] = field(default_factory=dict)
+    """Patterns left out of Eq. 1 for running past their time budget, and why."""
 
     def action_counts(self) -> dict[str, int]:
         """Calls per kind (pattern_gen, refine, repair, qa) and refine decisions."""
@@ -141,6 +143,10 @@ class TableSeek:
             selected=selection.selected,
             config=self.config.label(),
         )
+        if run.dropped:
+            result.details["dropped_patterns"] = [
+                {"pattern": p, "reason": r} for p, r in run.dropped.items()
+            ]
         run.trace.event(
             "decision",
             stage="end",
@@ -276,13 +282,16 @@ class TableSeek:
 
     def _rank(self, run: _Run, store: Store, patterns: Sequence[str]) -> list[str]:
         index = grep_index(store)
-        top = index.top(patterns, self.config.rank_depth)
-        ranked = [index.ids[i] for i, _ in top]
+        ranking = index.rank(patterns, self.config.rank_depth)
+        ranked = [index.ids[i] for i, _ in ranking.hits]
         run.rounds_top1.append(ranked[0] if ranked else None)
+        dropped = [{"pattern": d.pattern, "reason": d.reason} for d in ranking.dropped]
+        run.dropped.update((d.pattern, d.reason) for d in ranking.dropped)
         run.trace.event(
             "rank",
             patterns=list(patterns),
-            hits=[{"table_id": index.ids[i], "score": round(s, 4)} for i, s in top],
+            hits=[{"table_id": index.ids[i], "score": round(s, 4)} for i, s in ranking.hits],
+            **({"dropped": dropped} if dropped else {}),
         )
         return ranked
 
@@ -298,7 +307,7 @@ class TableSeek:
             if cfg.evidence == "full":
                 text = store.text(tid)
             else:
-                text = preview(
+                shown = preview(
                     table,
                     patterns,
                     fmt=text_format(table),  # type: ignore[arg-type]
@@ -307,7 +316,9 @@ class TableSeek:
                     rows_per_pattern=cfg.rows_per_pattern,
                     line_chars=cfg.max_line_chars,
                     match_only=cfg.match_only_refine,
-                ).text
+                )
+                text = shown.text
+                run.dropped.update((d.pattern, d.reason) for d in shown.dropped)
             blocks.append(f"[{anon}]\n{text}")
         run.trace.event("preview", tables=mapping, chars=sum(len(b) for b in blocks))
         if not blocks:

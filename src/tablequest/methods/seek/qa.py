@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tablequest.corpus.store import text_format
-from tablequest.llm.parse import ParseError, extract_json
+from tablequest.llm.parse import ParseError, extract_json, is_non_answer
 from tablequest.methods.base import locate_evidence
 from tablequest.table import CellRef, Table
 from tablequest.table.preview import preview
@@ -98,8 +98,8 @@ def parse_qa(raw: str | None, tables: Mapping[str, tuple[str, Table]], *, task: 
         answer = _verdict(answer)
         if answer is None:
             return QAOutcome("failed", final_table=first)
-    if status == "answered" and not answer:
-        status = "insufficient"
+    if status == "answered" and (not answer or is_non_answer(answer)):
+        status = "insufficient"  # a refusal or tool syntax is never an answer
     evidence, final = _evidence(data.get("evidence"), tables)
     final = final or first
     if status == "answered" and not evidence and answer and final:
