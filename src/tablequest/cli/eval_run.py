@@ -270,7 +270,11 @@ def run_command(
             _fail(exc, json_out)
         except OSError as exc:  # --out on read-only media, a full disk, …
             _fail(_os_error(exc, out), json_out)
-    records = [log.records[q.id] for q in chosen if q.id in log.records]
+    _report([log.records[q.id] for q in chosen if q.id in log.records], out, ran, json_out)
+
+
+def _report(records: list[Any], out: Path, ran: int, json_out: bool) -> None:
+    """Write the run's report beside `out` and print it (or its JSON summary)."""
     try:
         md_path, json_path = write_report(out, records)
     except OSError as exc:
