@@ -2,400 +2,61 @@
 
 Every attempt runs through `Sandbox(...).session(frames).run(code, timeout)` and must be
 contained: the host lives, no secret shows up in stdout/value/error, no file appears outside
-the session, the server receives no connection, the run returns within its timeout plus a
-small slack, and honest pandas code in the same session still gives the right answer.
+the session and no host file changes owner, mode, times or attributes, the server receives
+no connection, the run returns within its timeout plus a small slack, and honest pandas code
+in the same session still gives the right answer.
 
-The attempts run against several configurations, so that each layer is tested on its own:
-- `default`: the best isolation this machine offers (bubblewrap / unshare when available);
-  it also takes the attempts that kill the child or wreck its Python state;
-- `no-namespaces`: a plain process with rlimits + Landlock + seccomp + audit hook (a machine
-  without bubblewrap and user namespaces);
-- `audit-only`: the in-process audit hook alone (seccomp and Landlock off), which must still
-  contain the ordinary attempts (not file access from native code: it raises no audit event);
-- `kernel-only`: bubblewrap + Landlock + seccomp with the audit hook off (skipped without
-  bubblewrap): what remains if memory corruption disabled the hook.
+The audit hook is a convenience layer, not a boundary (it can be switched off from inside),
+so every attempt that the kernel layers must stop also runs with the hook disabled, in every
+mode this machine supports:
+- `default`: bubblewrap with every layer (what `Sandbox()` gives); it also takes the attempts
+  that kill the child or wreck its Python state;
+- `kernel-only`: bubblewrap, audit hook off;
+- `unshare-kernel` / `off-kernel`: the degraded modes (opted in), audit hook off: an unused
+  uid, Landlock, seccomp and rlimits must hold on their own. Skipped where the mode does not
+  work here.
+
+The attempts themselves are in `sandbox_attacks.py`.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import pytest
+from sandbox_attacks import ATTACKS, HONEST, HONEST_VALUE, Attack
 
-from tablequest.sandbox import ExecResult, Sandbox, SandboxUnavailable, Session
+from tablequest.sandbox import Sandbox
 
 if TYPE_CHECKING:
-    from conftest import Host
+    from conftest import Harness, Host
 
 pytestmark = pytest.mark.slow
 
 SLACK = 1.5  # seconds allowed beyond the timeout (kill, reply, restart bookkeeping)
-HONEST = "float(sales['amount'].sum())"
-HONEST_VALUE = "419.5"
 
-
-@dataclass(frozen=True)
-class Attack:
-    """One escape attempt; `code` is formatted with the host's values."""
-
-    id: str
-    code: str
-    must_fail: bool = True
-    timeout: float = 3.0
-    fatal: bool = False  # kills the child (it is restarted for the next run)
-    poisons: bool = False  # wrecks the session's Python state: run in a fresh session
-    kernel: bool = True  # kernel layers alone must contain it (False: audit-hook territory)
-    bwrap_only: bool = False  # only safe to attempt where the session is a size-capped tmpfs
-    native: bool = False  # file access from C code: only bubblewrap's view or Landlock stop it
-    check: Callable[[ExecResult, Host], None] | None = None
-
-
-def no_file(name: str) -> Callable[[ExecResult, Host], None]:
-    def check(result: ExecResult, host: Host) -> None:
-        assert not os.path.exists(name), name
-
-    return check
-
-
-def stdout_capped(result: ExecResult, host: Host) -> None:
-    assert result.ok and len(result.stdout) < 101_000
-
-
-def value_capped(result: ExecResult, host: Host) -> None:
-    assert result.ok and result.value is not None and len(result.value) < 101_000
-
-
-def figures_capped(result: ExecResult, host: Host) -> None:
-    assert result.ok and len(result.figures) == 8 and "dropped" in result.stdout
-
-
-def later_thread(result: ExecResult, host: Host) -> None:
-    time.sleep(1.5)  # the thread's deadline passes while we wait
-
-
-def died_or_nothing(result: ExecResult, host: Host) -> None:
-    assert result.ok or "restarted" in str(result.error), result
-
-
-def value_is(expected: str) -> Callable[[ExecResult, Host], None]:
-    def check(result: ExecResult, host: Host) -> None:
-        assert result.value == expected, result
-
-    return check
-
-
-OUT = "{outside}"
-ATTACKS = [
-    # -- reading host files
-    Attack("read-etc-passwd", "open('/etc/passwd').read()"),
-    Attack("read-secret", "open({secret!r}).read()"),
-    Attack("read-private-0600", "open({private!r}).read()"),
-    Attack("read-pathlib", "import pathlib\npathlib.Path({secret!r}).read_text()"),
-    Attack("read-os-open", "import os\nos.read(os.open({secret!r}, os.O_RDONLY), 100)"),
-    Attack("read-pandas", "pd.read_csv({secret!r}, header=None)"),
-    Attack("read-numpy", "np.fromfile({secret!r}, dtype='uint8').tobytes()"),
-    Attack("read-io-open-code", "import io\nio.open_code({secret!r}).read()"),
-    Attack("read-via-symlink", "import os\nos.symlink({secret!r}, 'l')\nopen('l').read()"),
-    Attack("read-via-hardlink", "import os\nos.link({secret!r}, 'h')\nopen('h').read()"),
-    Attack("read-proc-root", "open('/proc/self/root' + {secret!r}).read()"),
-    Attack(
-        "read-dir-fd",
-        "import os, sys\nd = os.open(sys.prefix, os.O_RDONLY)\n"
-        "os.read(os.open('../../../../../../../..' + {secret!r}, os.O_RDONLY, dir_fd=d), 99)",
-    ),
-    Attack("list-host-dir", "import os\nos.listdir({outside!r})"),
-    Attack("copy-out", "import shutil\nshutil.copy({secret!r}, 'x.txt')\nopen('x.txt').read()"),
-    Attack("linecache", "import linecache\nlinecache.getlines({secret!r})", must_fail=False),
-    # -- writing outside the session
-    Attack("write-outside", "open({outside!r} + '/pwned.txt', 'w').write('x')"),
-    Attack("write-to-csv", "sales.to_csv({outside!r} + '/pwned.csv')"),
-    Attack(
-        "write-rename", "import os\nopen('a', 'w').write('x')\nos.rename('a', {outside!r} + '/p')"
-    ),
-    Attack("write-mkdir", "import os\nos.makedirs({outside!r} + '/pwned_dir')"),
-    Attack("write-python-install", "import os\nopen(os.__file__, 'a').write('# pwned')"),
-    Attack("write-host-tmp", "open('/tmp/tablequest-pwned.txt', 'w').write('x')"),
-    Attack("sqlite-outside", "import sqlite3\nsqlite3.connect({outside!r} + '/pwned.db')"),
-    # -- file access from native code (no audit event: the kernel layers must hold)
-    Attack("native-parquet-write", "sales.to_parquet({outside!r} + '/pwned.parquet')", native=True),
-    Attack("native-arrow-read", "import pyarrow as pa\npa.OSFile({secret!r}).read()", native=True),
-    Attack(
-        "native-arrow-write",
-        "import pyarrow as pa\npa.OSFile({outside!r} + '/pwned.bin', 'w').write(b'x')",
-        native=True,
-    ),
-    Attack(
-        "native-duckdb-read",
-        "import duckdb\nduckdb.sql(\"select * from read_csv('{secret}')\").fetchall()",
-        native=True,
-    ),
-    Attack("native-lxml-read", "from lxml import etree\netree.parse({secret!r})", native=True),
-    # -- environment secrets and /proc
-    Attack("env-dump", "import os\ndict(os.environ)", must_fail=False),
-    Attack(
-        "env-get",
-        "import os\nos.environ.get({secret_env!r}, 'absent')",
-        must_fail=False,
-        check=value_is("'absent'"),
-    ),
-    Attack(
-        "proc-parent-environ", "import os\nopen(f'/proc/{{os.getppid()}}/environ', 'rb').read()"
-    ),
-    Attack("proc-host-environ", "open('/proc/{host_pid}/environ', 'rb').read()"),
-    Attack("proc-host-cmdline", "open('/proc/{host_pid}/cmdline', 'rb').read()"),
-    Attack(
-        "proc-scan",
-        "import os\nout = []\nfor p in os.listdir('/proc'):\n    try:\n"
-        "        out.append(open(f'/proc/{{p}}/environ', 'rb').read())\n"
-        "    except Exception:\n        pass\nout",
-    ),
-    Attack("proc-self-environ", "open('/proc/self/environ', 'rb').read()", must_fail=False),
-    # -- network
-    Attack(
-        "net-socket", "import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=1)"
-    ),
-    Attack(
-        "net-urllib",
-        "import urllib.request\nurllib.request.urlopen('http://127.0.0.1:{port}/', timeout=1)",
-    ),
-    Attack(
-        "net-http-client",
-        "import http.client\nc = http.client.HTTPConnection('127.0.0.1', {port}, timeout=1)\n"
-        "c.request('GET', '/')",
-    ),
-    Attack("net-raw-socket-module", "import sys\nsys.modules['_socket'].socket()"),
-    Attack(
-        "net-unix-socket", "import socket\nsocket.socket(socket.AF_UNIX).connect('/run/x.sock')"
-    ),
-    Attack("net-dns", "import socket\nsocket.getaddrinfo('example.com', 80)"),
-    # -- process creation
-    Attack("proc-subprocess", "import subprocess\nsubprocess.run(['touch', {outside!r} + '/p1'])"),
-    Attack("proc-os-system", "import os\nos.system('touch ' + {outside!r} + '/p2')"),
-    Attack("proc-os-popen", "import os\nos.popen('id').read()"),
-    Attack("proc-execv", "import os\nos.execv('/bin/sh', ['sh', '-c', 'touch {outside}/p3'])"),
-    Attack("proc-fork", "import os\nos.fork()"),
-    Attack(
-        "proc-posix-spawn",
-        "import os\nos.posix_spawn('/usr/bin/touch', ['t', '{outside}/p4'], {{}})",
-    ),
-    Attack(
-        "proc-raw-fork-exec",
-        "import subprocess, os\nr, w = os.pipe()\n"
-        "subprocess._fork_exec([b'/usr/bin/touch', b'{outside}/p5'], [b'/usr/bin/touch'], True, "
-        "(w,), None, None, -1, -1, -1, -1, -1, -1, r, w, True, False, -1, None, None, None, -1, "
-        "None, False)",
-    ),
-    Attack(
-        "proc-importlib", "import importlib\nimportlib.import_module('subprocess').Popen(['id'])"
-    ),
-    Attack("proc-dunder-import", "__import__('os').system('touch {outside}/p6')"),
-    Attack("proc-reload-os", "import importlib, os\nimportlib.reload(os)\nos.system('id')"),
-    Attack(
-        "proc-subclasses-popen",
-        "[c for c in ().__class__.__base__.__subclasses__() if c.__name__ == 'Popen'][0](['id'])",
-    ),
-    Attack(
-        "proc-subclasses-globals",
-        "[c for c in ().__class__.__bases__[0].__subclasses__() if c.__name__ == '_wrap_close']"
-        "[0].__init__.__globals__['system']('touch {outside}/p7')",
-    ),
-    Attack(
-        "proc-builtins-dict",
-        "b = __builtins__ if isinstance(__builtins__, dict) else __builtins__.__dict__\n"
-        "b['__import__']('os').system('id')",
-    ),
-    Attack("proc-exec-compile", "exec(compile(\"import os; os.system('id')\", 'x', 'exec'))"),
-    Attack("proc-eval-string", "eval(\"__import__('os').system('id')\")"),
-    Attack(
-        "proc-multiprocessing", "import multiprocessing as mp\nmp.Process(target=print).start()"
-    ),
-    Attack("proc-pty", "import pty\npty.fork()"),
-    # -- ctypes / cffi
-    Attack("ctypes-system", "import ctypes\nctypes.CDLL(None).system(b'touch {outside}/p8')"),
-    Attack("ctypes-preloaded", "import sys\nsys.modules['ctypes'].CDLL(None).system(b'id')"),
-    Attack(
-        "ctypes-pythonapi",
-        "import sys\nsys.modules['ctypes'].pythonapi.Py_Initialize",
-        kernel=False,
-    ),
-    Attack("ctypes-memory", "import sys\nsys.modules['ctypes'].string_at(id(1), 8)", kernel=False),
-    Attack("cffi", "import cffi\ncffi.FFI().dlopen(None).system(b'id')"),
-    # -- signals to other processes
-    Attack("kill-parent", "import os\nos.kill(os.getppid(), 9)"),
-    Attack("kill-host", "import os, signal\nos.kill({host_pid}, signal.SIGTERM)"),
-    Attack("kill-everything", "import os\nos.kill(-1, 9)"),
-    Attack("killpg", "import os\nos.killpg(os.getpgid(0), 9)"),
-    Attack(
-        "pidfd-kill", "import os, signal\nsignal.pidfd_send_signal(os.pidfd_open({host_pid}), 9)"
-    ),
-    Attack("renice-host", "import os\nos.setpriority(os.PRIO_PROCESS, {host_pid}, 19)"),
-    # pid 1 of a pid namespace (unshare) ignores its own SIGKILL; elsewhere the child dies
-    Attack(
-        "suicide",
-        "import os\nos.kill(os.getpid(), 9)",
-        must_fail=False,
-        poisons=True,
-        check=died_or_nothing,
-    ),
-    Attack("exit", "import os\nos._exit(0)", fatal=True),
-    # -- bombs
-    Attack("fork-bomb", "import os\nwhile True:\n    os.fork()"),
-    Attack("memory-bomb", "x = bytearray(10 * 1024 ** 3)"),
-    Attack("memory-bomb-numpy", "np.ones((10 ** 5, 10 ** 5))"),
-    Attack(
-        "memory-creep",
-        "def grow():\n    keep = []\n    while True:\n        keep.append(bytearray(10 ** 8))\n"
-        "grow()",
-    ),
-    Attack("cpu-bomb", "while True:\n    pass", timeout=1.0),
-    Attack("cpu-bomb-c-level", "sum(range(10 ** 12))", timeout=1.0, fatal=True),
-    Attack(
-        "cpu-bomb-swallows-timeout",
-        "import time\nwhile True:\n    try:\n        time.sleep(10)\n    except BaseException:\n"
-        "        pass",
-        timeout=1.0,
-        fatal=True,
-    ),
-    Attack(
-        "cpu-bomb-ignores-alarm",
-        "import signal\nsignal.setitimer(signal.ITIMER_REAL, 0)\n"
-        "signal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True:\n    pass",
-        timeout=1.0,
-        fatal=True,
-    ),
-    Attack(
-        "disk-bomb-one-file",
-        "f = open('big', 'wb')\nfor _ in range(2048):\n    f.write(b'x' * 2 ** 20)",
-    ),
-    Attack(
-        "disk-bomb-many-files",
-        "for i in range(64):\n    open(f'f{{i}}', 'wb').write(b'x' * (60 * 2 ** 20))",
-        bwrap_only=True,
-        poisons=True,
-    ),
-    Attack("stdout-bomb", "print('x' * 100_000_000)", must_fail=False, check=stdout_capped),
-    Attack("value-bomb", "'v' * 50_000_000", must_fail=False, check=value_capped),
-    Attack(
-        "figure-bomb",
-        "for _ in range(40):\n    plt.figure()",
-        must_fail=False,
-        check=figures_capped,
-    ),
-    Attack(
-        "thread-bomb",
-        "import threading, time\nfor _ in range(5000):\n"
-        "    threading.Thread(target=time.sleep, args=(30,), daemon=True).start()",
-        poisons=True,
-    ),
-    Attack(
-        "thread-after-return",
-        "import threading, time, socket\ndef later():\n    time.sleep(0.5)\n"
-        "    try:\n        open({outside!r} + '/late.txt', 'w').write('x')\n    except Exception:\n"
-        "        pass\n    try:\n        socket.create_connection(('127.0.0.1', {port}))\n"
-        "    except Exception:\n        pass\nthreading.Thread(target=later, daemon=True).start()",
-        must_fail=False,
-        check=later_thread,
-    ),
-    Attack(
-        "thread-cpu-escape",
-        "import threading\ndef spin():\n    while True:\n        pass\n"
-        "threading.Thread(target=spin, daemon=True).start()\nimport time\ntime.sleep(0.3)\n"
-        "float(sales['amount'].sum())",
-        must_fail=False,
-        poisons=True,
-        check=value_is(HONEST_VALUE),
-    ),
-    # -- tampering with the in-process layer
-    Attack(
-        "hook-add",
-        "import sys\ncalls = []\nsys.addaudithook(lambda e, a: calls.append(e))\n"
-        "open('x.txt', 'w').close()\nlen(calls)",
-        must_fail=False,
-        kernel=False,
-        check=value_is("0"),
-    ),
-    Attack("hook-settrace", "import sys\nsys.settrace(lambda *a: None)", kernel=False),
-    Attack("hook-gc", "import gc\n[o for o in gc.get_objects() if callable(o)]", kernel=False),
-    Attack("hook-code-object", "(lambda: 0).__code__.replace(co_code=b'')", kernel=False),
-    Attack("hook-marshal", "import marshal\nmarshal.loads(marshal.dumps(1))", kernel=False),
-    Attack(
-        "hook-sys-audit-override",
-        "import sys\nsys.audit = lambda *a: None\nopen({secret!r}).read()",
-        poisons=True,
-    ),
-    Attack(
-        "hook-monkeypatch-os",
-        "import os, posixpath\nos.path.realpath = posixpath.realpath = lambda p, **k: 'x'\n"
-        "os.lstat = lambda *a, **k: None\nopen({secret!r}).read()",
-        poisons=True,
-    ),
-    Attack(
-        "hook-monkeypatch-builtins",
-        "import builtins, io\nreal = io.open\nbuiltins.isinstance = lambda *a: True\n"
-        "builtins.len = lambda x: 0\nbuiltins.any = lambda x: True\nreal({secret!r}).read()",
-        poisons=True,
-    ),
-    Attack(
-        "hook-frame-locals",
-        "try:\n    open({secret!r})\nexcept PermissionError as e:\n    tb = e.__traceback__\n"
-        "    while tb.tb_next:\n        tb = tb.tb_next\n    tb.tb_frame.f_locals.clear()\n"
-        "open({secret!r}).read()",
-        kernel=False,
-    ),
-    Attack(
-        "sys-modules-os",
-        "import sys, types\nsys.modules['os'] = types.ModuleType('os')\ndel sys.modules['os']\n"
-        "import os\nos.system('touch {outside}/p9')",
-        poisons=True,
-    ),
-    Attack(
-        "sys-modules-reimport",
-        "import sys\nfor m in ('_posixsubprocess', 'posix', '_ctypes'):\n"
-        "    sys.modules.pop(m, None)\nimport _posixsubprocess",
-        poisons=True,
-        kernel=False,
-    ),
-    # -- the pipe back to the host
-    Attack(
-        "forge-oversized-reply",
-        "import os\nfor fd in range(3, 64):\n    try:\n"
-        "        os.write(fd, b'\\x7f\\xff\\xff\\xff')\n    except OSError:\n        pass",
-        fatal=True,
-    ),
-    Attack(
-        "forge-bad-reply",
-        'import os, struct\nmsg = b\'{{"ok": true, "stdout": 5}}\'\nfor fd in range(3, 64):\n'
-        "    try:\n        os.write(fd, struct.pack('>I', len(msg)) + msg)\n    except OSError:\n"
-        "        pass",
-        fatal=True,
-    ),
-    Attack(
-        "close-pipes",
-        "import os\nfor fd in range(3, 64):\n    try:\n        os.close(fd)\n    except OSError:\n"
-        "        pass",
-        fatal=True,
-    ),
-]
 
 CONFIGS: dict[str, dict[str, Any]] = {
     "default": {},
-    "no-namespaces": {"use_namespaces": "off"},
-    "audit-only": {"use_namespaces": "off", "seccomp": False, "landlock": False},
     "kernel-only": {"use_namespaces": "bwrap", "audit_hook": False},
+    "unshare-kernel": {"use_namespaces": "unshare", "isolation": "degraded", "audit_hook": False},
+    "off-kernel": {"use_namespaces": "off", "isolation": "degraded", "audit_hook": False},
 }
 
 
 def applies(config: str, attack: Attack) -> bool:
     """Fatal and state-wrecking attempts need a new child each: the default config covers them
-    (the host-side handling they test is the same in every configuration)."""
-    if config == "kernel-only" and not attack.kernel:
+    (the host-side handling they test is the same in every configuration; the per-mode limits
+    have non-poisoning attempts: disk-bomb-inodes, thread-cap, memfd, sysv-shm). Mode "off"
+    has no session tmpfs, so the disk bombs are not attempted there: the host's check after
+    each run is `test_sandbox_hardening.py::test_the_number_and_size_of_files_are_capped`."""
+    if config != "default" and not attack.kernel:
         return False
-    if config == "audit-only" and attack.native:
+    if attack.needs_quota and CONFIGS[config].get("use_namespaces") == "off":
         return False
     return config == "default" or not (attack.fatal or attack.poisons)
 
@@ -408,84 +69,42 @@ CASES = [
 ]
 
 
-class Harness:
-    """One sandbox and one long-lived session per configuration."""
-
-    def __init__(self, frames: dict[str, pd.DataFrame]) -> None:
-        self.frames = frames
-        self.sandboxes: dict[str, Sandbox] = {}
-        self.sessions: dict[str, Session] = {}
-        self.skipped: dict[str, str] = {}
-
-    def sandbox(self, config: str) -> Sandbox:
-        if config in self.skipped:
-            pytest.skip(self.skipped[config])
-        if config not in self.sandboxes:
-            try:
-                sb = Sandbox(prewarm=config == "default", **CONFIGS[config])
-            except SandboxUnavailable as exc:
-                self.skipped[config] = f"{config} needs bubblewrap: {exc}"
-                pytest.skip(self.skipped[config])
-            self.sandboxes[config] = sb
-        return self.sandboxes[config]
-
-    def session(self, config: str) -> Session:
-        if config not in self.sessions:
-            self.sessions[config] = self.sandbox(config).session(self.frames)
-        return self.sessions[config]
-
-    def close(self) -> None:
-        for s in self.sessions.values():
-            s.close()
-        for sb in self.sandboxes.values():
-            sb.close()
-
-
 @pytest.fixture(scope="module")
-def harness(host: Host, frames: dict[str, pd.DataFrame]) -> Iterator[Harness]:
-    h = Harness(frames)
+def harness(
+    host: Host, frames: dict[str, pd.DataFrame], escape_harness: type[Harness]
+) -> Iterator[Harness]:
+    h = escape_harness(frames, CONFIGS)
     yield h
     h.close()
-
-
-def fill(code: str, host: Host) -> str:
-    return code.format(
-        secret=str(host.secret_file),
-        private=str(host.private_file),
-        outside=str(host.outside_dir),
-        secret_env=host.secret_env,
-        port=host.port,
-        host_pid=os.getpid(),
-    )
-
-
-def leaked(result: ExecResult, host: Host) -> list[str]:
-    texts = [result.stdout, result.value or "", result.error or ""]
-    markers = [host.secret, "root:x:0:0"]
-    return [m for m in markers for t in texts if m in t]
 
 
 @pytest.mark.parametrize(("config", "attack"), CASES)
 def test_escape_is_contained(harness: Harness, host: Host, config: str, attack: Attack) -> None:
     sandbox = harness.sandbox(config)
-    if attack.bwrap_only and sandbox.mode != "bwrap":
-        pytest.skip("needs the size-capped tmpfs session directory of bubblewrap")
+    if "{root_private" in attack.code and host.root_private is None:
+        pytest.skip("the interpreter install is read-only: no root-only file can be placed in it")
     python_os = os.stat(os.__file__).st_mtime_ns
+    before = host.fingerprint()
     fresh = sandbox.session(harness.frames) if attack.poisons else None
     session = fresh or harness.session(config)
-    if attack.native and not any(
-        layer.active for layer in session.layers if layer.name in ("file-system view", "landlock")
-    ):
+    active = {layer.name for layer in session.layers if layer.active}
+    missing = None
+    if attack.native and not active & {"file-system view", "landlock"}:
+        missing = "no kernel file-system layer here (residual risk, see docs/security.md)"
+    if attack.needs_quota and "disk quota" not in active:
+        missing = "no capped tmpfs session directory in this mode (see docs/security.md)"
+    if missing is not None:
         if fresh is not None:
             fresh.close()
-        pytest.skip("no kernel file-system layer here (residual risk, see docs/security.md)")
+        pytest.skip(missing)
     try:
         start = time.monotonic()
-        result = session.run(fill(attack.code, host), timeout=attack.timeout)
+        result = session.run(host.fill(attack.code), timeout=attack.timeout)
         elapsed = time.monotonic() - start
         assert elapsed <= attack.timeout + SLACK, elapsed
-        assert not leaked(result, host), result
-        if attack.must_fail and config != "kernel-only":  # there: "no effect" is the bar
+        assert not host.leaked(result), result
+        if attack.must_fail and CONFIGS[config].get("audit_hook", True):
+            # without the hook, "no effect" is the bar (os.system returns -1, no exception)
             assert not result.ok, result
         if attack.fatal:
             assert result.error is not None and "restarted" in result.error
@@ -494,6 +113,7 @@ def test_escape_is_contained(harness: Harness, host: Host, config: str, attack: 
         assert sorted(os.listdir(host.outside_dir)) == ["private.txt", "secret.txt"]
         assert not os.path.exists("/tmp/tablequest-pwned.txt")
         assert os.stat(os.__file__).st_mtime_ns == python_os
+        assert host.fingerprint() == before
         assert host.connections() == 0
         if not attack.poisons:
             honest = session.run(HONEST)
@@ -511,8 +131,10 @@ def test_the_suite_is_broad_enough() -> None:
         assert family in families, family
 
 
-def test_acceptance_unseen_attempts(host: Host, frames: dict[str, pd.DataFrame]) -> None:
-    """A fresh default sandbox, a mixed batch of attempts and honest work in the same session."""
+def test_acceptance_unseen_attempts(
+    host: Host, frames: dict[str, pd.DataFrame], sandbox: Sandbox
+) -> None:
+    """A fresh default session, a mixed batch of attempts and honest work in the same session."""
     batch = [
         f"import os\nos.execve('/bin/cat', ['cat', {str(host.secret_file)!r}], {{}})",
         f"with open({str(host.secret_file)!r}, 'rb', buffering=0) as f:\n    f.read()",
@@ -521,12 +143,12 @@ def test_acceptance_unseen_attempts(host: Host, frames: dict[str, pd.DataFrame])
         "import os\nos.spawnv(os.P_WAIT, '/bin/sh', ['sh'])",
         f"pd.DataFrame({{'a': [1]}}).to_parquet({str(host.outside_dir)!r} + '/x.parquet')",
     ]
-    with Sandbox(prewarm=False) as sb, sb.session(frames) as s:
+    with sandbox.session(frames) as s:
         for code in batch:
             start = time.monotonic()
             result = s.run(code, timeout=2.0)
             assert time.monotonic() - start <= 2.0 + SLACK
-            assert not result.ok and not leaked(result, host), result
+            assert not result.ok and not host.leaked(result), result
             assert s.run(HONEST).value == HONEST_VALUE
         pivot = s.run("sales.pivot_table(index='region', values='amount', aggfunc='count')")
         assert pivot.ok and pivot.value is not None and "north" in pivot.value

@@ -6,11 +6,11 @@ import base64
 import contextlib
 import json
 import os
+import re
 import struct
-import sys
 import time
+import zlib
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -18,11 +18,26 @@ import pyarrow as pa
 import pyarrow.ipc
 import pytest
 
-from tablequest.sandbox import SandboxError, SandboxUnavailable, _frames, _launch, _protocol
+from tablequest.sandbox import SandboxError, _frames, _launch, _protocol
 from tablequest.sandbox._layers import build_layers, describe_rlimits
+from tablequest.sandbox._png import PNG_MAGIC, InvalidPNG, check_png
 from tablequest.sandbox._process import Limits
 
-PNG = _protocol.PNG_MAGIC + b"rest-of-image"
+
+def chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def make_png(width: int, height: int, *, rows: bytes | None = None, colour: int = 2) -> bytes:
+    """A real RGB (or `colour`) PNG; `rows` replaces the raw scanlines."""
+    raw = rows if rows is not None else (b"\x00" + b"\x7f" * 3 * width) * height
+    header = struct.pack(">IIBBBBB", width, height, 8, colour, 0, 0, 0)
+    body = chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+    return PNG_MAGIC + body
+
+
+PNG = make_png(4, 3)
+SOON = 1.0  # seconds: a deadline that a healthy pipe meets at once
 
 # --------------------------------------------------------------------------- protocol
 
@@ -38,7 +53,7 @@ def pipe() -> Iterator[tuple[int, int]]:
 
 def test_message_roundtrip(pipe: tuple[int, int]) -> None:
     r, w = pipe
-    _protocol.write_all(w, _protocol.frame(b'{"a": 1}'))
+    _protocol.write_all(w, _protocol.frame(b'{"a": 1}'), deadline=time.monotonic() + SOON)
     raw = _protocol.read_message(r, deadline=time.monotonic() + 1, max_bytes=100)
     assert _protocol.decode_object(raw) == {"a": 1}
 
@@ -60,35 +75,37 @@ def test_write_to_a_closed_pipe(pipe: tuple[int, int]) -> None:
     r, w = pipe
     os.close(r)
     with pytest.raises(_protocol.ChannelClosed):
-        _protocol.write_all(w, b"x" * 10)
+        _protocol.write_all(w, b"x" * 10, deadline=time.monotonic() + SOON)
+
+
+RID = 7
 
 
 def reply(**fields: Any) -> bytes:
     base: dict[str, Any] = {"ok": True, "stdout": "", "value": None, "error": None, "figures": []}
-    base.update(fields)
+    base.update(id=RID, **fields)
     return json.dumps(base).encode()
 
 
-def parse(raw: bytes, **kw: int) -> _protocol.Reply:
-    limits = {"max_output": 50, "max_value": 50, "max_figures": 2, "max_figure_bytes": 100}
-    limits.update(kw)
-    return _protocol.parse_reply(raw, **limits)
+def parse(raw: bytes, *, count: int = 3, size: int = 400) -> _protocol.Reply:
+    figures = _protocol.FigureLimits(count=count, bytes=size, side=64, pixels=64 * 64)
+    return _protocol.parse_reply(raw, request_id=RID, max_output=50, max_value=50, figures=figures)
 
 
 def test_parse_reply_accepts_and_caps() -> None:
     fig = base64.b64encode(PNG).decode()
-    got = parse(reply(stdout="x" * 1000, value="v", figures=[fig, fig, fig]))
+    got = parse(reply(stdout="x" * 1000, value="v", figures=[fig, fig]))
     assert got.ok and got.value == "v" and got.figures == [PNG, PNG]
     assert got.stdout.startswith("x" * 250) and "truncated by host" in got.stdout
     failed = parse(reply(ok=False, error="KeyError: 'price'"))
     assert failed.error == "KeyError: 'price'" and not failed.ok
     assert parse(reply(ok=False)).error == "the sandbox reported a failure without a message"
     assert parse(reply(ok=True, error="ignored")).error is None
-    assert parse(b'{"ok": true}').stdout == ""
+    assert parse(b'{"ok": true, "id": 7}').stdout == ""
 
 
 def test_parse_reply_drops_lone_surrogates() -> None:
-    got = parse(b'{"ok": true, "stdout": "a\\ud800b"}')
+    got = parse(b'{"ok": true, "id": 7, "stdout": "a\\ud800b"}')
     assert got.stdout == "a?b"
     got.stdout.encode("utf-8")
 
@@ -98,20 +115,115 @@ def test_parse_reply_drops_lone_surrogates() -> None:
     [
         (b"not json", "not JSON"),
         (b"[1, 2]", "not an object"),
-        (b'{"ok": "yes"}', "'ok'"),
-        (b'{"ok": true, "stdout": 5}', "'stdout' is int"),
-        (b'{"ok": true, "value": []}', "'value' is list"),
-        (b'{"ok": true, "figures": "x"}', "not a list"),
-        (b'{"ok": true, "figures": [5]}', "base64 string"),
-        (b'{"ok": true, "figures": ["' + b"A" * 400 + b'"]}', "size cap"),
-        (b'{"ok": true, "figures": ["!!!!"]}', "not valid base64"),
-        (b'{"ok": true, "figures": ["aGVsbG8="]}', "not a PNG"),
+        (b'{"ok": true}', "reply id None does not match"),
+        (b'{"ok": true, "id": 8}', "reply id 8 does not match"),
+        (b'{"ok": true, "id": true}', "reply id True does not match"),
+        (b'{"id": 7, "ok": "yes"}', "'ok'"),
+        (b'{"id": 7, "ok": true, "stdout": 5}', "'stdout' is int"),
+        (b'{"id": 7, "ok": true, "value": []}', "'value' is list"),
+        (b'{"id": 7, "ok": true, "figures": "x"}', "not a list"),
+        (b'{"id": 7, "ok": true, "figures": [5]}', "base64 string"),
+        (b'{"id": 7, "ok": true, "figures": ["' + b"A" * 800 + b'"]}', "size cap"),
+        (b'{"id": 7, "ok": true, "figures": ["!!!!"]}', "not valid base64"),
+        (b'{"id": 7, "ok": true, "figures": ["aGVsbG8="]}', "not a valid PNG"),
         (b"\xff\xfe", "not JSON"),
     ],
 )
 def test_parse_reply_rejects(raw: bytes, message: str) -> None:
     with pytest.raises(_protocol.ProtocolViolation, match=message):
         parse(raw)
+
+
+def test_write_has_a_deadline(pipe: tuple[int, int]) -> None:
+    """A reader that stops reading (a stopped child, a replaced read end) costs a timeout."""
+    _, w = pipe
+    os.set_blocking(w, False)
+    start = time.monotonic()
+    with pytest.raises(_protocol.ChannelTimeout, match="stopped reading"):
+        _protocol.write_all(w, b"x" * (1 << 20), deadline=time.monotonic() + 0.2)
+    assert time.monotonic() - start < 30  # returned, instead of blocking forever
+
+
+def test_unsolicited_data_is_a_violation(pipe: tuple[int, int]) -> None:
+    r, w = pipe
+    os.set_blocking(r, False)
+    _protocol.expect_silence(r)  # nothing pending: fine
+    os.write(w, b"\x00")
+    with pytest.raises(_protocol.ProtocolViolation, match="nobody asked for"):
+        _protocol.expect_silence(r)
+    os.close(w)
+    with pytest.raises(_protocol.ChannelClosed):
+        _protocol.expect_silence(r)
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (b"[" * 100_000 + b"]" * 100_000, "more than 4096 arrays"),
+        (b"[" * 17 + b"]" * 17, "deeper than 16 levels"),
+        (b'{"a": ' * 17 + b"1" + b"}" * 17, "deeper than 16 levels"),
+        (b"[" + b"[]," * 5000 + b"[]]", "more than 4096 arrays"),
+    ],
+)
+def test_nesting_is_bounded_before_parsing(raw: bytes, message: str) -> None:
+    with pytest.raises(_protocol.ProtocolViolation, match=message):
+        _protocol.decode_object(raw)
+
+
+def test_brackets_inside_strings_do_not_count() -> None:
+    text = json.dumps({"id": 1, "stdout": '[{"x": "\\"[[[' * 2000, "value": "]]]"})
+    assert _protocol.decode_object(text.encode())["value"] == "]]]"
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def png_error(data: bytes, **limits: int) -> str:
+    bounds = {"max_bytes": 10_000, "max_side": 64, "max_pixels": 64 * 64, **limits}
+    with pytest.raises(InvalidPNG) as caught:
+        check_png(data, **bounds)
+    return str(caught.value)
+
+
+def test_real_pngs_pass() -> None:
+    assert check_png(PNG, max_bytes=1000, max_side=4, max_pixels=12) == (4, 3)
+    grey = make_png(8, 2, colour=0, rows=(b"\x01" + b"\x10" * 8) * 2)
+    assert check_png(grey, max_bytes=1000, max_side=8, max_pixels=16) == (8, 2)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (PNG_MAGIC + b"junk" * 100, "IHDR"),
+        (b"GIF89a" + PNG[6:], "signature"),
+        (PNG[:-4] + b"\x00\x00\x00\x00", "CRC"),
+        (PNG[:40], "truncated|malformed|IEND"),
+        (PNG + b"trailing", "last chunk|malformed|truncated"),
+        (make_png(4, 3, rows=b"\x00" * 10), "inflates to 10 bytes"),
+        (make_png(4, 3, rows=(b"\x07" + b"\x00" * 12) * 3), "filter type"),
+        (make_png(4, 3, rows=b"\x00" * 1000), "past the announced size"),
+        (make_png(4, 3, colour=5), "colour type"),
+    ],
+)
+def test_broken_pngs_are_refused(data: bytes, message: str) -> None:
+    assert re.search(message, png_error(data))
+
+
+def test_png_bounds() -> None:
+    assert "side limit" in png_error(make_png(65, 1))
+    assert "side limit" in png_error(make_png(40, 40), max_pixels=1000)
+    assert "byte limit" in png_error(PNG, max_bytes=10)
+    # a decompression bomb: announced 4096 x 4096, tiny on disk, refused before inflating
+    bomb = make_png(4096, 4096, rows=b"")
+    assert len(bomb) < 200 and "side limit" in png_error(bomb)
+
+
+def test_forged_figures_in_a_reply_are_refused() -> None:
+    fake = base64.b64encode(PNG_MAGIC + b"junk" * 40).decode()
+    with pytest.raises(_protocol.ProtocolViolation, match="not a valid PNG image"):
+        parse(reply(figures=[fake]))
+    with pytest.raises(_protocol.ProtocolViolation, match="exceed the limit of 3"):
+        parse(reply(figures=[base64.b64encode(PNG).decode()] * 4))
 
 
 # --------------------------------------------------------------------------- frames
@@ -165,151 +277,16 @@ def test_unconvertible_frame() -> None:
         _frames.encode_frames({"c": df})
 
 
-# --------------------------------------------------------------------------- launch
-
-
-def test_interpreter_of_this_python() -> None:
-    interp = _launch.interpreter(None)
-    assert interp.executable == sys.executable
-    assert sys.prefix in interp.roots and os.path.dirname(_launch.CHILD_SCRIPT) in interp.roots
-
-
-def test_interpreter_errors(tmp_path: Path) -> None:
-    with pytest.raises(SandboxUnavailable, match="not an executable file"):
-        _launch.interpreter(str(tmp_path / "missing-python"))
-    with pytest.raises(SandboxUnavailable, match="does not run"):
-        _launch.interpreter("/bin/false")
-
-
-def test_interpreter_by_path() -> None:
-    real = os.path.realpath(sys.executable)
-    interp = _launch.interpreter(real)
-    assert interp.executable == real and os.path.dirname(real) in interp.roots
-
-
-def test_others_can_read(tmp_path: Path) -> None:
-    private = tmp_path / "private"
-    private.mkdir(mode=0o700)
-    private.chmod(0o700)
-    inner = private / "f.py"
-    inner.write_text("x")
-    inner.chmod(0o644)
-    public = tmp_path / "g.py"
-    public.write_text("x")
-    public.chmod(0o644)
-    tmp_path.chmod(0o755)
-    assert _launch.others_can_read([str(inner)], ancestors=False)
-    assert not _launch.others_can_read([str(inner)], ancestors=True)
-    assert not _launch.others_can_read([str(private)], ancestors=False)
-    assert not _launch.others_can_read([str(tmp_path / "missing")], ancestors=False)
-    public.chmod(0o600)
-    assert not _launch.others_can_read([str(public)], ancestors=False)
-
-
-def test_bwrap_namespace_flags() -> None:
-    root = _launch.bwrap_namespaces(False, 0)
-    assert "--unshare-net" in root and "--cap-drop" in root and "--unshare-user" not in root
-    assert "--unshare-net" not in _launch.bwrap_namespaces(True, 0)
-    user = _launch.bwrap_namespaces(False, 1000)
-    assert "--unshare-all" in user and "--disable-userns" in user and "--share-net" not in user
-    assert "--share-net" in _launch.bwrap_namespaces(True, 1000)
-
-
-def make_plan(mode: Any, **kw: Any) -> _launch.Plan:
-    interp = _launch.Interpreter("/opt/py/bin/python", ("/opt/py", "/opt/py/bin", "/usr/lib/x"))
-    fields: dict[str, Any] = {"network": False, "popen_user": None, "child_uid": None}
-    fields.update(kw)
-    return _launch.Plan(mode, interp, **fields)
-
-
-def test_bwrap_argv_builds_a_minimal_view() -> None:
-    argv = _launch.bwrap_argv(
-        make_plan("bwrap", child_uid=65534), session="/tmp/tq/work", disk_bytes=1 << 20
-    )
-    text = " ".join(argv)
-    assert "--ro-bind /usr /usr" in text and "--ro-bind /opt/py /opt/py" in text
-    assert "--perms 0755 --dir /opt" in text and "--perms 0755 --dir /tmp/tq" in text
-    assert "--size 1048576 --tmpfs /tmp/tq/work --chdir /tmp/tq/work" in text
-    assert "CAP_SETUID" in text
-    assert "/usr/lib/x" not in text.split("--ro-bind /usr /usr")[1]  # covered by /usr
-
-
-def test_launcher_argv_per_mode(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_launch.shutil, "which", lambda name: f"/usr/bin/{name}")
-    unshare = _launch.launcher_argv(make_plan("unshare"), session="/s", disk_bytes=1)
-    assert unshare[0] == "/usr/bin/unshare" and "--net" in unshare and "--kill-child" in unshare
-    assert unshare[-5:] == [
-        "--",
-        "/usr/bin/setpriv",
-        "--inh-caps=-all",
-        "--bounding-set=-all",
-        "--",
-    ]
-    shared = _launch.launcher_argv(make_plan("unshare", network=True), session="/s", disk_bytes=1)
-    assert "--net" not in shared
-    monkeypatch.setattr(_launch.os, "geteuid", lambda: 0)
-    assert _launch.launcher_argv(make_plan("off"), session="/s", disk_bytes=1)[0].endswith(
-        "setpriv"
-    )
-    assert (
-        _launch.launcher_argv(make_plan("off", popen_user=65534), session="/s", disk_bytes=1) == []
-    )
-    bw = _launch.launcher_argv(make_plan("bwrap"), session="/s/w", disk_bytes=1)
-    assert bw[0] == "/usr/bin/bwrap"
-
-
-def test_child_env_is_clean(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
-    env = _launch.child_env("/s")
-    assert env["HOME"] == "/s" and env["MPLBACKEND"] == "Agg"
-    assert "OPENAI_API_KEY" not in env and "sk-secret" not in json.dumps(env)
-
-
-@pytest.fixture()
-def fresh_probes() -> Iterator[None]:
-    _launch._probe.cache_clear()
-    yield
-    _launch._probe.cache_clear()
-
-
-@pytest.mark.usefixtures("fresh_probes")
-def test_plan_degrades_without_tools(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_launch.shutil, "which", lambda name: None)
-    p = _launch.plan("auto", python=None, network=False)
-    assert p.mode == "off"
-    assert any("bwrap is not installed" in n for n in p.notes)
-    assert any("unshare (util-linux) is not installed" in n for n in p.notes)
-    with pytest.raises(SandboxUnavailable, match="'bwrap' does not work here"):
-        _launch.plan("bwrap", python=None, network=False)
-    with pytest.raises(SandboxUnavailable, match="'unshare' does not work here"):
-        _launch.plan("unshare", python=None, network=False)
-    assert _launch.plan("off", python=None, network=False).mode == "off"
-
-
-@pytest.mark.usefixtures("fresh_probes")
-def test_plan_reports_failing_probes(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_launch.shutil, "which", lambda name: "/bin/false")
-    p = _launch.plan("auto", python=None, network=True)
-    assert p.mode == "off" and any("exit 1" in n for n in p.notes)
-
-
-@pytest.mark.usefixtures("fresh_probes")
-def test_plan_for_a_non_root_host(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_launch.os, "geteuid", lambda: 1000)
-    p = _launch.plan("off", python=None, network=False)
-    assert p.popen_user is None and p.child_uid is None
-    assert any("uid 1000" in n for n in p.notes)
-
-
-def test_probe_runner_reports_errors() -> None:
-    assert _launch._run(["/bin/true"]) is None
-    assert _launch._run(["/nonexistent/tool"]) is not None
-    assert _launch._run(["/bin/sh", "-c", "echo boom >&2; exit 3"]) == "exit 3: boom"
-
-
 # --------------------------------------------------------------------------- layers
 
 LIMITS = Limits(60, 2048, 64, 256, 64, 100_000, 8, 2_000_000, False, True, True)
+UID = 1_510_000_123
+ZERO = "0000000000000000"
+
+
+def make_plan(mode: Any, **kw: Any) -> _launch.Plan:
+    interp = _launch.Interpreter("/opt/py/bin/python", ("/opt/py", "/opt/py/bin"))
+    return _launch.Plan(mode, interp, network=False, **kw)
 
 
 def facts(**kw: Any) -> dict[str, Any]:
@@ -317,13 +294,23 @@ def facts(**kw: Any) -> dict[str, Any]:
         "pid": 2,
         "cwd": "/tmp/x/work",
         "env": ["HOME", "PATH"],
-        "uid": 65534,
+        "uid": UID,
+        "groups": [],
         "userns": False,
         "outer_uid": None,
         "interfaces": ["lo"],
         "root": ["usr", "tmp"],
-        "rlimits": {"AS": [2 << 30, 2 << 30], "CPU": [63, 64], "NPROC": [-1, -1]},
-        "status": {"CapEff": "0000000000000000", "NoNewPrivs": "1", "Seccomp": "2"},
+        "rlimits": {"AS": [2 << 30, 2 << 30], "CPU": [63, 64], "NPROC": [64, 64]},
+        "status": {
+            "CapEff": ZERO,
+            "CapPrm": ZERO,
+            "CapInh": ZERO,
+            "CapAmb": ZERO,
+            "CapBnd": ZERO,
+            "NoNewPrivs": "1",
+            "Seccomp": "2",
+        },
+        "tasks_at_lockdown": 1,
         "seccomp_rules": 150,
         "landlock": 7,
         "audit": True,
@@ -337,10 +324,21 @@ def as_dict(rows: list[tuple[str, bool, str]]) -> dict[str, tuple[bool, str]]:
 
 
 def test_layers_for_bubblewrap() -> None:
-    layers = as_dict(build_layers(make_plan("bwrap", child_uid=65534), LIMITS, facts()))
-    assert all(active for active, _ in layers.values())
-    assert "uid 65534 on the host (nobody)" in layers["unprivileged uid"][1]
+    plan = make_plan("bwrap", drop_uid=True, tmpfs=True, thread_cap=True)
+    layers = as_dict(build_layers(plan, LIMITS, facts()))
+    assert all(active for active, _ in layers.values()), layers
+    assert f"uid {UID} on the host, groups [] (an unused uid" in layers["unprivileged uid"][1]
     assert "usr, tmp" in layers["file-system view"][1]
+    assert "256 MB and 10000 files" in layers["disk quota"][1]
+    assert "processes/threads 64" in layers["resource limits"][1]
+
+
+def test_layers_flag_what_is_missing() -> None:
+    plan = make_plan("bwrap", drop_uid=True, tmpfs=True)
+    got = as_dict(build_layers(plan, LIMITS, facts(groups=[0], tasks_at_lockdown=2)))
+    assert not got["unprivileged uid"][0] and not got["lockdown before threads"][0]
+    held = facts(status={**facts()["status"], "CapPrm": "0000000000200000"})
+    assert not as_dict(build_layers(plan, LIMITS, held))["no capabilities"][0]
 
 
 def test_layers_for_a_degraded_machine() -> None:
@@ -358,7 +356,9 @@ def test_layers_for_a_degraded_machine() -> None:
         assert not got[name][0], name
     assert not got["seccomp"][0] and got["seccomp"][1] == "disabled by configuration"
     assert not got["audit hook"][0] and not got["no capabilities"][0]
+    assert not got["disk quota"][0]
     assert got["landlock"] == (False, "disabled by configuration")
+    assert got["namespaces"][1].startswith("degraded (opted in)")
     assert "bwrap: not installed" in got["namespaces"][1]
     assert got["network isolation"][1].startswith("network allowed by configuration")
 
@@ -366,10 +366,11 @@ def test_layers_for_a_degraded_machine() -> None:
 def test_layers_seccomp_failure_and_userns() -> None:
     f = facts(userns=True, uid=0, outer_uid=1000, status={"Seccomp": "0"}, seccomp_error="boom")
     f.update(landlock=0, landlock_error="ENOSYS")
-    got = as_dict(build_layers(make_plan("unshare"), LIMITS, f))
+    got = as_dict(build_layers(make_plan("unshare", tmpfs=True), LIMITS, f))
     assert got["seccomp"] == (False, "not installed: boom")
     assert got["landlock"] == (False, "not available: ENOSYS")
     assert "uid 1000 on the host" in got["unprivileged uid"][1]
+    assert "the host user's" in got["unprivileged uid"][1]
 
 
 def test_describe_rlimits() -> None:

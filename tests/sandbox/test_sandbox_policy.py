@@ -95,6 +95,17 @@ def test_seccomp_sockets(closed: bytes, networked: bytes) -> None:
     assert run_bpf(networked, socket_nr, arg0=16) == EPERM  # netlink
 
 
+@pytest.mark.parametrize(
+    "name", ["socketpair", "memfd_create", "memfd_secret", "shmget", "msgget", "mq_open"]
+)
+def test_seccomp_closes_local_channels_and_hidden_memory(
+    closed: bytes, networked: bytes, name: str
+) -> None:
+    """socketpair and memory held outside RLIMIT_AS are refused even with the network on."""
+    assert run_bpf(closed, _seccomp.NR[name], arg0=1) == EPERM
+    assert run_bpf(networked, _seccomp.NR[name], arg0=1) == EPERM
+
+
 def test_seccomp_foreign_abi_is_refused(closed: bytes) -> None:
     assert run_bpf(closed, 1, arch=0x40000003) == _seccomp.RET_KILL_PROCESS  # i386
     assert run_bpf(closed, _seccomp.X32_SYSCALL_BIT | 1) == EPERM
@@ -243,6 +254,16 @@ def test_write_events_outside_the_session(
         return a.format(**names) if isinstance(a, str) else a
 
     assert policy(layout)(event, tuple(fill(a) for a in args)) is not None
+
+
+def test_relative_paths_with_a_directory_descriptor(layout: dict[str, Path]) -> None:
+    """The hook resolves against the cwd, the kernel against the descriptor: refuse the mix."""
+    decide = policy(layout)
+    assert "directory descriptor" in str(decide("os.chmod", ("secret.txt", 0o666, 5)))
+    assert "directory descriptor" in str(decide("os.utime", ("x", (0, 0), None, 5)))
+    assert "directory descriptor" in str(decide("os.rename", ("a", "b", -1, 7)))
+    inside = str(layout["session"] / "data.csv")
+    assert decide("os.chmod", (inside, 0o644, -1)) is None
 
 
 def test_write_events_inside_the_session(layout: dict[str, Path]) -> None:

@@ -112,6 +112,14 @@ def test_figure_limits() -> None:
     assert plt.get_fignums() == []
 
 
+def test_oversized_figures_are_dropped_before_rendering() -> None:
+    plt.figure(figsize=(50, 2))
+    plt.figure(figsize=(4, 3))
+    pngs, notes = _repl.grab_figures(max_figures=4, max_bytes=10_000_000, max_side=4096)
+    assert len(pngs) == 1 and "5000x200 pixels > 4096" in notes[0]
+    assert plt.get_fignums() == []
+
+
 def test_figure_notes_reach_stdout() -> None:
     out = run("import matplotlib.pyplot as plt\nplt.figure()\nprint('p')", max_figure_bytes=10)
     assert out["stdout"].startswith("p\n[figure")
@@ -152,3 +160,15 @@ def test_child_fact_parsers() -> None:
     assert fields["Seccomp"] == "2" and fields["CapEff"] == "0000000000000000"
     assert _child._read("/nonexistent/file") == ""
     assert "pd" in _child.PRELOADED and "plt" in _child.PRELOADED
+
+
+def test_paths_through_root_handles() -> None:
+    from tablequest.sandbox import _bootstrap
+
+    handles = {"/root/.pyenv/v": 5, "/root/.pyenv/v/lib/site": 6}
+    through = _bootstrap._through
+    assert through("/root/.pyenv/v/lib/os.py", handles) == "/proc/self/fd/5/lib/os.py"
+    assert through("/root/.pyenv/v/lib/site/pd", handles) == "/proc/self/fd/6/pd"  # deepest
+    assert through("/root/.pyenv/v", handles) == "/proc/self/fd/5"
+    assert through("/root/.pyenv/vx/os.py", handles) == "/root/.pyenv/vx/os.py"  # not inside
+    assert through("/usr/lib/python3", {}) == "/usr/lib/python3"

@@ -5,6 +5,14 @@ in a separate, locked-down Python process and returns an `ExecResult`.
 """
 
 from ._sandbox import Sandbox, Session
-from ._types import ExecResult, Layer, SandboxError, SandboxUnavailable
+from ._types import ExecResult, InvalidArgument, Layer, SandboxError, SandboxUnavailable
 
-__all__ = ["ExecResult", "Layer", "Sandbox", "SandboxError", "SandboxUnavailable", "Session"]
+__all__ = [
+    "ExecResult",
+    "InvalidArgument",
+    "Layer",
+    "Sandbox",
+    "SandboxError",
+    "SandboxUnavailable",
+    "Session",
+]

@@ -1,12 +1,13 @@
-"""PEP 578 audit-hook policy for the sandbox child (the in-process, second layer).
+"""PEP 578 audit-hook policy for the sandbox child: a convenience layer, not a boundary.
 
 Runs inside the child (loaded as a plain module; it imports nothing from `tablequest`).
 An audit hook sees every `open`, `os.*`, `subprocess`, `socket`, `ctypes` and `import` event
-and may refuse it by raising. It is not a security boundary on its own: it lives in the same
-address space as the code it watches (memory corruption through numpy buffers or interpreter
-bugs can disable it), which is why namespaces, the unprivileged uid and seccomp come first.
-It still closes the ordinary doors, gives clear errors, and is the only file-system guard when
-no mount namespace is available.
+and may refuse it by raising. It is not a security boundary: it lives in the same address
+space as the code it watches, and pure Python can switch it off (rewriting the policy
+closure's code or cells through frame walking; numpy buffers give raw memory access too).
+The kernel layers (namespaces, the unused uid, Landlock, seccomp, rlimits) must hold without
+it, and the test suite checks that they do. What the hook adds is clear error messages
+(`PermissionError: sandbox: reading /etc/passwd is not allowed`) for the ordinary attempts.
 
 Hardening choices:
 - every builtin and OS primitive the policy uses is captured in a closure when the hook is
@@ -101,6 +102,8 @@ UNAUDITED = {
     "signal": ("pidfd_send_signal",),
     "_posixsubprocess": ("fork_exec",),
     "subprocess": ("_fork_exec",),
+    "_socket": ("socketpair",),
+    "socket": ("socketpair",),
 }
 #: events whose path arguments must stay inside the session directory
 WRITE_EVENTS = {
@@ -116,6 +119,17 @@ WRITE_EVENTS = {
     "os.setxattr": (0,),
     "os.removexattr": (0,),
     "os.chdir": (0,),
+}
+#: position of the dir_fd argument (-1 when absent): a relative path with a directory
+#: descriptor resolves against that descriptor, not the working directory the policy uses
+DIR_FD_ARG = {
+    "os.remove": (1,),
+    "os.rmdir": (1,),
+    "os.mkdir": (2,),
+    "os.rename": (2, 3),
+    "os.chmod": (2,),
+    "os.chown": (3,),
+    "os.utime": (3,),
 }
 #: events whose path argument must be readable under the policy
 READ_EVENTS = {"os.listdir": 0, "os.scandir": 0, "os.getxattr": 0, "os.listxattr": 0}
@@ -137,6 +151,7 @@ def make_policy(
     _reversed, _len, _OSError, _decode = reversed, len, OSError, bytes.decode
     _always, _net, _imports = ALWAYS_DENIED, NETWORK_EVENTS, DENIED_IMPORTS
     _write_events, _read_events, _wflags = WRITE_EVENTS, READ_EVENTS, WRITE_FLAGS
+    _dir_fd_args = DIR_FD_ARG
 
     def realpath(path: str) -> str:
         if not path.startswith("/"):
@@ -216,6 +231,9 @@ def make_policy(
         return None
 
     def check_paths(event: str, args: tuple[Any, ...], positions: tuple[int, ...]) -> str | None:
+        for pos in _dir_fd_args.get(event, ()):
+            if pos < _len(args) and _type(args[pos]) is _int and args[pos] != -1:
+                return f"{event} relative to a directory descriptor"
         for pos in positions:
             if pos >= _len(args) or args[pos] is None or _type(args[pos]) is _int:
                 continue

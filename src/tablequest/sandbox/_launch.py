@@ -1,16 +1,20 @@
 """Choosing and building the launch command: bubblewrap, `unshare`, or a plain process.
 
-`plan()` probes what works on this machine (once per process) and returns a `Plan`; `"auto"`
-degrades bubblewrap → unshare → off and records why. Choices:
-- bubblewrap run by root is used in its privileged mode (no user namespace): it builds a
-  minimal read-only view (system libraries, the interpreter, the venv, the child script), a
-  size-capped tmpfs as the session directory, fresh /proc, /dev and /tmp, new pid/net/ipc/uts
-  namespaces, drops every capability but setuid/setgid, and the child then drops to uid 65534
-  before importing anything. Run by another user it uses a user namespace instead;
-- `unshare` (util-linux) gives user/pid/net/ipc/uts/mount namespaces and a private /proc but no
-  file-system view; `setpriv` then clears the capabilities the user namespace granted;
-- the uid drop outside bubblewrap happens only when uid 65534 can reach the interpreter
-  (every ancestor directory world-searchable); a pyenv under /root is not, so it is skipped.
+`plan()` probes what works on this machine (once per process) and returns a `Plan`. Only
+bubblewrap counts as the namespace layer: "unshare" and "off" are degraded modes, used only
+when the user opted in (`_policy`); otherwise a machine without working bubblewrap gets a
+one-line refusal. Choices:
+- run by root, every child drops to its own unused uid (`_uids`), with no supplementary
+  groups and no capabilities, before it imports anything (`_bootstrap`). Bubblewrap then runs
+  in its privileged mode (no user namespace): a minimal read-only view (system libraries, the
+  interpreter, the venv, the child script), fresh /proc, /dev and /tmp, new pid/net/ipc/uts
+  namespaces, every capability dropped except the four the child needs for its first steps
+  (mount the session tmpfs, change uid/gid, clear the bounding set); `unshare` gives
+  pid/net/ipc/uts/mount namespaces and a private /proc but the host file system;
+- interpreter roots the unused uid cannot reach (a pyenv under a 0700 /root) are opened by the
+  child as root and used through their handles; files inside them must be world-readable;
+- run by another user, the child keeps that user's uid (in a user namespace for bubblewrap and
+  unshare) and drops its capabilities; it cannot change uid.
 """
 
 from __future__ import annotations
@@ -26,12 +30,15 @@ import sysconfig
 from dataclasses import dataclass, field
 from typing import Literal
 
+from . import _policy
 from ._types import SandboxUnavailable
 
 Mode = Literal["auto", "bwrap", "unshare", "off"]
-NOBODY = 65534
 CHILD_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_child.py")
-_NS_UNSHARE = ["--user", "--map-root-user", "--pid", "--ipc", "--uts", "--mount", "--mount-proc"]
+_NS_UNSHARE = ["--pid", "--ipc", "--uts", "--mount", "--mount-proc"]
+_USERNS = ["--user", "--map-root-user"]
+#: what the child needs as root in privileged bubblewrap before it drops everything
+BWRAP_CAPS = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP")
 
 
 @dataclass(frozen=True)
@@ -44,14 +51,28 @@ class Interpreter:
 
 @dataclass(frozen=True)
 class Plan:
-    """How children are launched; `notes` say what was degraded and why."""
+    """How children are launched; `notes` say what was degraded and why.
+
+    Attributes:
+        drop_uid: each child switches to its own unused uid (the host runs as root).
+        remap: interpreter roots the child reaches through handles opened before the drop.
+        tmpfs: the child mounts its session directory as a tmpfs (byte and inode caps).
+        thread_cap: RLIMIT_NPROC can cap the child's threads (its uid is its own).
+    """
 
     mode: Literal["bwrap", "unshare", "off"]
     interpreter: Interpreter
     network: bool
-    popen_user: int | None
-    child_uid: int | None
+    drop_uid: bool = False
+    remap: tuple[str, ...] = ()
+    tmpfs: bool = False
+    thread_cap: bool = False
     notes: tuple[str, ...] = field(default=())
+
+    @property
+    def degraded(self) -> bool:
+        """Running without bubblewrap (only with the user's opt-in)."""
+        return self.mode != "bwrap"
 
 
 def _run(argv: list[str], *, user: int | None = None, timeout: float = 20.0) -> str | None:
@@ -135,17 +156,23 @@ def _probe(mode: str, network: bool, euid: int) -> str | None:
     if mode == "bwrap":
         exe = shutil.which("bwrap")
         if exe is None:
-            return "bwrap is not installed (Debian: apt-get install bubblewrap)"
+            return "bwrap is not installed"
         return _run([exe, *bwrap_namespaces(network, euid), "--ro-bind", "/", "/", "true"])
     exe = shutil.which("unshare")
     if exe is None:
         return "unshare (util-linux) is not installed"
     net = [] if network else ["--net"]
-    return _run([exe, *_NS_UNSHARE, *net, "--fork", "--kill-child", "true"])
+    userns = [] if euid == 0 else _USERNS
+    return _run([exe, *userns, *_NS_UNSHARE, *net, "--fork", "--kill-child", "true"])
 
 
 def bwrap_namespaces(network: bool, euid: int) -> list[str]:
-    """Namespace and privilege flags for bubblewrap."""
+    """Namespace and privilege flags for bubblewrap.
+
+    No `--new-session`: the host starts bubblewrap in a session of its own without a
+    terminal, and keeping the child in bubblewrap's process group lets the host stop and
+    kill the whole group.
+    """
     if euid == 0:
         args = ["--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
         args += ["--cap-drop", "ALL"]
@@ -155,37 +182,62 @@ def bwrap_namespaces(network: bool, euid: int) -> list[str]:
         args.append("--unshare-net")
     if euid != 0 and network:
         args.append("--share-net")
-    return [*args, "--die-with-parent", "--new-session"]
+    return [*args, "--die-with-parent"]
 
 
-def plan(mode: Mode, *, python: str | None, network: bool) -> Plan:
-    """Pick the launch plan; explicit modes that do not work raise SandboxUnavailable."""
-    interp = interpreter(python)
-    euid = os.geteuid()
+Chosen = Literal["bwrap", "unshare", "off"]
+
+
+def _choose(mode: Mode, network: bool, euid: int, degraded: bool) -> tuple[Chosen, list[str]]:
+    """The first mode that works, and why the ones before it did not."""
+    if mode in ("unshare", "off") and not degraded:
+        raise SandboxUnavailable(_policy.refusal(f"use_namespaces={mode!r} was requested"))
+    candidates: tuple[Chosen, ...] = ("bwrap", "unshare", "off") if mode == "auto" else (mode,)
     notes: list[str] = []
-    chosen: Literal["bwrap", "unshare", "off"] = "off"
-    for candidate in ("bwrap", "unshare") if mode == "auto" else (mode,):
-        if candidate == "off":
-            break
-        reason = _probe(candidate, network, euid)
+    for candidate in candidates:
+        reason = None if candidate == "off" else _probe(candidate, network, euid)
         if reason is None:
-            chosen = candidate
-            break
+            return candidate, notes
         if mode != "auto":
             raise SandboxUnavailable(f"sandbox mode {mode!r} does not work here: {reason}")
+        if not degraded:
+            raise SandboxUnavailable(_policy.refusal(reason))
         notes.append(f"{candidate}: {reason}")
-    samples = _sample_paths(interp)
-    popen_user: int | None = None
-    child_uid: int | None = None
+    raise AssertionError("unreachable: 'off' always works")  # pragma: no cover
+
+
+def plan(mode: Mode, *, python: str | None, network: bool, degraded: bool = False) -> Plan:
+    """Pick the launch plan; modes that do not work or are not allowed raise SandboxUnavailable.
+
+    Args:
+        mode: "auto" (bubblewrap, then with `degraded` unshare, then a plain process) or one.
+        degraded: the user opted into running without bubblewrap.
+    """
+    interp = interpreter(python)
+    euid = os.geteuid()
+    chosen, notes = _choose(mode, network, euid, degraded)
     if euid != 0:
-        notes.append(f"host runs as uid {euid}; the child keeps that uid")
-    elif chosen == "bwrap" and others_can_read(samples, ancestors=False):
-        child_uid = NOBODY
-    elif chosen != "bwrap" and others_can_read(samples, ancestors=True):
-        popen_user = NOBODY
-    else:
-        notes.append(f"uid {NOBODY} cannot read the interpreter under {samples[0]}; kept uid 0")
-    return Plan(chosen, interp, network, popen_user, child_uid, tuple(notes))
+        notes.append(f"host runs as uid {euid}: the child keeps that uid, without capabilities")
+        userns = chosen != "off"  # RLIMIT_NPROC then counts this namespace's tasks only
+        tmpfs = chosen == "unshare"  # root of its user namespace, it may mount one
+        return Plan(chosen, interp, network, tmpfs=tmpfs, thread_cap=userns, notes=tuple(notes))
+    samples = _sample_paths(interp)
+    if not others_can_read(samples, ancestors=False):
+        raise SandboxUnavailable(
+            f"the child runs as an unprivileged uid and cannot read the interpreter "
+            f"({', '.join(samples[:3])}): make the Python installation world-readable"
+        )
+    remap = tuple(r for r in interp.roots if not others_can_read([r], ancestors=chosen != "bwrap"))
+    return Plan(
+        chosen,
+        interp,
+        network,
+        drop_uid=True,
+        remap=remap,
+        tmpfs=chosen != "off",
+        thread_cap=True,
+        notes=tuple(notes),
+    )
 
 
 def _ancestors(path: str) -> list[str]:
@@ -201,8 +253,9 @@ def bwrap_argv(p: Plan, *, session: str, disk_bytes: int) -> list[str]:
     """The bubblewrap command line (without the python command)."""
     exe = shutil.which("bwrap") or "bwrap"
     argv = [exe, *bwrap_namespaces(p.network, os.geteuid())]
-    if p.child_uid is not None:
-        argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    if p.drop_uid:
+        for cap in BWRAP_CAPS:
+            argv += ["--cap-add", cap]
     argv += ["--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(top):
@@ -230,7 +283,11 @@ def bwrap_argv(p: Plan, *, session: str, disk_bytes: int) -> list[str]:
         argv += ["--ro-bind", os.path.realpath(root), root]
         mounted.append(root)
     make_parents(session)
-    argv += ["--perms", "0777", "--size", str(disk_bytes), "--tmpfs", session, "--chdir", session]
+    if p.tmpfs:  # the child mounts its own, capped in inodes too
+        argv += ["--dir", session, "--chdir", session]
+    else:
+        argv += ["--perms", "0700", "--size", str(disk_bytes), "--tmpfs", session]
+        argv += ["--chdir", session]
     return argv
 
 
@@ -238,14 +295,14 @@ def launcher_argv(p: Plan, *, session: str, disk_bytes: int) -> list[str]:
     """Everything before `python -I -B _child.py CONFIG`."""
     if p.mode == "bwrap":
         return bwrap_argv(p, session=session, disk_bytes=disk_bytes)
-    argv = []
-    if p.mode == "unshare":
-        argv = [shutil.which("unshare") or "unshare", *_NS_UNSHARE]
-        argv += ([] if p.network else ["--net"]) + ["--fork", "--kill-child", "--"]
+    if p.mode == "off":
+        return []
+    argv: list[str] = []
     setpriv = shutil.which("setpriv")
-    # the child would otherwise hold every capability (uid 0, or root of its user namespace)
-    if setpriv and (p.mode == "unshare" or (os.geteuid() == 0 and p.popen_user is None)):
-        argv += [setpriv, "--inh-caps=-all", "--bounding-set=-all", "--"]
+    if setpriv:  # unshare itself must not outlive the host (it waits for a stopped child)
+        argv += [setpriv, "--pdeathsig", "KILL", "--"]
+    argv += [shutil.which("unshare") or "unshare", *([] if p.drop_uid else _USERNS)]
+    argv += [*_NS_UNSHARE, *([] if p.network else ["--net"]), "--fork", "--kill-child", "--"]
     return argv
 
 
@@ -263,4 +320,9 @@ def child_env(session: str) -> dict[str, str]:
         "OMP_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
         "NUMEXPR_MAX_THREADS": "1",
+        # Arrow's jemalloc would start a background thread at import
+        "JE_ARROW_MALLOC_CONF": "background_thread:false",
+        # glibc reserves 64 MB of address space per thread arena and keeps it: a few dozen
+        # threads would use up the RLIMIT_AS budget of the whole session
+        "MALLOC_ARENA_MAX": "2",
     }

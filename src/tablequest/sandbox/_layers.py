@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ._launch import NOBODY, Plan
+from ._launch import Plan
 from ._process import HARD_KILL_GRACE, Limits
 
 
@@ -31,42 +31,70 @@ def describe_rlimits(rlimits: dict[str, Any]) -> str:
     )
 
 
-def build_layers(plan: Plan, limits: Limits, facts: dict[str, Any]) -> list[tuple[str, bool, str]]:
+Row = tuple[str, bool, str]
+
+
+def build_layers(plan: Plan, limits: Limits, facts: dict[str, Any]) -> list[Row]:
     """(name, active, detail) for every layer, from the plan and the child's facts."""
-    status = facts.get("status") or {}
+    return [
+        *_isolation_rows(plan, limits, facts),
+        *_privilege_rows(plan, facts),
+        *_kernel_rows(limits, facts),
+        *_host_rows(plan, limits),
+    ]
+
+
+def _isolation_rows(plan: Plan, limits: Limits, facts: dict[str, Any]) -> list[Row]:
+    """The process, its namespaces, its network and its view of the file system."""
     interfaces = [str(i) for i in facts.get("interfaces") or []]
-    userns = bool(facts.get("userns"))
-    host_uid = facts.get("outer_uid") if userns else facts.get("uid")
+    userns = " plus a user namespace" if facts.get("userns") else ""
     degraded = "; ".join(plan.notes)
-    out: list[tuple[str, bool, str]] = []
     env = ", ".join(str(k) for k in facts.get("env") or [])
-    out.append(
-        (
-            "separate process",
-            True,
-            f"python -I in its own process (pid {facts.get('pid')} as it sees itself), "
-            f"clean environment ({env}), empty working directory {facts.get('cwd')}",
-        )
+    process = (
+        f"python -I in its own process (pid {facts.get('pid')} as it sees itself), "
+        f"clean environment ({env}), empty working directory {facts.get('cwd')}"
     )
     ns = {
-        "bwrap": "bubblewrap: new pid, network, ipc, uts and mount namespaces"
-        + (" plus a user namespace" if userns else ""),
-        "unshare": "unshare: new user, pid, network, ipc, uts and mount namespaces",
-        "off": "none" + (f" ({degraded})" if degraded else ""),
+        "bwrap": "bubblewrap: new pid, network, ipc, uts and mount namespaces" + userns,
+        "unshare": "degraded (opted in): unshare: new pid, network, ipc, uts and mount "
+        "namespaces" + userns,
+        "off": "degraded (opted in): none" + (f" ({degraded})" if degraded else ""),
     }[plan.mode]
-    out.append(("namespaces", plan.mode != "off", ns))
     no_net = not limits.network and all(i == "lo" for i in interfaces)
     net = f"interfaces visible to the child: {', '.join(interfaces) or 'none'}"
     if limits.network:
         net = "network allowed by configuration; " + net
-    out.append(("network isolation", no_net, net))
     if plan.mode == "bwrap":
         view = f"read-only minimal view; / holds only {', '.join(facts.get('root') or [])}"
-    abi = int(facts.get("landlock") or 0)
-    if plan.mode != "bwrap":
-        guards = "Landlock, the audit hook" if abi else "the audit hook"
+    else:
+        guards = "the unprivileged uid, Landlock" if facts.get("landlock") else "the uid"
         view = f"the host file system is mounted; {guards} and file permissions guard it"
-    out.append(("file-system view", plan.mode == "bwrap", view))
+    return [
+        ("separate process", True, process),
+        ("namespaces", plan.mode != "off", ns),
+        ("network isolation", no_net, net),
+        ("file-system view", plan.mode == "bwrap", view),
+    ]
+
+
+def _privilege_rows(plan: Plan, facts: dict[str, Any]) -> list[Row]:
+    """Uid, capabilities and no_new_privs, as the child measured them."""
+    status = facts.get("status") or {}
+    host_uid = facts.get("outer_uid") if facts.get("userns") else facts.get("uid")
+    caps = {k: str(status.get(k, "?")) for k in ("CapEff", "CapPrm", "CapInh", "CapAmb")}
+    no_caps = all(v.strip("0") == "" for v in caps.values())
+    detail = ", ".join(f"{k} {v}" for k, v in caps.items())
+    return [
+        _uid_layer(plan, facts, host_uid),
+        ("no capabilities", no_caps, f"{detail}; bounding set {status.get('CapBnd')}"),
+        ("no_new_privs", status.get("NoNewPrivs") == "1", f"{status.get('NoNewPrivs')}"),
+    ]
+
+
+def _kernel_rows(limits: Limits, facts: dict[str, Any]) -> list[Row]:
+    """Landlock, rlimits, the single-thread lockdown, seccomp and the audit hook."""
+    status = facts.get("status") or {}
+    abi = int(facts.get("landlock") or 0)
     if abi:
         landlock = (
             f"Landlock ABI {abi}: reads limited to the Python install, /usr and the session, "
@@ -78,18 +106,8 @@ def build_layers(plan: Plan, limits: Limits, facts: dict[str, Any]) -> list[tupl
         landlock = "disabled by configuration"
     else:
         landlock = f"not available: {facts.get('landlock_error') or 'unknown reason'}"
-    out.append(("landlock", abi > 0, landlock))
-    unpriv = host_uid not in (None, 0) and host_uid != os.geteuid()
-    who = f"uid {facts.get('uid')} in the sandbox, uid {host_uid} on the host"
-    if host_uid == NOBODY:
-        who += " (nobody)"
-    if not unpriv and degraded:
-        who += f"; {degraded}"
-    out.append(("unprivileged uid", unpriv, who))
-    caps = str(status.get("CapEff", "?"))
-    out.append(("no capabilities", caps.strip("0") == "", f"effective capabilities {caps}"))
-    out.append(("no_new_privs", status.get("NoNewPrivs") == "1", f"{status.get('NoNewPrivs')}"))
-    out.append(("resource limits", True, describe_rlimits(facts.get("rlimits") or {})))
+    tasks = facts.get("tasks_at_lockdown")
+    lockdown = f"{tasks} thread(s) when Landlock and seccomp were applied, before any import"
     if status.get("Seccomp") == "2":
         seccomp = (
             f"filter of {facts.get('seccomp_rules')} BPF instructions: fork/exec, sockets, "
@@ -99,43 +117,56 @@ def build_layers(plan: Plan, limits: Limits, facts: dict[str, Any]) -> list[tupl
         seccomp = "disabled by configuration"
     else:
         seccomp = f"not installed: {facts.get('seccomp_error') or 'unknown reason'}"
-    out.append(("seccomp", status.get("Seccomp") == "2", seccomp))
     audit = bool(facts.get("audit"))
-    out.append(
-        (
-            "audit hook",
-            audit,
-            "refuses subprocess/exec/fork, sockets, ctypes, signals, file access outside "
-            "the session and the Python install"
-            if audit
-            else "disabled by configuration",
-        )
+    hook = (
+        "a convenience, not a boundary: clear errors for subprocess/exec/fork, sockets, "
+        "ctypes, signals, file access outside the session and the Python install"
+        if audit
+        else "disabled by configuration"
     )
-    out.append(
-        (
-            "wall-clock kill",
-            True,
-            f"TimeoutError in the child at the timeout, process group killed "
-            f"{HARD_KILL_GRACE:g} s later",
-        )
+    return [
+        ("landlock", abi > 0, landlock),
+        ("resource limits", True, describe_rlimits(facts.get("rlimits") or {})),
+        ("lockdown before threads", tasks == 1, lockdown),
+        ("seccomp", status.get("Seccomp") == "2", seccomp),
+        ("audit hook", audit, hook),
+    ]
+
+
+def _host_rows(plan: Plan, limits: Limits) -> list[Row]:
+    """What the host enforces: the kill, the disk budget, reply validation."""
+    quota = plan.tmpfs or plan.mode == "bwrap"
+    files = f" and {limits.max_files} files" if plan.tmpfs else " (no file-count cap)"
+    disk = (
+        f"session directory is a tmpfs capped at {limits.disk_mb} MB{files}"
+        if quota
+        else f"the host measures the session after each run and kills the child past "
+        f"{limits.max_files} files or {limits.disk_mb} MB (no mount namespace for a tmpfs)"
     )
-    quota = plan.mode == "bwrap"
-    out.append(
-        (
-            "disk quota",
-            quota,
-            f"session directory is a {limits.disk_mb} MB tmpfs"
-            if quota
-            else "per-file size limit only (no tmpfs without bubblewrap)",
-        )
+    replies = (
+        f"replies size-capped ({limits.message_cap()} bytes), nesting-bounded, "
+        "matched to their request id, validated, "
+        f"stdout/value capped at {limits.max_output_bytes} characters, "
+        f"at most {limits.max_figures} verified PNG figures of at most "
+        f"{limits.max_figure_side} pixels a side; the child is stopped between runs"
     )
-    out.append(
-        (
-            "untrusted replies",
-            True,
-            f"replies size-capped ({limits.message_cap()} bytes), validated, "
-            f"stdout/value capped at {limits.max_output_bytes} characters, "
-            f"at most {limits.max_figures} PNG figures",
-        )
+    kill = (
+        f"TimeoutError in the child at the timeout, process group killed "
+        f"{HARD_KILL_GRACE:g} s later"
     )
-    return out
+    return [
+        ("wall-clock kill", True, kill),
+        ("disk quota", quota, disk),
+        ("untrusted replies", True, replies),
+    ]
+
+
+def _uid_layer(plan: Plan, facts: dict[str, Any], host_uid: Any) -> Row:
+    """The child's uid: its own unused one (root host), or the host user's (no change)."""
+    groups = facts.get("groups")
+    who = f"uid {facts.get('uid')} in the sandbox, uid {host_uid} on the host, groups {groups}"
+    if plan.drop_uid:
+        unpriv = host_uid not in (None, 0) and not groups
+        return "unprivileged uid", unpriv, who + " (an unused uid of its own)"
+    unpriv = host_uid not in (None, 0) and host_uid == os.geteuid()
+    return "unprivileged uid", unpriv, who + " (the host user's; no capabilities)"

@@ -1,11 +1,23 @@
-"""One sandbox child process as seen from the host: spawn, wait ready, load, run, kill."""
+"""One sandbox child process as seen from the host: spawn, wait ready, load, run, kill.
+
+Choices:
+- every request carries a fresh random id that the reply must echo, and before a request the
+  pipe must be silent: a reply that is stale, forged by a thread or unsolicited kills the
+  child instead of being taken for the next run's answer;
+- every write and read has a deadline (the pipe to the child is non-blocking);
+- between runs the child's process group is stopped (SIGSTOP) and continued just before the
+  next request, so threads left behind by a cell cannot run, or spend the session's CPU
+  budget, while the host is not waiting for an answer;
+- where the session directory is on the host's disk (no tmpfs), the host measures it after
+  each run, while the child is stopped, and kills the child past `max_files` or `disk_mb`.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
-import shutil
+import secrets
 import signal
 import subprocess
 import tempfile
@@ -14,11 +26,16 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from . import _launch, _protocol
+from . import _launch, _protocol, _uids
+from ._cleanup import measure, remove_tree
 from ._types import SandboxUnavailable
 
 #: seconds between the soft timeout (TimeoutError inside the child) and the process-group kill
 HARD_KILL_GRACE = 0.5
+
+
+class LimitExceeded(Exception):
+    """The child went past a limit the host enforces itself; it must be killed."""
 
 
 @dataclass(frozen=True)
@@ -37,37 +54,68 @@ class Limits:
     seccomp: bool
     audit_hook: bool
     landlock: bool = True
+    max_threads: int = 64
+    max_files: int = 10_000
+    max_figure_side: int = 4096
 
     def message_cap(self) -> int:
         """Largest reply the host accepts (JSON may escape a character into 12 bytes)."""
         text = 12 * (2 * self.max_output_bytes + 6000)
         return text + self.max_figures * (self.max_figure_bytes * 4 // 3 + 16) + 4096
 
+    def figure_limits(self) -> _protocol.FigureLimits:
+        """Bounds a reply's figures must respect."""
+        side = self.max_figure_side
+        return _protocol.FigureLimits(self.max_figures, self.max_figure_bytes, side, side * side)
+
+
+def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+    """Signal the child's process group, unless its leader was reaped (the pid may be reused)."""
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, sig)
+
 
 def _reap(proc: subprocess.Popen[bytes], workdir: str) -> None:
-    """Kill the child's process group, wait for it and remove its directory."""
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            proc.kill()
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=10)
-    for pipe in (proc.stdin, proc.stdout):
-        if pipe is not None:
-            pipe.close()
-    _rmtree(workdir)
-
-
-def _rmtree(path: str) -> None:
-    """Remove `path` even if the child made parts of it unreadable."""
-    if not os.path.isdir(path):
-        return
-    for root, dirs, _ in os.walk(path):
-        for d in dirs:
+    """Kill the child's process group, wait for it and remove its directory (never raises)."""
+    try:
+        if proc.poll() is None:
+            _signal_group(proc, signal.SIGKILL)
             with contextlib.suppress(OSError):
-                os.chmod(os.path.join(root, d), 0o700, follow_symlinks=False)
-    shutil.rmtree(path, ignore_errors=True)
+                proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=10)
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+    finally:
+        remove_tree(workdir)
+
+
+def _config(plan: _launch.Plan, limits: Limits, session: str, uid: int | None) -> dict[str, Any]:
+    """What the child needs to know, as one JSON-able dict (its argv)."""
+    return {
+        "session": session,
+        "uid": uid,
+        "tmpfs": {"size": limits.disk_mb << 20, "inodes": limits.max_files} if plan.tmpfs else None,
+        "remap": list(plan.remap),
+        "read_roots": list(plan.interpreter.roots),
+        "nproc": limits.max_threads + (0 if plan.drop_uid else 2) if plan.thread_cap else None,
+        "memory": limits.memory_mb << 20,
+        "file_size": limits.file_size_mb << 20,
+        "open_files": limits.max_open_files,
+        "cpu": limits.cpu_seconds,
+        "network": limits.network,
+        "seccomp": limits.seccomp,
+        "audit": limits.audit_hook,
+        "landlock": limits.landlock,
+        "max_output": limits.max_output_bytes,
+        "max_value": limits.max_output_bytes,
+        "max_figures": limits.max_figures,
+        "max_figure_bytes": limits.max_figure_bytes,
+        "max_figure_side": limits.max_figure_side,
+    }
 
 
 class Child:
@@ -76,58 +124,53 @@ class Child:
     def __init__(self, plan: _launch.Plan, limits: Limits) -> None:
         self.plan = plan
         self.limits = limits
-        self.workdir = tempfile.mkdtemp(prefix="tablequest-sandbox-")
+        self.uid = _uids.unused_uid() if plan.drop_uid else None
+        try:
+            self.workdir = tempfile.mkdtemp(prefix="tablequest-sandbox-")
+        except OSError as exc:
+            raise SandboxUnavailable(f"cannot create the sandbox directory: {exc}") from exc
         self.session_dir = os.path.join(self.workdir, "work")
         self.log_path = os.path.join(self.workdir, "stderr.log")
         self.facts: dict[str, Any] = {}
+        self.state = "dead"
+        try:
+            self.proc = self._spawn()
+        except BaseException:
+            remove_tree(self.workdir)
+            raise
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self._in, self._out = self.proc.stdin.fileno(), self.proc.stdout.fileno()
+        os.set_blocking(self._in, False)
+        self._finalizer = weakref.finalize(self, _reap, self.proc, self.workdir)
+        self.state = "starting"
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        plan = self.plan
         if plan.mode != "bwrap":
             os.mkdir(self.session_dir, 0o700)
-        if plan.popen_user is not None:
-            os.chmod(self.workdir, 0o711)
-            os.chown(self.session_dir, plan.popen_user, plan.popen_user)
-        config = {
-            "drop_uid": plan.child_uid,
-            "memory": limits.memory_mb << 20,
-            "file_size": limits.file_size_mb << 20,
-            "open_files": limits.max_open_files,
-            "cpu": limits.cpu_seconds,
-            "network": limits.network,
-            "seccomp": limits.seccomp,
-            "audit": limits.audit_hook,
-            "landlock": limits.landlock,
-            "max_output": limits.max_output_bytes,
-            "max_value": limits.max_output_bytes,
-            "max_figures": limits.max_figures,
-            "max_figure_bytes": limits.max_figure_bytes,
-        }
+            if self.uid is not None:  # the child reaches its session as its own uid
+                os.chmod(self.workdir, 0o711)
+                os.chown(self.session_dir, self.uid, self.uid)
+        config = _config(plan, self.limits, self.session_dir, self.uid)
         launcher = _launch.launcher_argv(
-            plan, session=self.session_dir, disk_bytes=limits.disk_mb << 20
+            plan, session=self.session_dir, disk_bytes=self.limits.disk_mb << 20
         )
         argv = [*launcher, plan.interpreter.executable, "-I", "-B", _launch.CHILD_SCRIPT]
         argv.append(json.dumps(config))
-        kwargs: dict[str, Any] = {}
-        if plan.popen_user is not None:
-            kwargs.update(user=plan.popen_user, group=plan.popen_user, extra_groups=[])
         with open(self.log_path, "wb") as log:
             try:
-                self.proc = subprocess.Popen(
+                return subprocess.Popen(
                     argv,
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     stderr=log,
                     env=_launch.child_env(self.session_dir),
-                    cwd=self.workdir if plan.mode == "bwrap" else self.session_dir,
+                    cwd=self.workdir,
                     start_new_session=True,
                     close_fds=True,
-                    **kwargs,
                 )
             except OSError as exc:
-                _rmtree(self.workdir)
                 raise SandboxUnavailable(f"cannot start the sandbox ({argv[0]}): {exc}") from exc
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self._in, self._out = self.proc.stdin.fileno(), self.proc.stdout.fileno()
-        self._finalizer = weakref.finalize(self, _reap, self.proc, self.workdir)
-        self.state = "starting"
 
     @property
     def alive(self) -> bool:
@@ -143,8 +186,16 @@ class Child:
         except OSError:
             return ""
 
+    def _failed(self, what: str) -> SandboxUnavailable:
+        self.proc.poll()
+        tail = self.stderr_tail() or "no output"
+        self.kill()
+        return SandboxUnavailable(
+            f"sandbox child {what} ({self.plan.mode}, exit {self.proc.returncode}): {tail}"
+        )
+
     def wait_ready(self, timeout: float) -> None:
-        """Block until the child has imported its libraries."""
+        """Block until the child has locked itself down and imported its libraries."""
         if self.state != "starting":
             return
         try:
@@ -160,55 +211,72 @@ class Child:
                 f"sandbox child did not start within {timeout:g} s ({self.plan.mode})"
             ) from None
         if not ok:
-            self.proc.poll()
-            tail = self.stderr_tail() or "no output"
-            self.kill()
-            raise SandboxUnavailable(
-                f"sandbox child failed to start ({self.plan.mode}, exit {self.proc.returncode}): "
-                f"{tail}"
-            )
+            raise self._failed("failed to start")
         self.state = "ready"
 
     def load(self, frames: list[tuple[str, bytes]], timeout: float) -> dict[str, Any]:
-        """Send the frames, let the child lock itself down, return its measured facts."""
+        """Send the frames, let the child finish its lockdown, return its measured facts."""
         self.wait_ready(timeout)
-        header = json.dumps({"op": "load", "frames": [name for name, _ in frames]})
+        request_id = secrets.randbits(62)
+        header = {"op": "load", "id": request_id, "frames": [name for name, _ in frames]}
+        deadline = time.monotonic() + timeout
+        reply: dict[str, Any] = {}
         try:
-            _protocol.write_all(self._in, _protocol.frame(header.encode()))
-            for _, data in frames:
-                _protocol.write_all(self._in, _protocol.frame(data))
-            raw = _protocol.read_message(
-                self._out, deadline=time.monotonic() + timeout, max_bytes=1 << 20
+            _protocol.write_all(
+                self._in, _protocol.frame(json.dumps(header).encode()), deadline=deadline
             )
+            for _, data in frames:
+                _protocol.write_all(self._in, _protocol.frame(data), deadline=deadline)
+            raw = _protocol.read_message(self._out, deadline=deadline, max_bytes=1 << 20)
             reply = _protocol.decode_object(raw)
+            _protocol.check_id(reply, request_id)
         except (_protocol.ChannelClosed, _protocol.ChannelTimeout, _protocol.ProtocolViolation):
             reply = {}
         facts = reply.get("facts")
         if reply.get("op") != "loaded" or not isinstance(facts, dict):
-            tail = self.stderr_tail() or "no output"
-            self.kill()
-            raise SandboxUnavailable(f"sandbox child failed while loading the frames: {tail}")
+            raise self._failed("failed while loading the frames")
         self.facts = facts
         self.state = "loaded"
+        _signal_group(self.proc, signal.SIGSTOP)
         return facts
 
     def run(self, code: str, timeout: float) -> _protocol.Reply:
         """Run one cell; channel exceptions mean the child must be killed."""
-        request = json.dumps({"op": "run", "code": code, "timeout": timeout}).encode()
-        _protocol.write_all(self._in, _protocol.frame(request))
-        raw = _protocol.read_message(
-            self._out,
-            deadline=time.monotonic() + timeout + HARD_KILL_GRACE,
-            max_bytes=self.limits.message_cap(),
+        deadline = time.monotonic() + timeout + HARD_KILL_GRACE
+        _protocol.expect_silence(self._out)
+        request_id = secrets.randbits(62)
+        request = {"op": "run", "id": request_id, "code": code, "timeout": timeout}
+        _signal_group(self.proc, signal.SIGCONT)
+        _protocol.write_all(
+            self._in, _protocol.frame(json.dumps(request).encode()), deadline=deadline
         )
+        raw = _protocol.read_message(
+            self._out, deadline=deadline, max_bytes=self.limits.message_cap()
+        )
+        _signal_group(self.proc, signal.SIGSTOP)
+        self._check_file_count()
         lim = self.limits
         return _protocol.parse_reply(
             raw,
+            request_id=request_id,
             max_output=lim.max_output_bytes,
             max_value=lim.max_output_bytes,
-            max_figures=lim.max_figures,
-            max_figure_bytes=lim.max_figure_bytes,
+            figures=lim.figure_limits(),
         )
+
+    def _check_file_count(self) -> None:
+        """Without a tmpfs (mode "off") the session is on the host's disk: cap it here.
+
+        The child is stopped while we count, and counting stops past the file cap.
+        """
+        if self.plan.tmpfs or self.plan.mode == "bwrap":
+            return
+        cap, disk = self.limits.max_files, self.limits.disk_mb
+        files, size = measure(self.session_dir, limit=cap)
+        if files > cap:
+            raise LimitExceeded(f"the session created more than {cap} files")
+        if size > disk << 20:
+            raise LimitExceeded(f"the session's files take more than {disk} MB")
 
     def death_reason(self) -> str:
         """Why the process ended, from its exit status (call after it died)."""

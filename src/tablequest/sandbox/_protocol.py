@@ -1,9 +1,12 @@
 """Host side of the pipe protocol: length-prefixed messages, deadlines, size caps, validation.
 
 Everything read from the child is untrusted: a message longer than the cap is refused before
-it is read, JSON must be an object with the expected field types, texts are cut to their
-caps and stripped of lone surrogates, figures must be base64 PNGs within the size and count
-limits. Anything else is a `ProtocolViolation` and the host kills the child.
+it is read, its nesting depth and number of containers are bounded before `json.loads` sees
+it, it must be an object with the expected field types that echoes the request's id, texts
+are cut to their caps and stripped of lone surrogates, figures must be base64 PNG images that
+pass `_png.check_png`. Anything else is a `ProtocolViolation` and the host kills the child.
+Every read and write has a deadline: a child that stops reading (a stopped process, a pipe
+shrunk to 4 KB, a replaced read end) costs a `ChannelTimeout`, never a hung host.
 """
 
 from __future__ import annotations
@@ -12,13 +15,21 @@ import base64
 import binascii
 import json
 import os
+import re
 import select
 import struct
 import time
 from dataclasses import dataclass
 from typing import Any
 
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+from ._png import InvalidPNG, check_png
+
+#: deepest JSON nesting accepted from the child (a run reply needs 2, the facts 4)
+MAX_DEPTH = 16
+#: most JSON arrays and objects accepted in one message
+MAX_CONTAINERS = 4096
+_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"')
+_BRACKET = re.compile(rb"[\[\]{}]")
 
 
 class ChannelClosed(Exception):
@@ -38,14 +49,43 @@ def frame(payload: bytes) -> bytes:
     return struct.pack(">I", len(payload)) + payload
 
 
-def write_all(fd: int, data: bytes) -> None:
-    """Write all of `data` (blocking); ChannelClosed when the child is gone."""
+def write_all(fd: int, data: bytes, *, deadline: float) -> None:
+    """Write all of `data` before `deadline` (a `time.monotonic()` value).
+
+    `fd` should be non-blocking: a blocking descriptor can still stall inside `os.write`
+    when the reader frees less room than the write needs. ChannelClosed when the child is
+    gone, ChannelTimeout when it stops reading.
+    """
     view = memoryview(data)
     try:
         while view:
-            view = view[os.write(fd, view) :]
-    except (BrokenPipeError, OSError) as exc:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([], [fd], [], left)[1]:
+                raise ChannelTimeout("the sandbox process stopped reading")
+            try:
+                view = view[os.write(fd, view) :]
+            except BlockingIOError:
+                continue
+    except OSError as exc:  # EPIPE and friends: the read end is gone
         raise ChannelClosed(str(exc)) from exc
+
+
+def expect_silence(fd: int) -> None:
+    """Before a request: the child must not have sent anything since its last reply.
+
+    ChannelClosed when it exited meanwhile, ProtocolViolation when it wrote unasked.
+    """
+    if not select.select([fd], [], [], 0)[0]:
+        return
+    try:
+        extra = os.read(fd, 1)
+    except BlockingIOError:
+        return
+    except OSError as exc:
+        raise ChannelClosed(str(exc)) from exc
+    if not extra:
+        raise ChannelClosed("the sandbox process closed its pipe")
+    raise ProtocolViolation("the sandbox sent data nobody asked for")
 
 
 def read_message(fd: int, *, deadline: float, max_bytes: int) -> bytes:
@@ -64,18 +104,42 @@ def _read_exact(fd: int, n: int, deadline: float) -> bytes:
         ready, _, _ = select.select([fd], [], [], left)
         if not ready:
             raise ChannelTimeout()
-        chunk = os.read(fd, min(n - len(buf), 1 << 20))
+        try:
+            chunk = os.read(fd, min(n - len(buf), 1 << 20))
+        except BlockingIOError:
+            continue
+        except OSError as exc:
+            raise ChannelClosed(str(exc)) from exc
         if not chunk:
             raise ChannelClosed("the sandbox process closed its pipe")
         buf += chunk
     return bytes(buf)
 
 
-def decode_object(raw: bytes) -> dict[str, Any]:
-    """Parse a JSON object or raise ProtocolViolation."""
+def check_nesting(raw: bytes, *, max_depth: int, max_containers: int) -> None:
+    """Refuse JSON text nested deeper than `max_depth` or with too many containers.
+
+    Strings are blanked first (brackets inside them do not count); the bracket scan stops at
+    the first violation, so a 100,000-deep reply costs `max_depth` steps.
+    """
+    skeleton = _STRING.sub(b'""', raw)
+    if skeleton.count(b"[") + skeleton.count(b"{") > max_containers:
+        raise ProtocolViolation(f"reply holds more than {max_containers} arrays/objects")
+    depth = 0
+    for match in _BRACKET.finditer(skeleton):
+        depth += 1 if match.group() in (b"[", b"{") else -1
+        if depth > max_depth:
+            raise ProtocolViolation(f"reply is nested deeper than {max_depth} levels")
+
+
+def decode_object(
+    raw: bytes, *, max_depth: int = MAX_DEPTH, max_containers: int = MAX_CONTAINERS
+) -> dict[str, Any]:
+    """Parse a JSON object of bounded nesting or raise ProtocolViolation."""
+    check_nesting(raw, max_depth=max_depth, max_containers=max_containers)
     try:
         obj = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise ProtocolViolation(f"reply is not JSON: {exc}") from exc
     if not isinstance(obj, dict):
         raise ProtocolViolation(f"reply is a {type(obj).__name__}, not an object")
@@ -105,11 +169,54 @@ class Reply:
     figures: list[bytes]
 
 
+def check_id(obj: dict[str, Any], expected: int) -> None:
+    """The reply must echo the id of the request it answers (else it is stale or forged)."""
+    got = obj.get("id")
+    if type(got) is not int or got != expected:
+        raise ProtocolViolation(f"reply id {got!r} does not match the request ({expected})")
+
+
+@dataclass(frozen=True)
+class FigureLimits:
+    """Bounds on the figures of one reply."""
+
+    count: int
+    bytes: int
+    side: int
+    pixels: int
+
+
+def parse_figures(raw_figures: object, limits: FigureLimits) -> list[bytes]:
+    """Decode and verify base64 PNG figures (count, size, dimensions, decodable)."""
+    if not isinstance(raw_figures, list):
+        raise ProtocolViolation("field 'figures' is not a list")
+    if len(raw_figures) > limits.count:
+        raise ProtocolViolation(f"{len(raw_figures)} figures exceed the limit of {limits.count}")
+    figures: list[bytes] = []
+    for item in raw_figures:
+        if not isinstance(item, str) or len(item) > limits.bytes * 4 // 3 + 8:
+            raise ProtocolViolation("a figure is not a base64 string within the size cap")
+        try:
+            png = base64.b64decode(item, validate=True)
+            check_png(png, max_bytes=limits.bytes, max_side=limits.side, max_pixels=limits.pixels)
+        except (binascii.Error, ValueError) as exc:  # InvalidPNG is a ValueError
+            kind = "not a valid PNG image" if isinstance(exc, InvalidPNG) else "not valid base64"
+            raise ProtocolViolation(f"a figure is {kind}: {exc}") from exc
+        figures.append(png)
+    return figures
+
+
 def parse_reply(
-    raw: bytes, *, max_output: int, max_value: int, max_figures: int, max_figure_bytes: int
+    raw: bytes,
+    *,
+    request_id: int,
+    max_output: int,
+    max_value: int,
+    figures: FigureLimits,
 ) -> Reply:
     """Validate a `run` reply from the child."""
     obj = decode_object(raw)
+    check_id(obj, request_id)
     ok = obj.get("ok")
     if not isinstance(ok, bool):
         raise ProtocolViolation("field 'ok' is missing or not a bool")
@@ -118,18 +225,5 @@ def parse_reply(
     error = clean_text(obj.get("error"), "error", 4000, optional=True)
     if not ok and not error:
         error = "the sandbox reported a failure without a message"
-    raw_figures = obj.get("figures", [])
-    if not isinstance(raw_figures, list):
-        raise ProtocolViolation("field 'figures' is not a list")
-    figures: list[bytes] = []
-    for item in raw_figures[:max_figures]:
-        if not isinstance(item, str) or len(item) > max_figure_bytes * 4 // 3 + 8:
-            raise ProtocolViolation("a figure is not a base64 string within the size cap")
-        try:
-            png = base64.b64decode(item, validate=True)
-        except (binascii.Error, ValueError) as exc:
-            raise ProtocolViolation(f"a figure is not valid base64: {exc}") from exc
-        if not png.startswith(PNG_MAGIC):
-            raise ProtocolViolation("a figure is not a PNG image")
-        figures.append(png)
-    return Reply(ok=ok, stdout=stdout, value=value, error=None if ok else error, figures=figures)
+    pngs = parse_figures(obj.get("figures", []), figures)
+    return Reply(ok=ok, stdout=stdout, value=value, error=None if ok else error, figures=pngs)

@@ -118,8 +118,14 @@ def preview(value: object, *, max_rows: int = 20, max_cols: int = 20, max_chars:
     return cap(text, max_chars)
 
 
-def grab_figures(*, max_figures: int, max_bytes: int) -> tuple[list[str], list[str]]:
-    """Render open matplotlib figures as base64 PNG and close them all; return (pngs, notes)."""
+def grab_figures(
+    *, max_figures: int, max_bytes: int, max_side: int = 4096
+) -> tuple[list[str], list[str]]:
+    """Render open matplotlib figures as base64 PNG and close them all; return (pngs, notes).
+
+    Figures wider or taller than `max_side` pixels are dropped before rendering (the host
+    would refuse them, and rendering them costs memory).
+    """
     plt = sys.modules.get("matplotlib.pyplot")
     if plt is None:
         return [], []
@@ -130,8 +136,13 @@ def grab_figures(*, max_figures: int, max_bytes: int) -> tuple[list[str], list[s
             if len(pngs) >= max_figures:
                 notes.append(f"[figures beyond {max_figures} were dropped]")
                 break
+            fig = plt.figure(num)
+            width, height = (int(x) for x in fig.get_size_inches() * 100)
+            if not (0 < width <= max_side and 0 < height <= max_side):
+                notes.append(f"[figure {num} dropped: {width}x{height} pixels > {max_side}]")
+                continue
             buf = io.BytesIO()
-            plt.figure(num).savefig(buf, format="png", dpi=100)
+            fig.savefig(buf, format="png", dpi=100)
             data = buf.getvalue()
             if len(data) > max_bytes:
                 notes.append(f"[figure {num} dropped: {len(data)} bytes > {max_bytes}]")
@@ -150,6 +161,7 @@ def run_cell(
     max_value: int,
     max_figures: int = 8,
     max_figure_bytes: int = 2_000_000,
+    max_figure_side: int = 4096,
 ) -> dict[str, Any]:
     """Run one cell in `namespace`; return the reply fields (ok, stdout, value, error, figures)."""
     out = CappedWriter(max_output)
@@ -173,7 +185,9 @@ def run_cell(
     finally:
         sys.stdout, sys.stderr = old
     try:
-        figures, notes = grab_figures(max_figures=max_figures, max_bytes=max_figure_bytes)
+        figures, notes = grab_figures(
+            max_figures=max_figures, max_bytes=max_figure_bytes, max_side=max_figure_side
+        )
     except Exception as exc:
         figures, notes = [], [f"[figures could not be rendered: {format_error(exc, code)}]"]
     stdout = out.getvalue()

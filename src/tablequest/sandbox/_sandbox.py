@@ -2,24 +2,53 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
-from . import _frames, _launch, _protocol
+from . import _frames, _launch, _policy, _protocol
 from ._layers import build_layers
-from ._process import Child, Limits
-from ._types import ExecResult, Layer, SandboxError, SandboxUnavailable
+from ._process import Child, LimitExceeded, Limits
+from ._types import ExecResult, InvalidArgument, Layer, SandboxError, SandboxUnavailable
 
 if TYPE_CHECKING:
     import pandas as pd
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _api(method: Callable[P, R]) -> Callable[P, R]:
+    """Only `SandboxError` (and subclasses) leaves the sandbox API: anything else is wrapped."""
+
+    @functools.wraps(method)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(*args, **kwargs)
+        except SandboxError:
+            raise
+        except Exception as exc:
+            raise SandboxError(f"sandbox internal error: {type(exc).__name__}: {exc}") from exc
+
+    return wrapper
+
 
 def _positive(name: str, value: float) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ValueError(f"{name} must be a positive number, got {value!r}")
+        raise InvalidArgument(f"{name} must be a positive number, got {value!r}")
+
+
+def _check_arguments(sizes: Mapping[str, float], use_namespaces: str) -> None:
+    """Every size is a positive number and the mode is one of the four."""
+    for name, value in sizes.items():
+        _positive(name, value)
+    if use_namespaces not in ("auto", "bwrap", "unshare", "off"):
+        raise InvalidArgument(
+            f"use_namespaces must be 'auto', 'bwrap', 'unshare' or 'off', got {use_namespaces!r}"
+        )
 
 
 class Sandbox:
@@ -38,15 +67,24 @@ class Sandbox:
         max_output_bytes: cap on stdout and on the value preview (characters).
         max_figures: figures returned per run; max_figure_bytes caps each PNG.
         network: allow AF_INET/AF_INET6 sockets and keep the host network (off by default).
-        use_namespaces: "auto" (bubblewrap, else unshare, else none), or force one;
-            a forced mode that does not work raises SandboxUnavailable.
+        use_namespaces: "auto" (bubblewrap; with degraded isolation, else unshare, else
+            none), or force one; a forced mode that does not work raises SandboxUnavailable.
+        isolation: "strict" refuses to run without bubblewrap (SandboxUnavailable with a
+            one-line hint); "degraded" accepts "unshare" and "off". Default: the
+            TABLEQUEST_SANDBOX variable, then `[sandbox] isolation` in tablequest.toml,
+            then "strict".
         seccomp / audit_hook / landlock: the in-child layers; turn them off only to test the
             other layers.
         python: interpreter for the child (default: this one; it needs pandas & co.).
         prewarm: keep one started child ready so `session()` only hands it the frames.
         startup_timeout: seconds a child may take to import its libraries.
+        max_threads: threads the child may run (RLIMIT_NPROC, where the child has a uid or
+            user namespace of its own).
+        max_files: files and directories the session tmpfs may hold (nr_inodes).
+        max_figure_side: widest/tallest figure returned, in pixels.
     """
 
+    @_api
     def __init__(
         self,
         *,
@@ -60,45 +98,45 @@ class Sandbox:
         max_figure_bytes: int = 2_000_000,
         network: bool = False,
         use_namespaces: _launch.Mode = "auto",
+        isolation: _policy.Isolation | None = None,
         seccomp: bool = True,
         audit_hook: bool = True,
         landlock: bool = True,
         python: str | None = None,
         prewarm: bool = True,
         startup_timeout: float = 60.0,
+        max_threads: int = 64,
+        max_files: int = 10_000,
+        max_figure_side: int = 4096,
     ) -> None:
-        for name, value in (
-            ("cpu_seconds", cpu_seconds),
-            ("memory_mb", memory_mb),
-            ("file_size_mb", file_size_mb),
-            ("disk_mb", disk_mb),
-            ("max_open_files", max_open_files),
-            ("max_output_bytes", max_output_bytes),
-            ("max_figures", max_figures),
-            ("max_figure_bytes", max_figure_bytes),
-            ("startup_timeout", startup_timeout),
-        ):
-            _positive(name, value)
-        if use_namespaces not in ("auto", "bwrap", "unshare", "off"):
-            raise ValueError(
-                f"use_namespaces must be 'auto', 'bwrap', 'unshare' or 'off', "
-                f"got {use_namespaces!r}"
-            )
+        sizes = {
+            "cpu_seconds": cpu_seconds,
+            "memory_mb": memory_mb,
+            "file_size_mb": file_size_mb,
+            "disk_mb": disk_mb,
+            "max_open_files": max_open_files,
+            "max_output_bytes": max_output_bytes,
+            "max_figures": max_figures,
+            "max_figure_bytes": max_figure_bytes,
+            "max_threads": max_threads,
+            "max_files": max_files,
+            "max_figure_side": max_figure_side,
+        }
+        _check_arguments({**sizes, "startup_timeout": startup_timeout}, use_namespaces)
+        self.isolation, self.isolation_source = _policy.resolve(isolation)
         self.limits = Limits(
-            cpu_seconds=int(cpu_seconds),
-            memory_mb=int(memory_mb),
-            file_size_mb=int(file_size_mb),
-            disk_mb=int(disk_mb),
-            max_open_files=int(max_open_files),
-            max_output_bytes=int(max_output_bytes),
-            max_figures=int(max_figures),
-            max_figure_bytes=int(max_figure_bytes),
+            **{name: int(value) for name, value in sizes.items()},
             network=bool(network),
             seccomp=bool(seccomp),
             audit_hook=bool(audit_hook),
             landlock=bool(landlock),
         )
-        self.plan = _launch.plan(use_namespaces, python=python, network=bool(network))
+        self.plan = _launch.plan(
+            use_namespaces,
+            python=python,
+            network=bool(network),
+            degraded=self.isolation == "degraded",
+        )
         self.prewarm = prewarm
         self.startup_timeout = float(startup_timeout)
         self._lock = threading.Lock()
@@ -112,6 +150,7 @@ class Sandbox:
         """The isolation mode in use: "bwrap", "unshare" or "off"."""
         return self.plan.mode
 
+    @_api
     def session(self, frames: Mapping[str, pd.DataFrame] | None = None) -> Session:
         """Start a session with `frames` bound to their names in the child's namespace."""
         if self._closed:
@@ -119,6 +158,7 @@ class Sandbox:
         encoded, notes = _frames.encode_frames(frames or {})
         return Session(self, encoded, notes)
 
+    @_api
     def warm(self) -> None:
         """Block until a pre-started child is ready (starting one if needed)."""
         with self._lock:
@@ -127,14 +167,18 @@ class Sandbox:
             spare = self._spare
         spare.wait_ready(self.startup_timeout)
 
+    @_api
     def layers(self) -> list[Layer]:
         """The isolation layers as measured in a real child on this machine."""
         with self.session() as s:
             return s.layers
 
+    @_api
     def describe(self) -> str:
         """A human-readable report: mode, degradations and every layer."""
         lines = [f"sandbox mode: {self.mode}"]
+        if self.plan.degraded:
+            lines[0] += f" (degraded isolation, opted in by {self.isolation_source})"
         lines += [f"  degraded: {note}" for note in self.plan.notes]
         lines += [f"  {layer}" for layer in self.layers()]
         return "\n".join(lines)
@@ -160,6 +204,7 @@ class Sandbox:
                     self._spare = Child(self.plan, self.limits)
         return child
 
+    @_api
     def close(self) -> None:
         """Kill the pre-started child; sessions already open keep working until closed."""
         self._closed = True
@@ -193,21 +238,30 @@ class Session:
         self._facts = self._child.facts
 
     @property
+    def mode(self) -> str:
+        """The isolation mode this session's code runs in."""
+        return self._sandbox.mode
+
+    @property
+    @_api
     def layers(self) -> list[Layer]:
         """Isolation layers measured in this session's child."""
         rows = build_layers(self._sandbox.plan, self._sandbox.limits, self._facts)
         return [Layer(name, active, detail) for name, active, detail in rows]
 
+    @_api
     def run(self, code: str, timeout: float = 10.0) -> ExecResult:
         """Run `code`; the last expression's value comes back as a preview.
 
-        A timeout, a crash or a malformed reply kills the child; the next `run` starts a
-        fresh one with the same frames (earlier variables are gone, the error says so).
+        A timeout, a crash or a malformed, stale or unsolicited reply kills the child; the
+        next `run` starts a fresh one with the same frames (earlier variables are gone, the
+        error says so). Raises only `SandboxError` (closed session, bad arguments, a child
+        that cannot be restarted).
         """
         if self._closed:
             raise SandboxError("this session is closed")
         if not isinstance(code, str):
-            raise TypeError(f"code must be str, not {type(code).__name__}")
+            raise InvalidArgument(f"code must be str, not {type(code).__name__}")
         _positive("timeout", timeout)
         if self._child is None:
             self._child = self._sandbox._claim(self._frames)
@@ -223,6 +277,10 @@ class Session:
             error = f"SandboxError: {child.death_reason()}"
         except _protocol.ProtocolViolation as exc:
             error = f"SandboxError: invalid reply from the sandbox ({exc})"
+        except LimitExceeded as exc:
+            error = f"SandboxError: {exc}"
+        except Exception as exc:  # whatever went wrong, the child's state is unknown now
+            error = f"SandboxError: sandbox internal error ({type(exc).__name__}: {exc})"
         else:
             return ExecResult(
                 ok=reply.ok,
@@ -231,12 +289,14 @@ class Session:
                 error=reply.error,
                 figures=reply.figures,
                 seconds=time.monotonic() - start,
+                mode=self.mode,
             )
         child.kill()
         self._child = None
         error += "; the sandbox was restarted: variables from earlier runs are gone"
-        return ExecResult(ok=False, error=error, seconds=time.monotonic() - start)
+        return ExecResult(ok=False, error=error, seconds=time.monotonic() - start, mode=self.mode)
 
+    @_api
     def close(self) -> None:
         """Kill the child and remove its directory."""
         self._closed = True

@@ -6,12 +6,21 @@ it removes what table code never needs and what escapes are made of:
 
 - new processes: `fork`, `vfork`, `clone` without `CLONE_THREAD` (threads stay possible),
   `clone3` (answered with ENOSYS so glibc falls back to `clone`), `execve`, `execveat`;
-- sockets: `socket` (all families unless the network is allowed, then only AF_INET/AF_INET6);
+- sockets: `socket` (all families unless the network is allowed, then only AF_INET/AF_INET6)
+  and `socketpair` (always: table code has no use for a local channel);
+- memory outside the address-space limit: `memfd_create`, `memfd_secret`, System V shared
+  memory, semaphores and message queues, POSIX message queues (they outlive their mappings,
+  and System V segments outlive the process when there is no IPC namespace);
 - signals to other processes: `kill`, `tgkill`, `rt_(tg)sigqueueinfo` unless aimed at our own
   pid, `tkill`, the pidfd calls; `prlimit64`/`sched_setaffinity` on other pids, priority,
   scheduler and memory-policy changes of other processes;
 - kernel attack surface: ptrace, process_vm_*, bpf, perf_event_open, userfaultfd, io_uring,
   keyrings, mount/namespace calls, module and kexec loading, and similar administration calls.
+
+`install` applies the filter to the calling thread only (no TSYNC): the child installs it
+while it is single-threaded, so every later thread inherits it, and a task that reports
+`Seccomp: 2` provably started after the lockdown (Landlock is applied just before, in the same
+thread), which is what the tests check from the host.
 
 Only x86_64 is supported (syscall numbers differ per architecture); elsewhere `build_filter`
 raises `SeccompUnsupported` and the sandbox reports the layer as inactive. A foreign
@@ -49,7 +58,27 @@ OFF_ARG0_LO = 16
 
 # x86_64 numbers (from asm/unistd_64.h)
 NR = {
+    "shmget": 29,
+    "shmat": 30,
+    "shmctl": 31,
     "socket": 41,
+    "socketpair": 53,
+    "semget": 64,
+    "semop": 65,
+    "semctl": 66,
+    "msgget": 68,
+    "msgsnd": 69,
+    "msgrcv": 70,
+    "msgctl": 71,
+    "semtimedop": 220,
+    "mq_open": 240,
+    "mq_unlink": 241,
+    "mq_timedsend": 242,
+    "mq_timedreceive": 243,
+    "mq_notify": 244,
+    "mq_getsetattr": 245,
+    "memfd_create": 319,
+    "memfd_secret": 447,
     "clone": 56,
     "fork": 57,
     "vfork": 58,
@@ -194,6 +223,26 @@ DENIED = (
     "ioprio_set",
     "migrate_pages",
     "move_pages",
+    "socketpair",
+    "memfd_create",
+    "memfd_secret",
+    "shmget",
+    "shmat",
+    "shmctl",
+    "semget",
+    "semop",
+    "semctl",
+    "semtimedop",
+    "msgget",
+    "msgsnd",
+    "msgrcv",
+    "msgctl",
+    "mq_open",
+    "mq_unlink",
+    "mq_timedsend",
+    "mq_timedreceive",
+    "mq_notify",
+    "mq_getsetattr",
 )
 #: syscalls allowed only when their first argument is our own pid (signals to ourselves)
 SELF_ONLY = ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
@@ -273,7 +322,11 @@ def build_filter(*, own_pid: int, allow_network: bool, machine: str | None = Non
 
 
 def install(program: bytes) -> None:  # pragma: no cover - irreversible; exercised in the child
-    """Install `program` for every thread of this process (sets no_new_privs first)."""
+    """Install `program` for this thread and every thread it starts (sets no_new_privs first).
+
+    Call it while the process has a single thread: threads that already exist keep running
+    unfiltered (that is deliberate, see the module docstring).
+    """
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
@@ -285,7 +338,7 @@ def install(program: bytes) -> None:  # pragma: no cover - irreversible; exercis
 
     buf = ctypes.create_string_buffer(program, len(program))
     prog = _Prog(len(program) // 8, ctypes.addressof(buf))
-    # seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog)
-    rc = libc.syscall(ctypes.c_long(317), ctypes.c_long(1), ctypes.c_long(1), ctypes.byref(prog))
+    # seccomp(SECCOMP_SET_MODE_FILTER, flags=0, &prog)
+    rc = libc.syscall(ctypes.c_long(317), ctypes.c_long(1), ctypes.c_long(0), ctypes.byref(prog))
     if rc != 0:
         raise SeccompUnsupported(f"seccomp() failed: rc {rc}, errno {ctypes.get_errno()}")

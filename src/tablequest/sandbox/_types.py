@@ -6,11 +6,21 @@ from dataclasses import dataclass, field
 
 
 class SandboxError(RuntimeError):
-    """A sandbox operation failed on the host side (closed session, bad frames, ...)."""
+    """A sandbox operation failed on the host side (closed session, bad frames, ...).
+
+    Every exception that leaves the sandbox API is a `SandboxError` (or a subclass).
+    """
 
 
 class SandboxUnavailable(SandboxError):
     """The sandbox cannot start here (missing interpreter, refused isolation mode, ...)."""
+
+
+class InvalidArgument(SandboxError, ValueError, TypeError):
+    """A caller passed an argument of the wrong type or value.
+
+    Also a ValueError and a TypeError, which is what these checks raised before.
+    """
 
 
 @dataclass(frozen=True)
@@ -22,8 +32,10 @@ class ExecResult:
         stdout: printed output (stdout and stderr), capped.
         value: preview of the last expression's value, or None.
         error: `"KeyError: 'price'"`-style message when `ok` is False.
-        figures: matplotlib figures the cell left open, as PNG bytes.
+        figures: matplotlib figures the cell left open, as PNG bytes (verified images).
         seconds: wall-clock time of the run as seen by the host.
+        mode: the isolation mode the code ran in: "bwrap", or "unshare"/"off" when the user
+            opted into degraded isolation ("" when no child was involved).
     """
 
     ok: bool
@@ -32,6 +44,12 @@ class ExecResult:
     error: str | None = None
     figures: list[bytes] = field(default_factory=list)
     seconds: float = 0.0
+    mode: str = ""
+
+    @property
+    def degraded(self) -> bool:
+        """The code ran without bubblewrap (the user opted into weaker isolation)."""
+        return self.mode in ("unshare", "off")
 
 
 @dataclass(frozen=True)
