@@ -48,7 +48,7 @@ def test_ingest_unopenable_store(tmp_path: Path) -> None:
     bogus = tmp_path / "x.duckdb"
     bogus.write_text("nope")
     result = runner.invoke(app, ["ingest", str(EXAMPLES), "--store", str(bogus)])
-    assert result.exit_code == 2 and "cannot open store" in result.output
+    assert result.exit_code == 2 and "not a DuckDB store" in result.output
 
 
 @pytest.mark.parametrize("method", ["grep", "bm25"])

@@ -57,7 +57,9 @@ def test_ingest_reports_and_is_idempotent(corpus: Path) -> None:
     assert (again.tables_stored, again.tables_unchanged) == (0, 4)
     assert len(store) == 4
     payload = again.to_json()
-    assert set(payload) == {"files_seen", "tables_stored", "tables_unchanged", "files_failed"}
+    assert set(payload) == {
+        "files_seen", "tables_stored", "tables_unchanged", "files_failed", "files_warned"
+    }  # fmt: skip
 
 
 def test_changed_file_replaces_its_tables_atomically(corpus: Path) -> None:
@@ -123,7 +125,7 @@ def test_file_store_persists_and_reopens(tmp_path: Path, corpus: Path) -> None:
 def test_store_errors_are_clear(tmp_path: Path) -> None:
     bogus = tmp_path / "bogus.duckdb"
     bogus.write_text("definitely not duckdb")
-    with pytest.raises(StoreError, match="cannot open store"):
+    with pytest.raises(StoreError, match=r"is a text file .*not a DuckDB store"):
         Store(bogus)
     with pytest.raises(StoreError, match="no store"):
         Store(tmp_path / "missing.duckdb", read_only=True)
@@ -141,8 +143,8 @@ def test_walk_handles_symlink_loops_and_missing(tmp_path: Path) -> None:
 
 def test_read_file_outcomes(tmp_path: Path) -> None:
     good = write(tmp_path, "t.csv", "a,b\n1,2\n")
-    status, rows = read_file(str(good), None)
-    assert status == "stored" and len(rows) == 1
+    status, (rows, warnings) = read_file(str(good), None)
+    assert status == "stored" and len(rows) == 1 and warnings == []
     assert read_file(str(good), rows[0][2]) == ("unchanged", None)
     assert read_file(str(tmp_path / "gone.csv"), None)[0] == "failed"
     empty = write(tmp_path, "e.csv", "")

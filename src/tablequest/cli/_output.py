@@ -30,7 +30,7 @@ from rich.text import Text
 from tablequest.corpus.encoder_base import encoding_progress, with_rate
 from tablequest.corpus.rank import question_patterns
 from tablequest.corpus.retrievers import preview_hit
-from tablequest.corpus.store import Hit, Store
+from tablequest.corpus.store import Hit, NoStore, NotAStore, Store, StoreError
 from tablequest.methods.base import Result
 
 console = Console()
@@ -67,12 +67,40 @@ def encoding_bar(label: str, enabled: bool) -> Iterator[None]:
 _COLOUR = {"answered": "green", "insufficient": "yellow", "failed": "red"}
 
 
-def fail(message: str, *, json_out: bool = False, code: str = "usage", status: int = 2) -> NoReturn:
-    """One ``error:`` line (and a JSON error on stdout with --json), then exit."""
+def fail(
+    message: str,
+    *,
+    json_out: bool = False,
+    code: str = "usage",
+    status: int = 2,
+    extra: dict[str, Any] | None = None,
+) -> NoReturn:
+    """One ``error:`` line (and a JSON error on stdout with --json), then exit.
+
+    `extra` adds fields next to ``error`` in the JSON (e.g. an ingest's report so far).
+    """
     if json_out:
-        print(json.dumps({"error": {"code": code, "message": message}}, ensure_ascii=False))
+        payload = {"error": {"code": code, "message": message}, **(extra or {})}
+        print(json.dumps(payload, ensure_ascii=False))
     err_console.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True, highlight=False)
     raise typer.Exit(status)
+
+
+def fail_on(
+    exc: BaseException, *, json_out: bool = False, extra: dict[str, Any] | None = None
+) -> NoReturn:
+    """`fail` with an exception's message. A store error in its chain (cause or context)
+    gives the code, and the status: 2 for bad input (no store, not a DuckDB file), 1 for a
+    run that could not complete (store held by another process, disk full, media)."""
+    cause: BaseException | None = exc
+    for _ in range(4):
+        if cause is None or isinstance(cause, StoreError):
+            break
+        cause = cause.__cause__ or cause.__context__
+    if not isinstance(cause, StoreError):
+        fail(str(exc), json_out=json_out, extra=extra)
+    status = 2 if isinstance(cause, (NotAStore, NoStore)) else 1
+    fail(str(exc), json_out=json_out, code=cause.code, status=status, extra=extra)
 
 
 def print_json(payload: Any) -> None:

@@ -31,7 +31,7 @@ from tablequest.cli._options import (
     option_pairs,
     task_name,
 )
-from tablequest.cli._output import console, encoding_bar, fail, print_json, show_result
+from tablequest.cli._output import console, encoding_bar, fail, fail_on, print_json, show_result
 from tablequest.corpus.encoders import EncoderUnavailable
 from tablequest.llm.base import LLMError
 from tablequest.llm.config import NOT_CONFIGURED_HINT, ConfigError, build_llm, resolve_config
@@ -85,7 +85,7 @@ def ask_command(
                 cache=not no_cache,
             )
     except (LLMError, EncoderUnavailable, ValueError) as exc:
-        fail(str(exc), json_out=json_out)
+        fail_on(exc, json_out=json_out)
     finally:
         if model_llm is not None:
             model_llm.close()

@@ -53,10 +53,16 @@ def stats(
 
 
 @app.command()
-def clear(cache_dir: DirOption = None) -> None:
+def clear(
+    cache_dir: DirOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
     """Delete every cached completion."""
     try:
         removed = cache_clear(cache_dir)
     except CacheError as exc:
-        fail(str(exc), code="cache", status=1)
+        fail(str(exc), json_out=as_json, code="cache", status=1)
+    if as_json:
+        typer.echo(json.dumps({"path": str(cache_path(cache_dir)), "removed": removed}))
+        return
     typer.echo(f"removed {removed} cached completion(s) from {cache_path(cache_dir)}")

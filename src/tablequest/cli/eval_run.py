@@ -41,7 +41,7 @@ from tablequest.cli._options import (
     StepsOpt,
     option_pairs,
 )
-from tablequest.cli._output import err_console, fail
+from tablequest.cli._output import err_console, fail, fail_on
 from tablequest.corpus.encoders import (
     ENCODERS,
     EncoderUnavailable,
@@ -83,8 +83,15 @@ CacheOpt = Annotated[Path | None, typer.Option("--cache-dir", help="Corpus cache
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
-def _fail(message: str, json_out: bool = False) -> NoReturn:
+def _fail(message: str | BaseException, json_out: bool = False) -> NoReturn:
+    if isinstance(message, BaseException):
+        fail_on(message, json_out=json_out)
     fail(message, json_out=json_out)
+
+
+def _os_error(exc: OSError, out: Path) -> str:
+    where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(out) else ""
+    return f"cannot write the run {str(out)!r} or its report: {exc.strerror or exc}{where}"
 
 
 def load_dataset(name: str, data: Path, split: str | None) -> Dataset:
@@ -166,7 +173,7 @@ def retrieval_command(
             chosen = ds.questions
         corpus = _corpus(ds, fmt, seed, cache_dir, not json_out)
     except (DatasetError, RunnerError, CorpusError, ValueError, EncoderUnavailable) as exc:
-        _fail(str(exc), json_out)
+        _fail(exc, json_out)
     encoder_impl = getattr(ranker, "encoder", None)
     with corpus.store:
         try:
@@ -175,7 +182,7 @@ def retrieval_command(
             with _progress(f"{method} on {ds.name}", not json_out) as update:
                 result = evaluate_retrieval(corpus, chosen, ranker, progress=update)
         except (ValueError, CorpusError, EncoderUnavailable) as exc:
-            _fail(str(exc), json_out)
+            _fail(exc, json_out)
     payload = result.to_json()
     payload.update(dataset=ds.name, split=split, method=method, format=corpus.format)
     if encoder_impl is not None:
@@ -240,7 +247,7 @@ def run_command(
     try:
         corpus = _corpus(ds, fmt, seed, cache_dir, not json_out)
     except CorpusError as exc:
-        _fail(str(exc), json_out)
+        _fail(exc, json_out)
     spec_label = options.label()
     model_name = model_llm.describe().get("model", "") if model_llm is not None else ""
     run_spec = RunSpec(ds.name, spec.name, spec_label, corpus.format, model_name)
@@ -265,9 +272,18 @@ def run_command(
             finally:
                 answer.close()
         except (RunnerError, CorpusError, LLMError, ValueError, EncoderUnavailable) as exc:
-            _fail(str(exc), json_out)
-    records = [log.records[q.id] for q in chosen if q.id in log.records]
-    md_path, json_path = write_report(out, records)
+            _fail(exc, json_out)
+        except OSError as exc:  # --out on read-only media, a full disk, …
+            _fail(_os_error(exc, out), json_out)
+    _report([log.records[q.id] for q in chosen if q.id in log.records], out, ran, json_out)
+
+
+def _report(records: list[Any], out: Path, ran: int, json_out: bool) -> None:
+    """Write the run's report beside `out` and print it (or its JSON summary)."""
+    try:
+        md_path, json_path = write_report(out, records)
+    except OSError as exc:
+        _fail(_os_error(exc, out), json_out)
     if json_out:
         summary = json.loads(json_path.read_text(encoding="utf-8"))
         print(json.dumps({"out": str(out), "ran": ran, "report": str(md_path), **summary}))

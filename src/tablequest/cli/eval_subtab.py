@@ -13,23 +13,16 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
+from tablequest.cli._output import fail
 from tablequest.eval.datasets import DatasetError, load
 from tablequest.eval.runner import RunnerError, select_questions
 from tablequest.eval.subtab import build_references, read_references, score_runs
 
 __all__ = ["build_subtab_command", "register", "score_subtab_command"]
-
-err = Console(stderr=True)
-
-
-def _fail(message: str) -> NoReturn:
-    err.print(f"[red]error:[/red] {message}", soft_wrap=True)
-    raise typer.Exit(2)
 
 
 def build_subtab_command(
@@ -67,13 +60,16 @@ def build_subtab_command(
             )
             model_llm = build_llm(config, llm_spec=llm)
             if model_llm is None:
-                _fail(NOT_CONFIGURED_HINT + " (or pass --approx for the LLM-free references)")
+                fail(
+                    NOT_CONFIGURED_HINT + " (or pass --approx for the LLM-free references)",
+                    json_out=json_out,
+                )
     except (DatasetError, RunnerError, ConfigError, LLMError, ValueError) as exc:
-        _fail(str(exc))
+        fail(str(exc), json_out=json_out)
     try:
         counts = build_references(ds, chosen, out, llm=model_llm)
     except (DatasetError, OSError, KeyError) as exc:
-        _fail(str(exc))
+        fail(str(exc), json_out=json_out)
     finally:
         if model_llm is not None:
             model_llm.close()
@@ -87,12 +83,12 @@ def build_subtab_command(
         )
 
 
-def _read_run(path: Path) -> list[dict[str, Any]]:
+def _read_run(path: Path, *, json_out: bool) -> list[dict[str, Any]]:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
         return [json.loads(line) for line in lines if line.strip()]
     except (OSError, ValueError) as exc:
-        _fail(f"cannot read run {str(path)!r}: {exc}")
+        fail(f"cannot read run {str(path)!r}: {exc}", json_out=json_out)
 
 
 def score_subtab_command(
@@ -104,8 +100,8 @@ def score_subtab_command(
     try:
         references = read_references(ref)
     except (OSError, ValueError, KeyError) as exc:
-        _fail(f"cannot read references {str(ref)!r}: {exc}")
-    result = score_runs(_read_run(run), references)
+        fail(f"cannot read references {str(ref)!r}: {exc}", json_out=json_out)
+    result = score_runs(_read_run(run, json_out=json_out), references)
     if json_out:
         print(json.dumps(result))
         return

@@ -29,7 +29,7 @@ from tablequest.cli._options import (
     StepsOpt,
     option_pairs,
 )
-from tablequest.cli._output import console, err_console, fail, print_json
+from tablequest.cli._output import console, err_console, fail, fail_on, print_json
 from tablequest.corpus import Store, StoreError
 from tablequest.llm.base import LLM, LLMError
 from tablequest.llm.config import NOT_CONFIGURED_HINT, ConfigError, build_llm, resolve_config
@@ -46,17 +46,23 @@ __all__ = ["memory_app", "register"]
 memory_app = typer.Typer(help="DTR's experience memory: show or clear it.", no_args_is_help=True)
 
 
-def _options(pairs: list[str] | None) -> ResearchOptions:
+def _options(pairs: list[str] | None, *, json_out: bool) -> ResearchOptions:
     try:
         options = merge_options("research", ResearchOptions, option_pairs(pairs))
     except OptionError as exc:
-        fail(str(exc))
+        fail(str(exc), json_out=json_out)
     assert isinstance(options, ResearchOptions)
     return options
 
 
 def _llm(
-    url: str | None, model: str | None, key: str | None, spec: str | None, no_cache: bool
+    url: str | None,
+    model: str | None,
+    key: str | None,
+    spec: str | None,
+    no_cache: bool,
+    *,
+    json_out: bool,
 ) -> LLM | None:
     try:
         config = resolve_config(
@@ -64,7 +70,7 @@ def _llm(
         )
         return build_llm(config, llm_spec=spec)
     except (ConfigError, LLMError) as exc:
-        fail(str(exc))
+        fail(str(exc), json_out=json_out)
 
 
 def research_command(
@@ -84,21 +90,25 @@ def research_command(
     json_out: JsonOpt = False,
 ) -> None:
     """Research a table: answer, a Markdown report and charts, written to --out."""
-    options = _options(option)
-    model_llm = _llm(llm_url, model, api_key, llm, no_cache)
+    options = _options(option, json_out=json_out)
+    model_llm = _llm(llm_url, model, api_key, llm, no_cache, json_out=json_out)
     if model_llm is None:
         err_console.print(
             f"no model configured: comprehension only. {NOT_CONFIGURED_HINT}",
             soft_wrap=True, markup=False, highlight=False,
         )  # fmt: skip
     budget = StepBudget(steps, reserve=0) if steps else None
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"cannot create the output folder {str(out)!r}: {exc.strerror or exc}",
+             json_out=json_out)  # fmt: skip
     trace = Trace(out / "trace.jsonl")
     try:
         run = run_research(file, task, out, llm=model_llm, options=options, sheet=sheet,
                            budget=budget, trace=trace)  # fmt: skip
     except (UnreadableTable, ValueError, OSError) as exc:
-        fail(str(exc))
+        fail(str(exc), json_out=json_out)
     result = run.result
     if json_out:
         print_json(result.to_json())
@@ -113,16 +123,18 @@ def research_command(
         console.print(line, soft_wrap=True, markup=False, highlight=False)
 
 
-def _memory(store: Path | None, path: Path | None, *, write: bool) -> tuple[ExperienceMemory, Any]:
+def _memory(
+    store: Path | None, path: Path | None, *, write: bool, json_out: bool = False
+) -> tuple[ExperienceMemory, Any]:
     if store is not None and path is not None:
-        fail("give --store or --path, not both")
+        fail("give --store or --path, not both", json_out=json_out)
     if store is not None:
         if not store.is_file():
-            fail(f"no store at {str(store)!r}")
+            fail(f"no store at {str(store)!r}", json_out=json_out)
         try:
             opened = Store(store, read_only=not write)
         except StoreError as exc:
-            fail(str(exc))
+            fail_on(exc, json_out=json_out)
         return ExperienceMemory(store=opened), opened
     return ExperienceMemory(path=path), None
 
@@ -143,11 +155,11 @@ def memory_show(
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Path statistics (executions, mean reward) and lessons, most recent first."""
-    memory, opened = _memory(store, path, write=False)
+    memory, opened = _memory(store, path, write=False, json_out=json_out)
     try:
         summary = memory.summary(limit=limit)
     except MemoryUnavailable as exc:
-        fail(str(exc))
+        fail(str(exc), json_out=json_out)
     finally:
         if opened is not None:
             opened.close()

@@ -5,7 +5,7 @@
 """
 
 from tablequest.corpus.encoders import EncoderUnavailable
-from tablequest.corpus.ingest import FileFailure, IngestReport, ingest
+from tablequest.corpus.ingest import FileFailure, FileWarning, IngestReport, ingest
 from tablequest.corpus.rank import grep_rank, question_patterns
 from tablequest.corpus.retrievers import RetrieverSettings, make_retriever, search
 from tablequest.corpus.store import Hit, Store, StoreError
@@ -13,6 +13,7 @@ from tablequest.corpus.store import Hit, Store, StoreError
 __all__ = [
     "EncoderUnavailable",
     "FileFailure",
+    "FileWarning",
     "Hit",
     "IngestReport",
     "RetrieverSettings",

@@ -4,6 +4,9 @@ Encoders live in `tablequest.corpus.encoders`. Embeddings are stored in the stor
 (content hash, encoder name), so an unchanged table is never re-encoded, across runs and
 across files with the same content.
 
+A read-only store (search, ask) keeps new vectors in memory for the process; so does a
+store whose file or disk fails the write (a note says so).
+
 Choice (ours): the text embedded is the table's plain serialization (title, header and rows
 as words) rather than its HTML/Markdown markup, which would spend MiniLM's token window on
 tags.
@@ -11,10 +14,15 @@ tags.
 
 from __future__ import annotations
 
+import sys
+from typing import Any
+
+import duckdb
 import numpy as np
 
 from tablequest.corpus.encoders import Encoder, Matrix
 from tablequest.corpus.store import Hit, Store
+from tablequest.corpus.storefile import explain, is_store_failure
 
 
 def ensure_embeddings(store: Store, encoder: Encoder) -> tuple[list[str], Matrix]:
@@ -36,16 +44,7 @@ def ensure_embeddings(store: Store, encoder: Encoder) -> tuple[list[str], Matrix
     else:
         fresh = {}
     if fresh and not store.read_only:  # a read-only store keeps new vectors in memory only
-        store.con.execute("BEGIN TRANSACTION")
-        try:
-            store.con.executemany(
-                "INSERT INTO embeddings VALUES (?, ?, ?)",
-                [(h, encoder.name, v.tolist()) for h, v in fresh.items()],
-            )
-            store.con.execute("COMMIT")
-        except BaseException:
-            store.con.execute("ROLLBACK")
-            raise
+        _save(store, encoder.name, fresh)
     ids = [r[0] for r in rows]
     if not rows:
         return ids, np.zeros((0, 1), dtype=np.float32)
@@ -53,6 +52,25 @@ def ensure_embeddings(store: Store, encoder: Encoder) -> tuple[list[str], Matrix
         [np.asarray(r[3], dtype=np.float32) if r[3] is not None else fresh[r[1]] for r in rows]
     )
     return ids, matrix
+
+
+def _save(store: Store, model: str, fresh: dict[str, Any]) -> None:
+    """Persist new vectors; when the disk or file fails they stay in memory (with a note)."""
+    try:
+        with store.transaction():
+            store.con.executemany(
+                "INSERT INTO embeddings VALUES (?, ?, ?)",
+                [(h, model, v.tolist()) for h, v in fresh.items()],
+            )
+    except duckdb.Error as exc:
+        if not is_store_failure(exc):
+            raise
+        message = (
+            f"note: the {model} vectors of store {store.name!r} could not be saved "
+            f"({explain(exc)}); they are kept in memory for this run"
+        )
+        store.note(message)
+        print(f"tablequest: {message}", file=sys.stderr)
 
 
 def corpus_vectors(store: Store, encoder: Encoder) -> tuple[list[str], Matrix]:

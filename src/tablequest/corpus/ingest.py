@@ -4,6 +4,10 @@ Files are read and serialized in worker processes (spawned, so no DuckDB state i
 when there are many; the parent process only writes. A file whose content hash is already
 stored under the same path is a no-op. A file that fails to read is reported with its
 reason and leaves the store as it was (its previously stored tables, if any, are kept).
+What a reader repaired in a file it read (`read_tables_report`: NULs removed, broken quoting
+read as text, a nested table kept as cell text, a table with no data rows) is reported, one
+warning each, once that file's tables are committed (`files_warned`); a no-op re-ingest does
+not read the file, so it does not repeat them.
 
 Transactions (measured choice): every file is atomic — all of its tables or none, and a
 changed file's old tables are replaced in the same transaction. Files are committed in
@@ -14,36 +18,62 @@ mid-group leaves the store consistent: the group is simply ingested again next t
 
 Walking (ours): directories are followed through symlinks, each real directory once (no
 loops); names starting with "." are skipped; files are visited in sorted order.
+
+Stopping (docs/reliability.md): workers never outlive the ingest. From its initializer each
+worker asks the kernel for SIGKILL when its parent dies (Linux `prctl(PR_SET_PDEATHSIG)`) and
+polls its parent pid every second (any POSIX); a worker still starting up (importing) when
+its parent is killed exits as soon as it has started. Workers are spawned with SIGINT
+blocked and then ignore it, so Ctrl-C (sent to the whole process group) is the parent's to
+handle. The pool's resource tracker exits once they have all closed its pipe. A `stop`
+event (`StopSignals` turns SIGINT/SIGTERM into one) ends the ingest at the next file, also
+while waiting on workers: the files read so far are committed as one last group, the
+workers are terminated, the indexes are left for the next run, and the report says
+`stopped`. A failure of the store itself (disk full, I/O error) raises `IngestAborted`
+with the report of what was committed.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import hashlib
 import os
+import signal
 import sys
+import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
-from tablequest.corpus.store import Store, table_row
+from tablequest.corpus.store import Store, StoreError, StoreWriteError, table_row
 from tablequest.table.errors import UnreadableTable
-from tablequest.table.readers import read_tables
+from tablequest.table.readers import read_tables_report
 
 BATCH_FILES = 256
 BATCH_SECONDS = 2.0
 PARALLEL_THRESHOLD = 64  # fewer files than this are read in-process (no pool start-up)
 MAX_FILE_BYTES = 2 * 1024**3
+_POLL_SECONDS = 0.2  # how often a wait for workers checks `stop`
 
 
 @dataclass
 class FileFailure:
     path: str
     reason: str
+
+
+@dataclass
+class FileWarning:
+    """A repair a reader made in a stored file (one sentence)."""
+
+    path: str
+    warning: str
 
 
 @dataclass
@@ -54,19 +84,78 @@ class IngestReport:
     tables_stored: int = 0
     tables_unchanged: int = 0
     files_failed: list[FileFailure] = field(default_factory=list)
+    files_warned: list[FileWarning] = field(default_factory=list)
+    stopped: bool = False
+    files_left: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        """The report; `stopped` and `files_left` appear only for a run that was stopped."""
+        out: dict[str, Any] = {
             "files_seen": self.files_seen,
             "tables_stored": self.tables_stored,
             "tables_unchanged": self.tables_unchanged,
             "files_failed": [{"path": f.path, "reason": f.reason} for f in self.files_failed],
+            "files_warned": [{"path": w.path, "warning": w.warning} for w in self.files_warned],
         }
+        if self.stopped:
+            out.update(stopped=True, files_left=self.files_left)
+        return out
 
     @property
     def ok(self) -> bool:
         """True when at least one table was stored or found unchanged."""
         return self.tables_stored + self.tables_unchanged > 0
+
+
+class IngestAborted(StoreError):
+    """The store could not be written (disk full, I/O error): the ingest stopped there.
+
+    `report` is what was done before the failure; every table it counts as stored is
+    committed and intact, and running the same ingest again finishes the rest.
+    """
+
+    def __init__(self, message: str, report: IngestReport, code: str = "store_write") -> None:
+        super().__init__(message)
+        self.report = report
+        self.code = code
+
+
+class StopSignals:
+    """While active (main thread only), SIGINT and SIGTERM set `event` instead of raising.
+
+    `ingest(..., stop=signals.event)` then ends at the next file; `received` is the signal
+    number (exit status 128 + it, by convention). A second signal exits at once with that
+    status: the open transaction is rolled back by DuckDB, committed files stay.
+    """
+
+    def __init__(self, signums: Sequence[int] = (signal.SIGINT, signal.SIGTERM)) -> None:
+        self.event = threading.Event()
+        self.received: int | None = None
+        self._signums = tuple(signums)
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> StopSignals:
+        if threading.current_thread() is threading.main_thread():
+            for signum in self._signums:
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
+
+    @property
+    def name(self) -> str | None:
+        """The name of the signal received ("SIGINT", "SIGTERM"), if any."""
+        return None if self.received is None else signal.Signals(self.received).name
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.received is not None:
+            os.write(2, b"tablequest: interrupted again, exiting now\n")
+            os._exit(128 + signum)
+        self.received = signum
+        self.event.set()
 
 
 def walk(paths: Iterable[str | Path]) -> Iterator[tuple[Path, str | None]]:
@@ -111,7 +200,8 @@ def _walk_dir(root: Path, seen: set[tuple[int, int]]) -> Iterator[tuple[Path, st
             yield p, f"cannot stat: {exc.strerror or exc}"
 
 
-# A worker's answer for one file: ("unchanged", n) | ("stored", rows) | ("failed", reason)
+# A worker's answer for one file: ("unchanged", None) | ("failed", reason)
+# | ("stored", (rows, the reader's warnings))
 Outcome = tuple[str, Any]
 
 
@@ -128,18 +218,19 @@ def read_file(path: str, known_hash: str | None) -> Outcome:
     if digest == known_hash:
         return ("unchanged", None)
     try:
-        tables = read_tables(path, data=data)
+        found = read_tables_report(path, data=data)
     except UnreadableTable as exc:
         return ("failed", exc.reason)
     except Exception as exc:  # a reader bug must not stop the ingest; name it
         return ("failed", f"unexpected {type(exc).__name__}: {exc}")
+    tables, warnings = found.tables, found.warnings
     if not tables:
         return ("failed", "no table found")
     try:
         rows = [table_row(t, path=path, file_hash=digest, idx=i) for i, t in enumerate(tables)]
     except Exception as exc:
         return ("failed", f"cannot serialize table: {type(exc).__name__}: {exc}")
-    return ("stored", rows)
+    return ("stored", (rows, warnings))
 
 
 def _same_hash(path: str, digest: str) -> bool:
@@ -161,17 +252,64 @@ def ingest(
     progress: Callable[[int, int], None] | None = None,
     workers: int | None = None,
     index: bool = True,
+    stop: threading.Event | None = None,
 ) -> IngestReport:
     """Ingest every table under `paths` into `store`; never raises for a bad file.
 
-    With `index` (default), the grep index of the new corpus is built and persisted at the
-    end, so commands that open the store read-only never build it per query.
+    With `index` (default), the grep and BM25 indexes the corpus lacks are built and
+    persisted at the end, so commands that open the store read-only never build them. When `stop`
+    is set, the files read so far are committed and the report says `stopped`.
+
+    Raises:
+        IngestAborted: the store itself failed (disk full, I/O error); `report` holds what
+            was committed before.
     """
     report = IngestReport()
+    stopping = stop.is_set if stop is not None else (lambda: False)
     known = store.known_files()
+    todo, shown = _plan(paths, known, report, stopping)
+    pending: list[_Read] = []
+    started = time.monotonic()
+    done = 0
+    with contextlib.closing(_outcomes(todo, workers, stopping)) as outcomes:
+        for key, display, outcome in zip([k for k, _ in todo], shown, outcomes, strict=False):
+            done += 1
+            status, payload = outcome
+            if status == "unchanged":
+                report.tables_unchanged += known[key][1]
+            elif status == "failed":
+                report.files_failed.append(FileFailure(display, str(payload)))
+            else:
+                pending.append((key, display, *payload))
+            if len(pending) >= BATCH_FILES or (
+                pending and time.monotonic() - started > BATCH_SECONDS
+            ):
+                _flush(store, report, pending, known)
+                started = time.monotonic()
+            if progress is not None:
+                progress(done, len(todo))
+            if stopping():
+                break
+        _flush(store, report, pending, known)
+    if stopping():
+        report.stopped, report.files_left = True, len(todo) - done
+    elif index:
+        _index(store, report)
+    return report
+
+
+def _plan(
+    paths: Iterable[str | Path],
+    known: dict[str, tuple[str, int]],
+    report: IngestReport,
+    stopping: Callable[[], bool],
+) -> tuple[list[tuple[str, str | None]], list[str]]:
+    """Walk `paths`: (files to read with their stored hash, their names as given)."""
     todo: list[tuple[str, str | None]] = []
     shown: list[str] = []
     for path, problem in walk(paths):
+        if stopping():
+            break
         report.files_seen += 1
         key = str(path.resolve())
         if problem is not None:
@@ -181,33 +319,29 @@ def ingest(
         else:
             todo.append((key, known.get(key, (None, 0))[0]))
             shown.append(str(path))
-    total = len(todo)
-    pending: list[tuple[str, str, list[tuple[Any, ...]]]] = []
-    started = time.monotonic()
-    for done, (key, display, outcome) in enumerate(
-        zip([k for k, _ in todo], shown, _outcomes(todo, workers), strict=True), start=1
-    ):
-        status, payload = outcome
-        if status == "unchanged":
-            report.tables_unchanged += known[key][1]
-        elif status == "failed":
-            report.files_failed.append(FileFailure(display, str(payload)))
-        else:
-            pending.append((key, display, payload))
-        if len(pending) >= BATCH_FILES or (pending and time.monotonic() - started > BATCH_SECONDS):
-            _flush(store, report, pending, known)
-            started = time.monotonic()
-        if progress is not None:
-            progress(done, total)
-    _flush(store, report, pending, known)
-    if index and report.tables_stored:
-        from tablequest.corpus.rank import grep_index
-
-        grep_index(store)
-    return report
+    return todo, shown
 
 
-def _outcomes(todo: list[tuple[str, str | None]], workers: int | None) -> Iterator[Outcome]:
+def _index(store: Store, report: IngestReport) -> None:
+    """Build and save the indexes the corpus lacks (none after a no-op re-ingest)."""
+    from tablequest.corpus.rank import ensure_indexes
+
+    try:
+        ensure_indexes(store, strict=True)
+    except StoreWriteError as exc:
+        raise IngestAborted(
+            f"{report.tables_stored} tables stored, but their indexes could not be saved: "
+            f"{exc}. Free space and run the same ingest again",
+            report,
+            exc.code,
+        ) from exc
+
+
+def _outcomes(
+    todo: list[tuple[str, str | None]], workers: int | None, stopping: Callable[[], bool]
+) -> Generator[Outcome, None, None]:
+    """One outcome per file of `todo`, in order, until `stopping()`; closing it (or
+    stopping) shuts the pool down."""
     n_workers = workers if workers is not None else min(os.cpu_count() or 1, 8)
     main = sys.modules.get("__main__")
     spawnable = getattr(main, "__file__", None) is not None or getattr(main, "__spec__", None)
@@ -218,27 +352,121 @@ def _outcomes(todo: list[tuple[str, str | None]], workers: int | None) -> Iterat
     chunk = 16
     batches = [todo[i : i + chunk] for i in range(0, len(todo), chunk)]
     done = 0
-    try:
-        with ProcessPoolExecutor(max_workers=n_workers, mp_context=get_context("spawn")) as pool:
-            for results in pool.map(_read_many, batches):
+    pool = None
+    futures = []
+    with contextlib.suppress(OSError):
+        # Created first: this starts the resource tracker, which unblocks SIGINT when done.
+        pool = ProcessPoolExecutor(
+            max_workers=n_workers,
+            mp_context=get_context("spawn"),
+            initializer=_worker_start,
+            initargs=(os.getpid(),),
+        )
+        with _sigint_blocked():  # submit spawns the workers; they start with SIGINT blocked
+            futures = [pool.submit(_read_many, batch) for batch in batches]
+    if pool is not None:
+        try:
+            for future in futures:
+                while not future.done() and not stopping():
+                    wait([future], timeout=_POLL_SECONDS)
+                if stopping():
+                    return
+                results = future.result()
                 done += 1
                 yield from results
-    except (BrokenProcessPool, OSError):
-        # workers cannot start here (e.g. __main__ is stdin); read the rest in-process
-        for batch in batches[done:]:
-            yield from _read_many(batch)
+        except (BrokenProcessPool, OSError):
+            pass  # workers cannot start here (e.g. __main__ is stdin): read the rest below
+        finally:
+            _close_pool(pool, early=done < len(batches))
+    for batch in batches[done:]:
+        yield from _read_many(batch)
+
+
+def _close_pool(pool: ProcessPoolExecutor, *, early: bool) -> None:
+    """Shut the pool down; when stopping early, terminate the workers rather than wait
+    for them to finish starting up and reading their chunk (they only read files)."""
+    if early:
+        terminate = getattr(pool, "terminate_workers", None)  # Python 3.14+
+        if terminate is not None:
+            terminate()
+        else:  # before shutdown(), which drops the pool's references to its processes
+            for process in list((getattr(pool, "_processes", None) or {}).values()):
+                with contextlib.suppress(OSError, ValueError):
+                    process.terminate()
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+@contextlib.contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    """Block SIGINT while workers are spawned: the mask survives exec, so a Ctrl-C cannot
+    raise KeyboardInterrupt in a worker still importing; the parent gets it on unblock."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _worker_start(parent: int) -> None:
+    """Pool initializer: ignore Ctrl-C (the parent's to handle) and die with the parent."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+
+
+def _watch_parent(parent: int) -> None:
+    """Fallback where there is no PR_SET_PDEATHSIG: exit once re-parented."""
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)
+
+
+# A file read and waiting to be committed: (key, path as shown, table rows, warnings)
+_Read = tuple[str, str, list[tuple[Any, ...]], list[str]]
 
 
 def _flush(
-    store: Store,
-    report: IngestReport,
-    pending: list[tuple[str, str, list[tuple[Any, ...]]]],
-    known: dict[str, tuple[str, int]],
+    store: Store, report: IngestReport, pending: list[_Read], known: dict[str, tuple[str, int]]
 ) -> None:
-    failed = set(store.put_files([(key, rows, key in known) for key, _, rows in pending]))
-    for key, display, rows in pending:
-        if key in failed:
-            report.files_failed.append(FileFailure(display, "store write failed"))
+    try:
+        failed = set(store.put_files([(key, rows, key in known) for key, _, rows, _ in pending]))
+    except StoreWriteError as exc:
+        if exc.committed:
+            for read in pending:
+                _stored(report, read)
+        left = len(pending) if not exc.committed else 0
+        pending.clear()
+        n = report.tables_stored
+        kept = f"the {n} tables committed before are intact" if n else "the store is as it was"
+        raise IngestAborted(
+            f"{exc}. Ingest stopped: {kept}"
+            + (f"; the last {left} files read were not stored" if left else "")
+            + ". Free space (or fix the disk) and run the same ingest again",
+            report,
+            exc.code,
+        ) from exc
+    for read in pending:
+        if read[0] in failed:
+            report.files_failed.append(FileFailure(read[1], "store write failed"))
         else:
-            report.tables_stored += len(rows)
+            _stored(report, read)
     pending.clear()
+
+
+def _stored(report: IngestReport, read: _Read) -> None:
+    _, display, rows, warnings = read
+    report.tables_stored += len(rows)
+    report.files_warned.extend(FileWarning(display, w) for w in warnings)

@@ -1,7 +1,11 @@
 """Retrieval over a Store: grep (Eq. 1), BM25 and LLM-free question patterns.
 
-Indexes are built on first use, persisted in the store keyed by the corpus fingerprint and
-kept in the Store object for the rest of the process.
+Indexes (grep and BM25) are built by `ingest` (`ensure_indexes`) and persisted in the store
+keyed by the corpus fingerprint, so the commands that open a store read-only (search, ask,
+eval) only load them. One that is missing or stale (an ingest that was stopped, a store from
+an older version) is built on first use: persisted when the store is writable, otherwise
+kept in memory for the process with a note (`Store.notes` and one line on stderr). Either
+way an index is kept in the Store object for the rest of the process.
 
 BM25 (ours where unstated): bm25s with its default Lucene variant (k1=1.5, b=0.75), English
 stop words, lower-cased word tokens over the table's title, headers and cells.
@@ -9,23 +13,36 @@ stop words, lower-cased word tokens over the table's title, headers and cells.
 
 from __future__ import annotations
 
+import io
 import re
+import sys
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from tablequest.corpus.grep import GrepIndex
-from tablequest.corpus.store import Hit, Store
+from tablequest.corpus.store import Hit, Store, StoreWriteError
 from tablequest.corpus.words import STOPWORDS
 from tablequest.table.patterns import DroppedPattern, PatternDropped, matching_lines
 
 GREP = "grep-v2"
 BM25 = "bm25-v1"
+_LABEL = {GREP: "grep", BM25: "BM25"}
 
 
-def grep_index(store: Store) -> GrepIndex:
-    """The store's grep index, loaded or built for the current corpus."""
+def grep_index(store: Store, *, strict: bool = False) -> GrepIndex:
+    """The store's grep index, loaded or built for the current corpus.
+
+    A missing or stale index is built and persisted. Where it cannot be persisted (a
+    read-only store, or a failed write unless `strict`) it is kept in memory for this
+    process and a note says so (`Store.notes`, and one line on stderr).
+
+    Raises:
+        StoreWriteError: with `strict`, the built index could not be saved.
+    """
     cached = store.cached_index(GREP)
     if isinstance(cached, GrepIndex):
         return cached
@@ -40,9 +57,50 @@ def grep_index(store: Store) -> GrepIndex:
             index = None
     if index is None:
         index = GrepIndex.build(ids, texts)
-        store.save_blob(GREP, fp, index.arrays_blob())
+        _persist(store, GREP, fp, index.arrays_blob(), strict=strict)
     store.remember_index(GREP, index)
     return index
+
+
+def ensure_indexes(store: Store, *, strict: bool = False) -> list[str]:
+    """Build and persist the grep and BM25 indexes the store lacks; return their names.
+
+    Raises:
+        StoreWriteError: with `strict`, an index could not be saved.
+    """
+    built = missing_indexes(store)
+    for name in built:
+        (grep_index if name == GREP else bm25_index)(store, strict=strict)
+    return built
+
+
+def missing_indexes(store: Store) -> list[str]:
+    """The indexes (GREP, BM25) not persisted for the store's current corpus."""
+    if len(store) == 0:
+        return []
+    fp = store.fingerprint()
+    return [name for name in (GREP, BM25) if not store.has_blob(name, fp)]
+
+
+def _persist(store: Store, name: str, fingerprint: str, blob: bytes, *, strict: bool) -> None:
+    reason = "the store is open read-only"
+    if not store.read_only:
+        try:
+            store.save_blob(name, fingerprint, blob)
+            return
+        except StoreWriteError as exc:
+            if strict:
+                raise
+            reason = str(exc)
+    if store.path is None:
+        return
+    message = (
+        f"note: store {store.name!r} has no up-to-date {_LABEL[name]} index ({reason}); built "
+        "it in memory for this run. Run `tablequest ingest` on it again to save it"
+    )
+    if message not in store.notes:
+        store.note(message)
+        print(f"tablequest: {message}", file=sys.stderr)
 
 
 def matched_rows(
@@ -121,6 +179,33 @@ class BM25Index:
         model.index(tokenize(texts), show_progress=False)
         return cls(ids, model)
 
+    def to_blob(self) -> bytes:
+        """The model's files (bm25s `save`) packed into one npz blob."""
+        with tempfile.TemporaryDirectory() as tmp:
+            self.model.save(tmp, show_progress=False)
+            files: dict[str, Any] = {
+                f.name: np.frombuffer(f.read_bytes(), dtype=np.uint8) for f in Path(tmp).iterdir()
+            }
+        out = io.BytesIO()
+        np.savez(out, **files)
+        return out.getvalue()
+
+    @classmethod
+    def from_blob(cls, ids: Sequence[str], blob: bytes) -> BM25Index:
+        """The index saved by `to_blob` (ValueError / OSError / KeyError when unreadable)."""
+        import bm25s
+
+        with (
+            np.load(io.BytesIO(blob), allow_pickle=False) as packed,
+            tempfile.TemporaryDirectory() as tmp,
+        ):
+            for name in packed.files:
+                (Path(tmp) / name).write_bytes(packed[name].tobytes())
+            model = bm25s.BM25.load(tmp, show_progress=False)
+        if int(model.scores["num_docs"]) != len(ids):
+            raise ValueError("the saved BM25 index is for another corpus")
+        return cls(ids, model)
+
     def scores(self, query: str) -> np.ndarray[Any, Any]:
         """BM25 score of every table (in `ids` order); zeros when the query has no token."""
         tokens = tokenize([query])[0]
@@ -144,12 +229,23 @@ def top_scores(scores: np.ndarray[Any, Any], k: int) -> list[tuple[int, float]]:
     return [(int(i), float(scores[i])) for i in order if scores[i] > 0]
 
 
-def bm25_index(store: Store) -> BM25Index:
+def bm25_index(store: Store, *, strict: bool = False) -> BM25Index:
+    """The store's BM25 index, loaded or built for the current corpus (see `grep_index`)."""
     cached = store.cached_index(BM25)
     if isinstance(cached, BM25Index):
         return cached
-    ids, texts = store.column("plain")
-    index = BM25Index.build(ids, texts)
+    fp = store.fingerprint()
+    blob = store.load_blob(BM25, fp)
+    index = None
+    if blob is not None:
+        try:
+            index = BM25Index.from_blob(store.table_ids(), blob)
+        except (ValueError, KeyError, OSError):  # another layout or version: rebuild
+            index = None
+    if index is None:
+        ids, texts = store.column("plain")
+        index = BM25Index.build(ids, texts)
+        _persist(store, BM25, fp, index.to_blob(), strict=strict)
     store.remember_index(BM25, index)
     return index
 

@@ -15,10 +15,18 @@ show); `plain` is header and cell words for BM25 and dense encoders. Table ids a
 Choices (ours): xlsx tables are serialized as HTML (keeps merged headers), parquet and
 sqlite as CSV, JSON as Markdown. Indexes are keyed by a fingerprint of (count, table ids,
 file hashes) and rebuilt lazily when the corpus changed.
+
+Reliability (docs/reliability.md): the file checks, the lock wait and the error classes are
+in `tablequest.corpus.storefile`. Every write is one transaction; a failure of the file or
+the disk (no space, I/O error, read-only media) raises `StoreWriteError` after the
+transaction is rolled back, and what was committed before stays intact. After DuckDB's
+fatal "commit durable, checkpoint failed" the connection is reopened, so the Store stays
+usable (reads, and writes once there is space again).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Iterator, Sequence
@@ -28,6 +36,12 @@ from typing import Any
 
 import duckdb
 
+from tablequest.corpus.storefile import NO_SPACE, explain, is_store_failure, open_database
+from tablequest.corpus.storefile import NoStore as NoStore
+from tablequest.corpus.storefile import NotAStore as NotAStore
+from tablequest.corpus.storefile import StoreError as StoreError
+from tablequest.corpus.storefile import StoreLocked as StoreLocked
+from tablequest.corpus.storefile import StoreWriteError as StoreWriteError
 from tablequest.table import Source, Table
 from tablequest.table.serialize import serialize
 
@@ -59,10 +73,6 @@ ROW_COLUMNS = (
     "table_id, path, file_hash, idx, format, sheet, title, content_hash, "
     "n_rows, n_cols, data, text, plain"
 )
-
-
-class StoreError(Exception):
-    """The store cannot be opened or written; the message names the file and the fix."""
 
 
 @dataclass(frozen=True)
@@ -125,30 +135,65 @@ def table_row(table: Table, *, path: str, file_hash: str, idx: int) -> tuple[Any
 
 
 class Store:
-    """A corpus of tables in DuckDB (`path=None`: in memory)."""
+    """A corpus of tables in DuckDB (`path=None`: in memory).
 
-    def __init__(self, path: str | Path | None = None, *, read_only: bool = False) -> None:
+    Args:
+        path: The store file (created when missing and not `read_only`).
+        read_only: Open for reading only: any number of processes may read at once.
+        lock_timeout: Seconds to wait while another process holds the file (default:
+            $TABLEQUEST_LOCK_TIMEOUT or 10).
+
+    Raises:
+        NotAStore: the path exists and is not a DuckDB database (left untouched).
+        StoreLocked: another process held the file for the whole lock timeout.
+        StoreError: any other reason the store cannot be opened.
+    """
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        read_only: bool = False,
+        lock_timeout: float | None = None,
+    ) -> None:
         self.path = None if path in (None, ":memory:") else Path(str(path)).expanduser()
         self.read_only = read_only
+        self.lock_timeout = lock_timeout
+        self.notes: list[str] = []
         self._indexes: dict[str, tuple[str, Any]] = {}
-        target = ":memory:" if self.path is None else str(self.path)
-        if self.path is not None and not read_only:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        if read_only and self.path is not None and not self.path.exists():
-            raise StoreError(f"no store at {str(self.path)!r}: run `tablequest ingest` first")
-        try:
-            self.con = duckdb.connect(target, read_only=read_only)
-            if not read_only:
-                self.con.execute(SCHEMA)
-        except duckdb.Error as exc:
-            raise StoreError(
-                f"cannot open store {target!r}: {exc}. Is it a DuckDB file, and not in use "
-                "by another tablequest process?"
-            ) from exc
+        self.con = self._connect()
+
+    def _connect(self) -> duckdb.DuckDBPyConnection:
+        if self.path is None:
+            con = duckdb.connect(":memory:")
+        else:
+            con = open_database(self.path, read_only=self.read_only, lock_timeout=self.lock_timeout)
+        # DuckDB draws a progress bar on stdout for queries over 2 s: it would corrupt --json.
+        con.execute("SET enable_progress_bar = false")
+        if not self.read_only:
+            try:
+                con.execute(SCHEMA)
+            except duckdb.Error as exc:
+                con.close()
+                raise StoreError(f"cannot write store {self.name!r}: {explain(exc)}") from exc
+        return con
+
+    @property
+    def name(self) -> str:
+        """The store file as given, or ":memory:"."""
+        return ":memory:" if self.path is None else str(self.path)
+
+    def note(self, message: str) -> None:
+        """Record something the user should know about this store (CLI prints notes)."""
+        if message not in self.notes:
+            self.notes.append(message)
 
     # -- lifecycle ---------------------------------------------------------------------
     def close(self) -> None:
-        self.con.close()
+        """Close the connection; never raises (committed data is durable in DuckDB's WAL,
+        and a checkpoint that fails here is redone at the next open)."""
+        with contextlib.suppress(duckdb.Error):
+            self.con.close()
 
     def __enter__(self) -> Store:
         return self
@@ -157,6 +202,45 @@ class Store:
         self.close()
 
     # -- writing -----------------------------------------------------------------------
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One transaction; rolled back on any exception (KeyboardInterrupt included)."""
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            yield
+            self.con.execute("COMMIT")
+        except BaseException:
+            # A failed COMMIT has already ended the transaction and a fatal error has
+            # invalidated the database: either way there is nothing left to roll back.
+            with contextlib.suppress(duckdb.Error):
+                self.con.execute("ROLLBACK")
+            raise
+
+    def _write_failed(
+        self, exc: duckdb.Error, what: str, probe: Sequence[Any] | None
+    ) -> StoreWriteError:
+        """The error to raise for a failed write; reopens an invalidated database and checks
+        (with `probe`, a row written) whether the write was committed all the same."""
+        committed = False
+        if isinstance(exc, duckdb.FatalException) and self.path is not None:
+            with contextlib.suppress(duckdb.Error):
+                self.con.close()
+            self.con = self._connect()
+            if probe is not None:
+                row = self.con.execute(
+                    "SELECT count(*) FROM tables WHERE table_id = ? AND file_hash = ?",
+                    [probe[0], probe[2]],
+                ).fetchone()
+                committed = bool(row and row[0])
+        reason = explain(exc)
+        message = f"cannot write {what} to store {self.name!r}: {reason}"
+        if committed:
+            message += " (the last write was committed; the checkpoint after it failed)"
+        error = StoreWriteError(message, committed=committed)
+        if reason == NO_SPACE:
+            error.code = "disk_full"
+        return error
+
     def known_files(self) -> dict[str, tuple[str, int]]:
         """path → (file_hash, number of tables) for every stored file."""
         rows = self.con.execute(
@@ -165,25 +249,35 @@ class Store:
         return {p: (h, int(n)) for p, h, n in rows}
 
     def put_file(self, path: str, rows: Sequence[tuple[Any, ...]], *, replace: bool) -> None:
-        """Store all tables of one file atomically (replacing the file's old tables)."""
+        """Store all tables of one file atomically (replacing the file's old tables).
+
+        Raises:
+            StoreWriteError: the file or disk failed (nothing of this file was written,
+                unless `committed` says the commit landed before the failure).
+            duckdb.Error: a row DuckDB refused (nothing of this file was written).
+        """
         placeholders = ", ".join(["(" + ", ".join(["?"] * 13) + ")"] * len(rows))
         params = [v for row in rows for v in row]
         sql = f"INSERT INTO tables ({ROW_COLUMNS}) VALUES {placeholders}"
-        self.con.execute("BEGIN TRANSACTION")
         try:
-            self.con.execute("DELETE FROM tables WHERE path = ?", [path])
-            self.con.execute(sql, params)
-            self.con.execute("COMMIT")
-        except BaseException:
-            self.con.execute("ROLLBACK")
+            with self.transaction():
+                self.con.execute("DELETE FROM tables WHERE path = ?", [path])
+                self.con.execute(sql, params)
+        except duckdb.Error as exc:
+            if is_store_failure(exc):
+                raise self._write_failed(exc, "a file's tables", rows[0] if rows else None) from exc
             raise
 
     def put_files(self, batch: Sequence[tuple[str, Sequence[tuple[Any, ...]], bool]]) -> list[str]:
         """Store many files in one transaction (Arrow bulk insert); each file stays atomic.
 
-        `batch` holds (path, rows, replace) per file. When the group fails, every file is
-        retried alone in its own transaction, so one bad file never blocks another. Returns
-        the paths that could not be stored.
+        `batch` holds (path, rows, replace) per file. When the group fails for its rows,
+        every file is retried alone in its own transaction, so one bad file never blocks
+        another. Returns the paths that could not be stored.
+
+        Raises:
+            StoreWriteError: the file or disk failed; the group was rolled back (unless
+                `committed` says the commit landed before the failure).
         """
         if not batch:
             return []
@@ -193,21 +287,12 @@ class Store:
             arrow = None
         if arrow is not None:
             try:
-                self.con.execute("BEGIN TRANSACTION")
-                replaced = [path for path, _, replace in batch if replace]
-                if replaced:
-                    self.con.execute("DELETE FROM tables WHERE list_contains(?, path)", [replaced])
-                self.con.register("tq_batch", arrow)
-                try:
-                    self.con.execute(
-                        f"INSERT INTO tables ({ROW_COLUMNS}) SELECT {ROW_COLUMNS} FROM tq_batch"
-                    )
-                finally:
-                    self.con.unregister("tq_batch")
-                self.con.execute("COMMIT")
+                self._insert_arrow(arrow, [path for path, _, replace in batch if replace])
                 return []
-            except duckdb.Error:
-                self.con.execute("ROLLBACK")
+            except duckdb.Error as exc:
+                if is_store_failure(exc):
+                    probe = next((rows[0] for _, rows, _ in batch if rows), None)
+                    raise self._write_failed(exc, "a group of files", probe) from exc
         failed = []
         for path, rows, replace in batch:
             try:
@@ -215,6 +300,18 @@ class Store:
             except (duckdb.Error, ValueError, TypeError):
                 failed.append(path)
         return failed
+
+    def _insert_arrow(self, arrow: Any, replaced: list[str]) -> None:
+        with self.transaction():
+            if replaced:
+                self.con.execute("DELETE FROM tables WHERE list_contains(?, path)", [replaced])
+            self.con.register("tq_batch", arrow)
+            try:
+                self.con.execute(
+                    f"INSERT INTO tables ({ROW_COLUMNS}) SELECT {ROW_COLUMNS} FROM tq_batch"
+                )
+            finally:
+                self.con.unregister("tq_batch")
 
     def add_table(self, table: Table, *, key: str, idx: int = 0) -> str:
         """Add one in-memory table under a caller-chosen key (used by corpus builders)."""
@@ -299,17 +396,27 @@ class Store:
         ).fetchone()
         return bytes(row[0]) if row else None
 
+    def has_blob(self, name: str, fingerprint: str) -> bool:
+        """Whether an index `name` is persisted for this corpus fingerprint."""
+        row = self.con.execute(
+            "SELECT count(*) FROM indexes WHERE name = ? AND fingerprint = ?", [name, fingerprint]
+        ).fetchone()
+        return bool(row and row[0])
+
     def save_blob(self, name: str, fingerprint: str, blob: bytes) -> None:
-        """Replace a persisted index (best effort: a read-only store keeps it in memory)."""
+        """Replace a persisted index (a read-only store keeps its indexes in memory).
+
+        Raises:
+            StoreWriteError: the file or disk failed; the old index (if any) is kept.
+        """
         if self.read_only:
             return
         try:
-            self.con.execute("BEGIN TRANSACTION")
-            self.con.execute("DELETE FROM indexes WHERE name = ?", [name])
-            self.con.execute("INSERT INTO indexes VALUES (?, ?, ?)", [name, fingerprint, blob])
-            self.con.execute("COMMIT")
-        except duckdb.Error:
-            self.con.execute("ROLLBACK")
+            with self.transaction():
+                self.con.execute("DELETE FROM indexes WHERE name = ?", [name])
+                self.con.execute("INSERT INTO indexes VALUES (?, ?, ?)", [name, fingerprint, blob])
+        except duckdb.Error as exc:
+            raise self._write_failed(exc, f"the {name} index", None) from exc
 
     def cached_index(self, name: str) -> Any | None:
         """An in-process index built for the current corpus, if any."""

@@ -22,12 +22,18 @@ cache). The fingerprint hashes the builder version, dataset name, format, seed a
 table's key, reader format, metadata and file identity (size and mtime; the content hash for
 in-memory tables), so changed inputs give a new file and unchanged ones reuse the old. The
 store is built under a temporary name in the same directory, checkpointed, closed and then
-renamed, so a killed build never leaves a half-written corpus under the final name.
+renamed, so a killed build never leaves a half-written corpus under the final name. The
+temporary name carries the builder's PID (``.{name}.{pid}-{random}.tmp.duckdb``); a build
+killed with SIGKILL cannot remove it, so every `build_corpus` on a file cache first removes
+the temporary files (and their ``.wal``) of dead builds: older than this call, named after
+a PID that is not running, and not locked by any process (DuckDB holds a file lock while
+writing). Files named after this process are never touched (another thread may be building).
 
 Table ids are `table_id_for(key, 0)`: the dataset key maps to its id without opening the store.
 Dense vectors are shared across the corpora of one cache directory through
 ``embeddings.duckdb`` (keyed by content hash and encoder), so the four formats of a dataset are
-encoded once.
+encoded once. When another process holds the corpus file, so that the vectors cannot be
+written into it, they are kept in memory for this run (a note says so).
 """
 
 from __future__ import annotations
@@ -37,6 +43,9 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
+import sys
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -45,8 +54,8 @@ from typing import Any
 
 import duckdb
 
-from tablequest.corpus.rank import grep_index
-from tablequest.corpus.store import Store, StoreError, table_id_for, table_row
+from tablequest.corpus.rank import ensure_indexes, missing_indexes
+from tablequest.corpus.store import Store, StoreError, StoreLocked, table_id_for, table_row
 from tablequest.eval.datasets.common import Dataset, DatasetError
 from tablequest.table.model import Format, Source, Table
 
@@ -56,6 +65,7 @@ __all__ = [
     "Corpus",
     "CorpusError",
     "build_corpus",
+    "clean_stale_builds",
     "corpus_fingerprint",
     "corpus_table",
     "default_corpus_dir",
@@ -222,7 +232,7 @@ def _fill(
     store.con.executemany(
         "INSERT INTO corpus_meta VALUES (?, ?)", [[k, v] for k, v in formats.items()]
     )
-    grep_index(store)  # built now and persisted with the corpus
+    ensure_indexes(store)  # grep and BM25, built now and persisted with the corpus
     return formats
 
 
@@ -266,6 +276,7 @@ def build_corpus(
     directory = Path(cache_dir) if cache_dir is not None else default_corpus_dir()
     fingerprint = corpus_fingerprint(dataset, name, seed=seed)[:16]
     path = directory / f"{dataset.name}-{name}-{fingerprint}.duckdb"
+    clean_stale_builds(directory, before=time.time())
     if not path.is_file():
         _build_file(path, dataset, transposed, base, seed, progress)
     store = _open(path, read_only=read_only)
@@ -276,7 +287,26 @@ def build_corpus(
         raise CorpusError(
             f"corpus file {str(path)!r} is not a tablequest corpus ({exc}); delete it to rebuild"
         ) from exc
-    return Corpus(dataset.name, name, path, store, list(formats), formats, read_only)
+    corpus = Corpus(dataset.name, name, path, store, list(formats), formats, read_only)
+    if missing_indexes(store):  # a corpus cached by an older version: add them once
+        _add_indexes(corpus)
+    return corpus
+
+
+def _add_indexes(corpus: Corpus) -> None:
+    """Persist the indexes a cached corpus lacks; when another process holds the file they
+    are built in memory on first use instead (with a note)."""
+    if not corpus.read_only:
+        ensure_indexes(corpus.store)
+        return
+    try:
+        corpus.reopen(read_only=False)
+    except CorpusError as exc:
+        if not isinstance(exc.__cause__, StoreLocked):
+            raise
+    else:
+        ensure_indexes(corpus.store)
+    corpus.reopen(read_only=True)
 
 
 def _build_file(
@@ -287,17 +317,86 @@ def _build_file(
     seed: int,
     progress: Callable[[int, int], None] | None,
 ) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.stem}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp.duckdb")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         with Store(tmp) as store:
             _fill(store, dataset, transposed, base, seed, progress)
             store.con.execute("CHECKPOINT")
         os.replace(tmp, path)
+    except (OSError, StoreError, duckdb.Error) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise CorpusError(
+            f"cannot build the {dataset.name} corpus in {str(path.parent)!r}: {reason} "
+            "(choose another --cache-dir)"
+        ) from exc
     finally:
         for leftover in (tmp, tmp.with_name(tmp.name + ".wal")):
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(OSError):
                 leftover.unlink()
+
+
+_TMP_NAME = re.compile(r"^\..+\.(\d+)-[0-9a-f]{8}\.tmp\.duckdb(\.wal)?$")
+
+
+def clean_stale_builds(directory: Path, *, before: float) -> list[Path]:
+    """Remove the temporary files of dead corpus builds in `directory` (see the module
+    doc): modified before `before` (a `time.time()`), named after a PID that is not
+    running and not this process, and not locked. Returns the files removed."""
+    try:
+        entries = list(directory.iterdir())
+    except OSError:
+        return []
+    removed = []
+    for entry in entries:
+        match = _TMP_NAME.match(entry.name)
+        if match is None or int(match.group(1)) == os.getpid():
+            continue
+        database = entry.with_name(entry.name.removesuffix(".wal"))
+        try:
+            if entry.stat().st_mtime >= before:
+                continue
+        except OSError:
+            continue
+        if _running(int(match.group(1))) or _locked(database):
+            continue
+        with contextlib.suppress(OSError):
+            entry.unlink()
+            removed.append(entry)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # exists, owned by someone else (or cannot tell: keep the file)
+    try:  # a zombie is dead: its parent has not reaped it yet
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _locked(path: Path) -> bool:
+    """True when a process holds DuckDB's lock on `path` (POSIX; elsewhere False)."""
+    try:
+        import fcntl
+    except ImportError:
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # (also drops the probe lock)
+    return False
 
 
 # -- dense vectors shared across the corpora of a cache directory ----------------------------
@@ -317,6 +416,7 @@ def _shared_cache(directory: Path) -> duckdb.DuckDBPyConnection | None:
     try:
         directory.mkdir(parents=True, exist_ok=True)
         con = duckdb.connect(str(directory / _SHARED))
+        con.execute("SET enable_progress_bar = false")  # it would draw on stdout
         con.execute(
             "CREATE TABLE IF NOT EXISTS embeddings (content_hash TEXT NOT NULL, "
             "model TEXT NOT NULL, vector FLOAT[] NOT NULL)"
@@ -340,8 +440,8 @@ def ensure_dense(corpus: Corpus, encoder: Any, *, cache_dir: str | Path | None =
     if not missing:
         return 0
     reopened = corpus.path is not None and corpus.read_only
-    if reopened:
-        corpus.reopen(read_only=False)
+    if reopened and not _reopen_for_writing(corpus, encoder):
+        return len(missing)
     try:
         store = corpus.store
         directory = Path(cache_dir) if cache_dir is not None else default_corpus_dir()
@@ -374,3 +474,25 @@ def ensure_dense(corpus: Corpus, encoder: Any, *, cache_dir: str | Path | None =
     finally:
         if reopened:
             corpus.reopen(read_only=True)
+
+
+def _reopen_for_writing(corpus: Corpus, encoder: Any) -> bool:
+    """Reopen a read-only corpus for writing; False when another process holds it, in
+    which case the vectors are encoded into memory for this run (with a note)."""
+    from tablequest.corpus.dense import corpus_vectors
+
+    try:
+        corpus.reopen(read_only=False)
+        return True
+    except CorpusError as exc:
+        if not isinstance(exc.__cause__, StoreLocked):
+            raise
+        reason = str(exc)
+    corpus.reopen(read_only=True)
+    print(
+        f"tablequest: note: {reason}; the {encoder.name} vectors of the {corpus.dataset} corpus "
+        "are kept in memory for this run",
+        file=sys.stderr,
+    )
+    corpus_vectors(corpus.store, encoder)
+    return False
