@@ -85,15 +85,18 @@ text_st = st.lists(
 ).map(" ".join)
 risky_st = st.one_of(
     st.sampled_from(WORDS).map(lambda w: rf"\b{w}\w*\b"),
-    st.sampled_from(WORDS).map(lambda w: rf"(?:{w}\s*)+$"),
+    st.sampled_from(WORDS).map(lambda w: rf"(?:{w}\s?)+$"),
     st.sampled_from(WORDS).map(lambda w: rf"^\W*{w}"),
     st.lists(st.sampled_from(WORDS), min_size=2, max_size=2).map(r"\s*\|?\s*".join),
     st.lists(st.sampled_from(WORDS), min_size=2, max_size=2).map(
         lambda w: rf"(?:{w[0]}|{w[1]})+\d?"
     ),
-    st.sampled_from([r"(\w+\s?)+$", r"[^\W\d]+ı", r"(.)\1", r"(?<=ſ)t", r"\d+(?!\w)", r"x*y*"]),
+    st.sampled_from([r"[^\W\d]+ı", r"(.)\1", r"(?<=ſ)t", r"\d+(?!\w)", r"x*y*"]),
     st.text(alphabet="abcXYZ019.|()*+?[]\\-é^$wsdbWSDB", min_size=1, max_size=7),
 )
+
+
+NESTED = re.compile(r"\([^()]*[*+{][^()]*\)\s*[*+{]")
 
 
 @settings(max_examples=300, deadline=None)
@@ -102,6 +105,9 @@ def test_index_with_risky_patterns_equals_naive_scan(texts: list[str], patterns:
     # documented divergence: backreferences under IGNORECASE fold like the regex module
     backref = any(re.search(r"\\[1-9]", p) for p in patterns)
     assume(not backref or all(t.isascii() for t in texts))
+    # the naive reference is Python's backtracking `re`: a quantified group holding a
+    # quantifier can take exponential time there (the catastrophic test above covers those)
+    assume(not any(NESTED.search(p) for p in patterns))
     index = GrepIndex.build([f"t{i}" for i in range(len(texts))], texts)
     ranking = index.rank(patterns, len(texts) or 1, budget=30.0)
     assert ranking.dropped == ()
