@@ -30,7 +30,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tablequest.corpus.rank import grep_index, question_patterns
+from tablequest.corpus.rank import question_patterns
+from tablequest.corpus.shardrank import grep_hits
 from tablequest.corpus.store import Store, text_format
 from tablequest.llm.base import LLM, LLMError, Message
 from tablequest.llm.parse import ParseError, extract_json
@@ -275,14 +276,13 @@ class TableSeek:
         return list(value)
 
     def _rank(self, run: _Run, store: Store, patterns: Sequence[str]) -> list[str]:
-        index = grep_index(store)
-        top = index.top(patterns, self.config.rank_depth)
-        ranked = [index.ids[i] for i, _ in top]
+        top = grep_hits(store, patterns, self.config.rank_depth)
+        ranked = [h.table_id for h in top]
         run.rounds_top1.append(ranked[0] if ranked else None)
         run.trace.event(
             "rank",
             patterns=list(patterns),
-            hits=[{"table_id": index.ids[i], "score": round(s, 4)} for i, s in top],
+            hits=[{"table_id": h.table_id, "score": round(h.score, 4)} for h in top],
         )
         return ranked
 
