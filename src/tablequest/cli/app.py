@@ -7,6 +7,7 @@ import typer
 from tablequest.cli import cache, eval_compare, eval_run, eval_subtab, trace
 from tablequest.cli._options import PairCommand
 from tablequest.cli.ask import ask_command
+from tablequest.cli.batch import batch_command
 from tablequest.cli.corpus import ingest_command, search_command
 from tablequest.cli.methods import methods_command
 
@@ -21,6 +22,7 @@ app.command("ingest")(ingest_command)
 app.command("search")(search_command)
 app.command("ask", cls=PairCommand)(ask_command)
 app.command("methods")(methods_command)
+app.command("batch", cls=PairCommand)(batch_command)
 app.add_typer(cache.app, name="cache")
 app.add_typer(trace.app, name="trace")
 

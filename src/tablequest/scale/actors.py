@@ -55,19 +55,38 @@ class RayShards:
         shard_paths: The shard files, in shard order.
         num_cpus: CPUs each actor reserves while it lives (default 0: actors wait more
             than they compute; raise it to keep ranking off busy nodes).
+        name: Name the actors ``NAME-i`` so that every process of the Ray job shares them
+            (a second `RayShards` with the same name attaches to the running actors).
+        owner: `close` stops the actors (False: it only forgets them, for a worker that
+            shares the driver's named actors).
     """
 
-    def __init__(self, shard_paths: Sequence[str], *, num_cpus: float = 0.0) -> None:
+    def __init__(
+        self,
+        shard_paths: Sequence[str],
+        *,
+        num_cpus: float = 0.0,
+        name: str | None = None,
+        owner: bool = True,
+    ) -> None:
         self.ray = import_ray()
         self.paths = [str(p) for p in shard_paths]
         self.num_cpus = num_cpus
+        self.name = name
+        self.owner = owner
         self.restarts = 0
         self._remote = self.ray.remote(ShardActor)
-        self.actors = [self._start(path) for path in self.paths]
+        self.actors = [self._start(i) for i in range(len(self.paths))]
 
-    def _start(self, path: str) -> Any:
-        options = {"num_cpus": self.num_cpus, "max_restarts": 0, "scheduling_strategy": "SPREAD"}
-        return self._remote.options(**options).remote(path)
+    def _start(self, shard: int) -> Any:
+        options: dict[str, Any] = {
+            "num_cpus": self.num_cpus,
+            "max_restarts": 0,
+            "scheduling_strategy": "SPREAD",
+        }
+        if self.name is not None:  # shared: other processes of the job find the same actors
+            options.update(name=f"{self.name}-{shard}", get_if_exists=True)
+        return self._remote.options(**options).remote(self.paths[shard])
 
     def call(self, method: str, args: Sequence[tuple[Any, ...]]) -> list[Any]:
         """`method(*args[i])` on every shard's actor; a dead actor is restarted, the call
@@ -83,7 +102,7 @@ class RayShards:
 
     def _retry(self, shard: int, method: str, arg: tuple[Any, ...]) -> Any:
         self.ray.kill(self.actors[shard], no_restart=True)
-        self.actors[shard] = self._start(self.paths[shard])
+        self.actors[shard] = self._start(shard)
         self.restarts += 1
         try:
             return self.ray.get(self.actors[shard].call.remote(method, *arg))
@@ -99,13 +118,21 @@ class RayShards:
         return [float(m) for m in self.ray.get([a.peak_rss_mb.remote() for a in self.actors])]
 
     def close(self) -> None:
-        """Stop every actor."""
-        for actor in self.actors:
-            self.ray.kill(actor, no_restart=True)
+        """Stop every actor when this is their owner; forget them either way."""
+        if self.owner:
+            for actor in self.actors:
+                self.ray.kill(actor, no_restart=True)
         self.actors = []
 
 
-def attach(store: ShardedStore, address: str, *, num_cpus: float = 0.0) -> RayShards:
+def attach(
+    store: ShardedStore,
+    address: str,
+    *,
+    num_cpus: float = 0.0,
+    name: str | None = None,
+    owner: bool = True,
+) -> RayShards:
     """Connect to Ray at `address` and rank `store` on one actor per shard from now on.
 
     Raises:
@@ -113,7 +140,8 @@ def attach(store: ShardedStore, address: str, *, num_cpus: float = 0.0) -> RaySh
         ValueError: a bad address.
     """
     connect(address)
-    backend = RayShards([str(p) for p in store.shard_paths], num_cpus=num_cpus)
+    paths = [str(p) for p in store.shard_paths]
+    backend = RayShards(paths, num_cpus=num_cpus, name=name, owner=owner)
     if store.backend is not None:
         store.backend.close()
     store.backend = backend

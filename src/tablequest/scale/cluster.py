@@ -2,7 +2,8 @@
 
 Addresses: ``local`` starts Ray on this machine (its CPUs, no dashboard); ``auto`` joins the
 cluster this machine is part of (``ray start`` was run here); ``ray://HOST:PORT`` connects to
-a cluster's client server. Ray is the optional extra ``[ray]``; without it every entry point
+a cluster's client server (``HOST:PORT`` without the scheme: the head's GCS address, from a
+machine of the cluster). Ray is the optional extra ``[ray]``; without it every entry point
 says how to install it. The workers of a cluster must have tablequest (and the extras its
 methods use) installed, and see the corpus files at the same paths (a shared file system).
 """
@@ -10,6 +11,7 @@ methods use) installed, and see the corpus files at the same paths (a shared fil
 from __future__ import annotations
 
 import os
+import re
 from types import ModuleType
 from typing import Any
 
@@ -24,6 +26,7 @@ __all__ = [
 
 RAY_ENV = "TABLEQUEST_RAY_ADDRESS"
 RAY_EXTRA_HINT = "pip install 'tablequest[ray]'"
+_REMOTE = re.compile(r"^(ray://)?[\w.-]+:\d+$")  # a client server, or a head's GCS address
 
 
 class RayUnavailable(Exception):
@@ -50,14 +53,14 @@ def connect(address: str, *, num_cpus: int | None = None) -> ModuleType:
     """Initialize Ray for `address` (no-op when this process is already connected).
 
     Args:
-        address: ``local``, ``auto`` or ``ray://HOST:PORT``.
+        address: ``local``, ``auto``, ``ray://HOST:PORT`` or ``HOST:PORT``.
         num_cpus: CPUs Ray may use with ``local`` (default: all of this machine's).
 
     Raises:
         ValueError: an address of another form.
         RayUnavailable: Ray is missing or the cluster cannot be reached.
     """
-    if address not in ("local", "auto") and not address.startswith("ray://"):
+    if address not in ("local", "auto") and not _REMOTE.match(address):
         raise ValueError(f"--ray takes local, auto or ray://HOST:PORT, got {address!r}")
     ray = import_ray()
     if ray.is_initialized():

@@ -17,6 +17,8 @@ you want busy; reading inside a task is in-process (no nested worker pool).
 
 from __future__ import annotations
 
+import resource
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -24,15 +26,33 @@ from typing import Any
 from tablequest.corpus.ingest import FileFailure, IngestReport, ingest
 from tablequest.corpus.shards import ShardedStore, merge_reports, plan_ingest
 from tablequest.corpus.store import Store
-from tablequest.scale.cluster import connect, import_ray
+from tablequest.scale.cluster import connect
 
 __all__ = ["ingest_ray", "ingest_shard"]
 
 
 def ingest_shard(shard_path: str, files: list[str]) -> dict[str, Any]:
-    """Ingest `files` into the shard file `shard_path` (the body of one Ray task)."""
+    """Ingest `files` into the shard file `shard_path` (the body of one Ray task).
+
+    Returns the shard's `IngestReport.to_json()` plus ``timing``: seconds spent reading and
+    writing, seconds building the grep index, and the worker's peak memory (MB).
+    """
+    from tablequest.corpus.rank import grep_index
+
+    start = time.perf_counter()
     with Store(shard_path) as store:
-        return ingest(store, files, workers=1).to_json()
+        report = ingest(store, files, workers=1, index=False)
+        written = time.perf_counter()
+        if report.tables_stored:
+            grep_index(store)
+        data = report.to_json()
+    data["timing"] = {
+        "shard": shard_path,
+        "write_s": round(written - start, 3),
+        "index_s": round(time.perf_counter() - written, 3),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+    return data
 
 
 def ingest_ray(
@@ -43,6 +63,7 @@ def ingest_ray(
     shards: int | None = None,
     max_retries: int = 3,
     cpus_per_task: float = 1.0,
+    timings: list[dict[str, Any]] | None = None,
 ) -> IngestReport:
     """Ingest every table under `paths` into the sharded corpus `manifest` on Ray.
 
@@ -53,6 +74,7 @@ def ingest_ray(
         shards: Shard count of a new corpus (None: the manifest's).
         max_retries: Times Ray reruns a shard's task whose worker died.
         cpus_per_task: CPUs each shard's task reserves.
+        timings: Gets each shard's ``timing`` (see `ingest_shard`).
 
     Raises:
         StoreError: the manifest cannot be created or read.
@@ -69,10 +91,13 @@ def ingest_ray(
         shard: task.remote(shard_paths[shard], [str(f) for f in files])
         for shard, files in sorted(groups.items())
     }
-    rayx = import_ray().exceptions
+    rayx = ray.exceptions
     for shard, ref in refs.items():
         try:
-            merge_reports(report, ray.get(ref))
+            part = ray.get(ref)
+            merge_reports(report, part)
+            if timings is not None:
+                timings.append(part["timing"])
         except (rayx.WorkerCrashedError, rayx.RayTaskError, rayx.TaskCancelledError) as exc:
             reason = f"shard task failed ({type(exc).__name__}); run the same ingest again"
             report.files_seen += len(groups[shard])
