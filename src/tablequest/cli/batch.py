@@ -93,7 +93,7 @@ def batch_command(
         with RecordLog(out, spec) as log:
             outcome = run_batch(
                 chosen, job, endpoints, log, address=ray_address(ray) or "local",
-                on_record=progress,
+                run=spec.to_json(), on_record=progress,
             )  # fmt: skip
             statuses = [str(log.records[q.id].get("status")) for q in chosen if q.id in log.records]
     except (RunnerError, RayUnavailable, ValueError) as exc:

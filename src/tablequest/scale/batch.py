@@ -12,7 +12,10 @@ folder; default ``--source``), ``"table_id"`` (one id or a list) and ``"method"`
   in-flight/capacity ratio (ties: the first listed).
 - Cache: the LLM cache file is opened by one actor (`CacheActor`) and every worker's
   `CachedLLM` reads and writes through it, so workers on any node share it and SQLite sees
-  one writer.
+  one writer. Several endpoints are taken as replicas of one model (``--model``): their
+  calls are keyed by the pool of URLs rather than each URL, so an answer cached from one
+  replica serves the others (choice ours; one endpoint keeps its URL in the key, as
+  ``ask`` and ``eval run`` do, and shares their cache).
 - Records: the driver appends one record per finished question to the run file
   (`eval.runner.RecordLog`: one write + fsync each). Killed and restarted, the driver skips
   the ids already recorded: nothing is lost, nothing is recorded twice. A task whose worker

@@ -14,7 +14,7 @@ from typing import Any
 from tablequest.corpus.shards import ShardedStore, is_manifest
 from tablequest.corpus.store import Store
 from tablequest.eval.runner import RecordLog
-from tablequest.llm.base import LLM
+from tablequest.llm.base import LLM, Completion, Message
 from tablequest.llm.cache import CachedLLM
 from tablequest.llm.config import LLMConfig, build_llm
 from tablequest.methods.base import Task
@@ -42,6 +42,7 @@ class BatchJob:
     cache_dir: str | None = None
     trace_dir: str | None = None
     shards_name: str | None = None  # prefix of the run's shared shard actors
+    pool: tuple[str, ...] = ()  # every endpoint URL of the run (replicas of one model)
 
 
 @dataclass
@@ -82,14 +83,35 @@ def _open(path: str, job: BatchJob) -> str | Store:
     return store
 
 
+class Replica(LLM):
+    """One endpoint of a pool of replicas: it names the pool, not its URL, in `describe`,
+    so a completion cached from one replica answers the same call on any other."""
+
+    def __init__(self, inner: LLM, pool: Sequence[str]) -> None:
+        self.inner = inner
+        self.pool = "replicas:" + ",".join(sorted(pool))
+
+    def describe(self) -> dict[str, str]:
+        return {**self.inner.describe(), "url": self.pool}
+
+    def chat(self, messages: Sequence[Message], **params: Any) -> list[Completion]:
+        return self.inner.chat(messages, **params)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
 def endpoint_llm(job: BatchJob, endpoint: Endpoint, cache: Any | None) -> LLM:
-    """The model of one endpoint, its cache shared through the cache actor."""
+    """The model of one endpoint, its cache shared through the cache actor (keyed by the
+    pool of endpoints when there are several: they serve one model)."""
     config = dataclasses.replace(
         job.llm, url=endpoint.url, cache=False, max_concurrency=endpoint.max_concurrency
     )
     base = build_llm(config)
     if base is None:
         raise ValueError(f"no model configured for {endpoint.url}: pass --model")
+    if len(job.pool) > 1:
+        base = Replica(base, job.pool)
     return CachedLLM(base, store=ActorCache(cache)) if cache is not None else base
 
 
@@ -143,9 +165,13 @@ def run_batch(
     address: str = "local",
     cpus_per_question: float = 0.5,
     max_retries: int = 3,
+    run: dict[str, str] | None = None,
     on_record: Callable[[dict[str, Any]], None] | None = None,
 ) -> BatchOutcome:
     """Answer every question not yet in `log` on Ray; append a record as each finishes.
+
+    `run` is the run's identity (`RunSpec.to_json()`), stored in every record so that a
+    resumed file stays one run's.
 
     Raises:
         RayUnavailable, ValueError: Ray cannot be used at `address`.
@@ -159,13 +185,15 @@ def run_batch(
     if not pending:
         return outcome
     run_name = f"{log.path.resolve()}:{time.time_ns()}"
-    job = dataclasses.replace(job, shards_name=run_name)
+    job = dataclasses.replace(job, shards_name=run_name, pool=tuple(e.url for e in endpoints))
     owned = _start_shards(pending, job, run_name)
     cache = ray.remote(CacheActor).options(num_cpus=0).remote(job.cache_dir) if job.cache else None
     task = ray.remote(answer_question).options(num_cpus=cpus_per_question, max_retries=max_retries)
     job_ref, endpoint_refs = ray.put(job), list(endpoints)
 
     def finished(q: BatchQuestion, slot: int, record: dict[str, Any]) -> None:
+        if run is not None:
+            record["run"] = run
         log.append(record)
         outcome.ran += 1
         if on_record is not None:
