@@ -197,3 +197,31 @@ def test_driver_killed_and_restarted(session: Path) -> None:
     assert summary["resumed"] == len(set(partial)) and summary["answered"] == 16
     ids = [json.loads(x)["id"] for x in out.read_text().splitlines() if x.strip()]
     assert sorted(ids) == sorted(f"q{i}" for i in range(16))  # nothing lost, nothing twice
+
+
+def test_eval_run_on_ray_with_shards_equals_the_thread_runner(
+    session: Path, evalrun_wtq: Path
+) -> None:
+    runner = CliRunner()
+    address = ray.get_runtime_context().gcs_address
+    outs = {}
+    with Endpoints(delay=0.05) as stubs:
+        base = ["eval", "run", "wtq", "--data", str(evalrun_wtq), "--method", "bm25",
+                "--model", "stub-model", "--no-cache", "--cache-dir", str(session / "corpora"),
+                "--json"]  # fmt: skip
+        for name, extra in {
+            "threads": ["--llm-url", stubs.urls[0], "--concurrency", "2"],
+            "ray": ["--llm-url", stubs.urls[0], "--llm-url", stubs.urls[1], "--shards", "3",
+                    "--ray", address, "--concurrency", "2"],
+        }.items():  # fmt: skip
+            out = session / f"eval-{name}.jsonl"
+            done = runner.invoke(app, [*base, "--out", str(out), *extra])
+            assert done.exit_code == 0, done.output
+            outs[name] = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+        assert all(len(s.requests) > 0 for s in stubs.servers)
+    assert set(outs["ray"]) == set(outs["threads"]) and len(outs["ray"]) == 12
+    for qid, want in outs["threads"].items():
+        got = outs["ray"][qid]
+        for key in ("prediction", "status", "metrics", "tables_consulted", "final_table"):
+            assert got[key] == want[key], (qid, key)
+    assert {r["endpoint"] for r in outs["ray"].values()} == set(stubs.urls)
