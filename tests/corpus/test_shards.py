@@ -184,8 +184,9 @@ def test_grep_equal(corpus: tuple[Store, list[ShardedStore], Path], k: int) -> N
             want = grep_rank(single, p, k, rows=False)
             assert sharded_grep(store, p, k) == want
             assert grep_hits(store, p, k) == want
-        for q in QUESTIONS:
-            assert search(store, q, k=k) == search(single, q, k=k)
+        if k <= 10:  # with matched rows (a table read per hit)
+            for q in QUESTIONS:
+                assert search(store, q, k=k) == search(single, q, k=k)
 
 
 @pytest.mark.parametrize("k", [1, 5, 1000])
@@ -196,7 +197,9 @@ def test_bm25_equal_to_bm25s(corpus: tuple[Store, list[ShardedStore], Path], k: 
             want = bm25_rank(single, q, k, rows=False)
             got = sharded_bm25(store, q, k)
             assert got == want  # same ids, same float scores, same tie order
-            assert search(store, q, k=k, method="bm25") == search(single, q, k=k, method="bm25")
+            if k <= 10:
+                want_rows = search(single, q, k=k, method="bm25")
+                assert search(store, q, k=k, method="bm25") == want_rows
 
 
 def test_bm25_scores_every_document_like_bm25s() -> None:
