@@ -559,3 +559,30 @@ def test_report_breaks_metrics_down_by_route() -> None:
     text = to_markdown(summary)
     assert "## By route" in text and "| qa | 2 | 0.500 | 0.500 |" in text
     assert "# wtq · auto · csv" in text
+
+
+def test_realhitbench_questions_get_the_benchmarks_metrics_per_family() -> None:
+    from tablequest.eval.runner import question_breakdown, realhitbench_metrics
+
+    def q(qtype: str, answer: str, sub: str | None = None) -> Question:
+        extra = {"question_type": qtype, "sub_type": sub}
+        return Question(id="x", question="?", answers=[answer], gold_table_ids=["t"],
+                        extra=extra)  # fmt: skip
+
+    fact = realhitbench_metrics(q("Fact Checking", "Yes"), Result(answer="yes", status="answered"))
+    assert fact == {"em": 1.0, "f1": 1.0}
+    analysis = realhitbench_metrics(
+        q("Data Analysis", "sales grew fastest in the north"),
+        Result(answer="the north grew fastest", status="answered"),
+    )
+    assert set(analysis) == {"rouge_l"} and 0 < analysis["rouge_l"] < 1
+    chart = realhitbench_metrics(
+        q("Visualization", "y_references = [[1, 2, 3]]", "BarChart"),
+        Result(answer=None, status="answered", details={"chart_data": {"y": [[1, 2, 3]]}}),
+    )
+    assert set(chart) == {"ecr", "pass_at_1"} and chart["ecr"] == 1.0
+    result = Result(answer="a", status="answered", details={"breakdown": {"route": "research"}})
+    assert question_breakdown("realhitbench", q("Fact Checking", "a"), result) == {
+        "route": "research",
+        "family": "Fact Checking",
+    }

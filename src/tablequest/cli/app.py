@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from tablequest.cli import cache, eval_compare, eval_run, eval_subtab, trace
+from tablequest.cli import cache, eval_compare, eval_run, eval_subtab, serve, trace
+from tablequest.cli import research as research_cli
 from tablequest.cli._options import PairCommand
 from tablequest.cli.ask import ask_command
 from tablequest.cli.batch import batch_command
@@ -25,6 +26,8 @@ app.command("methods")(methods_command)
 app.command("batch", cls=PairCommand)(batch_command)
 app.add_typer(cache.app, name="cache")
 app.add_typer(trace.app, name="trace")
+research_cli.register(app)
+serve.register(app)
 
 eval_app = typer.Typer(
     help="Evaluate methods on benchmarks and compare runs.", no_args_is_help=True

@@ -1,4 +1,5 @@
-"""`tablequest trace show FILE`: render a query trace (JSONL) in the terminal."""
+"""`tablequest trace show FILE`: render a query trace (JSONL) in the terminal;
+`tablequest trace view FILE`: write it as a self-contained HTML page."""
 
 from __future__ import annotations
 
@@ -47,3 +48,33 @@ def show(
         typer.echo(json.dumps(events, indent=2, ensure_ascii=False))
         return
     console.print(render_trace(events, title=str(path)))
+
+
+@app.command()
+def view(
+    file: Annotated[str, typer.Argument(help="Trace file, or 'latest' for the newest one.")],
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="HTML file to write (default: FILE.html).")
+    ] = None,
+) -> None:
+    """Write the trace viewer of `tablequest serve` as one self-contained HTML file."""
+    try:
+        from tablequest.serve import render_trace_html
+    except ImportError:
+        fail("trace view needs the serve extra: pip install 'tablequest[serve]'", status=1)
+    path = Path(file)
+    if file == "latest" and not path.exists():
+        latest = _latest()
+        if latest is None:
+            fail(f"no trace files in {default_trace_dir()}", code="trace", status=1)
+        path = latest
+    try:
+        events = read_trace(path)
+    except UnreadableTrace as exc:
+        fail(str(exc), code="trace", status=1)
+    target = out or path.with_suffix(".html")
+    try:
+        target.write_text(render_trace_html(events, title=path.name), encoding="utf-8")
+    except OSError as exc:
+        fail(f"cannot write {str(target)!r}: {exc}", status=1)
+    console.print(f"{len(events)} events → {target}")

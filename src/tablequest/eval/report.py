@@ -80,7 +80,7 @@ def summarize(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
             "n_sup": len(sup),
             "n_ref": len(ref),
         }
-    primary = next((m for m in ("f1", "em", "acc", "rouge_l") if m in metrics), None)
+    primary = next((m for m in ("f1", "em", "acc", "rouge_l", "pass_at_1") if m in metrics), None)
     out["primary"] = primary
     if primary == "f1" and metrics.get("r_all") is not None:
         out["metrics"]["eff"] = efficiency(metrics["f1"] or 0.0, metrics["r_all"] or 0.0)
@@ -91,6 +91,9 @@ def summarize(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
         golds = [r.get("gold_tables", []) for r in rows]
         out["top1_by_round"] = top1_hit_rate_by_round(rounds, golds)
     return out
+
+
+_ANSWER_METRICS = ("em", "f1", "list_f1", "acc", "rouge_l", "bleu", "ecr", "pass_at_1", "r_all")
 
 
 def breakdown(rows: list[dict[str, Any]], primary: str | None) -> dict[str, Any]:
@@ -171,13 +174,14 @@ def to_markdown(summary: dict[str, Any]) -> str:
         ("Eff", "eff"),
     ]
     lines += _table(["Metric", "Value"], [[label, m[key]] for label, key in names if key in m])
-    primary = summary["primary"]
     for key, groups in summary.get("breakdown", {}).items():
+        shown = [n for n in _ANSWER_METRICS if any(n in g["metrics"] for g in groups.values())]
         lines += ["", f"## By {key.replace('_', ' ')}", ""]
         lines += _table(
-            [key, "n", "share", primary or "–"],
-            [[v, g["n"], g["share"], g["metrics"].get(primary or "")] for v, g in groups.items()],
-        )
+            [key, "n", "share", *shown],
+            [[v, g["n"], g["share"], *(g["metrics"].get(n) for n in shown)]
+             for v, g in groups.items()],
+        )  # fmt: skip
     effort = summary["effort"]["mean"]
     lines += ["", "## Effort (mean per question)", ""]
     lines += _table(["Counter", "Mean"], [[k, v] for k, v in effort.items()])

@@ -310,9 +310,42 @@ def answer_metrics(dataset: str, q: Question, prediction: str | None) -> dict[st
     return {"em": em, "f1": f1}
 
 
+_REALHITBENCH_NAMES = {"EM": "em", "F1": "f1", "ROUGE-L": "rouge_l", "ECR": "ecr",
+                       "Pass@1": "pass_at_1"}  # fmt: skip
+
+
+def realhitbench_metrics(q: Question, result: Result) -> dict[str, float]:
+    """RealHiTBench's own metric per task family (EM/F1; ROUGE-L for Data Analysis; ECR and
+    Pass@1 against the reference chart data for Visualization), lower-case names."""
+    from tablequest.eval.metrics.realhitbench import score_realhitbench
+
+    reference = (q.answers[0] if q.answers and q.answers[0] else "") or str(
+        q.extra.get("final_answer") or ""
+    )
+    scores = score_realhitbench(
+        str(q.extra.get("question_type") or ""),
+        q.extra.get("sub_type"),
+        result.answer,
+        reference,
+        chart_data=result.details.get("chart_data"),
+    )
+    return {_REALHITBENCH_NAMES.get(k, k): v for k, v in scores.items() if v is not None}
+
+
+def question_breakdown(dataset: str, q: Question, result: Result) -> dict[str, Any]:
+    """The result's breakdown keys plus the benchmark's own grouping (RealHiTBench family)."""
+    out = dict(result.details.get("breakdown") or {})
+    if dataset.split("+")[0] == "realhitbench" and q.extra.get("question_type"):
+        out["family"] = str(q.extra["question_type"])
+    return out
+
+
 def score_question(dataset: str, q: Question, result: Result, corpus: Corpus) -> dict[str, float]:
     """Per-question metrics of one result (see module doc)."""
-    metrics = answer_metrics(dataset, q, result.answer)
+    if dataset.split("+")[0] == "realhitbench":
+        metrics = realhitbench_metrics(q, result)
+    else:
+        metrics = answer_metrics(dataset, q, result.answer)
     gold = corpus.table_ids(q.gold_table_ids)
     metrics["r_all"] = r_all(result.tables_consulted, gold)
     metrics["r_final"] = r_final(result.final_table, gold)
@@ -350,7 +383,7 @@ def question_record(
         "tables_consulted": [key(t) for t in result.tables_consulted],
         "final_table": key(result.final_table),
         "trace": result.trace_path,
-        "breakdown": dict(details.get("breakdown") or {}),
+        "breakdown": question_breakdown(spec.dataset, q, result),
         "subtable": details.get("subtable"),
         "seconds": round(seconds, 3),
         "run": spec.to_json(),

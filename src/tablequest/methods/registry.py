@@ -52,6 +52,7 @@ DEFAULT_METHODS: tuple[str, ...] = (
     "tablequest.methods.rag:register",
     "tablequest.methods.scope:register",
     "tablequest.methods.auto:register",
+    "tablequest.methods.research:register",
 )
 
 MethodFactory = Callable[[Any, MethodContext], Method]

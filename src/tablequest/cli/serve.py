@@ -1,0 +1,105 @@
+"""`tablequest serve`: start the HTTP API and web app (one library call: `run_server`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from tablequest.cli._options import (
+    ApiKeyOpt,
+    LLMSpecOpt,
+    LLMUrlOpt,
+    ModelOpt,
+    NoCacheOpt,
+    TraceDirOpt,
+)
+from tablequest.cli._output import console, fail
+
+SERVE_EXTRA_HINT = "tablequest serve needs the serve extra: pip install 'tablequest[serve]'"
+
+
+def serve_command(
+    store: Annotated[
+        Path | None,
+        typer.Option("--store", "-s", help="DuckDB store file (default: under the user data dir)."),
+    ] = None,
+    host: Annotated[str, typer.Option(help="Address to bind (non-loopback needs a token).")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port.")] = 8765,
+    token_file: Annotated[
+        Path | None,
+        typer.Option(help="File holding the bearer token (created with mode 0600 if missing)."),
+    ] = None,
+    llm_url: LLMUrlOpt = None,
+    model: ModelOpt = None,
+    api_key: ApiKeyOpt = None,
+    llm: LLMSpecOpt = None,
+    no_cache: NoCacheOpt = False,
+    trace_dir: TraceDirOpt = None,
+    max_asks: Annotated[int, typer.Option(min=1, help="Asks running at once (then 429).")] = 16,
+    llm_concurrency: Annotated[
+        int | None, typer.Option(min=1, help="LLM calls in flight at once (default: config's).")
+    ] = None,
+    ask_timeout: Annotated[float, typer.Option(min=1, help="Seconds an ask may run.")] = 600.0,
+    max_upload_mb: Annotated[int, typer.Option(min=1, help="Size of one uploaded file, MiB.")] = 32,
+) -> None:
+    """Serve the web app and the /v1 HTTP API over a store (token required on every request)."""
+    try:
+        from tablequest.serve import (
+            Limits,
+            ServeConfig,
+            ServeError,
+            load_or_create_token,
+            run_server,
+        )
+    except ImportError:
+        fail(SERVE_EXTRA_HINT)
+    from tablequest.cli.corpus import default_store_path
+    from tablequest.llm.config import ConfigError, resolve_config
+    from tablequest.trace import default_trace_dir
+
+    try:
+        token, created = load_or_create_token(token_file)
+        llm_config = resolve_config(
+            url=llm_url,
+            model=model,
+            api_key=api_key,
+            cache=False if no_cache else None,
+            max_concurrency=llm_concurrency,
+        )
+        limits = Limits(
+            max_asks=max_asks,
+            ask_timeout=ask_timeout,
+            max_file_bytes=max_upload_mb * 1024 * 1024,
+            max_upload_bytes=max(64, 2 * max_upload_mb) * 1024 * 1024,
+        )
+        config = ServeConfig(
+            store=store or default_store_path(),
+            trace_dir=trace_dir or default_trace_dir(),
+            token=token,
+            host=host,
+            port=port,
+            llm_config=llm_config,
+            llm_spec=llm,
+            limits=limits,
+        )
+    except (ServeError, ConfigError) as exc:
+        fail(str(exc))
+    shown = f"[{host}]" if ":" in host else host
+    if created:
+        console.print(f"New token (stored in the token file, shown once): [bold]{token}[/bold]")
+        console.print(f"Open http://{shown}:{port}/login?token={token}", soft_wrap=True)
+    else:
+        console.print(f"Open http://{shown}:{port}/login and paste the token from the token file")
+    console.print(
+        f"API: http://{shown}:{port}/v1 (Authorization: Bearer TOKEN); store {config.store}"
+    )
+    run_server(config)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `tablequest serve` to the application."""
+    app.command("serve")(serve_command)

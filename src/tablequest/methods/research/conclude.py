@@ -1,0 +1,159 @@
+"""Concluding a question (DTR Eq. 6 and §4.1): the vote, the non-code fallback, the Result's
+details and the report (see `method` for the algorithm and `reflect.vote` for Eq. 6)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tablequest.llm.base import LLMError
+from tablequest.llm.parse import ParseError, extract_answer
+from tablequest.methods.base import Result, Status, Task
+from tablequest.methods.research.execute import PathOutcome
+from tablequest.methods.research.feedback import locate
+from tablequest.methods.research.meta import MetaGraph
+from tablequest.methods.research.operations import path_key
+from tablequest.methods.research.options import ResearchOptions
+from tablequest.methods.research.planner import rank
+from tablequest.methods.research.prompts import direct_messages
+from tablequest.methods.research.reflect import vote
+from tablequest.methods.research.report import ReportInput, build_report
+from tablequest.methods.research.state import QuestionRun
+from tablequest.table import serialize
+
+__all__ = ["breakdown", "conclude", "details", "direct_answer", "report"]
+
+DIRECT_TABLE_CHARS = 12_000
+
+
+def conclude(
+    run: QuestionRun, options: ResearchOptions, question: str, task: Task
+) -> tuple[Result, list[bytes]]:
+    """Eq. 6 vote, else the non-code fallback; the Result with its details."""
+    answer, votes = vote(run.outcomes, ordered=run.query_type == "ranking")
+    fallback = None
+    if answer is None and options.fallback_direct:
+        answer = direct_answer(run, options, question, task)
+        fallback = "direct" if answer is not None else None
+    winner = _winner(run.outcomes, answer) if fallback is None else None
+    status, reason = _status(run, answer)
+    figures = winner.figures if winner else []
+    if not figures and run.query_type == "chart":
+        figures = next((o.figures for o in run.outcomes if o.figures), [])
+    result = Result(
+        answer=answer, status=status, tables_consulted=[run.table_id],
+        final_table=run.table_id,
+        evidence=locate(run.table, run.table_id, answer) if answer else [],
+        method="research",
+    )  # fmt: skip
+    result.details = details(run, options, votes, winner, fallback, reason)
+    return result, figures
+
+
+def direct_answer(
+    run: QuestionRun, options: ResearchOptions, question: str, task: Task
+) -> str | None:
+    q = run.q
+    if q.llm is None or not q.budget.can_spend("qa"):
+        return None
+    text = serialize(run.table, "markdown")[:DIRECT_TABLE_CHARS]
+    q.budget.spend("qa")
+    q.trace.event("fallback", stage="direct", reason="no path gave a valid answer")
+    try:
+        reply = q.llm.chat(
+            direct_messages(question, text, task=task),
+            temperature=options.temperature, max_tokens=options.max_tokens,
+        )[0].text  # fmt: skip
+        answer = extract_answer(reply.replace("Final Answer:", "Answer:"))
+    except (LLMError, ParseError) as exc:
+        q.trace.event("fallback", stage="direct", reason=f"{type(exc).__name__}: {exc}")
+        return None
+    answer = " ".join(answer.split())[:500]
+    return answer or None
+
+
+def details(
+    run: QuestionRun,
+    options: ResearchOptions,
+    votes: dict[str, int],
+    winner: PathOutcome | None,
+    fallback: str | None,
+    reason: str | None,
+) -> dict[str, Any]:
+    total = sum(c.stats.n for c in run.candidates)
+    scored = dict((c.key, e) for c, e in rank(run.candidates, options.alpha))
+    by_path = {path_key(o.path): o for o in run.outcomes}
+    paths = []
+    for c in run.candidates:
+        o = by_path.get(c.key)
+        paths.append({
+            "path": c.key, "prior": c.prior, "expectation": scored[c.key],
+            "r_hat": c.stats.r_hat, "n": c.stats.n, "executed": c.executed,
+            "origin": c.origin, "reward": o.reward if o else None,
+            "f": [o.feedback.f_exec, o.feedback.f_time, o.feedback.f_type] if o else None,
+            "answer": o.answer if o else None, "valid": o.valid if o else None,
+            "error": o.error if o else None,
+        })  # fmt: skip
+    details: dict[str, Any] = {
+        "query_type": run.query_type,
+        "breakdown": breakdown(run.query_type, run.comp.graph),
+        "paths": paths, "votes": votes, "sum_n": total,
+        "winner": winner and path_key(winner.path),
+        "lessons": [x.text for x in [*run.lessons, *run.learned]],
+        "comprehension": run.comp.graph.summary(), "stop": run.stop,
+        "replans": run.replans, "charts": [],
+    }  # fmt: skip
+    if winner is not None and winner.chart_data is not None:
+        details["chart_data"] = winner.chart_data
+    elif run.query_type == "chart":
+        data = next((o.chart_data for o in run.outcomes if o.chart_data), None)
+        if data is not None:
+            details["chart_data"] = data
+    if fallback:
+        details["fallback"] = fallback
+    if reason:
+        details["reason"] = reason
+    return details
+
+
+def report(run: QuestionRun, question: str, result: Result, figures: list[bytes]) -> str:
+    winner = next(
+        (o for o in run.outcomes if path_key(o.path) == result.details.get("winner")), None
+    )
+    return build_report(
+        ReportInput(
+            question=question, answer=result.answer, status=result.status,
+            reason=result.reason, query_type=run.query_type, winner=winner,
+            paths=result.details["paths"], comprehension=result.details["comprehension"],
+            lessons=result.details["lessons"],
+            charts=[f"chart-{i}.png" for i in range(1, len(figures) + 1)],
+            fallback=result.details.get("fallback"), usage=run.q.usage.totals.to_dict(),
+        )
+    )  # fmt: skip
+
+
+def _winner(outcomes: list[PathOutcome], answer: str | None) -> PathOutcome | None:
+    return next((o for o in outcomes if o.valid and o.answer == answer), None)
+
+
+def _status(run: QuestionRun, answer: str | None) -> tuple[Status, str | None]:
+    if answer is not None:
+        return "answered", None
+    if run.sandbox_error:
+        return "failed", run.sandbox_error
+    if not any(o.learnable for o in run.outcomes):
+        reason = next((o.stopped for o in run.outcomes if o.stopped), None)
+        return "failed", reason or run.stop or "no path could run"
+    errors = sorted({o.error_kind or "invalid" for o in run.outcomes if not o.valid})
+    return "insufficient", f"no path gave a valid answer ({', '.join(errors)}); stop: {run.stop}"
+
+
+def breakdown(query_type: str, graph: MetaGraph) -> dict[str, str]:
+    if graph.both_axis_hierarchy:
+        shape = "both-axis"
+    elif graph.depth("column") >= 2:
+        shape = "column-hierarchy"
+    elif graph.depth("row") >= 2:
+        shape = "row-hierarchy"
+    else:
+        shape = "flat"
+    return {"task_family": query_type, "structure": shape}

@@ -1,0 +1,463 @@
+"""DTR, Algorithm 1 of papers/dtr.txt (appendix A; SEEDS.md §4), over one table.
+
+    T_meta ← comprehension of T (meta graph, frame)                 (LLM-free, §3.1)
+    M_q ← MOD(q, T_meta)                                             (1 call, §3.2)
+    Π ← K candidate paths under the operation map                    (§3.2)
+    while not converged and budget remains:                          (§3.3–3.5)
+        π* ← argmax E(π) over unexecuted paths that fit the budget   (Eq. 1)
+        execute π* operation by operation ([THINK]/[CODE])           (L calls)
+        f(π*) → r = φ(f); update R̂, N                               (Eq. 4, Alg. 1 l. 20 / Eq. 5)
+        if failed or invalid: lessons → replan (revise Π)            (Alg. 1 l. 21–23)
+    a* ← majority vote over format-valid answers                     (Eq. 6)
+
+Choices (ours): convergence is k format-valid answers with a strict majority (one more path
+breaks a tie); paths that do not fit the remaining budget are skipped; when no path gives a
+valid answer, one non-code call answers from the table text (``fallback_direct``, the paper's
+"non-code mode" for RealHiTBench) using the QA reserve; experience is written to the memory
+once per question. Status: "answered" (vote or fallback), "failed" (no model, sandbox or model
+errors only), else "insufficient".
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from tablequest.llm.base import LLMError
+from tablequest.llm.repair import ask_with_repair
+from tablequest.llm.usage import StepBudget
+from tablequest.methods.base import MethodContext, Query, Result, Task, start_query
+from tablequest.methods.research.conclude import breakdown, conclude, report
+from tablequest.methods.research.execute import PathOutcome, StepContext, Workspace, run_path
+from tablequest.methods.research.feedback import guess_query_type
+from tablequest.methods.research.frame import build_frame, describe_frame
+from tablequest.methods.research.memory import ExperienceMemory, Lesson, MemoryUnavailable
+from tablequest.methods.research.meta import build_meta_graph, triples
+from tablequest.methods.research.operations import (
+    Rule,
+    TableTraits,
+    enumerate_paths,
+    path_key,
+    prior,
+)
+from tablequest.methods.research.options import ResearchOptions
+from tablequest.methods.research.planner import Candidate, PathStats, propagate, rank, update
+from tablequest.methods.research.prompts import Plan, mod_messages, parse_mod
+from tablequest.methods.research.reflect import contrast, converged, lessons_from, revise
+from tablequest.methods.research.report import ReportInput, build_report, write_charts
+from tablequest.methods.research.state import (
+    Comprehension,
+    QuestionRun,
+    Research,
+    copy_stats,
+    feedback_record,
+    one_table,
+)
+from tablequest.sandbox import Sandbox, SandboxError
+from tablequest.table import Table
+from tablequest.trace import Trace
+
+__all__ = ["DEFAULT_OPS", "DTR", "Comprehension", "Research"]
+
+DEFAULT_OPS: dict[str, list[str]] = {
+    "lookup": ["SELECT"],
+    "aggregation": ["SELECT", "FILTER", "AGG"],
+    "ranking": ["SELECT", "SORT"],
+    "comparison": ["SELECT", "COMPARE"],
+    "fact_check": ["SELECT", "COMPARE"],
+    "chart": ["SELECT", "CHART"],
+    "analysis": ["SELECT", "STAT"],
+}
+"""Operations per query type when the model's decomposition is unusable (keyword fallback)."""
+
+
+class DTR:
+    """Deep Tabular Research over one table (`tablequest.methods.research`).
+
+    Args:
+        options: `ResearchOptions`.
+        context: The model, usage meter, cache directory and shared sandbox.
+    """
+
+    name = "research"
+
+    def __init__(
+        self, options: ResearchOptions | None = None, context: MethodContext | None = None
+    ) -> None:
+        self.options = options or ResearchOptions()
+        self.context = context or MethodContext()
+        self._sandbox = self.context.sandbox
+        self._own_sandbox = self._sandbox is None
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[str, Comprehension] = OrderedDict()
+        self._idle: dict[str, Workspace] = {}
+        self._closed = False
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def close(self) -> None:
+        """Close idle sessions; stop the sandbox this method started (a shared one stays)."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = list(self._idle.values()), {}
+        for workspace in idle:
+            workspace.close()
+        with self._lock:
+            if self._own_sandbox and self._sandbox is not None:
+                self._sandbox.close()
+                self._sandbox = None
+
+    def __enter__(self) -> DTR:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _sandbox_for(self) -> Sandbox:
+        with self._lock:
+            if self._sandbox is None:
+                self._sandbox = Sandbox()
+            return self._sandbox
+
+    # -- comprehension -------------------------------------------------------------------
+    def comprehend(self, table: Table) -> Comprehension:
+        """Meta graph, frame and triples of `table` (LLM-free; cached by content)."""
+        key = table.content_hash
+        with self._lock:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key]
+        graph = build_meta_graph(table)
+        frame = build_frame(graph)
+        traits = TableTraits(
+            has_aggregates=bool(graph.aggregate_rows or graph.layout.additive_rows),
+            has_unparsed=bool(frame.unparsed),
+            hierarchical=graph.depth("column") >= 2
+            or graph.depth("row") >= 2
+            or bool(graph.layout.section_rows),
+        )
+        comp = Comprehension(
+            graph=graph,
+            frame=frame,
+            triples=triples(graph, max_chars=self.options.triples_chars),
+            frame_text=describe_frame(frame),
+            traits=traits,
+        )
+        with self._lock:
+            self._cache[key] = comp
+            while len(self._cache) > 8:
+                self._cache.popitem(last=False)
+        return comp
+
+    # -- the method interface ------------------------------------------------------------
+    def answer(
+        self,
+        question: str,
+        source: Any,
+        *,
+        task: Task = "tableqa",
+        budget: StepBudget | None = None,
+        trace: Trace | None = None,
+    ) -> Result:
+        """Answer `question` from the one table of `source` (a TableSet or a Table)."""
+        run = self.research(question, source, task=task, budget=budget, trace=trace)
+        result = run.result
+        directory = self._charts_dir(result)
+        if run.figures and directory is not None:
+            paths = write_charts(run.figures, directory, stem="chart")
+            result.details["charts"] = [str(p) for p in paths]
+        elif run.figures:
+            result.details["charts_unsaved"] = len(run.figures)
+        return result
+
+    def _charts_dir(self, result: Result) -> Path | None:
+        if self.options.charts_dir:
+            return Path(self.options.charts_dir).expanduser()
+        if result.trace_path:
+            trace = Path(result.trace_path)
+            return trace.with_name(trace.stem + "-charts")
+        return None
+
+    def preview(
+        self,
+        question: str,
+        source: Any,
+        *,
+        task: Task = "tableqa",
+        trace: Trace | None = None,
+    ) -> Result:
+        """The LLM-free part: comprehension and a keyword plan; status "failed" (no LLM)."""
+        table_id, table = one_table(source)
+        comp = self.comprehend(table)
+        query_type = guess_query_type(question, task)
+        paths = enumerate_paths(
+            DEFAULT_OPS[query_type],
+            query_type=query_type,
+            traits=comp.traits,
+            k=self.options.k_paths,
+            max_len=self.options.max_path_len,
+        )
+        details = {
+            "reason": "no LLM configured",
+            "comprehension": comp.graph.summary(),
+            "triples_head": comp.triples[:40],
+            "frame": comp.frame_text,
+            "query_type": query_type,
+            "candidate_paths": [{"path": path_key(p), "prior": s} for p, s in paths],
+            "breakdown": breakdown(query_type, comp.graph),
+        }
+        if trace is not None:
+            trace.event("decision", stage="preview", method="research", **details)
+        return Result(
+            answer=None,
+            status="failed",
+            tables_consulted=[table_id],
+            final_table=table_id,
+            trace_path=str(trace.path) if trace is not None and trace.path else None,
+            details=details,
+            method="research",
+        )
+
+    def research(
+        self,
+        question: str,
+        source: Any,
+        *,
+        task: Task = "tableqa",
+        budget: StepBudget | None = None,
+        trace: Trace | None = None,
+    ) -> Research:
+        """Algorithm 1 (see the module docstring); never raises for model or program failures."""
+        table_id, table = one_table(source)
+        if self.context.llm is None:
+            result = self.preview(question, source, task=task, trace=trace)
+            text = build_report(
+                ReportInput(
+                    question=question, answer=None, status=result.status, reason=result.reason,
+                    query_type=result.details["query_type"], winner=None, paths=[],
+                    comprehension=result.details["comprehension"],
+                )
+            )  # fmt: skip
+            result.details["report"] = text
+            return Research(result, [], text)
+        opts = self.options
+        q = start_query(self.context, budget=budget, trace=trace, default_steps=opts.steps)
+        if opts.fallback_direct and q.budget.reserve == 0 and q.budget.max_steps >= 3:
+            q.budget.reserve = 1
+        q.trace.event(
+            "decision", stage="start", method="research", question=question, task=task,
+            table=table_id, shape=[table.n_rows, table.n_cols], options=opts.label(),
+        )  # fmt: skip
+        comp = self.comprehend(table)
+        q.trace.event("decision", stage="comprehension", **comp.graph.summary())
+        memory = self._memory(getattr(source, "store", None), q.trace)
+        plan, query_type = self._decompose(q, question, task, comp)
+        structure = comp.graph.structure_key()
+        stats, lessons = self._recall(memory, structure, query_type, q.trace)
+        run = QuestionRun(q, table_id, table, comp, query_type, plan, [], lessons)
+        run.candidates = self._candidates(run, stats)
+        self._explore(run, question)
+        result, figures = conclude(run, self.options, question, task)
+        self._remember(run, memory, structure)
+        report_text = report(run, question, result, figures)
+        result.details["report"] = report_text
+        q.trace.event("decision", stage="end", status=result.status, answer=result.answer)
+        return Research(q.finish(result, self.name), figures, report_text)
+
+    # -- steps of Algorithm 1 ------------------------------------------------------------
+    def _memory(self, store: Any, trace: Trace) -> ExperienceMemory | None:
+        mode = self.options.memory
+        if mode == "off":
+            return None
+        path = Path(self.options.memory_path).expanduser() if self.options.memory_path else None
+        memory = ExperienceMemory(store=store, path=path, writable=mode == "readwrite")
+        trace.event("decision", stage="memory", mode=mode, where=memory.where)
+        return memory
+
+    def _recall(
+        self, memory: ExperienceMemory | None, structure: str, query_type: str, trace: Trace
+    ) -> tuple[dict[str, PathStats], list[Lesson]]:
+        """Path statistics (R̂, N) and lessons remembered for this structure and query type."""
+        if memory is None:
+            return {}, []
+        opts = self.options
+        try:
+            return memory.recall(
+                structure, query_type, rule=opts.update, eta=opts.eta, limit=opts.lessons
+            )
+        except MemoryUnavailable as exc:
+            trace.event("fallback", stage="memory", reason=str(exc))
+            return {}, []
+
+    def _decompose(
+        self, q: Query, question: str, task: Task, comp: Comprehension
+    ) -> tuple[Plan | None, str]:
+        """MOD (Alg. 1 step 1): one call, one repair; keyword plan when unusable."""
+        assert q.llm is not None
+        columns = [str(c) for c in comp.frame.df.columns]
+        messages = mod_messages(question, comp.triples, comp.frame_text, [])
+        plan: Plan | None = None
+        try:
+            plan, _ = ask_with_repair(
+                q.llm, messages, lambda text: parse_mod(text, columns=columns,
+                                                        max_ops=self.options.max_path_len),
+                budget=q.budget, kind="mod", trace=q.trace,
+                temperature=self.options.temperature, max_tokens=self.options.max_tokens,
+            )  # fmt: skip
+        except LLMError as exc:
+            q.trace.event("fallback", stage="mod", reason=f"{type(exc).__name__}: {exc}")
+        if plan is not None and plan.invented_columns:
+            q.trace.event("error", stage="mod", invented_columns=plan.invented_columns)
+        if plan is not None and plan.unknown_ops:
+            q.trace.event("error", stage="mod", unknown_operations=plan.unknown_ops)
+        query_type = plan.query_type if plan is not None else guess_query_type(question, task)
+        if task == "fact_verification":
+            query_type = "fact_check"
+        if plan is None:
+            q.trace.event("fallback", stage="mod", reason="keyword plan", query_type=query_type)
+        q.trace.event(
+            "decision", stage="mod", query_type=query_type,
+            operations=plan.operations if plan else DEFAULT_OPS[query_type],
+            sub_queries=plan.sub_queries if plan else [],
+        )  # fmt: skip
+        return plan, query_type
+
+    def _rules(self, run: QuestionRun) -> list[Rule]:
+        return [x.rule for x in [*run.lessons, *run.learned] if x.rule is not None]
+
+    def _candidates(self, run: QuestionRun, stats: dict[str, PathStats]) -> list[Candidate]:
+        """Alg. 1 step 2: K paths with priors; R̂ and N from the memory."""
+        ops = run.plan.operations if run.plan else DEFAULT_OPS[run.query_type]
+        scored = enumerate_paths(
+            ops, query_type=run.query_type, traits=run.comp.traits, k=self.options.k_paths,
+            max_len=self.options.max_path_len, rules=self._rules(run),
+        )  # fmt: skip
+        out = [Candidate(p, s, copy_stats(stats.get(path_key(p)))) for p, s in scored]
+        run.q.trace.event(
+            "decision", stage="candidates",
+            paths=[{"path": c.key, "prior": c.prior, "r_hat": c.stats.r_hat, "n": c.stats.n}
+                   for c in out],
+        )  # fmt: skip
+        return out
+
+    def _explore(self, run: QuestionRun, question: str) -> None:
+        """Alg. 1 step 3: select by E(π), execute, update, replan; until converged."""
+        q, opts = run.q, self.options
+        assert q.llm is not None
+        ctx = StepContext(
+            llm=q.llm, budget=q.budget, trace=q.trace, question=question,
+            query_type=run.query_type, triples=run.comp.triples[:60],
+            frame=run.comp.frame_text, lessons=[x.text for x in run.lessons],
+            exec_timeout=opts.exec_timeout, observation_chars=opts.observation_chars,
+            temperature=opts.temperature, max_tokens=opts.max_tokens, w_type=opts.w_type,
+            time_scale=opts.time_scale,
+        )  # fmt: skip
+        key = run.table.content_hash
+        workspace = self._checkout(key, run.comp)
+        healthy = True
+        try:
+            while run.stop is None:
+                pick = self._select(run)
+                if pick is None:
+                    break
+                self._execute(run, pick, ctx, workspace)
+        except SandboxError as exc:
+            healthy = False
+            run.sandbox_error = f"sandbox unavailable: {exc}"
+            q.trace.event("error", stage="sandbox", reason=run.sandbox_error)
+        finally:
+            self._checkin(key, workspace, healthy)
+
+    def _checkout(self, key: str, comp: Comprehension) -> Workspace:
+        """An idle session on this table's frame (paths reset it), else a new one."""
+        with self._lock:
+            idle = self._idle.pop(key, None)
+        if idle is not None:
+            return idle
+        df = comp.frame.df
+        return Workspace(lambda: self._sandbox_for().session({"df": df}))
+
+    def _checkin(self, key: str, workspace: Workspace, healthy: bool) -> None:
+        """Keep the session for the next question on the same table (one idle session)."""
+        with self._lock:
+            keep = healthy and not self._idle and not self._closed
+            if keep:
+                self._idle[key] = workspace
+        if not keep:
+            workspace.close()
+
+    def _select(self, run: QuestionRun) -> Candidate | None:
+        remaining = run.q.budget.remaining_for("step")
+        ranked = rank(run.candidates, self.options.alpha)
+        run.q.trace.event(
+            "decision", stage="rank", remaining_steps=remaining,
+            expectations=[{"path": c.key, "E": round(e, 4), "r_hat": round(c.stats.r_hat, 4),
+                           "n": c.stats.n, "prior": c.prior, "executed": c.executed}
+                          for c, e in ranked],
+        )  # fmt: skip
+        for cand, _ in ranked:
+            if not cand.executed and len(cand.path) <= remaining:
+                return cand
+        waiting = any(not c.executed for c in run.candidates)
+        run.stop = "step budget exhausted" if waiting else "all candidate paths executed"
+        return None
+
+    def _execute(self, run: QuestionRun, cand: Candidate, ctx: StepContext, ws: Workspace) -> None:
+        run.q.trace.event("decision", stage="select", path=cand.key, origin=cand.origin)
+        outcome = run_path(cand.path, ctx, ws)
+        cand.executed = True
+        run.outcomes.append(outcome)
+        if outcome.learnable:
+            update(cand.stats, outcome.reward, rule=self.options.update, eta=self.options.eta)
+            if self.options.update == "lr":
+                propagate(run.candidates, cand, outcome.reward, eta=self.options.eta)
+            run.records.append(feedback_record(outcome))
+        run.q.trace.event(
+            "decision", stage="feedback", path=cand.key, f_exec=outcome.feedback.f_exec,
+            f_time=outcome.feedback.f_time, f_type=outcome.feedback.f_type,
+            reward=round(outcome.reward, 4), answer=outcome.answer, valid=outcome.valid,
+            error=outcome.error, stopped=outcome.stopped,
+        )  # fmt: skip
+        if outcome.stopped is not None:
+            run.stop = outcome.stopped
+        elif not outcome.valid:
+            self._replan(run, outcome, ctx)
+        ordered = run.query_type == "ranking"
+        if run.stop is None and converged(run.outcomes, self.options.top_k, ordered=ordered):
+            run.stop = "converged"
+
+    def _replan(self, run: QuestionRun, failed: PathOutcome, ctx: StepContext) -> None:
+        """Alg. 1 lines 21–23: learn from the failure, revise Π, restart with the best path."""
+        run.replans += 1
+        new = lessons_from(failed, run.query_type)
+        for good in (o for o in run.outcomes if o.valid):
+            new += contrast(good, failed)
+        known = {x.text for x in [*run.lessons, *run.learned]}
+        new = [x for x in new if x.text not in known]
+        run.learned += new
+        ctx.lessons = [x.text for x in [*run.lessons, *run.learned]][-8:]
+        rules = self._rules(run)
+        added = revise([c.path for c in run.candidates], rules, self.options.max_path_len)
+        proposed = tuple(run.plan.operations) if run.plan else tuple(DEFAULT_OPS[run.query_type])
+        for cand in run.candidates:
+            cand.prior = prior(cand.path, proposed=proposed, query_type=run.query_type,
+                               traits=run.comp.traits, rules=rules)  # fmt: skip
+        for path in added:
+            score = prior(path, proposed=proposed, query_type=run.query_type,
+                          traits=run.comp.traits, rules=rules)  # fmt: skip
+            run.candidates.append(Candidate(path, score, origin="replan"))
+        run.q.trace.event(
+            "decision", stage="replan", failed=path_key(failed.path), error=failed.error_kind,
+            lessons=[x.text for x in new], added=[path_key(p) for p in added],
+        )  # fmt: skip
+        if run.replans > self.options.max_replans:
+            run.stop = "replan limit reached"
+
+    def _remember(self, run: QuestionRun, memory: ExperienceMemory | None, structure: str) -> None:
+        if memory is None or not memory.writable:
+            return
+        try:
+            memory.record(structure, run.query_type, run.records, run.learned)
+        except MemoryUnavailable as exc:
+            run.q.trace.event("fallback", stage="memory", reason=str(exc))

@@ -1,0 +1,80 @@
+"""Per-question state of DTR's Algorithm 1 and the values it returns (see `method`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tablequest.methods.base import Query, Result, TableSet
+from tablequest.methods.research.execute import PathOutcome
+from tablequest.methods.research.frame import ExecFrame
+from tablequest.methods.research.memory import FeedbackRecord, Lesson
+from tablequest.methods.research.meta import MetaGraph
+from tablequest.methods.research.operations import TableTraits, path_key
+from tablequest.methods.research.planner import Candidate, PathStats
+from tablequest.methods.research.prompts import Plan
+from tablequest.table import Table
+
+__all__ = ["Comprehension", "QuestionRun", "Research", "copy_stats", "feedback_record", "one_table"]
+
+
+@dataclass
+class Comprehension:
+    """The LLM-free understanding of one table (cached per content hash)."""
+
+    graph: MetaGraph
+    frame: ExecFrame
+    triples: list[str]
+    frame_text: str
+    traits: TableTraits
+
+
+@dataclass
+class Research:
+    """A question's full outcome: the Result plus the chart PNGs and the report text."""
+
+    result: Result
+    figures: list[bytes] = field(default_factory=list)
+    report: str = ""
+
+
+@dataclass
+class QuestionRun:
+    """Per-question state of Algorithm 1."""
+
+    q: Query
+    table_id: str
+    table: Table
+    comp: Comprehension
+    query_type: str
+    plan: Plan | None
+    candidates: list[Candidate]
+    lessons: list[Lesson]
+    outcomes: list[PathOutcome] = field(default_factory=list)
+    records: list[FeedbackRecord] = field(default_factory=list)
+    learned: list[Lesson] = field(default_factory=list)
+    replans: int = 0
+    stop: str | None = None
+    sandbox_error: str | None = None
+
+
+def one_table(source: Any) -> tuple[str, Table]:
+    """(table id, table) of a one-table source: a TableSet or a bare Table."""
+    if isinstance(source, Table):
+        return "table", source
+    if isinstance(source, TableSet):
+        return source.one("research")
+    raise TypeError(f"method research answers from a TableSet or a Table, not {type(source)!r}")
+
+
+def copy_stats(stats: PathStats | None) -> PathStats:
+    return PathStats(stats.r_hat, stats.n) if stats else PathStats()
+
+
+def feedback_record(outcome: PathOutcome) -> FeedbackRecord:
+    """The memory record of one executed path."""
+    f = outcome.feedback
+    return FeedbackRecord(
+        path=path_key(outcome.path), f_exec=f.f_exec, f_time=f.f_time, f_type=f.f_type,
+        reward=outcome.reward, failed_op=outcome.failed_op, error=outcome.error_kind,
+    )  # fmt: skip

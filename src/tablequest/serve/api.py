@@ -1,0 +1,343 @@
+"""The ``/v1`` HTTP API: tables, search, ask (server-sent events), traces, ingest, methods.
+
+Every route is a thin call into `ServerState` or the library. Errors are JSON
+``{"error": {"code", "message"}}`` with a 4xx status (see `tablequest.serve.app` for the
+exception handlers); nothing a client sends reaches the filesystem as a path.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+import anyio
+from fastapi import APIRouter, File, Header, HTTPException, Path, Query, Request, UploadFile
+from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.concurrency import run_in_threadpool
+
+import tablequest
+from tablequest.corpus.rank import question_patterns
+from tablequest.corpus.retrievers import RETRIEVERS, preview_hit
+from tablequest.methods.options import describe_options
+from tablequest.methods.registry import MethodSpec, get_method, list_methods
+from tablequest.serve import models as m
+from tablequest.serve.asks import AskJob
+from tablequest.serve.events import describe_event
+from tablequest.serve.state import AskSpec, ServerState
+from tablequest.serve.tables import matched_rows_fast, structure
+from tablequest.serve.uploads import save_uploads
+from tablequest.trace import UnreadableTrace, read_trace, summarize
+
+router = APIRouter(
+    prefix="/v1", responses={400: {"model": m.ErrorBody}, 401: {"model": m.ErrorBody}}
+)
+
+TableId = Annotated[str, Path(pattern=m.TABLE_ID, description="An id from /v1/tables.")]
+
+
+def state_of(request: Request) -> ServerState:
+    state: ServerState = request.app.state.tq
+    return state
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+@router.get("/health", response_model=m.Health)
+def health(request: Request) -> dict[str, Any]:
+    """Liveness and what the server holds."""
+    state = state_of(request)
+    with state.stores.reader() as store:
+        tables = len(store)
+    return {
+        "status": "ok",
+        "tables": tables,
+        "generation": state.stores.generation,
+        "asks_running": state.asks.running,
+        "llm": state.llm is not None,
+    }
+
+
+@router.get("/version", response_model=m.Version)
+def version() -> dict[str, str]:
+    """The tablequest version and the API version."""
+    return {"tablequest": tablequest.__version__, "api": "v1"}
+
+
+@router.get("/tables", response_model=m.TableList)
+def tables(
+    request: Request,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    q: Annotated[
+        str | None, Query(max_length=200, description="Substring of name or title.")
+    ] = None,
+) -> dict[str, Any]:
+    """The stored tables (by file and position), optionally filtered by a substring."""
+    with state_of(request).stores.reader() as store:
+        infos = list(store.snapshot.info.values())
+    if q:
+        needle = q.lower()
+        infos = [i for i in infos if needle in i.name.lower() or needle in (i.title or "").lower()]
+    return {
+        "total": len(infos),
+        "offset": offset,
+        "tables": [
+            {"table_id": i.table_id, "source": i.name, "format": i.format, "sheet": i.sheet,
+             "title": i.title, "n_rows": i.n_rows, "n_cols": i.n_cols}
+            for i in infos[offset : offset + limit]
+        ],
+    }  # fmt: skip
+
+
+@router.get(
+    "/tables/{table_id}", response_model=m.TableDetail, responses={404: {"model": m.ErrorBody}}
+)
+def table(
+    request: Request,
+    table_id: TableId,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int | None, Query(ge=1)] = None,
+) -> dict[str, Any]:
+    """One table with its structure: header rows and paths, merges, a window of body rows."""
+    state = state_of(request)
+    cap = state.config.limits.max_table_rows
+    with state.stores.reader() as store:
+        info = store.snapshot.info.get(table_id)
+        if info is None:
+            raise HTTPException(404, f"no table {table_id!r} in the store (see /v1/tables)")
+        data = structure(store.get(table_id), table_id, offset=offset, limit=min(limit or cap, cap))
+    return {**data, "source": info.name, "format": info.format}
+
+
+def run_search(
+    state: ServerState, q: str, k: int, method: str, encoder: str, preview: bool
+) -> dict[str, Any]:
+    retriever, lock = state.retriever(method, encoder)
+    patterns = question_patterns(q)
+    with state.stores.reader() as store:
+        if lock is None:
+            hits = retriever.rank(store, q, k)
+        else:
+            with lock:
+                hits = retriever.rank(store, q, k)
+        out = []
+        for hit in hits:
+            info = store.snapshot.info[hit.table_id]
+            rows = sorted(
+                {r for rs in matched_rows_fast(store, hit.table_id, patterns).values() for r in rs}
+            )
+            out.append(
+                {"table_id": hit.table_id, "score": round(hit.score, 6), "source": info.name,
+                 "format": info.format, "title": info.title, "matched_rows": rows,
+                 "preview": preview_hit(store, hit, q) if preview else None}
+            )  # fmt: skip
+    return {"question": q, "method": method, "hits": out}
+
+
+@router.get("/search", response_model=m.SearchResponse)
+async def search(
+    request: Request,
+    q: Annotated[str, Query(min_length=1, max_length=1000, description="The question.")],
+    k: Annotated[int, Query(ge=1, le=100)] = 5,
+    method: Annotated[str, Query(description=f"One of {', '.join(RETRIEVERS)}.")] = "grep",
+    encoder: Annotated[str, Query(description="Encoder of dense, hybrid, rerank.")] = "minilm",
+    preview: Annotated[bool, Query(description="Add the text preview of each hit.")] = False,
+) -> JSONResponse:
+    """LLM-free ranking with any retriever; each hit with the body rows the question matches."""
+    state = state_of(request)
+    body = await anyio.to_thread.run_sync(
+        run_search, state, q, k, method, encoder, preview, limiter=state.search_limiter
+    )
+    return JSONResponse(body)
+
+
+@router.post(
+    "/ingest",
+    response_model=m.IngestResponse,
+    responses={413: {"model": m.ErrorBody}, 422: {"model": m.ErrorBody}},
+)
+async def ingest_files(
+    request: Request, files: Annotated[list[UploadFile], File(description="Table files.")]
+) -> dict[str, Any]:
+    """Upload table files into the server's store (any format `tablequest ingest` reads)."""
+    state = state_of(request)
+    saved = await save_uploads(list(files), state.uploads, state.config.limits)
+    report = await run_in_threadpool(state.stores.ingest, [s.path for s in saved])
+    by_path = {str(s.path): s for s in saved}
+    failed = []
+    for failure in report.files_failed:
+        item = by_path.get(failure.path)
+        if item is not None:
+            item.path.unlink(missing_ok=True)
+        failed.append({"name": item.client_name if item else "?", "reason": failure.reason})
+    if not report.ok:
+        reasons = "; ".join(f"{f['name']}: {f['reason']}" for f in failed)
+        raise HTTPException(422, f"no table could be read ({reasons})")
+    with state.stores.reader() as store:
+        total = len(store)
+    return {
+        "files": [
+            {"name": s.client_name, "stored_as": s.path.name, "size": s.size}
+            for s in saved if s.path.exists()
+        ],
+        "tables_stored": report.tables_stored,
+        "tables_unchanged": report.tables_unchanged,
+        "files_failed": failed,
+        "tables": total,
+    }  # fmt: skip
+
+
+def _spec(body: m.AskRequest) -> AskSpec:
+    options = {k.strip().replace("-", "_"): v for k, v in body.options.items()}
+    return AskSpec(
+        question=body.question, method=body.method, options=options, config=body.config,
+        steps=body.steps, table_ids=tuple(body.table_ids), task=body.task,
+    )  # fmt: skip
+
+
+async def sse(
+    job: AskJob, start: int = 0, *, view: bool = False, owner: bool = False
+) -> AsyncIterator[str]:
+    """The server-sent events of `job` from event `start` on: ``trace`` events, then
+    ``result`` (``ask --json``) or ``error``. With `owner`, a client that leaves stops the ask."""
+    try:
+        async for item in job.follow(start):
+            if item is None:
+                yield ": keep-alive\n\n"
+                continue
+            i, event = item
+            data = {"event": event, "view": describe_event(event)} if view else event
+            yield f"id: {i}\nevent: trace\ndata: {dumps(data)}\n\n"
+        if job.result is not None:
+            yield f"event: result\ndata: {dumps(job.result.to_json())}\n\n"
+        else:
+            yield f"event: error\ndata: {dumps({'error': job.error})}\n\n"
+    finally:
+        if owner and not job.done:
+            job.cancel("the client disconnected")
+
+
+def _stream(generator: AsyncIterator[str]) -> StreamingResponse:
+    headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+    return StreamingResponse(generator, media_type="text/event-stream", headers=headers)
+
+
+ASK_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"content": {"text/event-stream": {}, "application/json": {}},
+          "description": "Server-sent events (`trace` per event, then `result`), or the result."},
+    429: {"model": m.ErrorBody, "description": "Too many asks running; see Retry-After."},
+}  # fmt: skip
+
+
+@router.post("/ask", responses=ASK_RESPONSES)
+async def ask_route(request: Request, body: m.AskRequest) -> Any:
+    """Ask a question; stream each trace event as it happens, then the `ask --json` result."""
+    state = state_of(request)
+    job = await run_in_threadpool(state.start_ask, _spec(body))
+    if body.stream:
+        return _stream(sse(job, owner=True))
+    async for _ in job.follow():
+        pass
+    if job.result is None:
+        raise HTTPException(500, (job.error or {}).get("message", "the ask failed"))
+    return JSONResponse(job.result.to_json())
+
+
+@router.post("/asks", response_model=m.AskStarted, status_code=202, responses=ASK_RESPONSES)
+async def start_ask(request: Request, body: m.AskRequest) -> dict[str, Any]:
+    """Start an ask and return its id; follow it at ``events`` (EventSource-friendly GET)."""
+    job = await run_in_threadpool(state_of(request).start_ask, _spec(body))
+    return {
+        "id": job.id,
+        "events": f"/v1/asks/{job.id}/events",
+        "result": f"/v1/asks/{job.id}",
+        "trace_id": job.trace_id,
+    }
+
+
+def _job(request: Request, ask_id: str) -> AskJob:
+    job = state_of(request).asks.get(ask_id)
+    if job is None:
+        raise HTTPException(404, f"no ask {ask_id!r} (finished asks are kept for an hour)")
+    return job
+
+
+AskId = Annotated[str, Path(pattern=r"^[0-9a-f]{32}$")]
+
+
+@router.get("/asks/{ask_id}/events", responses={200: {"content": {"text/event-stream": {}}}})
+async def ask_events(
+    request: Request,
+    ask_id: AskId,
+    view: Annotated[bool, Query(description="Add a display form of each event.")] = False,
+    last_event_id: Annotated[str | None, Header()] = None,
+) -> StreamingResponse:
+    """The ask's events from the start (or after Last-Event-ID), then its result."""
+    job = _job(request, ask_id)
+    start = int(last_event_id) + 1 if last_event_id and last_event_id.isdigit() else 0
+    return _stream(sse(job, start, view=view))
+
+
+@router.get("/asks/{ask_id}", response_model=m.AskState)
+def ask_state(request: Request, ask_id: AskId) -> dict[str, Any]:
+    """An ask's progress, and its result once done."""
+    job = _job(request, ask_id)
+    return {
+        "id": job.id, "question": job.question, "method": job.method, "done": job.done,
+        "events": len(job.events), "trace_id": job.trace_id,
+        "result": job.result.to_json() if job.result else None, "error": job.error,
+    }  # fmt: skip
+
+
+def method_info(spec: MethodSpec) -> dict[str, Any]:
+    """A registered method and its options, as /v1/methods lists them."""
+    options = [
+        {"name": o.name, "type": o.type, "default": o.default, "help": o.help, "paper": o.paper,
+         "settable": not o.name.endswith("_url")}
+        for o in describe_options(spec.options)
+    ]  # fmt: skip
+    return {
+        "name": spec.name, "input": spec.input, "description": spec.description,
+        "paper": spec.paper, "needs_llm": spec.needs_llm,
+        "configs": list(spec.options.CONFIGS), "options": options,
+    }  # fmt: skip
+
+
+@router.get("/methods", response_model=list[m.MethodInfo])
+def methods() -> list[dict[str, Any]]:
+    """Every registered method with its options (types, defaults, help, source paper)."""
+    return [method_info(s) for s in list_methods()]
+
+
+@router.get("/methods/{name}", response_model=m.MethodInfo, responses={404: {"model": m.ErrorBody}})
+def method(name: Annotated[str, Path(max_length=64)]) -> dict[str, Any]:
+    """One method and its options."""
+    return method_info(get_method(name))
+
+
+@router.get("/traces", response_model=list[m.TraceInfo])
+def traces(
+    request: Request, limit: Annotated[int, Query(ge=1, le=1000)] = 100
+) -> list[dict[str, Any]]:
+    """The trace files in the server's trace folder, newest first."""
+    files = state_of(request).trace_files()
+    stats = sorted(((tid, p.stat()) for tid, p in files.items()), key=lambda x: -x[1].st_mtime)
+    return [{"id": tid, "size": st.st_size, "modified": st.st_mtime} for tid, st in stats[:limit]]
+
+
+@router.get(
+    "/traces/{trace_id}", response_model=m.TraceDetail, responses={404: {"model": m.ErrorBody}}
+)
+def trace(request: Request, trace_id: Annotated[str, Path(max_length=128)]) -> dict[str, Any]:
+    """The events of one trace (ids as /v1/traces lists them)."""
+    path = state_of(request).trace_path(trace_id)
+    if path is None:
+        raise HTTPException(404, f"no trace {trace_id!r} (see /v1/traces)")
+    try:
+        events = read_trace(path)
+    except UnreadableTrace as exc:
+        raise HTTPException(422, f"trace {trace_id!r} is unreadable: {exc.reason}") from None
+    return {"id": trace_id, "events": events, "summary": summarize(events)}

@@ -1,0 +1,185 @@
+"""`create_app`: the FastAPI application (API, pages, guard), and `run_server` for the CLI.
+
+Errors are answered, never raised to the server: a bad request gets a 4xx JSON body
+``{"error": {"code", "message"}}`` (API) or an error page (pages) naming what was wrong, and
+nothing is logged for it beyond the access line. Only a bug (an unexpected exception) is
+logged with its traceback, and the client gets a 500 without it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+import tablequest
+from tablequest.corpus.encoders import EncoderUnavailable
+from tablequest.corpus.store import StoreError
+from tablequest.llm.base import LLM
+from tablequest.methods.options import OptionError
+from tablequest.methods.registry import UnknownMethod
+from tablequest.methods.run import SourceError
+from tablequest.serve import pages
+from tablequest.serve.api import router
+from tablequest.serve.asks import Busy
+from tablequest.serve.config import ServeConfig
+from tablequest.serve.render import STATIC_DIR
+from tablequest.serve.security import Guard
+from tablequest.serve.state import ServerState
+from tablequest.serve.uploads import UploadRejected
+
+__all__ = ["create_app", "run_server"]
+
+log = logging.getLogger("tablequest.serve")
+
+CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "too_large",
+    422: "unprocessable",
+    429: "busy",
+}
+BAD_CODES: dict[type[Exception], str] = {UnknownMethod: "unknown_method", OptionError: "bad_option"}
+
+
+def _is_api(request: Request) -> bool:
+    return request.url.path.startswith("/v1") or request.url.path == "/openapi.json"
+
+
+def error_response(
+    request: Request, status: int, message: str, code: str | None = None, headers: Any = None
+) -> Response:
+    """A JSON error for the API, an error page for pages."""
+    code = code or CODES.get(status, "error")
+    if _is_api(request):
+        body = {"error": {"code": code, "message": message}}
+        return JSONResponse(body, status_code=status, headers=headers)
+    return pages.error_page(request, status, message, headers=headers)
+
+
+def _validation_message(exc: RequestValidationError) -> tuple[int, str]:
+    parts = []
+    for error in exc.errors()[:5]:
+        if error.get("type") == "json_invalid":
+            return 400, f"malformed JSON body: {error.get('msg')}"
+        where = ".".join(str(p) for p in error.get("loc", ()) if p != "body") or "body"
+        parts.append(f"{where}: {error.get('msg')}")
+    return 422, "; ".join(parts) or "invalid request"
+
+
+def _install_handlers(app: FastAPI) -> None:
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> Response:
+        status, message = _validation_message(exc)
+        return error_response(request, status, message, "invalid" if status == 422 else None)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        message = str(exc.detail)
+        if exc.status_code == 404 and message == "Not Found":
+            message = f"nothing at {request.url.path!r} (the API is listed in /openapi.json)"
+        elif exc.status_code == 405:
+            message = f"{request.method} is not allowed on {request.url.path!r}"
+        return error_response(request, exc.status_code, message, headers=exc.headers)
+
+    async def bad(request: Request, exc: Exception) -> Response:
+        code = BAD_CODES.get(type(exc))
+        return error_response(request, 400, str(exc), code)
+
+    for kind in (UnknownMethod, OptionError, SourceError, EncoderUnavailable, ValueError):
+        app.add_exception_handler(kind, bad)
+
+    @app.exception_handler(UploadRejected)
+    async def rejected(request: Request, exc: UploadRejected) -> Response:
+        return error_response(request, exc.status, str(exc))
+
+    @app.exception_handler(Busy)
+    async def busy(request: Request, exc: Busy) -> Response:
+        headers = {"Retry-After": str(exc.retry_after)}
+        return error_response(request, 429, str(exc), "busy", headers=headers)
+
+    @app.exception_handler(StoreError)
+    async def store_error(request: Request, exc: StoreError) -> Response:
+        return error_response(request, 503, str(exc), "store")
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    if app.openapi_schema:
+        return app.openapi_schema
+    schema = get_openapi(
+        title=app.title, version=app.version, description=app.description, routes=app.routes
+    )
+    schema.setdefault("components", {})["securitySchemes"] = {
+        "bearer": {"type": "http", "scheme": "bearer"}
+    }
+    schema["security"] = [{"bearer": []}]
+    app.openapi_schema = schema
+    return schema
+
+
+def create_app(config: ServeConfig, *, llm: LLM | None = None) -> FastAPI:
+    """The server's application: ``/v1`` API, web pages, static files, behind the guard.
+
+    Args:
+        config: What to serve and the limits (`ServeConfig`).
+        llm: A ready model (tests); default: built from ``config.llm_config``.
+    """
+    state = ServerState(config, llm=llm)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        warm = threading.Thread(target=state.warm, name="tq-warm", daemon=True)
+        warm.start()
+        try:
+            yield
+        finally:
+            state.close()
+
+    app = FastAPI(
+        title="tablequest",
+        version=tablequest.__version__,
+        description="Answer questions from tables with LLM agents, and show the evidence.",
+        docs_url=None,
+        redoc_url=None,
+        lifespan=lifespan,
+    )
+    app.state.tq = state
+    app.include_router(router)
+    app.include_router(pages.router)
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    _install_handlers(app)
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    app.add_middleware(Guard, token=config.token, host=config.host, limits=config.limits)
+    return app
+
+
+def run_server(config: ServeConfig, *, log_level: str = "info") -> None:
+    """Serve `config` with uvicorn until interrupted (access lines without query strings)."""
+    import uvicorn
+
+    logging.basicConfig(
+        level=getattr(logging, log_level.upper(), logging.INFO), format="%(message)s"
+    )
+    app = create_app(config)
+    uvicorn.run(
+        app,
+        host=config.host,
+        port=config.port,
+        access_log=False,
+        log_level=log_level,
+        timeout_keep_alive=5,
+        timeout_graceful_shutdown=5,
+        limit_concurrency=512,
+    )

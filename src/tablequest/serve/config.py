@@ -1,0 +1,153 @@
+"""Server settings, limits, the bearer token and the bind check.
+
+Choices (ours): the token is 32 random bytes (URL-safe base64) in a file created with mode
+0600 (``<user config dir>/serve-token`` unless ``--token-file``); a token file readable by
+group or others is refused rather than silently used. Binding anything but a loopback address
+without a token refuses to start.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import secrets
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import platformdirs
+
+from tablequest.llm.config import LLMConfig
+
+__all__ = [
+    "Limits",
+    "ServeConfig",
+    "ServeError",
+    "check_bind",
+    "default_token_file",
+    "is_loopback",
+    "load_or_create_token",
+]
+
+MIB = 1024 * 1024
+
+
+class ServeError(ValueError):
+    """The server cannot start as configured; the message names the setting and the fix."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on what one client can make the server do.
+
+    Attributes:
+        max_file_bytes: Size of one uploaded file.
+        max_files: Files in one upload request.
+        max_upload_bytes: Body of one upload request (all files together).
+        max_total_upload_bytes: Everything ever uploaded into this server's store.
+        max_body_bytes: Body of any other request (JSON).
+        body_timeout: Seconds a client may take to send the next part of a body.
+        max_asks: Asks running at once (beyond: 429 with Retry-After).
+        ask_timeout: Seconds an ask may run; it is stopped at its next step after that.
+        max_table_rows: Body rows one table request returns at most.
+    """
+
+    max_file_bytes: int = 32 * MIB
+    max_files: int = 16
+    max_upload_bytes: int = 64 * MIB
+    max_total_upload_bytes: int = 1024 * MIB
+    max_body_bytes: int = 1 * MIB
+    body_timeout: float = 30.0
+    max_asks: int = 16
+    ask_timeout: float = 600.0
+    max_table_rows: int = 1000
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """What `create_app` serves.
+
+    Attributes:
+        store: The DuckDB store file (created empty when missing).
+        trace_dir: Where ask traces are written and read from.
+        token: The bearer token every request must carry (None: no auth, loopback only).
+        host: The address the server binds (for the bind check and the Host header check).
+        port: Its port.
+        llm_config: The model asks use (None or unconfigured: LLM-free previews).
+        llm_spec: ``gguf:/path`` for a local model instead of a server.
+        limits: Request and upload bounds.
+    """
+
+    store: Path
+    trace_dir: Path
+    token: str | None
+    host: str = "127.0.0.1"
+    port: int = 8765
+    llm_config: LLMConfig | None = None
+    llm_spec: str | None = None
+    limits: Limits = field(default_factory=Limits)
+
+    def __post_init__(self) -> None:
+        check_bind(self.host, self.token)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` is a loopback address or ``localhost``."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, token: str | None) -> None:
+    """Refuse a non-loopback bind without a token.
+
+    Raises:
+        ServeError: `host` is reachable from other machines and there is no token.
+    """
+    if not token and not is_loopback(host):
+        raise ServeError(
+            f"refusing to bind {host!r} without a token: anyone who can reach it could read "
+            "the store and spend the model budget. Pass --token-file FILE (or bind 127.0.0.1)."
+        )
+    if token is not None and len(token) < 16:
+        raise ServeError("the token is too short: use at least 16 characters")
+
+
+def default_token_file() -> Path:
+    """``<user config dir>/serve-token``."""
+    return platformdirs.user_config_path("tablequest") / "serve-token"
+
+
+def load_or_create_token(path: Path | None = None) -> tuple[str, bool]:
+    """The token stored in `path` (default `default_token_file()`), created when missing.
+
+    Returns:
+        (token, created): `created` is True when the file was just written (print it once).
+
+    Raises:
+        ServeError: the file is readable by group or others, empty, or cannot be written.
+    """
+    path = (path or default_token_file()).expanduser()
+    if path.exists():
+        mode = stat.S_IMODE(path.stat().st_mode)
+        if mode & 0o077:
+            raise ServeError(
+                f"token file {str(path)!r} is readable by others (mode {mode:o}); "
+                f"run `chmod 600 {path}`"
+            )
+        token = path.read_text(encoding="utf-8").strip()
+        if not token:
+            raise ServeError(f"token file {str(path)!r} is empty; delete it to get a new token")
+        return token, False
+    token = secrets.token_urlsafe(32)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(token + "\n")
+    except OSError as exc:
+        raise ServeError(f"cannot write token file {str(path)!r}: {exc}") from exc
+    return token, True

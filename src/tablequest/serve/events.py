@@ -1,0 +1,136 @@
+"""Trace events as people read them: one title line, a few detail lines, code and output.
+
+`describe_event` is used by the trace viewer (server page and ``tablequest trace view``) and
+by the live trajectory of the ask page (the SSE stream carries it next to the raw event when
+asked with ``view=1``), so both show an event the same way. Everything here is plain text;
+templates and the page script escape it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["describe_event", "render_markdown"]
+
+_SKIP = frozenset({"t", "kind"})
+
+
+def _short(value: Any, limit: int = 160) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _first_line(text: str, limit: int = 200) -> str:
+    for line in str(text).splitlines():
+        if line.strip():
+            return _short(line.strip(), limit)
+    return "(empty)"
+
+
+def _pairs(event: dict[str, Any], skip: frozenset[str] = frozenset()) -> list[str]:
+    return [f"{k}: {_short(v)}" for k, v in event.items() if k not in _SKIP | skip]
+
+
+def _llm(event: dict[str, Any]) -> tuple[str, list[str], str | None, str | None]:
+    title = (
+        f"{event.get('model', '?')} · {event.get('prompt_tokens', 0)}+"
+        f"{event.get('completion_tokens', 0)} tokens · {float(event.get('latency_s') or 0):.2f} s"
+    )
+    if event.get("cached"):
+        title += " · cache hit"
+    lines = []
+    if event.get("error"):
+        lines.append(f"error: {event['error']}: {_short(event.get('message', ''))}")
+    messages = event.get("messages") or []
+    prompt = "\n\n".join(
+        f"[{m.get('role', '?')}]\n{m.get('content', '')}" if isinstance(m, dict) else str(m)
+        for m in messages
+    )
+    if messages:
+        last = messages[-1]
+        content = last.get("content", "") if isinstance(last, dict) else last
+        lines.append("> " + _first_line(str(content)))
+    replies = [str(r) for r in event.get("replies") or []]
+    lines += ["< " + _first_line(r) for r in replies[:3]]
+    return title, lines, prompt or None, "\n---\n".join(replies) or None
+
+
+def _rank(event: dict[str, Any]) -> tuple[str, list[str]]:
+    hits = event.get("hits") or []
+    title = f"{event.get('method', 'grep')} ranking · {len(hits)} tables"
+    lines = []
+    if event.get("patterns"):
+        lines.append("patterns: " + ", ".join(map(str, event["patterns"])))
+    for hit in hits[:10]:
+        if isinstance(hit, dict):
+            lines.append(f"{hit.get('table_id')}  score {hit.get('score')}")
+    return title, lines
+
+
+def describe_event(event: dict[str, Any]) -> dict[str, Any]:
+    """A display form of one trace event.
+
+    Returns:
+        ``{"t", "kind", "title", "lines", "code", "output", "error", "raw"}``: `lines` are
+        short detail lines, `code`/`output` longer blocks (a prompt and its replies, code
+        and its output), `error` whether to show it as an error, `raw` the event as JSON.
+    """
+    kind = str(event.get("kind", "?"))
+    code: str | None = None
+    output: str | None = None
+    title = kind
+    lines: list[str] = []
+    if kind == "llm_call":
+        title, lines, code, output = _llm(event)
+    elif kind == "rank":
+        title, lines = _rank(event)
+    elif kind == "preview":
+        tables = event.get("tables") or {}
+        title = f"previews of {len(tables)} tables · {event.get('chars', '?')} characters"
+        if isinstance(tables, dict):
+            lines = [f"{anon} = {tid}" for anon, tid in list(tables.items())[:10]]
+    elif kind == "decision":
+        stage = event.get("stage", "")
+        action = event.get("action") or event.get("status") or ""
+        title = " · ".join(str(x) for x in ("decision", stage, action) if x)
+        lines = _pairs(event, frozenset({"stage", "action"}))
+    elif kind == "exec":
+        ok = event.get("ok", event.get("error") is None)
+        title = f"code run · step {event.get('step', '?')} · {'ok' if ok else 'failed'}"
+        if event.get("seconds") is not None:
+            title += f" · {event['seconds']} s"
+        code = str(event.get("code") or "") or None
+        shown = event.get("observation", event.get("stdout", event.get("output")))
+        output = None if shown is None else str(shown)
+    elif kind == "qa":
+        title = f"answer · {event.get('status', '')}".rstrip(" ·")
+        lines = _pairs(event, frozenset({"status"}))
+    elif kind == "error":
+        title = f"error · {event.get('error', '')}: {_short(event.get('message', ''))}"
+        output = str(event.get("traceback") or "") or None
+    else:
+        lines = _pairs(event)
+    return {
+        "t": event.get("t", 0),
+        "kind": kind,
+        "title": title,
+        "lines": lines,
+        "code": code,
+        "output": output,
+        "error": kind == "error" or bool(event.get("error")),
+        "raw": json.dumps(event, ensure_ascii=False, indent=1, default=str),
+    }
+
+
+def render_markdown(text: str) -> str:
+    """Markdown (a report) as HTML with raw HTML escaped and unsafe link schemes refused.
+
+    markdown-it (CommonMark, tables on) with ``html=False`` escapes any HTML in the text; its
+    link validation refuses ``javascript:``, ``vbscript:``, ``file:`` and ``data:`` URLs.
+    """
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
+    return str(md.render(text))

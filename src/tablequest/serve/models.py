@@ -1,0 +1,179 @@
+"""Request and response bodies of the ``/v1`` API (pydantic: validated, in the OpenAPI schema)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+OptionValue = str | int | float | bool | None
+TABLE_ID = r"^t[0-9a-f]{15}$"
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(description="A short machine-readable kind, e.g. unknown_method.")
+    message: str = Field(description="What was wrong and how to fix it.")
+
+
+class ErrorBody(BaseModel):
+    error: ErrorDetail
+
+
+class AskRequest(BaseModel):
+    """One question for a registered method, with the options the CLI takes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(min_length=1, max_length=4000, description="The question (or claim).")
+    method: str = Field("seek", max_length=64, description="A registered method (/v1/methods).")
+    options: dict[str, OptionValue] = Field(
+        default_factory=dict, description="Method options, as `-o NAME VALUE` on the CLI."
+    )
+    config: str | None = Field(None, max_length=200, description="A named paper configuration.")
+    steps: int | None = Field(None, ge=1, le=1000, description="Cap on LLM calls (the budget).")
+    table_ids: list[str] = Field(
+        default_factory=list, max_length=32, description="Tables for one-table methods."
+    )
+    task: Literal["tableqa", "fact_verification"] = "tableqa"
+    stream: bool = Field(True, description="Server-sent events (else one JSON result).")
+
+
+class AskStarted(BaseModel):
+    id: str
+    events: str = Field(description="Server-sent events of the ask (trace events, result).")
+    result: str = Field(description="The ask's state and result as JSON.")
+    trace_id: str | None
+
+
+class AskState(BaseModel):
+    id: str
+    question: str
+    method: str
+    done: bool
+    events: int
+    trace_id: str | None
+    result: dict[str, Any] | None = Field(description="`ask --json` once done.")
+    error: ErrorDetail | None
+
+
+class SearchHit(BaseModel):
+    table_id: str
+    score: float
+    source: str
+    format: str | None
+    title: str | None
+    matched_rows: list[int]
+    preview: str | None = None
+
+
+class SearchResponse(BaseModel):
+    question: str
+    method: str
+    hits: list[SearchHit]
+
+
+class TableSummary(BaseModel):
+    table_id: str
+    source: str
+    format: str | None
+    sheet: str | None
+    title: str | None
+    n_rows: int
+    n_cols: int
+
+
+class TableList(BaseModel):
+    total: int
+    offset: int
+    tables: list[TableSummary]
+
+
+class MergeModel(BaseModel):
+    top: int
+    left: int
+    bottom: int
+    right: int
+
+
+class TableDetail(BaseModel):
+    """A table with its structure; `rows` is a window of body rows (`offset`, `limit`)."""
+
+    table_id: str
+    source: str
+    format: str | None
+    title: str | None
+    n_rows: int
+    n_cols: int
+    n_header_rows: int
+    n_header_cols: int
+    header_rows: list[list[str]]
+    header_paths: list[list[str]] = Field(description="Per column, its header path, top first.")
+    columns: list[str] = Field(description="Flat unique names ('Parent / Child').")
+    merges: list[MergeModel]
+    col_ids: list[int]
+    row_ids: list[int]
+    rows: list[list[str]]
+    offset: int
+
+
+class FileResult(BaseModel):
+    name: str
+    stored_as: str
+    size: int
+
+
+class IngestFailure(BaseModel):
+    name: str
+    reason: str
+
+
+class IngestResponse(BaseModel):
+    files: list[FileResult]
+    tables_stored: int
+    tables_unchanged: int
+    files_failed: list[IngestFailure]
+    tables: int = Field(description="Tables in the store now.")
+
+
+class OptionModel(BaseModel):
+    name: str
+    type: str
+    default: Any
+    help: str
+    paper: str | None
+    settable: bool = Field(description="False for server-side URLs (set in tablequest.toml).")
+
+
+class MethodInfo(BaseModel):
+    name: str
+    input: str
+    description: str
+    paper: str | None
+    needs_llm: bool
+    configs: list[str]
+    options: list[OptionModel]
+
+
+class TraceInfo(BaseModel):
+    id: str
+    size: int
+    modified: float
+
+
+class TraceDetail(BaseModel):
+    id: str
+    events: list[dict[str, Any]]
+    summary: dict[str, Any]
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+    tables: int
+    generation: int
+    asks_running: int
+    llm: bool
+
+
+class Version(BaseModel):
+    tablequest: str
+    api: str

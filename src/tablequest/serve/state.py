@@ -1,0 +1,184 @@
+"""What one server holds: the store, the asks, the model, the retrievers, the trace folder.
+
+`ServerState` is the library side of every route: the API and the pages call it, so both
+behave the same. Option names ending in ``_url`` are refused from requests (they would let a
+client make the server call any address); the operator sets them in ``tablequest.toml``
+(``[methods.NAME]``), which requests still get.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from tablequest.corpus.encoders import EncoderSettings
+from tablequest.corpus.retrievers import Retriever, RetrieverSettings, make_retriever
+from tablequest.llm.base import LLM
+from tablequest.llm.config import build_llm
+from tablequest.methods.base import Result, Task
+from tablequest.methods.options import OptionError
+from tablequest.methods.registry import get_method, list_methods
+from tablequest.methods.run import ask, open_source, resolve_options
+from tablequest.serve.asks import AskJob, AskManager, StreamingTrace
+from tablequest.serve.config import ServeConfig
+from tablequest.serve.stores import StoreManager
+from tablequest.trace import new_trace_path
+
+__all__ = ["AskSpec", "ServerState"]
+
+TRACE_ID = re.compile(r"^[0-9A-Za-z][0-9A-Za-z_.-]{0,120}$")
+LEXICAL = frozenset({"grep", "bm25"})
+SEARCH_THREADS = 2
+
+
+@dataclass(frozen=True)
+class AskSpec:
+    """A validated ask."""
+
+    question: str
+    method: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    config: str | None = None
+    steps: int | None = None
+    table_ids: tuple[str, ...] = ()
+    task: Task = "tableqa"
+
+
+def refuse_url_options(options: Mapping[str, Any]) -> None:
+    """Server-side addresses come from the operator, never from a request.
+
+    Raises:
+        OptionError: an option named ``*_url``.
+    """
+    for name in options:
+        if name.replace("-", "_").endswith("_url"):
+            raise OptionError(
+                f"option {name!r} cannot be set by a request (the server would call that "
+                "address); the operator sets it in tablequest.toml [methods.NAME]"
+            )
+
+
+class ServerState:
+    """The store, asks, model and retrievers of one server (see the module doc)."""
+
+    def __init__(self, config: ServeConfig, *, llm: LLM | None = None) -> None:
+        self.config = config
+        self.trace_dir = config.trace_dir.expanduser().resolve()
+        self.stores = StoreManager(config.store)
+        self.uploads = self.stores.path.with_name(self.stores.path.name + ".uploads")
+        self.asks = AskManager(max_asks=config.limits.max_asks, timeout=config.limits.ask_timeout)
+        self.llm_config = config.llm_config
+        self.llm = llm
+        if llm is None and (
+            config.llm_spec or (config.llm_config and config.llm_config.configured)
+        ):
+            from tablequest.llm.config import resolve_config
+
+            self.llm = build_llm(config.llm_config or resolve_config(), llm_spec=config.llm_spec)
+        self._search_limiter: anyio.CapacityLimiter | None = None
+        self._retrievers: dict[tuple[str, str], tuple[Retriever, threading.Lock]] = {}
+        self._lock = threading.Lock()
+
+    # -- retrieval ---------------------------------------------------------------------
+    @property
+    def search_limiter(self) -> anyio.CapacityLimiter:
+        """Searches run on at most `SEARCH_THREADS` threads: with the GIL, more threads only
+        share one core in 5 ms slices, which stretches every search behind its neighbours
+        (first come, first served keeps the tail short)."""
+        if self._search_limiter is None:
+            self._search_limiter = anyio.CapacityLimiter(SEARCH_THREADS)
+        return self._search_limiter
+
+    def retriever(self, method: str, encoder: str) -> tuple[Retriever, threading.Lock | None]:
+        """A cached retriever (with a lock to hold while it ranks, for encoder state).
+
+        Raises:
+            ValueError: an unknown retriever or a bad setting.
+            EncoderUnavailable: the encoder's extra is missing.
+        """
+        key = (method, "" if method in LEXICAL else encoder)
+        with self._lock:
+            entry = self._retrievers.get(key)
+        if entry is None:
+            llm = self.llm_config
+            settings = RetrieverSettings(
+                encoder=encoder,
+                embeddings=EncoderSettings(
+                    url=llm.url if llm else None, api_key=llm.api_key if llm else None
+                ),
+            )
+            entry = (make_retriever(method, settings), threading.Lock())
+            with self._lock:
+                entry = self._retrievers.setdefault(key, entry)
+        return entry[0], None if method in LEXICAL else entry[1]
+
+    def warm(self) -> None:
+        """Load the grep index and the registered methods (the first ask would otherwise
+        import every method package while holding the import lock)."""
+        self.stores.warm()
+        list_methods()
+
+    # -- asks --------------------------------------------------------------------------
+    def check_ask(self, spec: AskSpec) -> None:
+        """Refuse a bad ask before it starts (so the client gets a 4xx, not a stream).
+
+        Raises:
+            UnknownMethod, OptionError, SourceError: what `ask` would raise.
+        """
+        refuse_url_options(spec.options)
+        method = get_method(spec.method)
+        resolve_options(method, config=spec.config, options=spec.options)
+        with self.stores.reader() as store:
+            open_source(store, input=method.input, table_ids=spec.table_ids).close()
+
+    def start_ask(self, spec: AskSpec) -> AskJob:
+        """Check `spec`, then run it in the ask pool (see `AskManager.start`)."""
+        self.check_ask(spec)
+        path = new_trace_path(self.trace_dir)
+
+        def run(job: AskJob, trace: StreamingTrace) -> Result:
+            with self.stores.reader() as store:
+                return ask(
+                    spec.question,
+                    store,
+                    method=spec.method,
+                    options=spec.options,
+                    config=spec.config,
+                    llm=self.llm,
+                    llm_config=self.llm_config,
+                    task=spec.task,
+                    steps=spec.steps,
+                    table_ids=spec.table_ids,
+                    trace=trace,
+                )
+
+        return self.asks.start(spec.question, spec.method, path, run)
+
+    # -- traces ------------------------------------------------------------------------
+    def trace_files(self) -> dict[str, Path]:
+        """Trace id (file stem) → file, for the JSONL files in the trace folder."""
+        if not self.trace_dir.is_dir():
+            return {}
+        return {
+            p.stem: p
+            for p in self.trace_dir.iterdir()
+            if p.suffix == ".jsonl" and p.is_file() and TRACE_ID.match(p.stem)
+        }
+
+    def trace_path(self, trace_id: str) -> Path | None:
+        """The file of a listed trace id (ids are looked up, never joined to a path)."""
+        if not TRACE_ID.match(trace_id):
+            return None
+        return self.trace_files().get(trace_id)
+
+    def close(self) -> None:
+        self.asks.close()
+        self.stores.close()
+        if self.llm is not None:
+            self.llm.close()

@@ -1,0 +1,173 @@
+// tablequest serve: the pages' only script (the CSP forbids inline script).
+// Every text from the server is inserted with textContent; HTML comes only from the
+// server's own escaped templates (parsed with DOMParser, never innerHTML).
+"use strict";
+
+const HEADERS = { "X-Requested-With": "tablequest" };
+
+function el(tag, cls, text) {
+  const node = document.createElement(tag);
+  if (cls) node.className = cls;
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  return node;
+}
+
+async function errorText(response) {
+  try {
+    const body = await response.json();
+    if (body && body.error) return body.error.message;
+  } catch (e) { /* not JSON */ }
+  return response.status + " " + response.statusText;
+}
+
+async function fetchFragment(url) {
+  const response = await fetch(url, { headers: HEADERS });
+  if (!response.ok) throw new Error(await errorText(response));
+  const doc = new DOMParser().parseFromString(await response.text(), "text/html");
+  return doc;
+}
+
+function setupUpload() {
+  const form = document.getElementById("upload");
+  if (!form) return;
+  const report = document.getElementById("upload-report");
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const files = document.getElementById("upload-files").files;
+    if (!files.length) { report.textContent = "Choose one or more files first."; return; }
+    const data = new FormData();
+    for (const file of files) data.append("files", file);
+    report.className = "report";
+    report.textContent = "Uploading " + files.length + " file(s)…";
+    const response = await fetch("/v1/ingest", { method: "POST", body: data, headers: HEADERS });
+    if (!response.ok) {
+      report.className = "report error";
+      report.textContent = "Upload refused: " + await errorText(response);
+      return;
+    }
+    const body = await response.json();
+    let text = body.tables_stored + " tables stored, " + body.tables_unchanged + " unchanged; " + body.tables + " tables in the store.";
+    for (const failure of body.files_failed) text += "\nskipped " + failure.name + ": " + failure.reason;
+    report.textContent = text;
+    const doc = await fetchFragment("/");
+    const fresh = doc.getElementById("tables");
+    if (fresh) document.getElementById("tables").replaceWith(document.adoptNode(fresh));
+  });
+}
+
+function eventItem(view) {
+  const item = el("li", "event kind-" + view.kind + (view.error ? " is-error" : ""));
+  const head = el("div", "event-head");
+  head.append(el("span", "t", Number(view.t || 0).toFixed(3)), el("span", "kind", view.kind), el("span", "title", view.title));
+  item.append(head);
+  if (view.lines && view.lines.length) {
+    const list = el("ul", "lines");
+    for (const line of view.lines) list.append(el("li", null, line));
+    item.append(list);
+  }
+  const blocks = [[view.code, view.kind === "llm_call" ? "prompt" : "code"], [view.output, view.kind === "llm_call" ? "replies" : "output"]];
+  for (const [text, label] of blocks) {
+    if (!text) continue;
+    const details = el("details");
+    if (view.kind === "exec" && label === "output") details.open = true;
+    details.append(el("summary", null, label), el("pre", null, text));
+    item.append(details);
+  }
+  return item;
+}
+
+function parseOptions(text) {
+  const options = {};
+  for (const raw of text.split("\n")) {
+    const line = raw.trim();
+    if (!line) continue;
+    const at = line.indexOf("=");
+    if (at < 1) throw new Error("options: write NAME=VALUE, got " + JSON.stringify(line));
+    options[line.slice(0, at).trim()] = line.slice(at + 1).trim();
+  }
+  return options;
+}
+
+function setupAsk() {
+  const form = document.getElementById("ask-form");
+  if (!form) return;
+  const params = new URLSearchParams(location.search);
+  if (params.get("table_id")) document.getElementById("table-id").value = params.get("table_id");
+  if (params.get("question")) document.getElementById("question").value = params.get("question");
+  if (params.get("method")) document.getElementById("method").value = params.get("method");
+  const select = document.getElementById("method");
+  const showOptions = () => {
+    for (const block of document.querySelectorAll(".method-options")) block.hidden = block.dataset.method !== select.value;
+  };
+  select.addEventListener("change", showOptions);
+  showOptions();
+  const status = document.getElementById("ask-status");
+  const button = document.getElementById("ask-button");
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const body = { question: document.getElementById("question").value, method: select.value };
+    try {
+      body.options = parseOptions(document.getElementById("options").value);
+    } catch (e) { status.className = "error"; status.textContent = e.message; return; }
+    const steps = document.getElementById("steps").value;
+    if (steps) body.steps = Number(steps);
+    const tableId = document.getElementById("table-id").value.trim();
+    if (tableId) body.table_ids = [tableId];
+    status.className = "note";
+    status.textContent = "Starting…";
+    button.disabled = true;
+    const response = await fetch("/v1/asks", {
+      method: "POST", body: JSON.stringify(body),
+      headers: Object.assign({ "Content-Type": "application/json" }, HEADERS),
+    });
+    if (!response.ok) {
+      status.className = "error";
+      status.textContent = await errorText(response);
+      button.disabled = false;
+      return;
+    }
+    follow(await response.json(), status, button);
+  });
+}
+
+function follow(started, status, button) {
+  const card = document.getElementById("trajectory-card");
+  const list = document.getElementById("trajectory");
+  const answer = document.getElementById("answer");
+  list.replaceChildren();
+  answer.replaceChildren();
+  card.hidden = false;
+  const link = document.getElementById("trace-link");
+  link.replaceChildren();
+  if (started.trace_id) {
+    const a = el("a", null, "trace " + started.trace_id);
+    a.href = "/traces/" + encodeURIComponent(started.trace_id);
+    link.append(a);
+  }
+  status.textContent = "Running…";
+  const source = new EventSource(started.events + "?view=1");
+  source.addEventListener("trace", (event) => {
+    const data = JSON.parse(event.data);
+    list.append(eventItem(data.view));
+    status.textContent = "Running… " + list.children.length + " events";
+  });
+  source.addEventListener("result", async () => {
+    source.close();
+    status.textContent = "Done.";
+    button.disabled = false;
+    try {
+      const doc = await fetchFragment("/asks/" + encodeURIComponent(started.id) + "/result");
+      for (const node of Array.from(doc.body.children)) answer.append(document.adoptNode(node));
+    } catch (e) { status.className = "error"; status.textContent = e.message; }
+  });
+  source.addEventListener("error", (event) => {
+    if (event.data) {
+      source.close();
+      status.className = "error";
+      status.textContent = "The ask failed: " + (JSON.parse(event.data).error || {}).message;
+      button.disabled = false;
+    }
+  });
+}
+
+document.addEventListener("DOMContentLoaded", () => { setupUpload(); setupAsk(); });

@@ -1,0 +1,295 @@
+"""The server's store: read-only readers that never wait for a write, and copy-on-write ingest.
+
+DuckDB allows one writer per file, and a process cannot hold the same file open read-only and
+read-write at once. The server therefore reads through *generations*: a generation is one
+read-only DuckDB instance of the store file plus the caches its readers share (grep and BM25
+indexes, parsed tables, table metadata). An ingest (one at a time, under a lock) copies the
+store file, writes the new tables into the copy, opens the copy read-only as the next
+generation and renames it over the store file. New requests get the new generation at once;
+requests still running keep reading the old one, which is closed when the last of them ends.
+Readers never block on a write; a write costs one file copy.
+
+Choices (ours): a generation's data never changes, so its fingerprint, table metadata and
+parsed tables are computed once and shared by its readers (`ReadStore` overrides the lookups
+of `Store` that would otherwise scan the table each time: a point lookup by table id is a
+~3 ms scan in DuckDB without an index).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import duckdb
+
+from tablequest.corpus.ingest import IngestReport, ingest
+from tablequest.corpus.rank import BM25, GREP, bm25_index, grep_index
+from tablequest.corpus.store import Store, StoreError
+from tablequest.table import Source, Table
+
+__all__ = ["Generation", "ReadStore", "StoreManager", "TableInfo"]
+
+RAW_BUDGET = 256 * 1024 * 1024
+"""Corpora whose stored tables take less than this keep them in memory (parsed on demand)."""
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class LRU(Generic[K, V]):
+    """A small thread-safe least-recently-used map."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._data: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get_or(self, key: K, make: Callable[[], V]) -> V:
+        """The cached value of `key`, or `make()` stored under it."""
+        with self._lock:
+            if key in self._data:
+                self._data.move_to_end(key)
+                return self._data[key]
+        value = make()
+        with self._lock:
+            self._data[key] = value
+            while len(self._data) > self.capacity:
+                self._data.popitem(last=False)
+        return value
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    """One stored table as listings show it (no cells)."""
+
+    table_id: str
+    path: str
+    idx: int
+    format: str | None
+    sheet: str | None
+    title: str | None
+    n_rows: int
+    n_cols: int
+
+    @property
+    def name(self) -> str:
+        """The user's name of the table: its file, and sheet when it has one."""
+        return self.path if self.sheet is None else f"{self.path}#{self.sheet}"
+
+
+class Snapshot:
+    """What the readers of one generation share (the data behind it never changes)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, table_cache: int) -> None:
+        rows = con.execute(
+            "SELECT table_id, path, idx, format, sheet, title, n_rows, n_cols FROM tables "
+            "ORDER BY path, idx"
+        ).fetchall()
+        self.info: dict[str, TableInfo] = {
+            r[0]: TableInfo(r[0], r[1], int(r[2]), r[3], r[4], r[5], int(r[6]), int(r[7]))
+            for r in rows
+        }
+        self.ids = sorted(self.info)
+        fp = con.execute(
+            "SELECT count(*), coalesce(bit_xor(hash(table_id || file_hash)), 0) FROM tables"
+        ).fetchone()
+        self.fingerprint = f"{fp[0]}-{fp[1]}" if fp else "0-0"
+        self.indexes: dict[str, Any] = {}
+        self.tables: LRU[str, Table] = LRU(table_cache)
+        self.raw: dict[str, str] | None = None
+        """Every table's stored JSON, when the corpus is small enough (`load_raw`)."""
+        self.extras: LRU[tuple[str, str], Any] = LRU(table_cache)
+        """Per-table derived data readers may cache (e.g. row lines for matching)."""
+
+    def load_raw(self, con: duckdb.DuckDBPyConnection, budget: int) -> None:
+        """Keep every table's stored JSON in memory when it all fits in `budget` bytes, so a
+        table is parsed, not looked up (a lookup by id scans the table column in DuckDB)."""
+        row = con.execute("SELECT coalesce(sum(length(data)), 0) FROM tables").fetchone()
+        if row is not None and int(row[0]) <= budget:
+            self.raw = dict(con.execute("SELECT table_id, data FROM tables").fetchall())
+
+
+class ReadStore(Store):
+    """A read-only `Store` over one generation's connection, with the shared caches.
+
+    Thread use: one reader per thread at a time (`StoreManager.reader` hands them out).
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path, snapshot: Snapshot) -> None:
+        super().__init__(None)  # an in-memory placeholder, replaced by the generation's cursor
+        self.con.close()
+        self.con = con
+        self.path = path
+        self.read_only = True
+        self.snapshot = snapshot
+
+    def __len__(self) -> int:
+        return len(self.snapshot.info)
+
+    def table_ids(self) -> list[str]:
+        return list(self.snapshot.ids)
+
+    def get(self, table_id: str) -> Table:
+        if table_id not in self.snapshot.info:
+            raise KeyError(f"no table {table_id!r} in the store")
+        return self.snapshot.tables.get_or(table_id, lambda: self._load(table_id))
+
+    def _load(self, table_id: str) -> Table:
+        raw = self.snapshot.raw
+        if raw is not None and table_id in raw:
+            return Table.from_dict(json.loads(raw[table_id]))
+        return super().get(table_id)
+
+    def source(self, table_id: str) -> Source:
+        info = self.snapshot.info.get(table_id)
+        if info is None:
+            raise KeyError(f"no table {table_id!r} in the store")
+        return Source(info.path, info.format, info.sheet)  # type: ignore[arg-type]
+
+    def fingerprint(self) -> str:
+        return self.snapshot.fingerprint
+
+    def cached_index(self, name: str) -> Any | None:
+        return self.snapshot.indexes.get(name)
+
+    def remember_index(self, name: str, index: Any) -> None:
+        self.snapshot.indexes[name] = index
+
+
+class Generation:
+    """One read-only opening of the store file and its readers."""
+
+    def __init__(self, number: int, open_path: Path, path: Path, table_cache: int) -> None:
+        self.number = number
+        self.path = path
+        try:
+            self.anchor = duckdb.connect(str(open_path), read_only=True)
+        except duckdb.Error as exc:
+            raise StoreError(
+                f"cannot open store {str(path)!r} read-only: {exc}. Is another process "
+                "writing it (tablequest ingest)?"
+            ) from exc
+        self.snapshot = Snapshot(self.anchor, table_cache)
+        self.snapshot.load_raw(self.anchor, RAW_BUDGET)
+        self._free: list[ReadStore] = []
+        self._refs = 0
+        self._retired = False
+        self._lock = threading.Lock()
+
+    def checkout(self) -> ReadStore:
+        with self._lock:
+            self._refs += 1
+            if self._free:
+                return self._free.pop()
+        return ReadStore(self.anchor.cursor(), self.path, self.snapshot)
+
+    def checkin(self, reader: ReadStore) -> None:
+        with self._lock:
+            self._refs -= 1
+            self._free.append(reader)
+            close = self._retired and self._refs == 0
+        if close:
+            self._close()
+
+    def retire(self) -> None:
+        """Close once the last reader is back (now, when none is out)."""
+        with self._lock:
+            self._retired = True
+            close = self._refs == 0
+        if close:
+            self._close()
+
+    def _close(self) -> None:
+        for reader in self._free:
+            reader.close()
+        self._free.clear()
+        self.anchor.close()
+
+
+class StoreManager:
+    """Hands out readers of the current generation and applies ingests copy-on-write.
+
+    Args:
+        path: The store file (created empty when missing).
+        table_cache: Parsed tables kept per generation.
+    """
+
+    def __init__(self, path: Path, *, table_cache: int = 4096) -> None:
+        self.path = path.expanduser().resolve()
+        self.table_cache = table_cache
+        Store(self.path).close()  # creates the schema; fails clearly if another process writes
+        self._lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._current = Generation(1, self.path, self.path, table_cache)
+
+    @property
+    def generation(self) -> int:
+        return self._current.number
+
+    @contextmanager
+    def reader(self) -> Iterator[ReadStore]:
+        """A reader of the current generation, for the duration of the block."""
+        with self._lock:
+            gen = self._current
+            store = gen.checkout()
+        try:
+            yield store
+        finally:
+            gen.checkin(store)
+
+    def warm(self, indexes: Sequence[str] = ("grep",)) -> None:
+        """Load or build the named indexes (``grep``, ``bm25``) of the current generation."""
+        with self.reader() as store:
+            _warm(store, indexes)
+
+    def ingest(self, files: Sequence[Path]) -> IngestReport:
+        """Ingest `files` into the store without blocking readers (see the module doc)."""
+        with self._write_lock:
+            tmp = self.path.with_name(f"{self.path.name}.next-{uuid.uuid4().hex[:12]}")
+            shutil.copyfile(self.path, tmp)
+            try:
+                with Store(tmp) as writer:
+                    report = ingest(writer, files)
+                if not report.tables_stored:
+                    return report
+                number = self._current.number + 1
+                new = Generation(number, tmp, self.path, self.table_cache)
+                with self.reader() as old_reader:
+                    keep = [n for n in ("grep", "bm25") if _has_index(old_reader, n)]
+                reader = new.checkout()
+                try:
+                    _warm(reader, keep)
+                finally:
+                    new.checkin(reader)
+                os.replace(tmp, self.path)
+            finally:
+                tmp.unlink(missing_ok=True)
+                tmp.with_name(tmp.name + ".wal").unlink(missing_ok=True)
+            with self._lock:
+                old, self._current = self._current, new
+            old.retire()
+            return report
+
+    def close(self) -> None:
+        self._current.retire()
+
+
+def _has_index(store: ReadStore, name: str) -> bool:
+    return store.snapshot.indexes.get(BM25 if name == "bm25" else GREP) is not None
+
+
+def _warm(store: ReadStore, indexes: Sequence[str]) -> None:
+    if not len(store):
+        return
+    if "grep" in indexes:
+        grep_index(store)
+    if "bm25" in indexes:
+        bm25_index(store)

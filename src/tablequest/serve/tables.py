@@ -1,0 +1,268 @@
+"""Tables as the web pages and the API show them: header structure, spans, highlights.
+
+`table_view` turns a `Table` (or a window of its rows) into rows of cells with their real
+structure: one header row per header level, merged ranges as rowspan/colspan (a merge crossing
+the header/body boundary is cut at it, as the HTML serializer does), row ids in a gutter, and
+classes for evidence cells, matched rows and the question's words. Templates render it; every
+text goes through Jinja's escaping.
+
+`matched_rows_fast` answers `corpus.rank.matched_rows` for the whole-word patterns of
+`question_patterns` by finding the word's case fold in the table's folded rows (a plain
+substring search, cached per table) and confirming only those rows with the regex; other
+patterns go line by line. Exact for the reason `corpus.grep` gives: a literal that re finds
+case-insensitively has its fold inside the text's fold. Property-tested against
+`matched_rows`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tablequest.corpus.rank import matched_rows
+from tablequest.serve.stores import ReadStore
+from tablequest.table import Merge, Table, compile_pattern
+from tablequest.table.patterns import fold_text
+
+__all__ = ["CellView", "RowView", "TableView", "matched_rows_fast", "table_view"]
+
+_ESCAPED_WORD = re.compile(r"^\\b(?:\\[^\w\s]|\w)+\\b$")
+"""``\b`` + word characters and escaped punctuation + ``\b``: what `question_patterns` makes."""
+_UNESCAPE = re.compile(r"\\(.)")
+
+
+@dataclass
+class CellView:
+    """One rendered cell: tag, spans, CSS classes and text split into marked parts."""
+
+    tag: str
+    text: str
+    rowspan: int = 1
+    colspan: int = 1
+    classes: list[str] = field(default_factory=list)
+    parts: list[tuple[str, bool]] = field(default_factory=list)
+    col_id: int | None = None
+
+
+@dataclass
+class RowView:
+    """One rendered row: its original id (None for header rows) and cells."""
+
+    row_id: int | None
+    cells: list[CellView]
+    classes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TableView:
+    """A table ready for the template."""
+
+    table_id: str
+    title: str | None
+    header: list[RowView]
+    body: list[RowView]
+    n_rows: int
+    n_cols: int
+    shown_rows: int
+
+    @property
+    def truncated(self) -> bool:
+        return self.shown_rows < self.n_rows
+
+
+def spans(table: Table) -> tuple[dict[tuple[int, int], tuple[int, int]], set[tuple[int, int]]]:
+    """Top-left cell → (rowspan, colspan), and the cells merges cover, per section."""
+    starts: dict[tuple[int, int], tuple[int, int]] = {}
+    covered: set[tuple[int, int]] = set()
+    h = table.n_header_rows
+    pieces: list[Merge] = []
+    for m in table.merges:
+        if m.top < h <= m.bottom:
+            pieces += [Merge(m.top, m.left, h - 1, m.right), Merge(h, m.left, m.bottom, m.right)]
+        else:
+            pieces.append(m)
+    for m in pieces:
+        cells = {(r, c) for r in range(m.top, m.bottom + 1) for c in range(m.left, m.right + 1)}
+        if len(cells) < 2 or cells & covered or cells & starts.keys():
+            continue
+        starts[(m.top, m.left)] = (m.bottom - m.top + 1, m.right - m.left + 1)
+        covered |= cells - {(m.top, m.left)}
+    return starts, covered
+
+
+def mark(text: str, patterns: Sequence[re.Pattern[str]]) -> list[tuple[str, bool]]:
+    """`text` split into (part, matched) pieces for the patterns' matches."""
+    hits: list[tuple[int, int]] = []
+    for rx in patterns:
+        hits += [(m.start(), m.end()) for m in rx.finditer(text) if m.end() > m.start()]
+    if not hits:
+        return [(text, False)]
+    hits.sort()
+    parts: list[tuple[str, bool]] = []
+    pos = 0
+    for start, end in hits:
+        if end <= pos:
+            continue
+        start = max(start, pos)
+        if start > pos:
+            parts.append((text[pos:start], False))
+        parts.append((text[start:end], True))
+        pos = end
+    if pos < len(text):
+        parts.append((text[pos:], False))
+    return parts
+
+
+def _window(table: Table, rows: Iterable[int] | None, limit: int) -> Table:
+    if rows is None:
+        return table.sub_table(rows=list(table.row_ids[:limit])) if table.n_rows > limit else table
+    known = set(table.row_ids)
+    wanted = sorted({r for r in rows if r in known})[:limit]
+    return table.sub_table(rows=wanted)
+
+
+def table_view(
+    table: Table,
+    table_id: str,
+    *,
+    rows: Iterable[int] | None = None,
+    limit: int = 200,
+    evidence: Iterable[tuple[int, int]] = (),
+    matched: Iterable[int] = (),
+    patterns: Sequence[str] = (),
+) -> TableView:
+    """The view of `table` (only the body rows with ids in `rows`, at most `limit`).
+
+    Args:
+        evidence: (row id, column id) cells to highlight as evidence.
+        matched: Row ids to highlight as matched by a search.
+        patterns: Regexes whose matches are marked inside cells.
+    """
+    part = _window(table, rows, limit)
+    starts, covered = spans(part)
+    cited = set(evidence)
+    hit_rows = set(matched)
+    compiled = [compile_pattern(p) for p in patterns]
+    h = part.n_header_rows
+    out_rows: list[RowView] = []
+    previous: int | None = None
+    for r, values in enumerate(part.cells):
+        row_id = part.row_ids[r - h] if r >= h else None
+        cells = []
+        for c, value in enumerate(values):
+            if (r, c) in covered:
+                continue
+            rs, cs = starts.get((r, c), (1, 1))
+            col_id = part.col_ids[c]
+            cell = CellView(
+                tag="th" if r < h or c < part.n_header_cols else "td",
+                text=value,
+                rowspan=rs,
+                colspan=cs,
+                col_id=col_id,
+                parts=mark(value, compiled) if compiled and value else [(value, False)],
+            )
+            if row_id is not None and (row_id, col_id) in cited:
+                cell.classes.append("evidence")
+            cells.append(cell)
+        classes = []
+        if row_id is not None:
+            if row_id in hit_rows:
+                classes.append("matched")
+            if previous is not None and row_id != previous + 1:
+                classes.append("gap")
+            previous = row_id
+        out_rows.append(RowView(row_id, cells, classes))
+    return TableView(
+        table_id=table_id,
+        title=table.title,
+        header=out_rows[:h],
+        body=out_rows[h:],
+        n_rows=table.n_rows,
+        n_cols=table.n_cols,
+        shown_rows=part.n_rows,
+    )
+
+
+def structure(table: Table, table_id: str, *, offset: int, limit: int) -> dict[str, Any]:
+    """A table as the API returns it: header rows and paths, merges, a window of body rows."""
+    body_ids = list(table.row_ids[offset : offset + limit])
+    return {
+        "table_id": table_id,
+        "title": table.title,
+        "n_rows": table.n_rows,
+        "n_cols": table.n_cols,
+        "n_header_rows": table.n_header_rows,
+        "n_header_cols": table.n_header_cols,
+        "header_rows": [list(r) for r in table.header_rows],
+        "header_paths": [list(table.header_path(j)) for j in range(table.n_cols)],
+        "columns": list(table.columns),
+        "merges": [
+            {"top": m.top, "left": m.left, "bottom": m.bottom, "right": m.right}
+            for m in table.merges
+        ],
+        "col_ids": list(table.col_ids),
+        "row_ids": body_ids,
+        "rows": [list(r) for r in table.body[offset : offset + limit]],
+        "offset": offset,
+    }
+
+
+@dataclass(frozen=True)
+class _Lines:
+    """A table's body rows as matching sees them, and their case folds joined by newlines."""
+
+    lines: list[str]
+    folded: str
+    starts: list[int]
+    row_ids: tuple[int, ...]
+
+
+def _lines(store: ReadStore, table_id: str) -> _Lines:
+    def build() -> _Lines:
+        table = store.get(table_id)
+        lines = [" | ".join(row) for row in table.body]
+        folds = [fold_text(line) for line in lines]
+        starts, pos = [], 0
+        for fold in folds:
+            starts.append(pos)
+            pos += len(fold) + 1
+        return _Lines(lines, "\n".join(folds), starts, table.row_ids)
+
+    value: _Lines = store.snapshot.extras.get_or(("lines", table_id), build)
+    return value
+
+
+def _candidates(data: _Lines, literal: str) -> list[int]:
+    """Positions of the lines whose fold contains `literal`'s fold (a superset of the lines
+    the whole-word pattern matches: a literal that re finds has its fold inside the fold)."""
+    needle = fold_text(literal)
+    found: list[int] = []
+    at = data.folded.find(needle)
+    while at >= 0:
+        i = bisect.bisect_right(data.starts, at) - 1
+        if not found or found[-1] != i:
+            found.append(i)
+        nxt = data.starts[i + 1] if i + 1 < len(data.starts) else len(data.folded)
+        at = data.folded.find(needle, max(nxt, at + 1))
+    return found
+
+
+def matched_rows_fast(
+    store: ReadStore, table_id: str, patterns: Sequence[str]
+) -> dict[str, list[int]]:
+    """`corpus.rank.matched_rows` (same result), fast for whole-word patterns (module doc)."""
+    if not all(_ESCAPED_WORD.match(p) for p in patterns):
+        return matched_rows(store, table_id, patterns)
+    data = _lines(store, table_id)
+    out: dict[str, list[int]] = {}
+    for p in dict.fromkeys(patterns):
+        rx = compile_pattern(p)
+        literal = _UNESCAPE.sub(r"\1", p[2:-2])
+        rows = [data.row_ids[i] for i in _candidates(data, literal) if rx.search(data.lines[i])]
+        if rows:
+            out[p] = rows
+    return out
