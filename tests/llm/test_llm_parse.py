@@ -20,6 +20,7 @@ from tablequest.llm import (
     WrongJSONType,
     extract_answer,
     extract_json,
+    is_non_answer,
     parse_f_col,
     parse_f_row,
     parse_react,
@@ -301,3 +302,45 @@ def test_f_row_long_lists_keep_order_and_drop_duplicates() -> None:
 def test_f_col_unquoted_and_quoted_items() -> None:
     assert parse_f_col("f_col([Year , League,, Year])") == ["Year", "League"]
     assert parse_f_col("f_col(['Gold, total', Year])") == ["Gold, total", "Year"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "   ",
+        "insufficient",
+        "Insufficient evidence.",
+        "**INSUFFICIENT**",
+        "mismatch",
+        "N/A",
+        '"n/a"',
+        "I cannot answer this question from the table.",
+        "I can't determine that.",
+        "I'm unable to find it",
+        "I don't know.",
+        "The table does not contain the population of Oslo.",
+        "The provided tables don't mention it",
+        "There is not enough information to answer.",
+        "It is impossible to determine the winner.",
+        "cannot be determined",
+        "f_row([*])",
+        "`f_col([name, year])`",
+        r"f\_row([1, 2])",
+        "[*]",
+        "<think>hmm</think><answer>insufficient</answer>",
+        "<answer></answer>",
+    ],
+)
+def test_refusals_and_tool_syntax_are_non_answers(text: str) -> None:
+    assert is_non_answer(text)
+
+
+REAL_ANSWERS = ["42", "Norway", "none", "no", "0", "unknown", "Iceland", "1990, 1991", "NA"]
+REAL_ANSWERS += ["mismatched socks", "insufficiently funded", "f_row is a helper", "Cannon St"]
+REAL_ANSWERS += ["<answer>Oslo</answer>", "The table tennis club", "I Can't Stop Loving You"]
+
+
+@pytest.mark.parametrize("text", REAL_ANSWERS)
+def test_real_answers_are_answers(text: str) -> None:
+    assert not is_non_answer(text)

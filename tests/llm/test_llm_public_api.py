@@ -11,6 +11,7 @@ LLM_API = {
     # errors
     "LLMError", "LLMUnavailable", "LLMTimeout", "LLMBadResponse", "LLMRequestRejected",
     "ModelRequestsDisallowed", "ScriptExhausted", "BudgetExhausted", "CacheError", "ConfigError",
+    "DeadlineExceeded",
     # backends and doubles
     "OpenAICompatible", "LlamaCppLocal", "Scripted", "ScriptedCall", "StubServer", "Fault",
     # wrappers, config
@@ -20,10 +21,12 @@ LLM_API = {
     "cache_stats", "cache_clear", "cache_key", "default_cache_dir",
     "check_model_request", "model_requests_allowed",
     "UsageMeter", "UsageTotals", "StepBudget",
+    # deadline and call scope
+    "Deadline", "DEFAULT_DEADLINE", "call_scope", "current_scope",
     # parsing
     "ParseError", "NoJSONFound", "WrongJSONType", "TruncatedOutput", "BadCall", "NoAnswer",
     "BadReAct", "ReactStep", "extract_json", "extract_answer", "strip_think", "parse_f_row",
-    "parse_f_col", "parse_react", "ask_with_repair", "DEFAULT_REPAIR_PROMPT",
+    "parse_f_col", "parse_react", "ask_with_repair", "DEFAULT_REPAIR_PROMPT", "is_non_answer",
 }  # fmt: skip
 
 TRACE_API = {

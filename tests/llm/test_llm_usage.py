@@ -29,10 +29,10 @@ def comp(p: int, c: int, cached: bool = False) -> Completion:
 def test_meter_totals_cost_and_scopes() -> None:
     meter = UsageMeter({"m": (1.0, 2.0)})
     q1 = meter.scope("q1")
-    q1.record(model="m", completions=[comp(1000, 500)], seconds=1.5)
+    q1.record(model="m", completions=[comp(1000, 500)], seconds=1.5, requests=3)
     q1.record(model="m", completions=[comp(1000, 500, cached=True)], seconds=0.0)
     meter.scope("q2").record(model="other", completions=[comp(10, 5)], seconds=0.5, error=False)
-    meter.scope("q2").record(model="m", completions=[], seconds=0.25, error=True)
+    meter.scope("q2").record(model="m", completions=[], seconds=0.25, error=True, requests=2)
     assert meter.scope("q1") is q1
     total = meter.totals
     assert total.calls == 4 and total.prompt_tokens == 2010 and total.completion_tokens == 1005
@@ -42,8 +42,10 @@ def test_meter_totals_cost_and_scopes() -> None:
     queries = meter.queries
     assert queries["q1"].calls == 2 and queries["q1"].cost == pytest.approx(2.0)
     assert queries["q2"].cost is None
+    assert queries["q1"].requests == 3 and queries["q2"].requests == 2
     assert meter.to_dict() == {
         "calls": 4,
+        "requests": 5,
         "prompt_tokens": 2010,
         "completion_tokens": 1005,
         "seconds": 2.25,

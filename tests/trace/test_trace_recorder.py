@@ -66,6 +66,7 @@ def test_kind_and_payload_validation() -> None:
         trace.event("qa", t=1)
     assert set(KINDS) == {
         "llm_call",
+        "llm_retry",
         "rank",
         "preview",
         "decision",

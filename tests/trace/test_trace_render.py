@@ -64,6 +64,8 @@ def test_summarize() -> None:
     assert summarize([]) == {
         "events": 0,
         "calls": 0,
+        "requests": 0,
+        "retries": 0,
         "prompt_tokens": 0,
         "completion_tokens": 0,
         "seconds": 0.0,

@@ -11,7 +11,7 @@ the cheapest exact route:
 - a bare literal — trigram postings (`trigrams.Trigrams`; exact for three characters), or the
   vocabulary tokens containing it when it is one word held by few tokens;
 - anything else — candidates are the tables holding every trigram of the literals every
-  match must contain (an OR of ANDs derived from the regex syntax tree) and every whole word
+  match must contain (an OR of ANDs read from the syntax tree, `literals`) and every whole word
   those literals pin down; each candidate is confirmed by searching the folded text for the
   longest literal and running the regex on the lines holding it (whole text when the
   pattern could match across a line);
@@ -20,6 +20,15 @@ the cheapest exact route:
 Case folding is `fold_text` (its docstring says why finding a folded literal is exact);
 texts whose fold changes their length (ß → ss) are always confirmed with the regex.
 
+Bounded (issue 12): patterns are untrusted, so every regex runs through
+`tablequest.table.patterns.bounded` — Python's `re` where its backtracking is provably
+linear, RE2 on an exact rewrite, else the `regex` module within a time budget per pattern
+(`PATTERN_BUDGET` seconds for one evaluation over the corpus). A pattern over its budget is
+*dropped*: it leaves P (scores are fractions of the patterns evaluated) and `GrepIndex.rank`
+returns it with the reason in `GrepRanking.dropped`. The drop is remembered with the cached
+results, so a pattern repeated in later steps costs nothing. `naive_scores` (the reference)
+still uses `re` unbounded.
+
 Tie-break (ours, the paper is silent): higher score first, then the shorter serialized table
 (the same patterns hitting a smaller table are denser evidence), then the table id.
 """
@@ -27,159 +36,50 @@ Tie-break (ours, the paper is silent): higher score first, then the shorter seri
 from __future__ import annotations
 
 import functools
-import importlib
 import io
-import re
-import warnings
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from tablequest.corpus.literals import (
+    MARK,
+    required_literals,
+    seq_requirement,
+    single_line,
+    sre_c,
+)
 from tablequest.corpus.tokens import MIXED, WORD, TokenIndex, token_safe
-from tablequest.corpus.trigrams import IntArray, Trigrams, trigram_codes
-from tablequest.table.patterns import compile_pattern, fold_text
+from tablequest.corpus.trigrams import IntArray, Trigrams
+from tablequest.table.patterns import (
+    PATTERN_BUDGET,
+    BoundedPattern,
+    DroppedPattern,
+    PatternBudget,
+    PatternDropped,
+    bounded,
+    compile_pattern,
+    fold_text,
+)
 
-# The stdlib regex parser (private, untyped; stable since 3.11) gives us a pattern's syntax tree.
-sre_parse: Any = importlib.import_module("re._parser")
-sre_c: Any = importlib.import_module("re._constants")
-
-_MAX_ALTERNATIVES = 16
-
-
-# -- required literals of a regex ------------------------------------------------------
-Requirement = list[list[str]] | None  # OR of ANDs of literals; None = anything may match
-MARK = "\x00"  # edge of a literal that sits on a `\b` (stripped before matching text)
-
-
-def required_literals(pattern: str) -> Requirement:
-    """Literals every match of `pattern` contains, as an OR of ANDs (None: no constraint)."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = sre_parse.parse(pattern, re.IGNORECASE)
-    except (re.error, RecursionError, OverflowError):
-        return [[pattern]]  # invalid regexes are matched literally
-    req = _seq(list(tree))
-    if req is None:
-        return None
-    useful = [[lit.replace(MARK, "") for lit in alt if _has_trigram(lit)] for alt in req]
-    return None if any(not alt for alt in useful) else useful
-
-
-def _has_trigram(lit: str) -> bool:
-    return trigram_codes(lit).size > 0
-
-
-def _and(a: Requirement, b: Requirement) -> Requirement:
-    if a is None:
-        return b
-    if b is None:
-        return a
-    product = [x + y for x in a for y in b]
-    return product if len(product) <= _MAX_ALTERNATIVES else (a if len(a) <= len(b) else b)
-
-
-def _seq(items: list[tuple[Any, Any]]) -> Requirement:
-    req: Requirement = None
-    run: list[str] = []
-    left_boundary = False  # a `\b` just before the run being collected
-
-    def flush(right_boundary: bool = False) -> None:
-        nonlocal req, run
-        if run:
-            req = _and(req, [["".join(run) + (MARK if right_boundary else "")]])
-            run = []
-
-    for op, av in items:
-        if op is sre_c.LITERAL and av != 0:  # a NUL in a pattern is no constraint (MARK)
-            if not run and left_boundary:
-                run.append(MARK)
-            left_boundary = False
-            run.append(chr(av))
-            continue
-        if op is sre_c.AT and av is sre_c.AT_BOUNDARY:
-            flush(right_boundary=True)
-            left_boundary = True
-            continue
-        flush()
-        left_boundary = False
-        if op is sre_c.SUBPATTERN:
-            req = _and(req, _seq(list(av[-1])))
-        elif op is sre_c.BRANCH:
-            alts: list[list[str]] = []
-            for branch in av[1]:
-                sub = _seq(list(branch))
-                if sub is None:
-                    alts = []
-                    break
-                alts.extend(sub)
-            if alts and len(alts) <= _MAX_ALTERNATIVES:
-                req = _and(req, alts)
-        elif op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, sre_c.POSSESSIVE_REPEAT):
-            low, _high, sub = av
-            if low >= 1:
-                req = _and(req, _seq(list(sub)))
-        elif op is sre_c.ATOMIC_GROUP:
-            req = _and(req, _seq(list(av)))
-    flush()
-    return req
-
-
-_LINE_OPS = frozenset(
-    ("LITERAL", "ANY", "IN", "AT", "SUBPATTERN", "BRANCH", "MAX_REPEAT", "MIN_REPEAT")
-) | {"POSSESSIVE_REPEAT", "ATOMIC_GROUP"}
-_LINE_CATEGORIES = frozenset(("CATEGORY_DIGIT", "CATEGORY_WORD"))
-
-
-def _single_line(items: list[tuple[Any, Any]]) -> bool:
-    """True when no match can contain a newline nor depend on text beyond its line.
-
-    Such a pattern matches a text exactly when it matches one of its lines, which lets
-    confirmation run the regex on the lines holding a required literal only.
-    """
-    for op, av in items:
-        name = str(op)
-        if name not in _LINE_OPS:
-            return False
-        if name == "LITERAL" and av == 10:
-            return False
-        if name == "AT" and str(av) not in ("AT_BOUNDARY", "AT_NON_BOUNDARY"):
-            return False
-        if name == "IN" and not _line_set(av):
-            return False
-        if name == "SUBPATTERN" and not _single_line(list(av[-1])):
-            return False
-        if name == "BRANCH" and not all(_single_line(list(b)) for b in av[1]):
-            return False
-        if name.endswith("REPEAT") and not _single_line(list(av[2])):
-            return False
-        if name == "ATOMIC_GROUP" and not _single_line(list(av)):
-            return False
-    return True
-
-
-def _line_set(items: list[tuple[Any, Any]]) -> bool:
-    for op, av in items:
-        name = str(op)
-        if name == "LITERAL" and av != 10:
-            continue
-        if name == "RANGE" and not av[0] <= 10 <= av[1]:
-            continue
-        if name == "CATEGORY" and str(av) in _LINE_CATEGORIES:
-            continue
-        return False  # NEGATE, \s, \W, \D, a newline: may match "\n"
-    return True
+__all__ = [
+    "MARK",
+    "GrepIndex",
+    "GrepRanking",
+    "Plan",
+    "naive_scores",
+    "plan",
+    "required_literals",
+]
 
 
 @dataclass(frozen=True)
 class Plan:
     """How to evaluate one pattern against the index (see `GrepIndex.matching`)."""
 
-    regex: re.Pattern[str]
+    regex: BoundedPattern
     word: str | None  # the pattern is `\bword\b` with a token-safe word: a token lookup
     literal: bool  # the pattern is one literal string: a folded substring test decides
     alternatives: list[list[str]] | None  # literals (with MARK at `\b` edges); None = any
@@ -189,11 +89,9 @@ class Plan:
 @functools.lru_cache(maxsize=4096)
 def plan(pattern: str) -> Plan:
     """Parse the effective pattern (invalid regexes are literals) into a `Plan`."""
-    rx = compile_pattern(pattern)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        items = list(sre_parse.parse(rx.pattern, re.IGNORECASE))
-    req = _seq(items)
+    matcher = bounded(pattern)
+    items = matcher.items
+    req = seq_requirement(items)
     word, literal = None, False
     if req is not None and len(req) == 1 and len(req[0]) == 1:
         lit = req[0][0]
@@ -208,7 +106,7 @@ def plan(pattern: str) -> Plan:
             and sum(1 for op, _ in items if op is sre_c.AT) == 2
         ):
             word = bare
-    return Plan(rx, word, literal, req, _single_line(items))
+    return Plan(matcher, word, literal, req, single_line(items))
 
 
 # -- the index -------------------------------------------------------------------------
@@ -220,7 +118,9 @@ class GrepIndex:
     texts: list[str]
     grams: Trigrams
     tokens: TokenIndex
-    _cache: OrderedDict[str, IntArray] = field(default_factory=OrderedDict, repr=False)
+    _cache: OrderedDict[str, IntArray | DroppedPattern] = field(
+        default_factory=OrderedDict, repr=False
+    )
     _lengths: npt.NDArray[np.int64] | None = field(default=None, repr=False)
     _id_ranks: npt.NDArray[np.int64] | None = field(default=None, repr=False)
     _folded: list[str] | None = field(default=None, repr=False)
@@ -258,40 +158,54 @@ class GrepIndex:
             self._folded = [fold_text(t) for t in self.texts]
         return self._folded
 
-    def matching(self, pattern: str) -> IntArray:
-        """Indices of tables whose text matches `pattern` (exactly the naive scan's answer)."""
+    def matching(self, pattern: str, *, budget: float = PATTERN_BUDGET) -> IntArray:
+        """Indices of tables whose text matches `pattern` (exactly the naive scan's answer).
+
+        Raises PatternDropped when the pattern runs past `budget` seconds (module docstring);
+        the drop is cached like a result.
+        """
         hit = self._cache.get(pattern)
         if hit is not None:
             self._cache.move_to_end(pattern)
+            if isinstance(hit, DroppedPattern):
+                raise PatternDropped(hit.pattern, hit.reason)
             return hit
-        found = self._match(plan(pattern))
+        found: IntArray | DroppedPattern
+        try:
+            found = self._match(plan(pattern), PatternBudget(budget))
+        except PatternDropped as exc:
+            found = exc.record
         self._cache[pattern] = found
         if len(self._cache) > 4096:
             self._cache.popitem(last=False)
+        if isinstance(found, DroppedPattern):
+            raise PatternDropped(found.pattern, found.reason)
         return found
 
-    def _match(self, p: Plan) -> IntArray:
+    def _match(self, p: Plan, budget: PatternBudget) -> IntArray:
         rx, texts = p.regex, self.texts
         if p.word is not None:
             tables, exact = self.tokens.lookup(p.word)
             if exact:
                 return tables
-            return self._confirm(tables, rx, fold_text(p.word), p.single_line)
+            return self._confirm(tables, rx, fold_text(p.word), p.single_line, budget)
         if p.literal and p.alternatives is not None:
-            fast = self._literal_from_index(p.alternatives[0][0], rx)
+            fast = self._literal_from_index(p.alternatives[0][0], rx, budget)
             if fast is not None:
                 return fast
         if p.alternatives is None:
             return np.fromiter(
-                (i for i, t in enumerate(texts) if rx.search(t) is not None), dtype=np.int32
+                (i for i, t in enumerate(texts) if rx.search(t, budget)), dtype=np.int32
             )
         found = [
-            self._confirm(self._pool(alt), rx, _anchor(alt), p.single_line, p.literal)
+            self._confirm(self._pool(alt), rx, _anchor(alt), p.single_line, budget, p.literal)
             for alt in p.alternatives
         ]
         return found[0] if len(found) == 1 else np.unique(np.concatenate(found))
 
-    def _literal_from_index(self, literal: str, rx: re.Pattern[str]) -> IntArray | None:
+    def _literal_from_index(
+        self, literal: str, rx: BoundedPattern, budget: PatternBudget
+    ) -> IntArray | None:
         """A literal pattern answered from postings alone, where they are exact; texts whose
         fold changed length are confirmed with the regex. None: scan the candidates."""
         if self.grams.exact(literal):
@@ -305,13 +219,13 @@ class GrepIndex:
         if tables is None or tables.size == 0:
             return np.zeros(0, dtype=np.int32)
         if not exact:
-            return self._confirm(tables, rx, fold_text(literal), True)
+            return self._confirm(tables, rx, fold_text(literal), True, budget)
         odd = self.unaligned
         if odd.size == 0:
             return tables
         sure = np.setdiff1d(tables, odd, assume_unique=True)
         odd_hits = np.intersect1d(tables, odd, assume_unique=True)
-        check = self._confirm(odd_hits, rx, fold_text(literal), True)
+        check = self._confirm(odd_hits, rx, fold_text(literal), True, budget)
         return np.union1d(sure, check).astype(np.int32)
 
     @property
@@ -351,17 +265,21 @@ class GrepIndex:
     def _confirm(
         self,
         pool: IntArray | None,
-        rx: re.Pattern[str],
+        rx: BoundedPattern,
         anchor: str,
         single_line: bool,
+        budget: PatternBudget,
         literal: bool = False,
     ) -> IntArray:
         """The tables of `pool` (None: all) the regex matches, searched near `anchor` only.
 
         `literal`: the pattern is the anchor itself, so where text and fold align one
-        character to one, finding the anchor decides (module docstring of `fold_text`)."""
+        character to one, finding the anchor decides (module docstring of `fold_text`).
+        A single-line pattern is run on the lines holding the anchor; they are never empty,
+        and a line's edges look to it like the newlines around it, so searching the line
+        alone (RE2, `regex`) or with pos/endpos (`re`) gives the same answer."""
         indices: Sequence[int] = range(len(self.texts)) if pool is None else pool.tolist()
-        texts, folded = self.texts, self.folded
+        texts, folded, python = self.texts, self.folded, rx.python
         keep = []
         for i in indices:
             f, t = folded[i], texts[i]
@@ -372,29 +290,55 @@ class GrepIndex:
                 keep.append(i)
                 continue
             if not single_line or len(f) != len(t):  # a fold that changed length: whole text
-                if rx.search(t) is not None:
+                if rx.search(t, budget):
                     keep.append(i)
                 continue
             while pos >= 0:
                 end = f.find("\n", pos)
                 end = len(f) if end < 0 else end
-                if rx.search(t, f.rfind("\n", 0, pos) + 1, end) is not None:
+                start = f.rfind("\n", 0, pos) + 1
+                if python is not None:
+                    if python.search(t, start, end) is not None:
+                        keep.append(i)
+                        break
+                elif rx.search(t[start:end], budget):
                     keep.append(i)
                     break
                 pos = f.find(anchor, end + 1)  # the next line
         return np.asarray(keep, dtype=np.int32)
 
-    def scores(self, patterns: Sequence[str]) -> npt.NDArray[np.float64]:
-        """Eq. 1 for every table: fraction of (distinct) patterns found in it."""
+    def evaluate(
+        self, patterns: Sequence[str], *, budget: float = PATTERN_BUDGET
+    ) -> tuple[npt.NDArray[np.float64], list[DroppedPattern]]:
+        """Eq. 1 for every table over the (distinct) patterns kept, and the ones dropped."""
         unique = list(dict.fromkeys(p for p in patterns if p))
         counts = np.zeros(len(self.texts), dtype=np.float64)
+        dropped: list[DroppedPattern] = []
         for p in unique:
-            counts[self.matching(p)] += 1.0
-        return counts / len(unique) if unique else counts
+            try:
+                counts[self.matching(p, budget=budget)] += 1.0
+            except PatternDropped as exc:
+                dropped.append(exc.record)
+        kept = len(unique) - len(dropped)
+        return (counts / kept if kept else counts), dropped
+
+    def scores(self, patterns: Sequence[str]) -> npt.NDArray[np.float64]:
+        """Eq. 1 for every table: fraction of (distinct, not dropped) patterns found in it."""
+        return self.evaluate(patterns)[0]
+
+    def rank(
+        self, patterns: Sequence[str], k: int, *, budget: float = PATTERN_BUDGET
+    ) -> GrepRanking:
+        """The k best tables by Eq. 1, and the patterns dropped on the way (module doc)."""
+        scores, dropped = self.evaluate(patterns, budget=budget)
+        return GrepRanking(self._best(scores, k), tuple(dropped))
 
     def top(self, patterns: Sequence[str], k: int) -> list[tuple[int, float]]:
+        """The k best (index, score) pairs with score > 0 (`rank` also says what was dropped)."""
+        return self.rank(patterns, k).hits
+
+    def _best(self, scores: npt.NDArray[np.float64], k: int) -> list[tuple[int, float]]:
         """The k best (index, score) pairs with score > 0, tie-broken as documented."""
-        scores = self.scores(patterns)
         nonzero = np.flatnonzero(scores > 0)
         if nonzero.size == 0 or k <= 0:
             return []
@@ -405,6 +349,14 @@ class GrepIndex:
         order = np.lexsort((id_rank[nonzero], lengths[nonzero], -scores[nonzero]))
         chosen = nonzero[order[:k]]
         return [(int(i), float(scores[i])) for i in chosen]
+
+
+@dataclass(frozen=True)
+class GrepRanking:
+    """`GrepIndex.rank`'s answer: (index, score) hits, best first, and dropped patterns."""
+
+    hits: list[tuple[int, float]]
+    dropped: tuple[DroppedPattern, ...] = ()
 
 
 def _anchor(literals: Sequence[str]) -> str:

@@ -8,6 +8,7 @@ HTTP server for tests. Wrappers: `CachedLLM`, `Instrumented`. See docs/llm.md.
 from tablequest.llm.base import (
     LLM,
     Completion,
+    DeadlineExceeded,
     LLMBadResponse,
     LLMError,
     LLMRequestRejected,
@@ -34,6 +35,7 @@ from tablequest.llm.config import (
     register_llm_spec,
     resolve_config,
 )
+from tablequest.llm.deadline import DEFAULT_DEADLINE, Deadline, call_scope, current_scope
 from tablequest.llm.guard import check_model_request, model_requests_allowed
 from tablequest.llm.instrument import Instrumented
 from tablequest.llm.local import LlamaCppLocal
@@ -49,6 +51,7 @@ from tablequest.llm.parse import (
     WrongJSONType,
     extract_answer,
     extract_json,
+    is_non_answer,
     parse_f_col,
     parse_f_row,
     parse_react,
@@ -60,6 +63,7 @@ from tablequest.llm.stub import Fault, StubServer
 from tablequest.llm.usage import BudgetExhausted, StepBudget, UsageMeter, UsageTotals
 
 __all__ = [
+    "DEFAULT_DEADLINE",
     "DEFAULT_REPAIR_PROMPT",
     "LLM",
     "NOT_CONFIGURED_HINT",
@@ -70,6 +74,8 @@ __all__ = [
     "CachedLLM",
     "Completion",
     "ConfigError",
+    "Deadline",
+    "DeadlineExceeded",
     "Fault",
     "Instrumented",
     "LLMBadResponse",
@@ -101,11 +107,14 @@ __all__ = [
     "cache_clear",
     "cache_key",
     "cache_stats",
+    "call_scope",
     "check_model_request",
+    "current_scope",
     "default_cache_dir",
     "estimate_tokens",
     "extract_answer",
     "extract_json",
+    "is_non_answer",
     "model_requests_allowed",
     "parse_f_col",
     "parse_f_row",

@@ -103,6 +103,10 @@ class LLMTimeout(LLMError):
     """The server did not answer within the timeout (after the bounded retries)."""
 
 
+class DeadlineExceeded(LLMError):
+    """The question's wall-clock deadline passed before a call could finish (see `Deadline`)."""
+
+
 class LLMBadResponse(LLMError):
     """The server answered with something that is not a usable chat completion."""
 

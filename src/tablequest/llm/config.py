@@ -1,14 +1,16 @@
 """Resolve which model to use: flags > environment > tablequest.toml > defaults.
 
 Environment: TABLEQUEST_LLM_URL, TABLEQUEST_LLM_MODEL, TABLEQUEST_LLM_KEY,
-TABLEQUEST_LLM_TIMEOUT (seconds), then the standard OPENAI_BASE_URL / OPENAI_API_KEY.
+TABLEQUEST_LLM_TIMEOUT (seconds), TABLEQUEST_DEADLINE (seconds per question), then the
+standard OPENAI_BASE_URL / OPENAI_API_KEY.
 Files: ``tablequest.toml`` in the working directory, then in the user config directory;
 keys of the first override keys of the second. Layout::
 
     [llm]
     url = "http://localhost:8000/v1"
     model = "Qwen/Qwen3-8B"
-    timeout = 60          # seconds per HTTP attempt
+    timeout = 60          # seconds of silence per HTTP attempt
+    deadline = 600        # seconds per question, all calls and retries (0 = none)
     max_retries = 3
     max_concurrency = 4
     cache = true          # temperature-0 calls only
@@ -22,6 +24,7 @@ model is a configuration error (servers differ in what they would pick).
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from collections.abc import Callable, Mapping
@@ -33,6 +36,7 @@ import platformdirs
 
 from tablequest.llm.base import LLM
 from tablequest.llm.cache import CachedLLM
+from tablequest.llm.deadline import DEFAULT_DEADLINE, Deadline
 from tablequest.llm.instrument import Instrumented
 from tablequest.llm.local import LlamaCppLocal
 from tablequest.llm.openai_compat import OpenAICompatible
@@ -75,6 +79,7 @@ class LLMConfig:
     max_retries: int = 3
     max_concurrency: int = 4
     cache: bool = True
+    deadline: float = DEFAULT_DEADLINE
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
 
@@ -83,15 +88,30 @@ class LLMConfig:
         """Whether a URL or a model was given at all."""
         return bool(self.url or self.model)
 
+    def question_deadline(self) -> Deadline:
+        """A fresh `Deadline` for one question, starting now (no limit when deadline = 0)."""
+        return Deadline(self.deadline or None)
+
 
 _DEFAULTS = LLMConfig()
-_KEYS = ("url", "model", "api_key", "timeout", "max_retries", "max_concurrency", "cache")
+_KEYS = (
+    "url",
+    "model",
+    "api_key",
+    "timeout",
+    "max_retries",
+    "max_concurrency",
+    "cache",
+    "deadline",
+)
 _ENV = {
     "url": ("TABLEQUEST_LLM_URL", "OPENAI_BASE_URL"),
     "model": ("TABLEQUEST_LLM_MODEL",),
     "api_key": ("TABLEQUEST_LLM_KEY", "OPENAI_API_KEY"),
     "timeout": ("TABLEQUEST_LLM_TIMEOUT",),
+    "deadline": ("TABLEQUEST_DEADLINE",),
 }
+_MAY_BE_ZERO = ("max_retries", "deadline")  # 0 retries; 0 = no deadline
 
 
 def config_files(cwd: str | Path | None = None) -> list[Path]:
@@ -130,8 +150,12 @@ def _coerce(key: str, value: Any, where: str) -> Any:
             return value
         if isinstance(value, bool):
             raise TypeError("expected a number")
-        number = float(value) if key == "timeout" else int(value)
-        if (number <= 0 and key != "max_retries") or number < 0:
+        number = float(value) if key in ("timeout", "deadline") else int(value)
+        if not math.isfinite(number):
+            raise ValueError("must be a finite number")
+        if key in _MAY_BE_ZERO and number < 0:
+            raise ValueError("must be >= 0")
+        if key not in _MAY_BE_ZERO and number <= 0:
             raise ValueError("must be positive")
         return number
     except (TypeError, ValueError) as exc:
@@ -155,37 +179,12 @@ def _prices(table: Any, where: str) -> dict[str, tuple[float, float]]:
     return out
 
 
-def resolve_config(
-    *,
-    url: str | None = None,
-    model: str | None = None,
-    api_key: str | None = None,
-    timeout: float | None = None,
-    max_retries: int | None = None,
-    max_concurrency: int | None = None,
-    cache: bool | None = None,
-    config_path: str | Path | None = None,
-    env: Mapping[str, str] | None = None,
-    cwd: str | Path | None = None,
-) -> LLMConfig:
-    """Merge flags (the keyword arguments), environment, config files and defaults.
-
-    Args:
-        config_path: Use this file instead of searching cwd and the user config dir.
-        env: Environment to read (default: ``os.environ``).
-        cwd: Directory to look for ``tablequest.toml`` in (default: the working directory).
-
-    Raises:
-        ConfigError: a config file is unreadable or holds a value of the wrong type.
-    """
-    environ = os.environ if env is None else env
-    values: dict[str, Any] = {}
-    sources: dict[str, str] = {}
+def _from_files(
+    files: list[Path], values: dict[str, Any], sources: dict[str, str]
+) -> dict[str, tuple[float, float]]:
+    """Fill `values`/`sources` from [llm] of each file (lowest precedence first); prices."""
     prices: dict[str, tuple[float, float]] = {}
-    files = [Path(config_path)] if config_path is not None else config_files(cwd)
-    if config_path is not None and not files[0].is_file():
-        raise ConfigError(f"config file not found: {str(config_path)!r}")
-    for path in reversed(files):  # lowest precedence first
+    for path in reversed(files):
         data = _read_toml(path)
         llm = data.get("llm", {})
         if not isinstance(llm, dict):
@@ -198,6 +197,42 @@ def resolve_config(
             sources[key] = str(path)
         if "prices" in data:
             prices.update(_prices(data["prices"], str(path)))
+    return prices
+
+
+def resolve_config(
+    *,
+    url: str | None = None,
+    model: str | None = None,
+    api_key: str | None = None,
+    timeout: float | None = None,
+    max_retries: int | None = None,
+    max_concurrency: int | None = None,
+    cache: bool | None = None,
+    deadline: float | None = None,
+    config_path: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+) -> LLMConfig:
+    """Merge flags (the keyword arguments), environment, config files and defaults.
+
+    Args:
+        deadline: Seconds per question for all its calls and retries (0 = no deadline);
+            see `LLMConfig.question_deadline`.
+        config_path: Use this file instead of searching cwd and the user config dir.
+        env: Environment to read (default: ``os.environ``).
+        cwd: Directory to look for ``tablequest.toml`` in (default: the working directory).
+
+    Raises:
+        ConfigError: a config file is unreadable or holds a value of the wrong type.
+    """
+    environ = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    files = [Path(config_path)] if config_path is not None else config_files(cwd)
+    if config_path is not None and not files[0].is_file():
+        raise ConfigError(f"config file not found: {str(config_path)!r}")
+    prices = _from_files(files, values, sources)
     for key, names in _ENV.items():
         for name in names:
             if environ.get(name):
@@ -212,6 +247,7 @@ def resolve_config(
         "max_retries": max_retries,
         "max_concurrency": max_concurrency,
         "cache": cache,
+        "deadline": deadline,
     }
     for key, value in flags.items():
         if value is not None:

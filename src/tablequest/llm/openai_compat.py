@@ -4,10 +4,32 @@ Built on the official `openai` SDK (sync client) with the SDK's own retries swit
 module does its own bounded retries so that every failure ends as one typed `LLMError`.
 
 Choices:
-- Retried: HTTP 429, 5xx, connection errors and timeouts; up to `max_retries` extra attempts,
-  exponential backoff with full jitter (``uniform(0, min(backoff_max, backoff_base * 2**i))``);
-  a Retry-After (or retry-after-ms) header replaces the jittered delay, capped at
-  `retry_after_max` seconds. Not retried: other 4xx and malformed bodies.
+- **Streaming.** Completions are streamed (``stream=True``, usage asked for with
+  ``stream_options``), so `timeout` bounds *silence*: the wait for the first token and each
+  gap between tokens. A slow server that keeps producing tokens is not cut off; a silent one
+  is. Streaming also lets servers notice a client that gave up (llama.cpp and vLLM stop
+  generating when the connection closes). A server that rejects streaming (HTTP 400/422
+  naming it) or sends a stream that cannot be parsed is asked again without streaming; one
+  that answers a plain JSON body is read as such. Either way the client remembers it and
+  the fallback is reported to the call scope (trace kind ``fallback``).
+- **Retries.** HTTP 429, 5xx and connection errors are retried up to `max_retries` extra
+  attempts, exponential backoff with full jitter (``uniform(0, min(backoff_max, backoff_base
+  * 2**i))``); a Retry-After (or retry-after-ms) header replaces the jittered delay, capped
+  at `retry_after_max` seconds. Not retried: other 4xx and malformed bodies.
+- **Timeouts are not re-sent blindly.** A server that timed out may still be busy with the
+  abandoned request (a single-slot llama.cpp server on 2 cores was sent the same request 4
+  times). After a timeout the client waits the backoff delay, then probes the server
+  (`_openai_reply.probe`: llama.cpp's ``/health?fail_on_no_slot=1``, else ``/v1/models``,
+  within `probe_timeout`); only an "ok" earns a retry, and only one per call: a second
+  timeout, a busy or silent server end the call with `LLMTimeout`.
+- **Deadline.** The `Deadline` of the current call scope (`tablequest.llm.deadline`, set by
+  `Instrumented`) bounds waiting for a concurrency slot, each attempt's timeout, each
+  backoff and each probe; when it leaves no time, `DeadlineExceeded` is raised. It is also
+  checked between streamed tokens, so a stream that keeps going ends at the deadline; a gap
+  of silence that starts just before it may overrun it by at most the attempt's timeout.
+- **Accounting.** Every HTTP request (attempts and retries alike, not probes) is counted in
+  `http_requests` and reported to the call scope; every retry is reported with its reason,
+  delay and probe result (trace kind ``llm_retry``).
 - `n > 1` and `logprobs` are passed through. When the server rejects them (HTTP 400 naming the
   parameter) or returns fewer choices than asked, the client emulates them (the missing
   completions as concurrent single requests, at most `max_concurrency` in flight; logprobs
@@ -18,7 +40,8 @@ Choices:
 
 from __future__ import annotations
 
-import email.utils
+import contextvars
+import json
 import random
 import re
 import threading
@@ -28,23 +51,27 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NoReturn
 
 import openai
+from openai.types.chat import ChatCompletion
 
+from tablequest.llm import _openai_reply
+from tablequest.llm._openai_reply import parse_retry_after
 from tablequest.llm.base import (
     LLM,
     Completion,
+    DeadlineExceeded,
     LLMBadResponse,
     LLMError,
     LLMRequestRejected,
     LLMTimeout,
     LLMUnavailable,
     Message,
-    Usage,
     check_chat_args,
-    estimate_prompt_tokens,
-    estimate_tokens,
     normalize_stop,
 )
+from tablequest.llm.deadline import CallScope, Deadline, current_scope
 from tablequest.llm.guard import check_model_request
+
+__all__ = ["TIMEOUT_RETRIES", "OpenAICompatible", "parse_retry_after"]
 
 _N_PARAM = re.compile(r"(?<![\w-])['\"`]?n['\"`]?(?![\w-])|\bnum_choices\b|\bchoices?\b", re.I)
 _LOGPROBS_PARAM = re.compile(r"logprob", re.I)
@@ -52,10 +79,19 @@ NO_KEY = "sk-no-key"  # the SDK insists on a key; local servers ignore it
 
 
 class _Retryable(Exception):
-    def __init__(self, error: LLMError, retry_after: float | None = None):
-        super().__init__(str(error))
-        self.error = error
+    """A failed attempt that may be retried; `error(attempts)` is what to raise if not."""
+
+    def __init__(
+        self,
+        make: Callable[[int], LLMError],
+        retry_after: float | None = None,
+        *,
+        timeout: bool = False,
+    ):
+        super().__init__(str(make(1)))
+        self.error = make
         self.retry_after = retry_after
+        self.timeout = timeout
 
 
 class _Unsupported(Exception):
@@ -64,28 +100,8 @@ class _Unsupported(Exception):
         self.param = param
 
 
-def parse_retry_after(headers: Any, *, now: float | None = None) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` / ``Retry-After`` (seconds or HTTP date)."""
-    if headers is None:
-        return None
-    millis = headers.get("retry-after-ms")
-    if millis is not None:
-        try:
-            return max(0.0, float(millis) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value).timestamp()
-    except (TypeError, ValueError, IndexError):
-        return None
-    return max(0.0, when - (time.time() if now is None else now))
+_STREAM_PARAM = re.compile(r"stream", re.I)
+TIMEOUT_RETRIES = 1  # re-sends after a timeout, each only when the probe says "ok"
 
 
 class OpenAICompatible(LLM):
@@ -95,12 +111,16 @@ class OpenAICompatible(LLM):
         base_url: Server URL including the API prefix, e.g. ``http://localhost:8000/v1``.
         model: Model name as the server knows it.
         api_key: Bearer key; None for local servers that need none.
-        timeout: Seconds per HTTP attempt.
-        max_retries: Extra attempts after a retryable failure (0 = try once).
+        timeout: Seconds of silence allowed per attempt (before the first token, between
+            tokens; for a non-streaming server, before the whole reply).
+        max_retries: Extra attempts after a retryable failure (0 = try once); at most
+            `TIMEOUT_RETRIES` of them after timeouts.
         max_concurrency: Requests in flight at once from this client (threads may share it).
         backoff_base: First backoff ceiling in seconds; doubles per attempt.
         backoff_max: Largest backoff ceiling in seconds.
         retry_after_max: Cap on a server's Retry-After, in seconds.
+        probe_timeout: Seconds a health probe after a timeout may take (each of two GETs).
+        stream: Stream completions (False: whole replies, as before streaming).
         sleep: Sleep function (tests may record the waits).
     """
 
@@ -116,6 +136,8 @@ class OpenAICompatible(LLM):
         backoff_base: float = 0.5,
         backoff_max: float = 8.0,
         retry_after_max: float = 30.0,
+        probe_timeout: float = 5.0,
+        stream: bool = True,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         if not base_url or not model:
@@ -130,6 +152,8 @@ class OpenAICompatible(LLM):
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
         self.retry_after_max = retry_after_max
+        self.probe_timeout = probe_timeout
+        self._api_key = api_key
         self._sleep = sleep
         self._semaphore = threading.BoundedSemaphore(max_concurrency)
         self._client = openai.OpenAI(
@@ -137,8 +161,11 @@ class OpenAICompatible(LLM):
         )
         self.supports_n = True
         self.supports_logprobs = True
+        self.supports_streaming = stream
         self.http_requests = 0
         self._count_lock = threading.Lock()
+        self._where = f"{self.base_url} (model {self.model!r})"
+        self._kw = {"url": self.base_url, "model": self.model}
 
     def describe(self) -> dict[str, str]:
         return {"backend": "openai", "url": self.base_url, "model": self.model}
@@ -182,7 +209,12 @@ class OpenAICompatible(LLM):
             return self._request(msgs, params, 1, logprobs)[:1]
         workers = min(count, self.max_concurrency)
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(self._request, msgs, params, 1, logprobs) for _ in range(count)]
+            # each request carries the caller's call scope (deadline, retry observer)
+            futures = [
+                pool.submit(contextvars.copy_context().run, self._request, msgs, params, 1,
+                            logprobs)
+                for _ in range(count)
+            ]  # fmt: skip
             return [f.result()[0] for f in futures]
 
     # -- one logical request (with emulation fallbacks and retries) --------------------------
@@ -202,83 +234,257 @@ class OpenAICompatible(LLM):
                 if unsupported.param == "logprobs":
                     self.supports_logprobs = False
                     continue
+                if unsupported.param == "stream":
+                    continue  # supports_streaming is now False: the same request, whole
                 self.supports_n = False
                 return self._singles(msgs, params, n, logprobs)
 
     def _with_retries(self, msgs: list[Message], call: dict[str, Any]) -> list[Completion]:
-        attempt = 0
+        scope = current_scope()
+        attempt = timeouts = 0
+        last: LLMError | None = None
+        retry: dict[str, Any] | None = None  # reported when the retry is actually sent
         while True:
+            attempt += 1
             try:
-                return self._attempt(msgs, call)
+                return self._attempt(msgs, call, scope, retry)
+            except DeadlineExceeded as exc:
+                if last is None:
+                    raise
+                raise DeadlineExceeded(f"{exc} (last failure: {last})", **self._kw) from exc
             except _Retryable as failure:
-                if attempt >= self.max_retries:
-                    raise failure.error from failure.__cause__
-                if failure.retry_after is not None:
-                    delay = min(failure.retry_after, self.retry_after_max)
-                else:
-                    ceiling = min(self.backoff_max, self.backoff_base * 2**attempt)
-                    delay = random.uniform(0, ceiling)
-                attempt += 1
+                last = failure.error(attempt)
+                timeouts += failure.timeout
+                delay = self._retry_delay(failure, attempt, timeouts, scope.deadline)
                 self._sleep(delay)
+                retry = {
+                    "attempt": attempt,
+                    "reason": type(last).__name__,
+                    "message": str(last)[:300],
+                    "delay_s": round(delay, 3),
+                    "probe": self._probe(failure, attempt, scope.deadline),
+                }
 
-    def _attempt(self, msgs: list[Message], call: dict[str, Any]) -> list[Completion]:
-        where = f"{self.base_url} (model {self.model!r})"
-        kw = {"url": self.base_url, "model": self.model}
-        with self._semaphore:
+    def _retry_delay(
+        self, failure: _Retryable, attempt: int, timeouts: int, deadline: Deadline | None
+    ) -> float:
+        """The wait before the next attempt; raises the error when there is none."""
+        if attempt > self.max_retries:
+            raise failure.error(attempt) from failure.__cause__
+        if timeouts > TIMEOUT_RETRIES:
+            raise self._timed_out_again(failure, attempt) from failure.__cause__
+        if failure.retry_after is not None:
+            delay = min(failure.retry_after, self.retry_after_max)
+        else:
+            delay = random.uniform(0, min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1)))
+        left = None if deadline is None else deadline.remaining()
+        if deadline is not None and left is not None and left <= delay:
+            raise deadline.exceeded(
+                f"while waiting to retry {self._where} ({failure.error(attempt)})", **self._kw
+            ) from failure.__cause__
+        return delay
+
+    def _timed_out_again(self, failure: _Retryable, attempt: int) -> LLMError:
+        return LLMTimeout(
+            f"{failure.error(attempt)}; it timed out again after a retry, so it is not sent "
+            "a third time",
+            **self._kw,
+        )
+
+    def _probe(self, failure: _Retryable, attempt: int, deadline: Deadline | None) -> str | None:
+        """After a timeout: raise unless the server says it could take the request now."""
+        if not failure.timeout:
+            return None
+        seconds = self.probe_timeout if deadline is None else deadline.bound(self.probe_timeout)
+        result = _openai_reply.probe(self.base_url, self._api_key, max(seconds, 0.001))
+        if result != "ok":
+            why = "is busy (no free slot)" if result == "busy" else "did not answer a probe"
+            raise LLMTimeout(
+                f"{failure.error(attempt)}; the server {why}, probably still working on the "
+                "abandoned request, so it is not sent again",
+                **self._kw,
+            ) from failure.__cause__
+        return result
+
+    # -- one HTTP attempt --------------------------------------------------------------------
+
+    def _attempt(
+        self,
+        msgs: list[Message],
+        call: dict[str, Any],
+        scope: CallScope,
+        retry: dict[str, Any] | None = None,
+    ) -> list[Completion]:
+        deadline = scope.deadline
+        self._take_slot(deadline)
+        if retry is not None:
+            scope.retrying(retry)
+        try:
+            silence = self.timeout if deadline is None else deadline.bound(self.timeout)
             with self._count_lock:
                 self.http_requests += 1
+            scope.request_sent()
             started = time.perf_counter()
             try:
-                response = self._client.chat.completions.create(
-                    model=self.model,
-                    messages=msgs,  # type: ignore[arg-type]
-                    **call,
-                )
+                if self.supports_streaming:
+                    return self._streamed(msgs, call, silence, started, scope)
+                response = self._create(msgs, call, silence, stream=False)
+                latency = time.perf_counter() - started
+                return _openai_reply.from_response(response, msgs, latency, self._where, self._kw)
             except openai.APITimeoutError as exc:
-                error: LLMError = LLMTimeout(
-                    f"no answer from {where} within {self.timeout:g}s after "
-                    f"{self.max_retries + 1} attempt(s); raise the timeout "
-                    "(TABLEQUEST_LLM_TIMEOUT, or timeout under [llm] in tablequest.toml) "
-                    "or check the server",
-                    **kw,
-                )
-                raise _Retryable(error) from exc
+                if deadline is not None and (silence < self.timeout or deadline.expired):
+                    raise deadline.exceeded(f"waiting for {self._where}", **self._kw) from exc
+                raise self._timeout(silence) from exc
             except openai.APIConnectionError as exc:
-                error = LLMUnavailable(
-                    f"cannot connect to {where}: {exc}; is the server running and the URL "
-                    "right (it usually ends in /v1)?",
+                raise self._unreachable(exc) from exc
+            except openai.APIStatusError as exc:
+                self._status_error(exc, call)
+        finally:
+            self._semaphore.release()
+
+    def _take_slot(self, deadline: Deadline | None) -> None:
+        """Wait for one of `max_concurrency` slots, no longer than the deadline allows."""
+        if deadline is None:
+            self._semaphore.acquire()
+            return
+        deadline.check(f"before a request to {self._where}", **self._kw)
+        if not self._semaphore.acquire(timeout=deadline.remaining()):
+            raise deadline.exceeded(f"waiting for a free connection to {self._where}", **self._kw)
+
+    def _create(
+        self, msgs: list[Message], call: dict[str, Any], silence: float, *, stream: bool
+    ) -> Any:
+        extra: dict[str, Any] = {}
+        if stream:
+            extra = {"stream": True, "stream_options": {"include_usage": True}}
+        try:
+            return self._client.chat.completions.create(
+                model=self.model,
+                messages=msgs,  # type: ignore[arg-type]
+                timeout=openai.Timeout(silence, connect=min(silence, 10.0)),
+                **call,
+                **extra,
+            )
+        except ValueError as exc:  # a whole body that is not JSON
+            raise LLMBadResponse(
+                f"{self._where} sent a body that is not valid JSON ({exc}); is the URL an "
+                "OpenAI-compatible /v1 endpoint?",
+                **self._kw,
+            ) from exc
+
+    def _streamed(
+        self,
+        msgs: list[Message],
+        call: dict[str, Any],
+        silence: float,
+        started: float,
+        scope: CallScope,
+    ) -> list[Completion]:
+        stream = self._create(msgs, call, silence, stream=True)
+        if "json" in stream.response.headers.get("content-type", ""):
+            return self._not_streamed(stream, msgs, started, scope)
+        assembler = _openai_reply.StreamAssembler()
+        try:
+            for chunk in stream:
+                assembler.add(chunk)
+                if scope.deadline is not None and scope.deadline.expired:
+                    raise scope.deadline.exceeded(
+                        f"while {self._where} was still streaming", **self._kw
+                    )
+        except (ValueError, AttributeError, TypeError) as exc:
+            self._stop_streaming(scope, f"the stream could not be parsed ({exc})")
+            raise _Unsupported("stream") from exc
+        except openai.APIError as exc:
+            if isinstance(exc, openai.APITimeoutError | openai.APIConnectionError):
+                raise
+            raise self._streamed_error(exc) from exc  # an error event: a failing server
+        finally:
+            stream.close()
+        latency = time.perf_counter() - started
+        return assembler.completions(msgs, latency, self._where, self._kw)
+
+    def _not_streamed(
+        self, stream: Any, msgs: list[Message], started: float, scope: CallScope
+    ) -> list[Completion]:
+        """A server that ignored ``stream`` and sent one JSON body: read it as such."""
+        self._stop_streaming(scope, "the server answered a stream request with one JSON body")
+        try:
+            data = json.loads(stream.response.read())
+        except ValueError as exc:
+            raise LLMBadResponse(
+                f"{self._where} sent a body that is not valid JSON ({exc})", **self._kw
+            ) from exc
+        finally:
+            stream.close()
+        if not isinstance(data, dict):
+            raise LLMBadResponse(
+                f"{self._where} sent a JSON body that is not an object", **self._kw
+            )
+        response = ChatCompletion.construct(**data)
+        latency = time.perf_counter() - started
+        return _openai_reply.from_response(response, msgs, latency, self._where, self._kw)
+
+    def _stop_streaming(self, scope: CallScope, reason: str) -> None:
+        self.supports_streaming = False
+        scope.fell_back({"what": "llm_stream", "to": "non-streaming", "reason": reason[:300]})
+
+    # -- errors ------------------------------------------------------------------------------
+
+    def _timeout(self, silence: float) -> _Retryable:
+        where = self._where
+
+        def make(attempts: int) -> LLMError:
+            return LLMTimeout(
+                f"{where} sent nothing for {silence:g}s (attempt {attempts}); raise the "
+                "timeout (TABLEQUEST_LLM_TIMEOUT, or timeout under [llm] in tablequest.toml) "
+                "or check the server",
+                **self._kw,
+            )
+
+        return _Retryable(make, timeout=True)
+
+    def _streamed_error(self, exc: openai.APIError) -> _Retryable:
+        def make(attempts: int) -> LLMError:
+            return LLMUnavailable(
+                f"{self._where} streamed an error ({exc.message[:300]}) on every one of "
+                f"{attempts} attempt(s); the server is overloaded or failing",
+                **self._kw,
+            )
+
+        return _Retryable(make)
+
+    def _unreachable(self, exc: Exception) -> _Retryable:
+        def make(attempts: int) -> LLMError:
+            return LLMUnavailable(
+                f"cannot connect to {self._where} ({attempts} attempt(s)): {exc}; is the "
+                "server running and the URL right (it usually ends in /v1)?",
+                **self._kw,
+            )
+
+        return _Retryable(make)
+
+    def _status_error(self, exc: openai.APIStatusError, call: dict[str, Any]) -> NoReturn:
+        status = exc.status_code
+        detail = _openai_reply.error_detail(exc)
+        where, kw = self._where, self._kw
+        if status == 429 or status >= 500:
+
+            def make(attempts: int) -> LLMError:
+                return LLMUnavailable(
+                    f"{where} answered HTTP {status} ({detail}) on every one of "
+                    f"{attempts} attempt(s); the server is overloaded or failing",
                     **kw,
                 )
-                raise _Retryable(error) from exc
-            except openai.APIStatusError as exc:
-                self._status_error(exc, call, where)
-            except ValueError as exc:  # body is not JSON
-                raise LLMBadResponse(
-                    f"{where} sent a body that is not valid JSON ({exc}); is the URL an "
-                    "OpenAI-compatible /v1 endpoint?",
-                    **kw,
-                ) from exc
-            latency = time.perf_counter() - started
-        return self._completions(response, msgs, latency, where)
 
-    def _status_error(
-        self, exc: openai.APIStatusError, call: dict[str, Any], where: str
-    ) -> NoReturn:
-        status = exc.status_code
-        detail = _error_detail(exc)
-        kw = {"url": self.base_url, "model": self.model}
-        if status == 429 or status >= 500:
-            error = LLMUnavailable(
-                f"{where} answered HTTP {status} ({detail}) on every one of "
-                f"{self.max_retries + 1} attempt(s); the server is overloaded or failing",
-                **kw,
-            )
-            raise _Retryable(error, parse_retry_after(exc.response.headers)) from exc
+            raise _Retryable(make, parse_retry_after(exc.response.headers)) from exc
         if status in (400, 422):
             if call.get("logprobs") and _LOGPROBS_PARAM.search(detail):
                 raise _Unsupported("logprobs") from exc
             if call.get("n", 1) > 1 and _N_PARAM.search(detail):
                 raise _Unsupported("n") from exc
+            if self.supports_streaming and _STREAM_PARAM.search(detail):
+                self._stop_streaming(current_scope(), f"HTTP {status}: {detail}")
+                raise _Unsupported("stream") from exc
         if status in (401, 403):
             raise LLMUnavailable(
                 f"{where} refused the API key (HTTP {status}: {detail}); set --api-key or "
@@ -294,57 +500,3 @@ class OpenAICompatible(LLM):
         raise LLMRequestRejected(
             f"{where} rejected the request: HTTP {status}: {detail}", **kw
         ) from exc
-
-    def _completions(
-        self, response: Any, msgs: list[Message], latency: float, where: str
-    ) -> list[Completion]:
-        kw = {"url": self.base_url, "model": self.model}
-        try:
-            choices = list(response.choices or [])
-            usage = getattr(response, "usage", None)
-            if not choices:
-                raise LLMBadResponse(f"{where} returned no choices", **kw)
-            out = []
-            for i, choice in enumerate(choices):
-                message = choice.message
-                text = (message.content if message is not None else None) or ""
-                if usage is not None:
-                    counted = (
-                        Usage(int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0))
-                        if i == 0
-                        else Usage()
-                    )
-                else:
-                    prompt = estimate_prompt_tokens(msgs) if i == 0 else 0
-                    counted = Usage(prompt, estimate_tokens(text))
-                out.append(
-                    Completion(
-                        text=text,
-                        finish_reason=str(choice.finish_reason or "unknown"),
-                        token_logprobs=_logprobs(choice),
-                        usage=counted,
-                        latency_s=latency,
-                    )
-                )
-            return out
-        except (AttributeError, TypeError, ValueError) as exc:
-            raise LLMBadResponse(f"{where} returned a malformed completion: {exc}", **kw) from exc
-
-
-def _logprobs(choice: Any) -> list[float] | None:
-    logprobs = getattr(choice, "logprobs", None)
-    content = getattr(logprobs, "content", None) if logprobs is not None else None
-    if not content:
-        return None
-    return [float(token.logprob) for token in content]
-
-
-def _error_detail(exc: openai.APIStatusError) -> str:
-    body = exc.body
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict) and inner.get("message"):
-            return str(inner["message"])[:300]
-        if isinstance(inner, str):
-            return inner[:300]
-    return str(exc.message)[:300]

@@ -14,6 +14,14 @@ Choices:
 - `f_row` / `f_col`: the last call in the text wins (models often restate the format first).
 - `parse_react` reads up to the first ``Observation:`` (anything after it was hallucinated);
   when both an Action and a Final Answer appear, the earlier one wins.
+- `is_non_answer`: refusals and tool syntax are never answers (issue 12: chaos runs were
+  "answered" with the text ``insufficient`` and with ``f_row([*])``). It is conservative:
+  the whole answer must be a refusal word or phrase ("insufficient evidence", "mismatch",
+  "N/A"), start like a refusal sentence ("I cannot answer…", "The table does not
+  contain…"; "I can't" only before a verb of answering, so the song "I Can't Stop Loving
+  You" stays an answer; "I don't know" is taken as a refusal), be empty, or be a tool call
+  (``f_row(...)``, ``f_col(...)``, ``[*]``); short real answers such as "none", "no", "0"
+  or "unknown" are kept.
 """
 
 from __future__ import annotations
@@ -118,6 +126,63 @@ def extract_answer(text: str, *, require_tag: bool = False) -> str:
         if body:
             return body
     raise NoAnswer("no <answer>…</answer> in the model output", text)
+
+
+# -- refusals and tool syntax --------------------------------------------------------------------
+
+_NON_ANSWERS = frozenset(
+    {
+        "insufficient",
+        "insufficient evidence",
+        "insufficient information",
+        "insufficient data",
+        "insufficient context",
+        "not enough information",
+        "not enough evidence",
+        "mismatch",
+        "n/a",
+        "not applicable",
+        "no answer",
+        "cannot answer",
+        "cannot be answered",
+        "cannot be determined",
+        "unanswerable",
+        "*",
+        "[*]",
+        "[]",
+        "{}",
+    }
+)
+_REFUSAL_VERBS = (
+    r"(?:answer|determine|find|tell|say|provide|identify|infer|locate|give|be sure|confirm|"
+    r"verify|extract|compute|calculate)"
+)
+_REFUSAL = re.compile(
+    rf"^(?:i\s*(?:cannot|can't|can not|am unable to|'m unable to|am not able to)\s+{_REFUSAL_VERBS}"
+    r"|i\s*(?:do not|don't)\s+(?:know|have enough|have the|have access|see)"
+    rf"|(?:it\s+is\s+)?(?:impossible|not possible)\s+to\s+{_REFUSAL_VERBS}"
+    rf"|unable\s+to\s+{_REFUSAL_VERBS}"
+    r"|(?:the\s+)?(?:given\s+|provided\s+)?(?:table|tables|data|evidence|information)\s+"
+    r"(?:does|do)\s*n[o']t\s+(?:contain|provide|include|say|mention|show|give|specify|list)"
+    r"|there\s+is\s+(?:no|not\s+enough|insufficient)\s+(?:information|data|evidence))\b",
+    re.I,
+)
+_TOOL_CALL = re.compile(r"^f\\?_(?:row|col)\s*\(.*\)$", re.S | re.I)
+_EDGE = "`*\"' \t\n"
+
+
+def is_non_answer(text: str) -> bool:
+    """True when `text` is a refusal, a placeholder or tool syntax rather than an answer.
+
+    Thinking blocks and ``<answer>`` tags are removed first; quotes, backticks, bold marks
+    and a final full stop around the answer do not matter (module docstring).
+    """
+    core = _ANSWER_OPEN.sub("", _ANSWER_CLOSE.sub("", strip_think(text)))
+    core = core.strip(_EDGE).rstrip(".!").strip(_EDGE)
+    if not core:
+        return True
+    flat = " ".join(core.lower().split())
+    return flat in _NON_ANSWERS or bool(_TOOL_CALL.match(flat) or _REFUSAL.match(flat))
 
 
 # -- JSON ---------------------------------------------------------------------------------------

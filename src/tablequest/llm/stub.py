@@ -8,12 +8,16 @@ drive the real `OpenAICompatible` client end to end without a model::
         ...
         assert len(stub.requests) == 3
 
-Endpoints: ``POST /v1/chat/completions``, ``GET /v1/models``, ``POST /v1/embeddings``
+Endpoints: ``POST /v1/chat/completions`` (whole JSON, or server-sent events when the
+request says ``"stream": true``), ``GET /v1/models``, ``GET /health`` (llama.cpp's: with
+``?fail_on_no_slot=1`` it answers 503 while every slot is busy), ``POST /v1/embeddings``
 (deterministic hash-based unit vectors) and, with ``tokenize=True``, ``POST /tokenize`` (one
 token per whitespace-separated word of ``content`` or ``prompt``; ``max_model_len`` as vLLM
 reports it when set). Choices made to look like real servers: `stop`
 sequences cut the reply; a reply longer than ``max_tokens * 4`` characters is cut with
-finish_reason "length"; usage is estimated as ceil(chars / 4).
+finish_reason "length"; usage is estimated as ceil(chars / 4); a chat request holds a slot
+until its reply is written or the client is found gone (a silent stall ends, the next write
+fails), as llama.cpp's server frees a slot when a streaming client disconnects.
 """
 
 from __future__ import annotations
@@ -23,33 +27,76 @@ import json
 import math
 import struct
 import threading
-import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Literal
 
+from tablequest.llm import _stub_chat as chat_body
+from tablequest.llm._stub_chat import Step, Timing, fake_logprobs
 from tablequest.llm.base import estimate_tokens
 
+__all__ = ["Fault", "StubServer", "fake_embedding", "fake_logprobs"]
+
 Mode = Literal["support", "reject", "ignore"]
+FaultKind = Literal[
+    "delay",
+    "status",
+    "malformed_json",
+    "truncated",
+    "empty_choices",
+    "slow_stream",
+    "stall",
+    "broken_stream",
+    "stream_error",
+]
 
 
 @dataclass(frozen=True, slots=True)
 class Fault:
     """One injected misbehaviour, used in place of a reply. Build with the static methods."""
 
-    kind: Literal["delay", "status", "malformed_json", "truncated", "empty_choices"]
+    kind: FaultKind
     seconds: float = 0.0
     code: int = 200
     retry_after: float | str | None = None
     text: str = ""
+    after: int = 0
+    message: str = ""
 
     @staticmethod
     def delay(seconds: float, then: str = "") -> Fault:
-        """Wait `seconds` (e.g. beyond the client timeout), then reply `then`."""
+        """Say nothing for `seconds` (e.g. beyond the client timeout), then reply `then`."""
         return Fault("delay", seconds=seconds, text=then)
+
+    @staticmethod
+    def slow_stream(text: str, interval: float) -> Fault:
+        """Reply `text` one token every `interval` seconds: slow, but never silent for long.
+
+        A non-streaming request gets the whole reply after all the intervals together.
+        """
+        return Fault("slow_stream", seconds=interval, text=text)
+
+    @staticmethod
+    def stall(text: str, seconds: float, *, after: int = 1) -> Fault:
+        """Stream `after` tokens of `text`, fall silent for `seconds`, then send the rest
+        (a non-streaming request: silent for `seconds`, then the reply)."""
+        return Fault("stall", seconds=seconds, text=text, after=after)
+
+    @staticmethod
+    def broken_stream(text: str) -> Fault:
+        """Stream the first token of `text`, then an event that is not JSON (a non-streaming
+        request gets `text` normally)."""
+        return Fault("broken_stream", text=text)
+
+    @staticmethod
+    def stream_error(message: str, text: str = "partial reply") -> Fault:
+        """Stream the first token of `text`, then an error event (a server failing mid-way;
+        a non-streaming request gets HTTP 503)."""
+        return Fault("stream_error", code=503, text=text, message=message)
 
     @staticmethod
     def status(code: int, *, retry_after: float | str | None = None, message: str = "") -> Fault:
@@ -74,15 +121,6 @@ class Fault:
 
 StubReply = str | Fault
 StubFunction = Callable[[dict[str, Any]], "StubReply | Sequence[str]"]
-
-
-def fake_logprobs(text: str) -> list[float]:
-    """Deterministic fake log-probabilities, one per whitespace token, in [-1, 0)."""
-    out = []
-    for token in text.split() or [text]:
-        h = hashlib.sha256(token.encode()).digest()[0]
-        out.append(-(h + 1) / 256)
-    return out
 
 
 def fake_embedding(text: str, dim: int = 16) -> list[float]:
@@ -126,19 +164,46 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw) if raw else None
         except ValueError:
             body = None
-        status, headers, payload = self.server.stub._handle(method, self.path, body)
-        try:
-            self.send_response(status)
-            for key, value in {"Content-Type": "application/json", **headers}.items():
-                self.send_header(key, value)
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-        except OSError:  # the client gave up (timeout): nothing to do
-            pass
+        stub = self.server.stub
+        with stub._slot(self.path):
+            reply = stub._handle(method, self.path, body)
+            try:
+                if isinstance(reply, Streamed):
+                    self._stream(reply)
+                else:
+                    self._whole(*reply)
+            except OSError:  # the client gave up (timeout): nothing to do
+                pass
+
+    def _whole(self, status: int, headers: dict[str, str], payload: bytes) -> None:
+        self.send_response(status)
+        for key, value in {"Content-Type": "application/json", **headers}.items():
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def _stream(self, reply: Streamed) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.end_headers()
+        for step in reply.steps:
+            if step.wait and self.server.stub._stop.wait(step.wait):
+                return
+            self.wfile.write(step.data)
+            self.wfile.flush()
+
+
+@dataclass(frozen=True, slots=True)
+class Streamed:
+    """A server-sent-event reply: steps written one after another."""
+
+    steps: list[Step]
 
 
 Response = tuple[int, dict[str, str], bytes]
+Reply = Response | Streamed
 
 
 def _json(status: int, data: Any, headers: dict[str, str] | None = None) -> Response:
@@ -166,9 +231,17 @@ class StubServer:
         default_reply: Reply used once the queue is empty; None answers HTTP 410 instead.
         tokenize: Serve ``POST /tokenize`` (as llama.cpp's and vLLM's servers do).
         max_model_len: Context size reported by ``/tokenize`` (None: not reported).
+        stream_mode: "support" (server-sent events when asked), "reject" (HTTP 400 when
+            ``stream`` is true) or "ignore" (always one JSON body).
+        slots: Chat requests served at once before ``/health?fail_on_no_slot=1`` says 503
+            (None: it always says ok); requests are not queued, only reported.
+        probe_delay: Seconds ``GET /health`` and ``GET /v1/models`` wait before answering
+            (a hung server); settable while running.
+        health_route: False answers 404 on ``/health`` (servers other than llama.cpp's).
 
     Attributes:
         requests: Every request received: ``{"method", "path", "json"}``, in order.
+        busy: Chat requests being served right now.
     """
 
     def __init__(
@@ -183,6 +256,10 @@ class StubServer:
         default_reply: str | None = None,
         tokenize: bool = False,
         max_model_len: int | None = None,
+        stream_mode: Mode = "support",
+        slots: int | None = None,
+        probe_delay: float = 0.0,
+        health_route: bool = True,
     ) -> None:
         self._fn: StubFunction | None = replies if callable(replies) else None
         self._queue: deque[StubReply] = deque() if callable(replies) else deque(replies)
@@ -194,6 +271,11 @@ class StubServer:
         self.default_reply = default_reply
         self.tokenize = tokenize
         self.max_model_len = max_model_len
+        self.stream_mode: Mode = stream_mode
+        self.slots = slots
+        self.probe_delay = probe_delay
+        self.health_route = health_route
+        self.busy = 0
         self._requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -269,10 +351,38 @@ class StubServer:
 
     # -- handling ----------------------------------------------------------------------------
 
-    def _handle(self, method: str, path: str, body: Any) -> Response:
+    @contextmanager
+    def _slot(self, path: str) -> Iterator[None]:
+        """Count a chat request as busy while it is handled and written."""
+        chat = path.split("?", 1)[0].rstrip("/").endswith("/chat/completions")
+        if chat:
+            with self._lock:
+                self.busy += 1
+        try:
+            yield
+        finally:
+            if chat:
+                with self._lock:
+                    self.busy -= 1
+
+    def _health(self, query: str) -> Response:
+        if not self.health_route:
+            return _error(404, "no route GET /health")
+        with self._lock:
+            full = self.slots is not None and self.busy >= self.slots
+        if full and "fail_on_no_slot" in query:
+            return _json(503, {"error": {"code": 503, "message": "no slot available"}})
+        return _json(200, {"status": "ok"})
+
+    def _handle(self, method: str, path: str, body: Any) -> Reply:
         with self._lock:
             self._requests.append({"method": method, "path": path, "json": body})
-        route = path.split("?", 1)[0].rstrip("/")
+        route, _, query = path.partition("?")
+        route = route.rstrip("/")
+        if method == "GET" and route in ("/health", "/v1/models") and self.probe_delay:
+            self._stop.wait(self.probe_delay)
+        if method == "GET" and route == "/health":
+            return self._health(query)
         if method == "GET" and route == "/v1/models":
             data = [{"id": self.model, "object": "model", "owned_by": "tablequest-stub"}]
             return _json(200, {"object": "list", "data": data})
@@ -327,13 +437,17 @@ class StubServer:
             texts = [self.default_reply]
         return texts or None
 
-    def _chat(self, body: dict[str, Any]) -> Response:
+    def _chat(self, body: dict[str, Any]) -> Reply:
         n = int(body.get("n") or 1)
         want_logprobs = bool(body.get("logprobs"))
+        stream = bool(body.get("stream"))
         if n > 1 and self.n_mode == "reject":
             return _error(400, "'n' > 1 is not supported by this server", "n")
         if want_logprobs and self.logprobs_mode == "reject":
             return _error(400, "'logprobs' is not supported by this server", "logprobs")
+        if stream and self.stream_mode == "reject":
+            return _error(400, "'stream' is not supported by this server", "stream")
+        stream = stream and self.stream_mode == "support"
         k = n if self.n_mode == "support" else 1
         try:
             replies = self._next_replies(body, k)
@@ -341,79 +455,65 @@ class StubServer:
             return _error(500, f"stub reply function failed: {exc!r}")
         if replies is None:
             return _error(410, f"StubServer script exhausted at request #{len(self.requests)}")
-        finish = "stop"
+        finish, timing = "stop", Timing()
         if isinstance(replies, Fault):
             fault = replies
-            if fault.kind == "delay":
-                self._stop.wait(fault.seconds)
-                replies = [fault.text] * k
-            elif fault.kind == "status":
+            if fault.kind == "status" or (fault.kind == "stream_error" and not stream):
                 return self._status_fault(fault)
-            elif fault.kind == "malformed_json":
+            if fault.kind == "malformed_json":
                 return 200, {}, fault.text.encode()
-            elif fault.kind == "empty_choices":
-                return _json(200, self._envelope(body, [], 0))
-            else:  # truncated
-                replies, finish = [fault.text] * k, "length"
-        choices = []
-        completion_tokens = 0
-        for i, text in enumerate(replies):
-            text, reason = self._apply_limits(text, body, finish)
-            completion_tokens += estimate_tokens(text)
-            choice: dict[str, Any] = {
-                "index": i,
-                "message": {"role": "assistant", "content": text},
-                "finish_reason": reason,
-                "logprobs": None,
-            }
-            if want_logprobs and self.logprobs_mode == "support":
-                lps = fake_logprobs(text)
-                tokens = text.split() or [text]
-                choice["logprobs"] = {
-                    "content": [
-                        {"token": t, "logprob": lp, "bytes": list(t.encode()), "top_logprobs": []}
-                        for t, lp in zip(tokens, lps, strict=True)
-                    ]
-                }
-            choices.append(choice)
-        return _json(200, self._envelope(body, choices, completion_tokens))
-
-    @staticmethod
-    def _apply_limits(text: str, body: dict[str, Any], finish: str) -> tuple[str, str]:
-        stops = body.get("stop")
-        for stop in [stops] if isinstance(stops, str) else stops or []:
-            if stop and stop in text:
-                text = text[: text.index(stop)]
-        max_tokens = body.get("max_tokens") or body.get("max_completion_tokens")
-        if isinstance(max_tokens, int) and len(text) > max_tokens * 4:
-            return text[: max_tokens * 4], "length"
-        return text, finish
+            if fault.kind == "empty_choices":
+                texts: list[str] = []
+            else:
+                texts = [fault.text] * k
+                finish = "length" if fault.kind == "truncated" else "stop"
+                timing = _timing(fault, len(chat_body.pieces(fault.text)))
+            if not stream:  # a whole-body reply comes after all the waits together
+                self._stop.wait(timing.total(len(chat_body.pieces(fault.text))))
+            replies = texts
+        logprobs = want_logprobs and self.logprobs_mode == "support"
+        head = self._head(body)
+        if stream:
+            usage_wanted = bool((body.get("stream_options") or {}).get("include_usage"))
+            steps = chat_body.stream_steps(
+                replies,
+                body,
+                head,
+                finish=finish,
+                logprobs=logprobs,
+                with_usage=usage_wanted and self.include_usage,
+                timing=timing,
+            )
+            return Streamed(steps)
+        choices, completion_tokens = chat_body.choices(replies, body, finish, logprobs)
+        out = {**head, "choices": choices}
+        if self.include_usage:
+            out["usage"] = chat_body.usage(body, completion_tokens)
+        return _json(200, out)
 
     def _status_fault(self, fault: Fault) -> Response:
         headers = {} if fault.retry_after is None else {"Retry-After": str(fault.retry_after)}
-        message = fault.text or f"injected HTTP {fault.code}"
+        message = fault.message or fault.text or f"injected HTTP {fault.code}"
         status, _, payload = _error(fault.code, message)
         return status, headers, payload
 
-    def _envelope(
-        self, body: dict[str, Any], choices: list[dict[str, Any]], completion_tokens: int
-    ) -> dict[str, Any]:
+    def _head(self, body: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
             self._counter += 1
             counter = self._counter
-        out: dict[str, Any] = {
-            "id": f"chatcmpl-stub-{counter}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": str(body.get("model") or self.model),
-            "choices": choices,
-        }
-        if self.include_usage:
-            messages = body.get("messages") or []
-            prompt = sum(estimate_tokens(str(m.get("content") or "")) + 4 for m in messages)
-            out["usage"] = {
-                "prompt_tokens": prompt,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt + completion_tokens,
-            }
-        return out
+        return chat_body.envelope(body, counter, self.model)
+
+
+def _timing(fault: Fault, n_pieces: int) -> Timing:
+    """How a timing fault spreads its waits over a streamed reply."""
+    if fault.kind == "delay":
+        return Timing(first=fault.seconds)
+    if fault.kind == "slow_stream":
+        return Timing(first=fault.seconds, between=fault.seconds)
+    if fault.kind == "stall":
+        return Timing(stall_after=min(fault.after, n_pieces), stall=fault.seconds)
+    if fault.kind == "broken_stream":
+        return Timing(broken=True)
+    if fault.kind == "stream_error":
+        return Timing(error=fault.message or "injected stream error")
+    return Timing()

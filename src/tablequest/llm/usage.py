@@ -5,7 +5,9 @@ TableSeek's budget S_max counts every LLM call of a query and always keeps one s
 last `reserve` ones, which only a QA call (kind "qa") may use.
 
 Choices where the papers are silent: a meter counts one call per `chat()` (n > 1 is one call),
-failed calls count as calls (with their seconds) and as errors; tokens of cache hits are counted
+and separately the HTTP requests the backend sent for it (`requests`: retries and emulated
+n count, cache hits and in-process models send none); failed calls count as calls (with
+their seconds) and as errors; tokens of cache hits are counted
 (they describe the work) but cost only counts calls that reached a server; cost is None when no
 model used has a price.
 """
@@ -31,6 +33,7 @@ class UsageTotals:
     """Aggregated usage of a run or of one query."""
 
     calls: int = 0
+    requests: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
@@ -67,8 +70,10 @@ class UsageMeter:
         completions: Sequence[Completion],
         seconds: float,
         error: bool = False,
+        requests: int = 0,
     ) -> None:
-        """Add one `chat()` call (its completions, wall seconds, and whether it failed)."""
+        """Add one `chat()` call: its completions, wall seconds, whether it failed, and the
+        HTTP requests sent for it."""
         prompt = sum(c.usage.prompt_tokens for c in completions)
         completion = sum(c.usage.completion_tokens for c in completions)
         hit = bool(completions) and all(c.cached for c in completions)
@@ -76,7 +81,7 @@ class UsageMeter:
         if completions and not hit and model in self.prices:
             price_in, price_out = self.prices[model]
             cost = prompt / 1000 * price_in + completion / 1000 * price_out
-        self._add(prompt, completion, seconds, hit, error, cost)
+        self._add(prompt, completion, seconds, hit, error, cost, requests)
 
     def _add(
         self,
@@ -86,10 +91,12 @@ class UsageMeter:
         hit: bool,
         error: bool,
         cost: float | None,
+        requests: int,
     ) -> None:
         with self._lock:
             t = self._totals
             t.calls += 1
+            t.requests += requests
             t.prompt_tokens += prompt
             t.completion_tokens += completion
             t.seconds += seconds
@@ -98,7 +105,7 @@ class UsageMeter:
             if cost is not None:
                 t.cost = (t.cost or 0.0) + cost
         if self._parent is not None:
-            self._parent._add(prompt, completion, seconds, hit, error, cost)
+            self._parent._add(prompt, completion, seconds, hit, error, cost, requests)
 
     def scope(self, query_id: str) -> UsageMeter:
         """The child meter of `query_id` (created on first use); it rolls up into this one."""

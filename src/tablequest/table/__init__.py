@@ -7,8 +7,10 @@ from tablequest.table.preview import Preview, preview
 from tablequest.table.readers import (
     Reader,
     ReadInput,
+    ReadReport,
     detect_format,
     read_tables,
+    read_tables_report,
     register_reader,
 )
 from tablequest.table.serialize import SERIAL_FORMATS, SerialFormat, render, serialize
@@ -22,6 +24,7 @@ __all__ = [
     "Merge",
     "Preview",
     "ReadInput",
+    "ReadReport",
     "Reader",
     "SerialFormat",
     "Source",
@@ -31,6 +34,7 @@ __all__ = [
     "detect_format",
     "preview",
     "read_tables",
+    "read_tables_report",
     "register_reader",
     "render",
     "serialize",

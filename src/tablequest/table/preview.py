@@ -8,8 +8,9 @@ drops the head (the paper's "match-only" ablation, Table 6).
 
 Choices (ours, the paper is silent):
 - A cut head ends with "…"; so does a cut row line.
-- Patterns are matched case-insensitively (`compile_pattern`) against a row's cells joined by
-  " | ", so format markup (`<td>`, quotes) never matches.
+- Patterns are matched case-insensitively against a row's cells joined by " | ", so format
+  markup (`<td>`, quotes) never matches. Matching is bounded (`patterns.bounded`): a pattern
+  that runs past its time budget shows no rows and is listed in `Preview.dropped`.
 - Rows already fully visible in the head are skipped and do not count against the limits.
   A row matched by several patterns is shown once and listed under each of them.
 - Matched rows appear in table order under a `[MATCHED ROWS]` line, each prefixed by
@@ -22,7 +23,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tablequest.table.model import Table
-from tablequest.table.patterns import compile_pattern
+from tablequest.table.patterns import (
+    PATTERN_BUDGET,
+    DroppedPattern,
+    PatternBudget,
+    PatternDropped,
+    bounded,
+)
 from tablequest.table.serialize import SerialFormat, render, row_line
 
 __all__ = ["ELLIPSIS", "Preview", "preview"]
@@ -33,11 +40,13 @@ MATCHED_HEADER = "[MATCHED ROWS]"
 
 @dataclass(frozen=True)
 class Preview:
-    """A preview's text, the row ids shown per pattern, and the rows the head shows fully."""
+    """A preview's text, the row ids shown per pattern, the rows the head shows fully, and
+    the patterns dropped for running past their time budget."""
 
     text: str
     matched_rows: dict[str, list[int]] = field(default_factory=dict)
     head_rows: tuple[int, ...] = ()
+    dropped: tuple[DroppedPattern, ...] = ()
 
 
 def _cut(text: str, limit: int) -> str:
@@ -54,8 +63,12 @@ def preview(
     rows_per_pattern: int = 1,
     line_chars: int = 400,
     match_only: bool = False,
+    pattern_budget: float = PATTERN_BUDGET,
 ) -> Preview:
-    """Build TableSeek's preview of `table` for `patterns` (see the module docstring)."""
+    """Build TableSeek's preview of `table` for `patterns` (see the module docstring).
+
+    `pattern_budget`: seconds each pattern may spend in the backtracking regex fallback.
+    """
     rendered = render(table, fmt)
     head = ""
     inside: set[int] = set()
@@ -69,19 +82,15 @@ def preview(
     joined = [" | ".join(row) for row in table.body]
     shown: set[int] = set()
     matched: dict[str, list[int]] = {}
+    dropped: list[DroppedPattern] = []
     for pattern in dict.fromkeys(patterns):
-        rx = compile_pattern(pattern)
-        hits: list[int] = []
-        for pos, text in enumerate(joined):
-            if len(hits) >= rows_per_pattern:
-                break
-            if pos in inside or not rx.search(text):
-                continue
-            if pos not in shown:
-                if len(shown) >= max_rows:
-                    continue
-                shown.add(pos)
-            hits.append(pos)
+        try:
+            clock = PatternBudget(pattern_budget)
+            limits = (rows_per_pattern, max_rows)
+            hits, shown = _pattern_rows(pattern, clock, joined, inside, shown, limits)
+        except PatternDropped as exc:
+            dropped.append(exc.record)
+            continue
         matched[pattern] = [table.row_ids[p] for p in hits]
     lines = []
     for pos in sorted(shown):
@@ -91,4 +100,33 @@ def preview(
     if lines:
         parts += ([MATCHED_HEADER] if head else []) + lines
     head_rows = tuple(table.row_ids[p] for p in sorted(inside))
-    return Preview(text="\n".join(parts), matched_rows=matched, head_rows=head_rows)
+    return Preview(
+        text="\n".join(parts), matched_rows=matched, head_rows=head_rows, dropped=tuple(dropped)
+    )
+
+
+def _pattern_rows(
+    pattern: str,
+    clock: PatternBudget,
+    joined: list[str],
+    inside: set[int],
+    shown: set[int],
+    limits: tuple[int, int],
+) -> tuple[list[int], set[int]]:
+    """Positions `pattern` shows and the shown set after it (unchanged if it is dropped);
+    `limits` is (rows per pattern, rows in all)."""
+    matcher = bounded(pattern)
+    rows_per_pattern, max_rows = limits
+    taken = set(shown)
+    hits: list[int] = []
+    for pos, text in enumerate(joined):
+        if len(hits) >= rows_per_pattern:
+            break
+        if pos in inside or not matcher.search(text, clock):
+            continue
+        if pos not in taken:
+            if len(taken) >= max_rows:
+                continue
+            taken.add(pos)
+        hits.append(pos)
+    return hits, taken

@@ -23,7 +23,16 @@ from typing import Any, Literal, get_args
 import platformdirs
 
 EventKind = Literal[
-    "llm_call", "rank", "preview", "decision", "exec", "qa", "fallback", "error", "route"
+    "llm_call",
+    "llm_retry",
+    "rank",
+    "preview",
+    "decision",
+    "exec",
+    "qa",
+    "fallback",
+    "error",
+    "route",
 ]
 KINDS: tuple[str, ...] = get_args(EventKind)
 TRACE_DIR_ENV = "TABLEQUEST_TRACE_DIR"

@@ -15,6 +15,7 @@ from rich.text import Text
 
 KIND_STYLES = {
     "llm_call": "cyan",
+    "llm_retry": "yellow",
     "rank": "magenta",
     "preview": "blue",
     "decision": "bold yellow",
@@ -40,11 +41,14 @@ def _first_line(text: str, limit: int = 100) -> str:
 
 
 def summarize(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Totals over a trace: LLM calls, tokens, LLM seconds, cache hits, errors, duration."""
+    """Totals over a trace: LLM calls, HTTP requests and retries, tokens, LLM seconds, cache
+    hits, errors, duration."""
     calls = [e for e in events if e.get("kind") == "llm_call"]
     return {
         "events": len(events),
         "calls": len(calls),
+        "requests": sum(int(e.get("requests") or 0) for e in calls),
+        "retries": sum(1 for e in events if e.get("kind") == "llm_retry"),
         "prompt_tokens": sum(int(e.get("prompt_tokens") or 0) for e in calls),
         "completion_tokens": sum(int(e.get("completion_tokens") or 0) for e in calls),
         "seconds": round(sum(float(e.get("latency_s") or 0.0) for e in calls), 3),
@@ -100,7 +104,8 @@ def render_trace(events: Sequence[dict[str, Any]], *, title: str | None = None) 
         )
     s = summarize(events)
     summary = Text(
-        f"{s['events']} events · {s['calls']} LLM calls · "
+        f"{s['events']} events · {s['calls']} LLM calls · {s['requests']} requests "
+        f"({s['retries']} retries) · "
         f"{s['prompt_tokens']}+{s['completion_tokens']} tokens · {s['seconds']:.2f}s in LLM · "
         f"{s['cache_hits']} cache hits · {s['errors']} errors · {s['duration']:.2f}s total",
         style="bold red" if s["errors"] else "bold",

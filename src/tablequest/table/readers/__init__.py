@@ -5,9 +5,11 @@ Built-in readers register through the same API a plugin uses.
 
 from tablequest.table.readers._base import Reader, ReadInput
 from tablequest.table.readers._registry import (
+    ReadReport,
     detect_format,
     format_for_extension,
     read_tables,
+    read_tables_report,
     register_reader,
     registered_formats,
     sniff_format,
@@ -22,10 +24,12 @@ from tablequest.table.readers.xlsx import read_xlsx
 
 __all__ = [
     "ReadInput",
+    "ReadReport",
     "Reader",
     "detect_format",
     "format_for_extension",
     "read_tables",
+    "read_tables_report",
     "register_reader",
     "registered_formats",
     "sniff_format",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tablequest.table.model import Source, Table
@@ -16,16 +16,24 @@ class ReadInput:
     """What a reader gets: the display path, the content, and the file when it is on disk.
 
     `file` is set only when the bytes were read from that file (SQLite opens it read-only
-    instead of copying the bytes into memory).
+    instead of copying the bytes into memory). A reader that repairs the input (drops NUL
+    bytes, reads a broken quote as text, flattens a nested table) says so with `warn`, so
+    the repair reaches the caller (`read_tables_report`) instead of passing in silence.
     """
 
     path: str
     data: bytes
     file: Path | None = None
+    warnings: list[str] = field(default_factory=list, compare=False)
+
+    def warn(self, message: str) -> None:
+        """Record one repair, as a short sentence ("3 NUL bytes removed")."""
+        self.warnings.append(message)
 
 
 Reader = Callable[[ReadInput], list[Table]]
-"""A reader returns every table in the input or raises `UnreadableTable`.
+"""A reader returns every table in the input or raises `UnreadableTable` (and reports any
+repair it made with `ReadInput.warn`).
 
 Readers may set `Table.source.sheet` (and `format` when they know better than the caller);
 `read_tables` fills in the path and format.

@@ -6,13 +6,18 @@ when it is confident: a binary magic number, JSON that starts like JSON, an HTML
 Markdown pipe lines, or delimited text with two or more lines and at least two consistent
 columns. When the content overrides the extension and the content's reader fails, the
 extension's reader is tried before giving up.
+
+Repairs are not silent: `read_tables_report` returns, with the tables, one warning per repair
+the reader made (NUL bytes removed, broken quoting read as text, nested tables kept as cell
+text) and one per table left with no data rows (a header-only file; a layout table whose only
+row held a nested table). `read_tables` is the same without the warnings.
 """
 
 from __future__ import annotations
 
 import codecs
 from collections.abc import Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tablequest.table.errors import UnreadableTable
@@ -22,9 +27,11 @@ from tablequest.table.readers._text import binary_kind, count_control_bytes
 from tablequest.table.readers.delimited import _consistency, sniff_delimiter
 
 __all__ = [
+    "ReadReport",
     "detect_format",
     "format_for_extension",
     "read_tables",
+    "read_tables_report",
     "register_reader",
     "registered_formats",
     "sniff_format",
@@ -152,6 +159,14 @@ def _reader(fmt: Format, name: str) -> Reader:
     return reader
 
 
+@dataclass(frozen=True)
+class ReadReport:
+    """The tables of one file and the repairs made reading it (one sentence each)."""
+
+    tables: list[Table]
+    warnings: list[str]
+
+
 def read_tables(
     path: str | Path, *, format: Format | None = None, data: bytes | None = None
 ) -> list[Table]:
@@ -160,7 +175,15 @@ def read_tables(
     The format comes from `format`, else the extension, else the content. Every failure is
     an `UnreadableTable` naming the path and the reason; no other exception escapes. Merges
     are returned sorted (top, left, bottom, right) so equal content hashes to equal values.
+    `read_tables_report` also says what was repaired.
     """
+    return read_tables_report(path, format=format, data=data).tables
+
+
+def read_tables_report(
+    path: str | Path, *, format: Format | None = None, data: bytes | None = None
+) -> ReadReport:
+    """`read_tables`, with the warnings of every repair (module docstring)."""
     name = str(path)
     try:
         file = None
@@ -183,6 +206,7 @@ def read_tables(
             # extension's reader gets a second chance (a CSV whose first cell starts "{").
             if by_ext is None or by_ext == fmt:
                 raise
+            inp = ReadInput(path=name, data=data, file=file)
             try:
                 tables = _reader(by_ext, name)(inp)
             except UnreadableTable:
@@ -196,7 +220,7 @@ def read_tables(
         raise UnreadableTable(name, f"unexpected {type(exc).__name__}: {exc}") from exc
     if not tables:
         raise UnreadableTable(name, f"no table found ({fmt})")
-    return [
+    out = [
         replace(
             t,
             merges=tuple(sorted(t.merges, key=_merge_key)),
@@ -204,6 +228,16 @@ def read_tables(
         )
         for t in tables
     ]
+    return ReadReport(out, list(inp.warnings) + _empty_table_warnings(out))
+
+
+def _empty_table_warnings(tables: list[Table]) -> list[str]:
+    warnings = []
+    for t in tables:
+        if t.n_rows == 0:
+            which = f"{t.source.sheet}: " if t.source.sheet else ""
+            warnings.append(f"{which}no data rows (only {t.n_header_rows} header row(s))")
+    return warnings
 
 
 def _merge_key(m: Merge) -> tuple[int, int, int, int]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import Callable
 
 from tablequest.table.errors import UnreadableTable
 
@@ -79,11 +80,17 @@ def _decode_plain(data: bytes) -> str:
     return data.decode("latin-1")
 
 
-def decode_text(data: bytes, path: str) -> str:
+def _removed_nuls(count: int, warn: Callable[[str], None] | None) -> None:
+    if warn is not None and count:
+        warn(f"{count} NUL byte{'s' if count > 1 else ''} removed")
+
+
+def decode_text(data: bytes, path: str, warn: Callable[[str], None] | None = None) -> str:
     """Decode a text file: UTF-8/16/32 with BOM, UTF-8, cp1252, then latin-1.
 
     NUL bytes are stripped when the rest is text (a UTF-16 file without BOM is recognised
-    first). Raises UnreadableTable for empty files and binary content.
+    first), and `warn` is told how many. Raises UnreadableTable for empty files and binary
+    content.
     """
     if not data.strip():
         raise UnreadableTable(path, "empty file")
@@ -100,16 +107,21 @@ def decode_text(data: bytes, path: str) -> str:
             ) from None
     elif b"\x00" in data:
         utf16 = _utf16_without_bom(data)
+        text = ""
         if utf16 is not None:
             try:
                 text = data.decode(utf16)
             except UnicodeDecodeError:
-                text = _decode_plain(data.replace(b"\x00", b""))
-        else:
+                utf16 = None
+        if utf16 is None:
+            _removed_nuls(data.count(b"\x00"), warn)
             text = _decode_plain(data.replace(b"\x00", b""))
     else:
         text = _decode_plain(data)
-    text = text.replace("\x00", "").removeprefix("\ufeff")
+    if "\x00" in text:
+        _removed_nuls(text.count("\x00"), warn)
+        text = text.replace("\x00", "")
+    text = text.removeprefix("\ufeff")
     sample = text[:_SAMPLE]
     if codec is None and b"\x00" not in data:
         # Plain path: control characters are exactly the control bytes (fast count).

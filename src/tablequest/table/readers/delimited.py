@@ -8,7 +8,10 @@ Choices (ours):
 - Quoting: a strict parse first. Files that use backslash-escaped quotes (`\\"`, as in the
   WikiTableQuestions CSVs) fail the strict parse and are read with `\\` as escape character;
   other broken quoting is recovered by the lenient parser, or, when an unterminated quote
-  swallows the rest of the file, by reading quotes as plain characters.
+  swallows the rest of the file (fewer rows than half the lines), by reading quotes as
+  plain characters unless that splits rows less consistently.
+- Every recovery from broken quoting is reported as a warning (`ReadInput.warn`), naming the
+  line where the strict parse failed and what was done.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from tablequest.table.model import Format, Source, Table
 from tablequest.table.readers._base import ReadInput
 from tablequest.table.readers._text import decode_text
 
-__all__ = ["parse_delimited", "read_csv", "read_tsv", "sniff_delimiter"]
+__all__ = ["parse_delimited", "parse_delimited_report", "read_csv", "read_tsv", "sniff_delimiter"]
 
 DELIMITERS: tuple[str, ...] = (",", "\t", ";", "|")
 _SAMPLE_CHARS = 64 * 1024
@@ -81,32 +84,47 @@ def _width_score(rows: list[list[str]]) -> float:
 
 def parse_delimited(text: str, delimiter: str) -> list[list[str]]:
     """Parse delimited text into rows, recovering from backslash escapes and broken quotes."""
+    return parse_delimited_report(text, delimiter)[0]
+
+
+def parse_delimited_report(text: str, delimiter: str) -> tuple[list[list[str]], str | None]:
+    """`parse_delimited`'s rows and, when broken quoting was recovered, what was done."""
     _ensure_field_limit()
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    rows: list[list[str]] = []
+    start = 1  # line where the record being read starts
     try:
-        return _rows(text, delimiter, strict=True)
-    except csv.Error:
-        pass
+        for row in reader:
+            rows.append(row)
+            start = reader.line_num + 1
+        return rows, None
+    except csv.Error as exc:
+        where = f"line {start}: {exc}"
     if '\\"' in text:
         try:
-            return _rows(text, delimiter, strict=True, escapechar="\\")
+            return _rows(text, delimiter, strict=True, escapechar="\\"), None
         except csv.Error:
             pass
     lenient = _rows(text, delimiter)
     n_lines = text.count("\n") + 1
     if len(lenient) < 0.5 * n_lines:
         plain = _rows(text, delimiter, quoting=csv.QUOTE_NONE)
-        if _width_score(plain) > _width_score(lenient):
-            return plain
-    return lenient
+        if _width_score(plain) >= _width_score(lenient):
+            return plain, f"broken quoting ({where}): quotes were read as plain characters"
+        swallowed = f"; an open quote kept {n_lines - len(lenient)} lines in one cell"
+        return lenient, f"broken quoting ({where}): read leniently{swallowed}"
+    return lenient, f"broken quoting ({where}): read leniently"
 
 
 def _read(inp: ReadInput, preferred: str) -> list[Table]:
-    text = decode_text(inp.data, inp.path)
+    text = decode_text(inp.data, inp.path, inp.warn)
     delimiter = sniff_delimiter(text, preferred)
     try:
-        rows = parse_delimited(text, delimiter)
+        rows, repair = parse_delimited_report(text, delimiter)
     except csv.Error as exc:  # pragma: no cover - the lenient parser does not raise
         raise UnreadableTable(inp.path, f"unparseable delimited text ({exc})") from None
+    if repair is not None:
+        inp.warn(repair)
     rows = [r for r in rows if len(r) > 1 or (r and r[0].strip())]
     if not rows:
         raise UnreadableTable(inp.path, "no rows found (only blank lines)")

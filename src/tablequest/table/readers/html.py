@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from lxml import etree
@@ -262,14 +262,25 @@ def _parser() -> Any:
     return parser
 
 
-def parse_html(text: str, *, nested: bool = False) -> list[Table]:
-    """Every non-empty top-level table of an HTML document (and nested ones if asked)."""
+def parse_html(
+    text: str, *, nested: bool = False, warn: Callable[[str], None] | None = None
+) -> list[Table]:
+    """Every non-empty top-level table of an HTML document (and nested ones if asked).
+
+    `warn` is told when nested tables were kept as the text of the cells holding them.
+    """
     text = _XML_DECL.sub("", text, count=1)
     root = etree.fromstring(text, _parser())
     if root is None:
         return []
     _prepare(root, text)
     holders = _holders(root, separate=nested)
+    if holders and not nested and warn is not None:
+        cells = f"{len(holders)} cell{'s' if len(holders) > 1 else ''}"
+        warn(
+            f"tables nested in {cells} were kept as cell text (their rows are not rows of "
+            "the outer table)"
+        )
     elements = [
         el for el in root.iter("table") if nested or next(el.iterancestors("table"), None) is None
     ]
@@ -278,9 +289,9 @@ def parse_html(text: str, *, nested: bool = False) -> list[Table]:
 
 def read_html(inp: ReadInput) -> list[Table]:
     """Read every table of an HTML file."""
-    text = decode_text(inp.data, inp.path)
+    text = decode_text(inp.data, inp.path, inp.warn)
     try:
-        tables = parse_html(text)
+        tables = parse_html(text, warn=inp.warn)
     except (etree.ParserError, ValueError) as exc:
         raise UnreadableTable(inp.path, f"unparseable HTML ({exc})") from None
     if not tables:

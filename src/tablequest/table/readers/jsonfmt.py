@@ -243,7 +243,7 @@ def _load(text: str, path: str) -> Any:
 
 def read_json(inp: ReadInput) -> list[Table]:
     """Read a JSON or JSON Lines file."""
-    value = _load(decode_text(inp.data, inp.path).lstrip("\ufeff"), inp.path)
+    value = _load(decode_text(inp.data, inp.path, inp.warn).lstrip("\ufeff"), inp.path)
     try:
         tables = parse_json_value(value)
     except (ValueError, TypeError, KeyError) as exc:

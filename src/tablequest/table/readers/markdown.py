@@ -107,7 +107,7 @@ def parse_markdown(text: str) -> list[Table]:
 
 def read_markdown(inp: ReadInput) -> list[Table]:
     """Read every Markdown pipe table of a file."""
-    tables = parse_markdown(decode_text(inp.data, inp.path))
+    tables = parse_markdown(decode_text(inp.data, inp.path, inp.warn))
     if not tables:
         raise UnreadableTable(inp.path, "no Markdown table found (no lines starting with '|')")
     return number_tables(tables)
