@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -275,3 +276,95 @@ def test_manifest_open_errors_and_reingest(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text('{"format": "tablequest-sharded-corpus"}')
     with pytest.raises(StoreError, match="not a tablequest sharded corpus"):
         ShardedStore(tmp_path / "bad.json")
+
+
+def test_grep_drops_a_pattern_on_every_shard_when_one_shard_drops_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Eq. 1 divides by the patterns evaluated: a pattern over budget on one shard only
+    # must leave every shard's denominator, or its tables would score 1/2 here, 1/1 there
+    from tablequest.corpus.grep import GrepIndex
+
+    root = tmp_path / "t"
+    root.mkdir()
+    (root / "hostile.csv").write_text("name,value\n" + "a" * 40 + "!,1\n")
+    for i in range(8):
+        (root / f"c{i}.csv").write_text(f"team,city\nFire {i},Chicago\n")
+    original = GrepIndex.rank
+
+    def tight(self: GrepIndex, patterns: list[str], k: int, *, budget: float = 0.05) -> object:
+        return original(self, patterns, k, budget=budget)
+
+    monkeypatch.setattr(GrepIndex, "rank", tight)
+    single = Store(tmp_path / "one.duckdb")
+    assert ingest(single, [root], workers=1).ok
+    store = ShardedStore(tmp_path / "c.json", shards=2)
+    ingest_sharded(store, [root], workers=1)
+    hostile = r"(a|aa)+\1$"  # a backreference: only the backtracking fallback, exponential
+    home = home_shard(str((root / "hostile.csv").resolve()), 2)
+    assert len(store.stores[1 - home]) > 0  # the other shard evaluates the pattern in time
+    want = grep_rank(single, [hostile, "chicago"], 20, rows=False)
+    assert [h.score for h in want] == [1.0] * 8  # dropped: Eq. 1 over "chicago" alone
+    assert sharded_grep(store, [hostile, "chicago"], 20) == want
+    store.close()
+    single.close()
+
+
+def _random_queries(n: int) -> list[tuple[str, list[str], int]]:
+    """(question, grep patterns, k) triples: words, numbers, substrings, a few regexes."""
+    rng = random.Random(1000)
+    vocab = [*WORDS, *(str(i) for i in range(1, 61))]
+    out = []
+    for _ in range(n):
+        words = rng.sample(vocab, rng.randint(1, 6))
+        patterns = []
+        for w in words:
+            kind = rng.random()
+            if kind < 0.5:
+                patterns.append(rf"\b{w}\b")
+            elif kind < 0.8:
+                patterns.append(w[: rng.randint(2, max(2, len(w)))].title())
+            else:
+                patterns.append(rf"{w[:3]}\w*|\d{{{rng.randint(1, 2)}}}")
+        out.append((" ".join(words), patterns, rng.choice((1, 3, 5, 10, 50, 1000))))
+    return out
+
+
+@pytest.fixture(scope="module")
+def read_only_corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Store]]:
+    """The fixture corpus as one store, 3 and 8 shards, reopened read-only (as shard actors
+    and `search` open them)."""
+    tmp = tmp_path_factory.mktemp("ro")
+    root = _write_corpus(tmp / "tables")
+    with Store(tmp / "one.duckdb") as single:
+        assert ingest(single, [root], workers=1).ok
+    for n in (3, 8):
+        with ShardedStore(tmp / f"c{n}.json", shards=n) as store:
+            ingest_sharded(store, [root], workers=1)
+    stores = [Store(tmp / "one.duckdb", read_only=True)]
+    stores += [ShardedStore(tmp / f"c{n}.json", read_only=True) for n in (3, 8)]
+    yield stores
+    for store in stores:
+        store.close()
+
+
+@pytest.mark.slow
+def test_thousand_queries_rank_equal_on_every_retriever(read_only_corpus: list[Store]) -> None:
+    # the acceptance check of issue 18: grep (Eq. 1), bm25, dense and hybrid (score and rrf)
+    # on 3 and 8 shards give the one store's ids, scores and tie order for 1,000 queries
+    single, *shards = read_only_corpus
+    encoder = HashEncoder(64)
+    for question, patterns, k in _random_queries(1000):
+        want_grep = grep_rank(single, patterns, k, rows=False)
+        want_bm25 = bm25_rank(single, question, k, rows=False)
+        want_dense = dense_rank(single, question, k, encoder)
+        want_score = hybrid_rank(single, question, k, encoder=encoder)
+        want_rrf = hybrid_rank(single, question, k, encoder=encoder, fusion="rrf")
+        for store in shards:
+            assert isinstance(store, ShardedStore)
+            assert sharded_grep(store, patterns, k) == want_grep, patterns
+            assert sharded_bm25(store, question, k) == want_bm25, question
+            assert sharded_dense(store, question, k, encoder) == want_dense, question
+            assert sharded_hybrid(store, question, k, encoder=encoder) == want_score, question
+            got = sharded_hybrid(store, question, k, encoder=encoder, fusion="rrf")
+            assert got == want_rrf, question

@@ -16,18 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import ray  # in the dev extra: a missing Ray fails these tests, it never skips them
+from typer.testing import CliRunner
 
-ray = pytest.importorskip("ray", reason="Ray is not installed (extra [ray])")
-
-from typer.testing import CliRunner  # noqa: E402
-
-from tablequest.cli.app import app  # noqa: E402
-from tablequest.corpus.shards import ShardedStore, ingest_sharded  # noqa: E402
-from tablequest.eval.runner import RecordLog  # noqa: E402
-from tablequest.llm.config import LLMConfig  # noqa: E402
-from tablequest.llm.stub import StubServer  # noqa: E402
-from tablequest.scale.batch import BatchQuestion, Endpoint  # noqa: E402
-from tablequest.scale.batchrun import BatchJob, run_batch  # noqa: E402
+from tablequest.cli.app import app
+from tablequest.corpus.shards import ShardedStore, ingest_sharded
+from tablequest.eval.runner import RecordLog
+from tablequest.llm.config import LLMConfig
+from tablequest.llm.stub import StubServer
+from tablequest.scale.batch import BatchQuestion, Endpoint
+from tablequest.scale.batchrun import BatchJob, run_batch
 
 pytestmark = pytest.mark.slow
 MARKER_ENV = "TQ_TEST_BATCH_MARKER"

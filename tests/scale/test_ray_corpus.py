@@ -11,25 +11,23 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import ray  # in the dev extra: a missing Ray fails these tests, it never skips them
+from typer.testing import CliRunner
 
-ray = pytest.importorskip("ray", reason="Ray is not installed (extra [ray])")
-
-from typer.testing import CliRunner  # noqa: E402
-
-from tablequest.cli.app import app  # noqa: E402
-from tablequest.corpus import Store, ingest  # noqa: E402
-from tablequest.corpus.dense import dense_rank  # noqa: E402
-from tablequest.corpus.encoders import HashEncoder  # noqa: E402
-from tablequest.corpus.rank import bm25_rank, grep_rank, hybrid_rank  # noqa: E402
-from tablequest.corpus.shardrank import (  # noqa: E402
+from tablequest.cli.app import app
+from tablequest.corpus import Store, ingest
+from tablequest.corpus.dense import dense_rank
+from tablequest.corpus.encoders import HashEncoder
+from tablequest.corpus.rank import bm25_rank, grep_rank, hybrid_rank
+from tablequest.corpus.shardrank import (
     sharded_bm25,
     sharded_dense,
     sharded_grep,
     sharded_hybrid,
 )
-from tablequest.corpus.shards import ShardedStore  # noqa: E402
-from tablequest.scale.actors import attach  # noqa: E402
-from tablequest.scale.ingest import ingest_ray  # noqa: E402
+from tablequest.corpus.shards import ShardedStore
+from tablequest.scale.actors import attach
+from tablequest.scale.ingest import ingest_ray
 
 pytestmark = pytest.mark.slow
 

@@ -105,10 +105,15 @@ class ShardIndexes:
         return took
 
     # -- grep --------------------------------------------------------------------------
-    def grep_top(self, patterns: Sequence[str], k: int) -> list[tuple[str, float, int]]:
-        """This shard's top-k by Eq. 1 as (table id, score, text length)."""
+    def grep_top(
+        self, patterns: Sequence[str], k: int
+    ) -> tuple[list[tuple[str, float, int]], list[str]]:
+        """This shard's top-k by Eq. 1 as (table id, score, text length), and the patterns
+        it dropped over their time budget (`GrepIndex.rank`)."""
         index = grep_index(self.store)
-        return [(index.ids[i], s, len(index.texts[i])) for i, s in index.top(patterns, k)]
+        ranking = index.rank(patterns, k)
+        hits = [(index.ids[i], s, len(index.texts[i])) for i, s in ranking.hits]
+        return hits, [d.pattern for d in ranking.dropped]
 
     # -- bm25 --------------------------------------------------------------------------
     def _bm25(self) -> tuple[list[str], ShardBM25]:
@@ -229,11 +234,24 @@ def _same(store: ShardedStore, *args: Any) -> list[tuple[Any, ...]]:
 
 
 def sharded_grep(store: ShardedStore, patterns: Sequence[str], k: int) -> list[Hit]:
-    """Eq. 1 top-k over every shard, merged in `GrepIndex.top`'s order."""
+    """Eq. 1 top-k over every shard, merged in `GrepIndex.top`'s order.
+
+    Eq. 1 divides by the number of patterns evaluated, so all shards must evaluate the same
+    ones: a pattern one shard dropped over its time budget (each shard has the whole
+    `PATTERN_BUDGET`) is dropped on every shard, which rank again without it (the patterns
+    kept are cached in each shard's index, so the second round costs little).
+    """
     if k <= 0:
         return []
-    parts = backend_of(store).call("grep_top", _same(store, list(patterns), k))
-    merged = sorted((row for part in parts for row in part), key=lambda r: (-r[1], r[2], r[0]))
+    kept = list(patterns)
+    while True:
+        parts = backend_of(store).call("grep_top", _same(store, kept, k))
+        dropped = {p for _, gone in parts for p in gone}
+        if all(set(gone) == dropped for _, gone in parts):
+            break
+        kept = [p for p in kept if p not in dropped]
+    rows = (row for hits, _ in parts for row in hits)
+    merged = sorted(rows, key=lambda r: (-r[1], r[2], r[0]))
     return [Hit(tid, score) for tid, score, _ in merged[:k]]
 
 
