@@ -154,6 +154,28 @@ def phase_single(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+def phase_reopen(args: argparse.Namespace) -> dict[str, Any]:
+    """The single store's queries again, on the store reopened read-only (as shard actors
+    open their shards: the fingerprint is computed once, not before every query)."""
+    from tablequest.corpus import Store
+    from tablequest.corpus.rank import bm25_rank, grep_index, grep_rank
+
+    folder, work = Path(args.folder), Path(args.work)
+    result: dict[str, Any] = {"phase": "single-read-only", "tables": args.tables}
+    with Store(work / f"single-{args.tables}.duckdb", read_only=True) as store:
+        start = time.perf_counter()
+        grep_index(store)
+        result["load_s"] = round(time.perf_counter() - start, 1)
+        qs = queries(folder, args.queries, seed=1)
+        result["grep"] = latency(lambda q: grep_rank(store, q, 10, rows=False), qs[:50])
+        if args.bm25:
+            texts = [" ".join(w.replace("\\b", "") for w in q[:8]) for q in qs]
+            bm25_rank(store, texts[0], 10, rows=False)
+            result["bm25"] = latency(lambda t: bm25_rank(store, t, 10, rows=False), texts[:50])
+        result["peak_rss_mb"] = _peak_mb()
+    return result
+
+
 def phase_sharded(args: argparse.Namespace) -> dict[str, Any]:
     import ray
 
@@ -213,11 +235,16 @@ def main() -> None:
     parser.add_argument("--bm25", action="store_true", help="also BM25 (slow to build)")
     parser.add_argument("--skip-single", action="store_true")
     parser.add_argument("--out", default=None)
-    parser.add_argument("--phase", choices=["single", "sharded"], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--reopen",
+        action="store_true",
+        help="also query the single store reopened read-only (after --skip-single: the stored one)",
+    )
+    parser.add_argument("--phase", choices=["single", "reopen", "sharded"], help=argparse.SUPPRESS)
     parser.add_argument("--folder", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phase:
-        fn = phase_single if args.phase == "single" else phase_sharded
+        fn = {"single": phase_single, "reopen": phase_reopen}.get(args.phase, phase_sharded)
         if args.phase == "sharded":
             args.shards = args.shards[0]
         print(json.dumps(fn(args)))
@@ -234,6 +261,7 @@ def main() -> None:
          "load": os.getloadavg()}
     ]  # fmt: skip
     phases = [] if args.skip_single else [["--phase", "single"]]
+    phases += [["--phase", "reopen"]] if args.reopen else []
     phases += [["--phase", "sharded", "--shards", str(n)] for n in args.shards]
     for extra in phases:
         cmd = [sys.executable, __file__, "--tables", str(args.tables), "--work", str(work),
