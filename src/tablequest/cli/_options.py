@@ -93,3 +93,19 @@ TableIdOpt = Annotated[
         "--table-id", help="Tables to answer from (an id, or a file's table index 0, 1, …)."
     ),
 ]
+RayOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--ray",
+        metavar="ADDRESS",
+        help="Run on Ray: local | auto | ray://HOST:PORT (default: $TABLEQUEST_RAY_ADDRESS).",
+    ),
+]
+LLMUrlsOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--llm-url",
+        help="OpenAI-compatible URL; repeat it to load-balance several servers "
+        "(or `llm_urls = [...]` under [scale] in tablequest.toml).",
+    ),
+]

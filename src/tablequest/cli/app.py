@@ -8,6 +8,7 @@ from tablequest.cli import cache, eval_compare, eval_run, eval_subtab, serve, tr
 from tablequest.cli import research as research_cli
 from tablequest.cli._options import PairCommand
 from tablequest.cli.ask import ask_command
+from tablequest.cli.batch import batch_command
 from tablequest.cli.corpus import ingest_command, search_command
 from tablequest.cli.methods import methods_command
 
@@ -22,6 +23,7 @@ app.command("ingest")(ingest_command)
 app.command("search")(search_command)
 app.command("ask", cls=PairCommand)(ask_command)
 app.command("methods")(methods_command)
+app.command("batch", cls=PairCommand)(batch_command)
 app.add_typer(cache.app, name="cache")
 app.add_typer(trace.app, name="trace")
 research_cli.register(app)

@@ -1,7 +1,8 @@
 """`tablequest ask SOURCE "question"`: answer with a registered method, show the evidence.
 
-SOURCE is a store (DuckDB file), a table file or a folder; `tablequest.methods.run.ask` opens
-it as the method needs and runs the method. This command only parses and prints. Without a
+SOURCE is a store (DuckDB file), a sharded corpus's manifest, a table file or a folder;
+`tablequest.methods.run.ask` opens it as the method needs and runs the method. This command
+only parses and prints. With --ray a sharded corpus ranks on shard actors. Without a
 configured model the method's LLM-free part runs and one line says how to connect a model.
 """
 
@@ -24,6 +25,7 @@ from tablequest.cli._options import (
     ModelOpt,
     NoCacheOpt,
     OptionOpt,
+    RayOpt,
     StepsOpt,
     TableIdOpt,
     TaskOpt,
@@ -54,9 +56,14 @@ def ask_command(
     deadline: DeadlineOpt = None,
     no_cache: NoCacheOpt = False,
     trace_dir: TraceDirOpt = None,
+    ray: RayOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Answer QUESTION from SOURCE and show the evidence, tables consulted and trace."""
+    from tablequest.cli._scale import open_corpus
+    from tablequest.corpus.shards import is_manifest
+    from tablequest.scale.cluster import ray_address
+
     try:
         llm_config = resolve_config(
             url=llm_url,
@@ -68,11 +75,14 @@ def ask_command(
         model_llm = build_llm(llm_config, llm_spec=llm)
     except (ConfigError, LLMError) as exc:
         fail(str(exc), json_out=json_out)
+    corpus = None
+    if ray_address(ray) is not None and source.is_file() and is_manifest(source):
+        corpus = open_corpus(source, ray, json_out=json_out)  # ranks on shard actors
     try:
         with encoding_bar("encoding", not json_out):
             result = ask(
                 question,
-                source,
+                corpus if corpus is not None else source,
                 method=method,
                 options=option_pairs(option),
                 config=config,
@@ -89,6 +99,8 @@ def ask_command(
     finally:
         if model_llm is not None:
             model_llm.close()
+        if corpus is not None:
+            corpus.close()
     if json_out:
         print_json(result.to_json())
     else:

@@ -32,16 +32,18 @@ from tablequest.cli._options import (
     ConfigOpt,
     DeadlineOpt,
     LLMSpecOpt,
-    LLMUrlOpt,
+    LLMUrlsOpt,
     MethodOpt,
     ModelOpt,
     NoCacheOpt,
     OptionOpt,
     PairCommand,
+    RayOpt,
     StepsOpt,
     option_pairs,
 )
 from tablequest.cli._output import err_console, fail, fail_on
+from tablequest.cli._scale import endpoint_urls
 from tablequest.corpus.encoders import (
     ENCODERS,
     EncoderUnavailable,
@@ -50,6 +52,7 @@ from tablequest.corpus.encoders import (
 )
 from tablequest.corpus.rank import HYBRID_ALPHA
 from tablequest.corpus.retrievers import RETRIEVERS, RetrieverSettings
+from tablequest.corpus.shards import ShardedStore
 from tablequest.eval.corpora import Corpus, CorpusError, build_corpus, ensure_dense
 from tablequest.eval.datasets import DATASETS, Dataset, DatasetError, load
 from tablequest.eval.report import write_report
@@ -59,6 +62,8 @@ from tablequest.eval.runs import build_answer
 from tablequest.eval.siblings import with_siblings
 from tablequest.methods.registry import get_method
 from tablequest.methods.run import resolve_options
+from tablequest.scale.cluster import ray_address
+from tablequest.scale.evalrun import EvalJob
 
 __all__ = ["register", "retrieval_command", "run_command"]
 
@@ -81,6 +86,10 @@ FormatOpt = Annotated[
 LimitOpt = Annotated[int | None, typer.Option("--limit", help="First N questions only.")]
 CacheOpt = Annotated[Path | None, typer.Option("--cache-dir", help="Corpus cache folder.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+ShardsOpt = Annotated[
+    int | None,
+    typer.Option(min=1, help="Run on the corpus split into N shards (built next to it once)."),
+]
 
 
 def _fail(message: str | BaseException, json_out: bool = False) -> NoReturn:
@@ -137,9 +146,23 @@ def _corpus(dataset: Dataset, fmt: str, seed: int, cache_dir: Path | None, show:
 
 def _dense(corpus: Corpus, encoder: Any, cache_dir: Path | None, show: bool) -> None:
     """Encode the corpus once (vectors shared across the corpora of the cache folder)."""
+    if isinstance(corpus.store, ShardedStore):
+        from tablequest.scale.evalrun import persist_sharded_vectors
+
+        persist_sharded_vectors(corpus, encoder)
+        return
     label = f"encoding the {corpus.dataset} corpus with {encoder.name}"
     with _progress(label, show) as update, encoding_progress(with_rate(update)):
         ensure_dense(corpus, encoder, cache_dir=cache_dir)
+
+
+def _sharded(corpus: Corpus, shards: int | None) -> Corpus:
+    """The corpus on N shards (`scale.evalrun.shard_corpus`), or as it is."""
+    if shards is None:
+        return corpus
+    from tablequest.scale.evalrun import shard_corpus
+
+    return shard_corpus(corpus, shards)
 
 
 def retrieval_command(
@@ -158,6 +181,7 @@ def retrieval_command(
     fusion: Annotated[str, typer.Option(help="Hybrid fusion: score | rrf")] = "score",
     alpha: Annotated[float, typer.Option(help="Hybrid: weight of the dense score.")] = HYBRID_ALPHA,
     cache_dir: CacheOpt = None,
+    shards: ShardsOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """LLM-free retrieval: R@1/2/3/5/10 of a ranking (GR@k and DS@k with sibling groups)."""
@@ -171,7 +195,7 @@ def retrieval_command(
         if siblings:
             ds = with_siblings(ds, n=siblings, seed=seed, questions=chosen)
             chosen = ds.questions
-        corpus = _corpus(ds, fmt, seed, cache_dir, not json_out)
+        corpus = _sharded(_corpus(ds, fmt, seed, cache_dir, not json_out), shards)
     except (DatasetError, RunnerError, CorpusError, ValueError, EncoderUnavailable) as exc:
         _fail(exc, json_out)
     encoder_impl = getattr(ranker, "encoder", None)
@@ -213,14 +237,18 @@ def run_command(
     fmt: FormatOpt = "csv",
     seed: Annotated[int, typer.Option(help="Seed of the mixed-format hash.")] = 0,
     limit: LimitOpt = None,
-    concurrency: Annotated[int, typer.Option(help="Questions answered at once.")] = 1,
-    llm_url: LLMUrlOpt = None,
+    concurrency: Annotated[
+        int, typer.Option(help="Questions answered at once (with --ray: per LLM endpoint).")
+    ] = 1,
+    llm_url: LLMUrlsOpt = None,
     model: ModelOpt = None,
     api_key: ApiKeyOpt = None,
     llm: LLMSpecOpt = None,
     deadline: DeadlineOpt = None,
     no_cache: NoCacheOpt = False,
     cache_dir: CacheOpt = None,
+    shards: ShardsOpt = None,
+    ray: RayOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Answer a benchmark's questions with a method; append records to --out; write a report."""
@@ -233,7 +261,7 @@ def run_command(
         ds = load_dataset(dataset, data, split)
         chosen = select_questions(ds, ids_file=questions, limit=limit)
         llm_config = resolve_config(
-            url=llm_url,
+            url=llm_url[0] if llm_url else None,
             model=model,
             api_key=api_key,
             cache=False if no_cache else None,
@@ -245,8 +273,8 @@ def run_command(
     if model_llm is None and spec.needs_llm:
         _fail(NOT_CONFIGURED_HINT, json_out)
     try:
-        corpus = _corpus(ds, fmt, seed, cache_dir, not json_out)
-    except CorpusError as exc:
+        corpus = _sharded(_corpus(ds, fmt, seed, cache_dir, not json_out), shards)
+    except (CorpusError, ValueError) as exc:
         _fail(exc, json_out)
     spec_label = options.label()
     model_name = model_llm.describe().get("model", "") if model_llm is not None else ""
@@ -268,7 +296,17 @@ def run_command(
                 on_encoder=lambda enc: _dense(corpus, enc, cache_dir, not json_out),
             )
             try:
-                ran = _run(chosen, answer, log, run_spec, corpus, concurrency, out, json_out)
+                if ray_address(ray) is None:
+                    ran = _run(chosen, answer, log, run_spec, corpus, concurrency, out, json_out)
+                else:
+                    # `answer` was built here to prepare the corpus (vectors) once
+                    urls = endpoint_urls(llm_url, llm_config.url)
+                    job = EvalJob.detached(
+                        corpus, spec=run_spec, method=spec.name, options=options,
+                        llm=llm_config, steps=steps, cache=not no_cache,
+                        trace_dir=str(out.with_name(out.name.removesuffix(".jsonl") + ".traces")),
+                    )  # fmt: skip
+                    ran = _run_ray(chosen, job, log, urls, concurrency, ray_address(ray), json_out)
             finally:
                 answer.close()
         except (RunnerError, CorpusError, LLMError, ValueError, EncoderUnavailable) as exc:
@@ -326,6 +364,41 @@ def _run(
             trace_dir=trace_dir,
             on_record=on_record,
         )
+
+
+def _run_ray(
+    chosen: list[Any],
+    job: Any,
+    log: RecordLog,
+    urls: list[str],
+    concurrency: int,
+    address: str | None,
+    json_out: bool,
+) -> int:
+    from tablequest.eval.runs import running_metric
+    from tablequest.scale.batch import Endpoint
+    from tablequest.scale.cluster import RayUnavailable
+    from tablequest.scale.evalrun import run_eval_ray
+
+    wanted = {q.id for q in chosen}
+    seen = [r for qid, r in log.records.items() if qid in wanted]
+    try:
+        with log, _progress(f"{job.method} on {job.spec.dataset} (Ray)", not json_out) as update:
+            update(len(seen), len(chosen), running_metric(seen))
+
+            def on_record(record: dict[str, Any]) -> None:
+                seen.append(record)
+                update(len(seen), len(chosen), running_metric(seen))
+
+            endpoints = [Endpoint(u, concurrency) for u in urls]
+            outcome = run_eval_ray(
+                chosen, job, endpoints, log, address=address or "local", on_record=on_record
+            )
+    except RayUnavailable as exc:
+        _fail(str(exc), json_out)
+    if outcome.lost:
+        err.print(f"{len(outcome.lost)} question(s) lost to worker failures: run again")
+    return outcome.ran
 
 
 def register(app: typer.Typer) -> None:

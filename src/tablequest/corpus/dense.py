@@ -19,6 +19,7 @@ from typing import Any
 
 import duckdb
 import numpy as np
+import numpy.typing as npt
 
 from tablequest.corpus.encoders import Encoder, Matrix
 from tablequest.corpus.store import Hit, Store
@@ -85,12 +86,33 @@ def corpus_vectors(store: Store, encoder: Encoder) -> tuple[list[str], Matrix]:
     return ids, matrix
 
 
+_CHUNK_ROWS = 8192
+
+
+def cosine_scores(matrix: Matrix, query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """Dot product of every row with the query, each row's independent of the others.
+
+    BLAS matrix-vector products round a row's sum differently with its position in the
+    matrix (blocking), so one table's score would depend on which tables share its matrix.
+    Here every row is a float32 product summed by NumPy's pairwise reduction along the row,
+    whose order depends on the row's length only: a shard of the corpus gives each table
+    exactly the score the whole corpus gives it (`corpus.shardrank`).
+    """
+    out = np.empty(matrix.shape[0], dtype=np.float32)
+    q = np.asarray(query, dtype=np.float32)
+    for start in range(0, matrix.shape[0], _CHUNK_ROWS):
+        np.sum(
+            matrix[start : start + _CHUNK_ROWS] * q, axis=1, out=out[start : start + _CHUNK_ROWS]
+        )
+    return out
+
+
 def dense_rank(store: Store, query: str, k: int, encoder: Encoder) -> list[Hit]:
     """Top-k tables by cosine similarity between the query and each table's vector."""
     ids, matrix = corpus_vectors(store, encoder)
     if not ids or k <= 0:
         return []
     q = encoder.encode([query])[0]
-    scores = matrix @ q
+    scores = cosine_scores(matrix, q)
     order = np.lexsort((np.arange(len(ids)), -scores))[:k]
     return [Hit(ids[i], float(scores[i])) for i in order]

@@ -225,7 +225,9 @@ def top_scores(scores: np.ndarray[Any, Any], k: int) -> list[tuple[int, float]]:
     if k <= 0:
         return []
     part = np.argpartition(-scores, k - 1)[:k]
-    order = part[np.lexsort((part, -scores[part]))]
+    # argpartition picks any of the scores tied with the k-th: take them all, then cut
+    tied = np.flatnonzero(scores >= scores[part].min())
+    order = tied[np.lexsort((tied, -scores[tied]))][:k]
     return [(int(i), float(scores[i])) for i in order if scores[i] > 0]
 
 
@@ -298,7 +300,7 @@ def hybrid_rank(
     0.454 against 0.404 for BM25 alone and 0.369 for equal-weight RRF (k = 60), which lets
     the weaker dense ranking pull the good BM25 top-1 down (docs/results.md).
     """
-    from tablequest.corpus.dense import corpus_vectors, dense_rank
+    from tablequest.corpus.dense import corpus_vectors, cosine_scores, dense_rank
 
     if fusion == "rrf":
         lexical = [h.table_id for h in bm25_rank(store, query, depth, rows=False)]
@@ -318,7 +320,7 @@ def hybrid_rank(
         lexical_scores = lexical_scores[[position[t] for t in ids]]
     best = float(lexical_scores.max()) if lexical_scores.size else 0.0
     lexical_part = lexical_scores / best if best > 0 else np.zeros(len(ids))
-    semantic_part = matrix @ encoder.encode([query])[0]
+    semantic_part = cosine_scores(matrix, encoder.encode([query])[0])
     fused = (1.0 - alpha) * lexical_part + alpha * semantic_part.astype(np.float64)
     order = np.lexsort((np.arange(len(ids)), -fused))[:k]
     return [Hit(ids[i], float(fused[i])) for i in order]

@@ -77,7 +77,13 @@ def rerank_rank(
     store: Store, query: str, k: int, *, encoder: Encoder, reranker: Reranker, pool: int = 5
 ) -> list[Hit]:
     """Dense top-`pool`, reordered by the reranker; the best k returned."""
-    candidates = dense_rank(store, query, max(pool, k), encoder)
+    return rerank_hits(store, query, dense_rank(store, query, max(pool, k), encoder), k, reranker)
+
+
+def rerank_hits(
+    store: Store, query: str, candidates: Sequence[Hit], k: int, reranker: Reranker
+) -> list[Hit]:
+    """`candidates` reordered by the reranker's scores of their plain texts; the best k."""
     if not candidates:
         return []
     docs = [store.plain(h.table_id) for h in candidates]

@@ -12,6 +12,8 @@ baselines of ``ask`` / ``eval run``, ``eval retrieval`` and the HTTP API alike:
 
 A retriever ranks a question: ``rank(store, question, k, rows=False) -> list[Hit]``; with
 ``rows=True`` each hit carries the body rows the question's words match (for previews).
+`store` may be a `ShardedStore`: every retriever then ranks per shard and merges exactly
+(`tablequest.corpus.shardrank`), giving the one-store answer.
 Retrievers with an encoder expose `prime(questions)` (encode many questions in one batch) and
 `prepare(store)` (encode the corpus once, before the first question).
 """
@@ -38,6 +40,14 @@ from tablequest.corpus.rank import (
     matched_rows,
     question_patterns,
 )
+from tablequest.corpus.shardrank import (
+    prepare_dense,
+    sharded_bm25,
+    sharded_dense,
+    sharded_grep,
+    sharded_hybrid,
+)
+from tablequest.corpus.shards import ShardedStore
 from tablequest.corpus.store import Hit, Store, text_format
 
 __all__ = [
@@ -97,6 +107,9 @@ class GrepRetriever:
     name = "grep"
 
     def rank(self, store: Store, question: str, k: int, *, rows: bool = False) -> list[Hit]:
+        if isinstance(store, ShardedStore):
+            hits = sharded_grep(store, question_patterns(question), k)
+            return _with_rows(store, hits, question, rows)
         return grep_rank(store, question_patterns(question), k, rows=rows)
 
 
@@ -106,6 +119,8 @@ class BM25Retriever:
     name = "bm25"
 
     def rank(self, store: Store, question: str, k: int, *, rows: bool = False) -> list[Hit]:
+        if isinstance(store, ShardedStore):
+            return _with_rows(store, sharded_bm25(store, question, k), question, rows)
         return _with_rows(store, bm25_rank(store, question, k, rows=False), question, rows)
 
 
@@ -126,12 +141,20 @@ class DenseRetriever:
         """Encode the corpus tables that have no vector yet (cached in the store)."""
         from tablequest.corpus.dense import corpus_vectors
 
-        corpus_vectors(store, self.encoder)
+        if isinstance(store, ShardedStore):
+            prepare_dense(store, self.encoder)
+        else:
+            corpus_vectors(store, self.encoder)
 
-    def rank(self, store: Store, question: str, k: int, *, rows: bool = False) -> list[Hit]:
+    def _dense(self, store: Store, question: str, k: int) -> list[Hit]:
         from tablequest.corpus.dense import dense_rank
 
-        return _with_rows(store, dense_rank(store, question, k, self.encoder), question, rows)
+        if isinstance(store, ShardedStore):
+            return sharded_dense(store, question, k, self.encoder)
+        return dense_rank(store, question, k, self.encoder)
+
+    def rank(self, store: Store, question: str, k: int, *, rows: bool = False) -> list[Hit]:
+        return _with_rows(store, self._dense(store, question, k), question, rows)
 
 
 class HybridRetriever(DenseRetriever):
@@ -147,8 +170,14 @@ class HybridRetriever(DenseRetriever):
         self.alpha = alpha
 
     def rank(self, store: Store, question: str, k: int, *, rows: bool = False) -> list[Hit]:
-        hits = hybrid_rank(
-            store, question, k, encoder=self.encoder, fusion=self.fusion, alpha=self.alpha
+        rank = sharded_hybrid if isinstance(store, ShardedStore) else hybrid_rank
+        hits = rank(
+            store,  # type: ignore[arg-type]  # a ShardedStore when rank is sharded_hybrid
+            question,
+            k,
+            encoder=self.encoder,
+            fusion=self.fusion,
+            alpha=self.alpha,
         )
         return _with_rows(store, hits, question, rows)
 
@@ -170,11 +199,10 @@ class RerankRetriever(DenseRetriever):
         )
 
     def rank(self, store: Store, question: str, k: int, *, rows: bool = False) -> list[Hit]:
-        from tablequest.corpus.rerank import rerank_rank
+        from tablequest.corpus.rerank import rerank_hits
 
-        hits = rerank_rank(
-            store, question, k, encoder=self.encoder, reranker=self.reranker, pool=self.pool
-        )
+        candidates = self._dense(store, question, max(self.pool, k))
+        hits = rerank_hits(store, question, candidates, k, self.reranker)
         return _with_rows(store, hits, question, rows)
 
 

@@ -161,6 +161,7 @@ class Store:
         self.lock_timeout = lock_timeout
         self.notes: list[str] = []
         self._indexes: dict[str, tuple[str, Any]] = {}
+        self._read_only_fingerprint: str | None = None
         self.con = self._connect()
 
     def _connect(self) -> duckdb.DuckDBPyConnection:
@@ -384,10 +385,20 @@ class Store:
         return ids, values
 
     def fingerprint(self) -> str:
+        """Changes when the stored tables do (in-memory indexes are checked against it).
+
+        Cached on a read-only store: DuckDB lets no process write a file while a read-only
+        connection holds it, so the value cannot change while the store is open.
+        """
+        if self._read_only_fingerprint is not None:
+            return self._read_only_fingerprint
         row = self.con.execute(
             "SELECT count(*), coalesce(bit_xor(hash(table_id || file_hash)), 0) FROM tables"
         ).fetchone()
-        return f"{row[0]}-{row[1]}" if row else "0-0"
+        value = f"{row[0]}-{row[1]}" if row else "0-0"
+        if self.read_only and self.path is not None:
+            self._read_only_fingerprint = value
+        return value
 
     # -- persisted indexes -------------------------------------------------------------
     def load_blob(self, name: str, fingerprint: str) -> bytes | None:

@@ -67,6 +67,7 @@ __all__ = [
     "RunSpec",
     "RunnerError",
     "answer_metrics",
+    "question_record",
     "run_questions",
     "score_question",
     "select_questions",
@@ -358,9 +359,11 @@ def score_question(dataset: str, q: Question, result: Result, corpus: Corpus) ->
     return metrics
 
 
-def _record(
+def question_record(
     spec: RunSpec, q: Question, result: Result, corpus: Corpus, seconds: float, error: str | None
 ) -> dict[str, Any]:
+    """The run-file record of one answered question (metrics, usage, tables, identity)."""
+
     def key(tid: Any) -> Any:
         return corpus.key_of(tid) or tid if isinstance(tid, str) else tid
 
@@ -441,7 +444,7 @@ def run_questions(
                 result = Result(
                     answer=None, status="failed", trace_path=str(path) if path else None
                 )
-            record = _record(spec, q, result, corpus, time.monotonic() - start, error)
+            record = question_record(spec, q, result, corpus, time.monotonic() - start, error)
         log.append(record)
         return record
 

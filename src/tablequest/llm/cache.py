@@ -9,6 +9,10 @@ n, logprobs, stop, response_format). Choices:
 - A hit returns the stored completions with ``cached=True`` and ``latency_s=0``.
 - The file is ``llm-cache.sqlite`` in $TABLEQUEST_CACHE_DIR, else the user cache directory.
 - If the file cannot be opened or written, the cache says so once on stderr and is bypassed.
+- Processes may share the file: SQLite's WAL mode lets readers and one writer work at once
+  and the 10 s busy timeout queues writers (tests run many processes on one file). Ray
+  workers share one file through a cache actor instead (`tablequest.scale.batch`), which is
+  also right when they run on other machines (SQLite over a network file system is not).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import platformdirs
 
@@ -65,7 +69,17 @@ def cache_key(backend: dict[str, str], messages: Sequence[Message], params: dict
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-class _Store:
+class CacheStore(Protocol):
+    """Where `CachedLLM` keeps completions (the SQLite file, or a proxy to a shared one)."""
+
+    def get(self, key: str) -> list[dict[str, Any]] | None: ...
+
+    def put(self, key: str, backend: dict[str, str], value: list[dict[str, Any]]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class CacheFile:
     """Thread-safe access to one SQLite file; disables itself after the first disk error."""
 
     def __init__(self, path: Path):
@@ -145,6 +159,7 @@ class CachedLLM(LLM):
         inner: The model to call on a miss.
         cache_dir: Directory of the cache file (default: `default_cache_dir()`).
         all_temperatures: Cache calls at any temperature, not only at 0.
+        store: Keep completions there instead of in the file of `cache_dir`.
 
     Attributes:
         hits: Calls answered from the cache by this wrapper.
@@ -152,12 +167,17 @@ class CachedLLM(LLM):
     """
 
     def __init__(
-        self, inner: LLM, cache_dir: str | Path | None = None, *, all_temperatures: bool = False
+        self,
+        inner: LLM,
+        cache_dir: str | Path | None = None,
+        *,
+        all_temperatures: bool = False,
+        store: CacheStore | None = None,
     ):
         self.inner = inner
         self.path = cache_path(cache_dir)
         self.all_temperatures = all_temperatures
-        self._store = _Store(self.path)
+        self._store: CacheStore = store if store is not None else CacheFile(self.path)
         self.hits = 0
         self.misses = 0
 

@@ -6,8 +6,9 @@ the same way (`resolve_options`, `MethodSpec.build`) over a benchmark's corpus.
 
 Sources (`open_source`), by what the method answers from (`MethodSpec.input`):
 
-- a DuckDB store file or a `Store`: corpus methods get the store (opened read-only when it is
-  a path); table methods get the tables named by `table_ids`, or the store's only table;
+- a DuckDB store file, a sharded corpus's manifest (`tablequest.corpus.shards`) or a
+  `Store`: corpus methods get the store (opened read-only when it is a path); table methods
+  get the tables named by `table_ids`, or the store's only table;
 - a table file (any format `read_tables` reads): table (and "any") methods read it directly
   (no ingest:
   a 10^6-cell CSV would otherwise be serialized three times; ``table_ids`` pick among the
@@ -33,6 +34,7 @@ from typing import Any
 from tablequest.corpus.encoders import EncoderUnavailable
 from tablequest.corpus.ingest import ingest
 from tablequest.corpus.retrievers import preview_hit, search
+from tablequest.corpus.shards import ShardedStore, is_manifest
 from tablequest.corpus.store import Store, StoreError, table_id_for
 from tablequest.llm.base import LLM
 from tablequest.llm.config import LLMConfig, config_files
@@ -197,9 +199,13 @@ def open_source(
     path = Path(source).expanduser()
     if not path.exists():
         raise SourceError(f"no store, table file or folder at {str(path)!r}")
-    if path.is_file() and is_store_file(path):
+    if path.is_file() and (is_store_file(path) or is_manifest(path)):
         try:
-            store = Store(path, read_only=True)
+            store = (
+                ShardedStore(path, read_only=True)
+                if is_manifest(path)
+                else Store(path, read_only=True)
+            )
         except StoreError as exc:
             raise SourceError(str(exc)) from None
         try:

@@ -30,7 +30,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tablequest.corpus.rank import grep_index, question_patterns
+from tablequest.corpus.rank import question_patterns
+from tablequest.corpus.shardrank import grep_ranking
 from tablequest.corpus.store import Store, text_format
 from tablequest.llm.base import LLM, LLMError, Message
 from tablequest.llm.parse import ParseError, extract_json
@@ -281,16 +282,15 @@ class TableSeek:
         return list(value)
 
     def _rank(self, run: _Run, store: Store, patterns: Sequence[str]) -> list[str]:
-        index = grep_index(store)
-        ranking = index.rank(patterns, self.config.rank_depth)
-        ranked = [index.ids[i] for i, _ in ranking.hits]
+        top, gone = grep_ranking(store, patterns, self.config.rank_depth)
+        ranked = [h.table_id for h in top]
         run.rounds_top1.append(ranked[0] if ranked else None)
-        dropped = [{"pattern": d.pattern, "reason": d.reason} for d in ranking.dropped]
-        run.dropped.update((d.pattern, d.reason) for d in ranking.dropped)
+        dropped = [{"pattern": d.pattern, "reason": d.reason} for d in gone]
+        run.dropped.update((d.pattern, d.reason) for d in gone)
         run.trace.event(
             "rank",
             patterns=list(patterns),
-            hits=[{"table_id": index.ids[i], "score": round(s, 4)} for i, s in ranking.hits],
+            hits=[{"table_id": h.table_id, "score": round(h.score, 4)} for h in top],
             **({"dropped": dropped} if dropped else {}),
         )
         return ranked

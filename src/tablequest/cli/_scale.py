@@ -1,0 +1,51 @@
+"""Helpers of the commands that can run on Ray: corpora opened with shard actors, endpoints."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from tablequest.cli._output import fail, fail_on
+from tablequest.corpus.shards import ShardedStore, is_manifest
+from tablequest.corpus.store import Store, StoreError
+from tablequest.llm.config import config_files
+from tablequest.scale.cluster import RayUnavailable, ray_address
+
+
+def open_corpus(path: Path, ray: str | None, *, json_out: bool = False) -> Store:
+    """A store or sharded corpus, read-only; a sharded one ranks on shard actors when a Ray
+    address is given (flag or $TABLEQUEST_RAY_ADDRESS)."""
+    address = ray_address(ray)
+    try:
+        if not is_manifest(path):
+            return Store(path, read_only=True)
+        store = ShardedStore(path, read_only=True)
+    except StoreError as exc:
+        fail_on(exc, json_out=json_out)
+    if address is not None:
+        from tablequest.scale.actors import attach
+
+        try:
+            attach(store, address)
+        except (RayUnavailable, ValueError) as exc:
+            store.close()
+            fail(str(exc), json_out=json_out)
+    return store
+
+
+def endpoint_urls(flags: list[str] | None, fallback: str | None) -> list[str]:
+    """The LLM endpoints: --llm-url flags, else [scale] llm_urls of tablequest.toml, else the
+    one configured URL."""
+    if flags:
+        return list(dict.fromkeys(flags))
+    for path in config_files():
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            fail(f"cannot read {str(path)!r}: {exc}")
+        urls = data.get("scale", {}).get("llm_urls")
+        if urls is not None:
+            if not isinstance(urls, list) or not all(isinstance(u, str) for u in urls):
+                fail(f"{path}: [scale] llm_urls must be a list of URLs")
+            return list(dict.fromkeys(urls))
+    return [fallback] if fallback else []

@@ -1,0 +1,121 @@
+"""`tablequest batch QUESTIONS.jsonl --out RUN.jsonl`: a question list answered on Ray.
+
+One library call (`tablequest.scale.batchrun.run_batch`); see `tablequest.scale.batch` for
+the file format, the scheduling over endpoints, the shared cache and resuming.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from tablequest.cli._options import (
+    ApiKeyOpt,
+    ConfigOpt,
+    LLMUrlsOpt,
+    MethodOpt,
+    ModelOpt,
+    NoCacheOpt,
+    OptionOpt,
+    RayOpt,
+    StepsOpt,
+    TaskOpt,
+    option_pairs,
+    task_name,
+)
+from tablequest.cli._output import err_console, fail
+from tablequest.cli._scale import endpoint_urls
+
+
+def batch_command(
+    questions: Annotated[
+        Path,
+        typer.Argument(help='JSON lines: {"id", "question", "source"?, "table_id"?, "method"?}.'),
+    ],
+    out: Annotated[Path, typer.Option("--out", help="Run file (JSONL, resumable).")],
+    source: Annotated[
+        str | None, typer.Option(help="Source of questions without one (store, manifest, …).")
+    ] = None,
+    method: MethodOpt = "auto",
+    option: OptionOpt = None,
+    config: ConfigOpt = None,
+    steps: StepsOpt = None,
+    task: TaskOpt = "tableqa",
+    llm_url: LLMUrlsOpt = None,
+    model: ModelOpt = None,
+    api_key: ApiKeyOpt = None,
+    concurrency: Annotated[
+        int, typer.Option(min=1, help="Questions in flight per LLM endpoint.")
+    ] = 4,
+    ray: RayOpt = None,
+    no_cache: NoCacheOpt = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Answer every question of QUESTIONS on Ray; append one record per question to --out."""
+    from tablequest.eval.runner import RecordLog, RunnerError, RunSpec
+    from tablequest.llm.config import ConfigError, resolve_config
+    from tablequest.scale.batch import BatchError, Endpoint, read_questions
+    from tablequest.scale.batchrun import BatchJob, run_batch
+    from tablequest.scale.cluster import RayUnavailable, ray_address
+
+    try:
+        chosen = read_questions(questions)
+        llm_config = resolve_config(model=model, api_key=api_key, cache=False if no_cache else None)
+    except (BatchError, ConfigError) as exc:
+        fail(str(exc), json_out=json_out)
+    urls = endpoint_urls(llm_url, llm_config.url)
+    if not urls or not llm_config.model:
+        fail("batch needs an LLM: --llm-url URL (repeatable) and --model NAME", json_out=json_out)
+    endpoints = [Endpoint(u, concurrency) for u in urls]
+    job = BatchJob(
+        method=method,
+        options=option_pairs(option),
+        config=config,
+        steps=steps,
+        task=task_name(task),
+        source=source,
+        llm=llm_config,
+        cache=llm_config.cache,
+        trace_dir=str(out.with_name(out.name.removesuffix(".jsonl") + ".traces")),
+    )
+    spec = RunSpec(f"batch:{questions.name}", method, config or "", "", llm_config.model)
+    shown = {"n": 0}
+
+    def progress(record: dict[str, object]) -> None:
+        shown["n"] += 1
+        if not json_out and err_console.is_terminal:
+            err_console.print(f"{shown['n']}: {record['id']} → {record.get('status')}")
+
+    try:
+        with RecordLog(out, spec) as log:
+            outcome = run_batch(
+                chosen, job, endpoints, log, address=ray_address(ray) or "local",
+                run=spec.to_json(), on_record=progress,
+            )  # fmt: skip
+            statuses = [str(log.records[q.id].get("status")) for q in chosen if q.id in log.records]
+    except (RunnerError, RayUnavailable, ValueError) as exc:
+        fail(str(exc), json_out=json_out)
+    summary = {
+        "out": str(out),
+        "questions": len(chosen),
+        "ran": outcome.ran,
+        "resumed": outcome.resumed,
+        "lost": outcome.lost,
+        "answered": statuses.count("answered"),
+        "failed": statuses.count("failed"),
+        "endpoints": urls,
+    }
+    if json_out:
+        print(json.dumps(summary))
+    else:
+        print(
+            f"{summary['answered']}/{len(chosen)} answered, {summary['failed']} failed "
+            f"({outcome.ran} run now, {outcome.resumed} resumed) → {out}"
+        )
+        if outcome.lost:
+            print(f"{len(outcome.lost)} question(s) lost to worker failures: run again")
+    if outcome.lost:
+        raise typer.Exit(1)

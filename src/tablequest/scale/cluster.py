@@ -1,0 +1,76 @@
+"""Connecting to Ray: ``--ray ADDRESS`` or $TABLEQUEST_RAY_ADDRESS.
+
+Addresses: ``local`` starts Ray on this machine (its CPUs, no dashboard); ``auto`` joins the
+cluster this machine is part of (``ray start`` was run here); ``ray://HOST:PORT`` connects to
+a cluster's client server (``HOST:PORT`` without the scheme: the head's GCS address, from a
+machine of the cluster). Ray is the optional extra ``[ray]``; without it every entry point
+says how to install it. The workers of a cluster must have tablequest (and the extras its
+methods use) installed, and see the corpus files at the same paths (a shared file system).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from types import ModuleType
+from typing import Any
+
+__all__ = [
+    "RAY_ENV",
+    "RAY_EXTRA_HINT",
+    "RayUnavailable",
+    "connect",
+    "import_ray",
+    "ray_address",
+]
+
+RAY_ENV = "TABLEQUEST_RAY_ADDRESS"
+RAY_EXTRA_HINT = "pip install 'tablequest[ray]'"
+_REMOTE = re.compile(r"^(ray://)?[\w.-]+:\d+$")  # a client server, or a head's GCS address
+
+
+class RayUnavailable(Exception):
+    """Ray is not installed, or the cluster cannot be reached; the message says what to do."""
+
+
+def import_ray() -> ModuleType:
+    """The `ray` module, or RayUnavailable naming the extra to install."""
+    try:
+        import ray
+    except ImportError as exc:
+        raise RayUnavailable(f"Ray is not installed: {RAY_EXTRA_HINT}") from exc
+    module: ModuleType = ray
+    return module
+
+
+def ray_address(flag: str | None) -> str | None:
+    """The Ray address to use: the flag, else $TABLEQUEST_RAY_ADDRESS, else None (no Ray)."""
+    value = flag if flag is not None else os.environ.get(RAY_ENV)
+    value = value.strip() if value else None
+    return value or None
+
+
+def connect(address: str, *, num_cpus: int | None = None) -> ModuleType:
+    """Initialize Ray for `address` (no-op when this process is already connected).
+
+    Args:
+        address: ``local``, ``auto``, ``ray://HOST:PORT`` or ``HOST:PORT``.
+        num_cpus: CPUs Ray may use with ``local`` (default: all of this machine's).
+
+    Raises:
+        ValueError: an address of another form.
+        RayUnavailable: Ray is missing or the cluster cannot be reached.
+    """
+    if address not in ("local", "auto") and not _REMOTE.match(address):
+        raise ValueError(f"--ray takes local, auto or ray://HOST:PORT, got {address!r}")
+    ray = import_ray()
+    if ray.is_initialized():
+        return ray
+    kwargs: dict[str, Any] = {"address": address, "log_to_driver": False}
+    if address == "local":  # options of a new cluster; an existing one has its own
+        kwargs.update(num_cpus=num_cpus, include_dashboard=False, logging_level="warning")
+    try:
+        ray.init(**kwargs)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise RayUnavailable(f"cannot connect to Ray at {address!r}: {exc}") from exc
+    return ray

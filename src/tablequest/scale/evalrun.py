@@ -1,0 +1,246 @@
+"""`eval run --ray` and `--shards`: a benchmark's questions as Ray tasks, a sharded corpus.
+
+Questions run as in `tablequest.scale.batch` (one task per question, bound to an LLM
+endpoint, per-endpoint bound, cache actor, records appended by the driver to the same
+resumable run file `eval.runner.RecordLog`). A worker opens the benchmark's corpus once
+(read-only; a sharded one ranks on the run's shared shard actors) and builds the method once
+per endpoint (`eval.runs.build_answer`); each record is `eval.runner.question_record`,
+exactly what the thread-pool runner writes.
+
+`shard_corpus` copies a built benchmark corpus into N shards next to it (kept: the copy is
+keyed by the corpus file's name, which holds the corpus fingerprint), so every method and
+retriever of ``eval`` runs on a sharded corpus with ``--shards N``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tablequest.corpus.rank import grep_index
+from tablequest.corpus.shards import ShardedStore
+from tablequest.corpus.store import ROW_COLUMNS, Store
+from tablequest.eval.corpora import Corpus
+from tablequest.eval.datasets.common import Question
+from tablequest.eval.runner import RecordLog, RunSpec, question_record, trace_file
+from tablequest.eval.runs import Answerer, build_answer
+from tablequest.llm.config import LLMConfig
+from tablequest.methods.base import Result
+from tablequest.methods.options import MethodOptions
+from tablequest.methods.registry import get_method
+from tablequest.scale.actors import RayShards, attach
+from tablequest.scale.batch import CacheActor, Endpoint, EndpointScheduler
+from tablequest.scale.batchrun import BatchJob, BatchOutcome, endpoint_llm, shards_name
+from tablequest.scale.cluster import connect
+from tablequest.trace import Trace
+
+__all__ = ["EvalJob", "run_eval_ray", "shard_corpus"]
+
+
+def shard_corpus(corpus: Corpus, n: int) -> Corpus:
+    """`corpus` with its tables in N shards (built next to the corpus file once).
+
+    Raises:
+        ValueError: an in-memory corpus (nothing to shard next to).
+    """
+    if corpus.path is None:
+        raise ValueError("--shards needs a corpus file (not an in-memory corpus)")
+    manifest = corpus.path.with_name(f"{corpus.path.stem}.s{n}.json")
+    if not manifest.exists():
+        _copy_into_shards(corpus.store, manifest, n)
+    corpus.store.close()
+    sharded = ShardedStore(manifest, read_only=True)
+    return dataclasses.replace(corpus, store=sharded, read_only=True)
+
+
+def _copy_into_shards(store: Store, manifest: Path, n: int) -> None:
+    tmp = manifest.with_name(f".{manifest.name}.building")
+    with ShardedStore(tmp, shards=n) as target:
+        cursor = store.con.cursor()
+        cursor.execute(f"SELECT {ROW_COLUMNS} FROM tables ORDER BY table_id")
+        while batch := cursor.fetchmany(2048):
+            target.put_files([(str(row[1]), [row], False) for row in batch])
+        cursor.close()
+        for shard in target.stores:
+            grep_index(shard)
+        target.update_manifest()
+        meta = dict(target.meta)
+    # the manifest names its shard folder after itself: move both into place
+    folder = tmp.with_name(f"{tmp.stem}.shards")
+    final_folder = manifest.with_name(f"{manifest.stem}.shards")
+    folder.rename(final_folder)
+    meta["shards"] = [f"{final_folder.name}/{Path(s).name}" for s in meta["shards"]]
+    from tablequest.corpus.shards import write_manifest
+
+    write_manifest(manifest, meta)
+    tmp.unlink()
+
+
+def persist_sharded_vectors(corpus: Corpus, encoder: Any) -> None:
+    """Encode the sharded corpus's missing `encoder` vectors into its shards (the store is
+    reopened for writing meanwhile), so that every process that opens it has them."""
+    from tablequest.corpus.shardrank import sharded_dense
+
+    store = corpus.store
+    if not isinstance(store, ShardedStore):
+        raise TypeError("persist_sharded_vectors needs a sharded corpus")
+    manifest = store.manifest
+    store.close()
+    with ShardedStore(manifest) as writable:
+        sharded_dense(writable, "probe", 1, encoder)  # every shard stores what it lacked
+    corpus.store = ShardedStore(manifest, read_only=True)
+
+
+@dataclass(frozen=True)
+class EvalJob:
+    """What every eval question task needs (put in the object store once).
+
+    `corpus` travels without its store (`detached`); workers reopen `store_path` (a store
+    file, or a sharded corpus's manifest) read-only.
+    """
+
+    spec: RunSpec
+    method: str
+    options: MethodOptions
+    corpus: Corpus
+    store_path: str
+    sharded: bool
+    llm: LLMConfig
+    steps: int | None = None
+    cache: bool = True
+    cache_dir: str | None = None
+    trace_dir: str | None = None
+    shards_name: str | None = None
+    pool: tuple[str, ...] = ()
+
+    @classmethod
+    def detached(cls, corpus: Corpus, **fields: Any) -> EvalJob:
+        """A job over `corpus`, whose store stays in the driver."""
+        store = corpus.store
+        sharded = isinstance(store, ShardedStore)
+        path = store.manifest if isinstance(store, ShardedStore) else corpus.path
+        if path is None:
+            raise ValueError("eval on Ray needs a corpus file (not an in-memory corpus)")
+        bare = dataclasses.replace(corpus, store=None)  # type: ignore[arg-type]
+        return cls(corpus=bare, store_path=str(path), sharded=sharded, **fields)
+
+
+_WORKER: dict[Any, Any] = {}  # per worker process: the opened corpus, the built answerers
+
+
+def _corpus(job: EvalJob) -> Corpus:
+    key = ("corpus", job.store_path, job.shards_name)
+    if key not in _WORKER:
+        store: Store
+        if job.sharded:
+            sharded = ShardedStore(job.store_path, read_only=True)
+            if job.shards_name is not None:
+                attach(sharded, "auto", name=job.shards_name, owner=False)
+            store = sharded
+        else:
+            store = Store(job.store_path, read_only=True)
+        _WORKER[key] = dataclasses.replace(job.corpus, store=store, read_only=True)
+    corpus: Corpus = _WORKER[key]
+    return corpus
+
+
+def _answerer(job: EvalJob, endpoint: Endpoint, cache: Any | None) -> Answerer:
+    key = ("answer", job.spec, endpoint.url, job.shards_name)
+    if key not in _WORKER:
+        batch = BatchJob(llm=job.llm, pool=job.pool)
+        llm = endpoint_llm(batch, endpoint, cache)
+        _WORKER[key] = build_answer(
+            get_method(job.method),
+            job.options,
+            llm,
+            _corpus(job),
+            llm_config=dataclasses.replace(job.llm, url=endpoint.url),
+            steps=job.steps,
+            cache=job.cache,
+        )
+    answerer: Answerer = _WORKER[key]
+    return answerer
+
+
+def answer_eval_question(
+    job: EvalJob, endpoint: Endpoint, q: Question, cache: Any | None
+) -> dict[str, Any]:
+    """One benchmark question (the body of a Ray task): its run-file record."""
+    corpus = _corpus(job)
+    path = trace_file(Path(job.trace_dir), q.id) if job.trace_dir else None
+    if path is not None:
+        path.unlink(missing_ok=True)
+    trace = Trace(path)
+    start = time.monotonic()
+    error = None
+    try:
+        answer = _answerer(job, endpoint, cache)
+        with answer.gate.held():
+            result = answer.fn(q, trace)
+    except Exception as exc:  # recorded, never a crash of the run
+        error = f"{type(exc).__name__}: {exc}"
+        trace.event("error", stage="eval", error=error, traceback=traceback.format_exc(limit=8))
+        result = Result(answer=None, status="failed", trace_path=str(path) if path else None)
+    record = question_record(job.spec, q, result, corpus, time.monotonic() - start, error)
+    record["endpoint"] = endpoint.url
+    return record
+
+
+def run_eval_ray(
+    questions: Sequence[Question],
+    job: EvalJob,
+    endpoints: Sequence[Endpoint],
+    log: RecordLog,
+    *,
+    address: str,
+    cpus_per_question: float = 0.5,
+    on_record: Callable[[dict[str, Any]], None] | None = None,
+) -> BatchOutcome:
+    """Answer every question not yet in `log` on Ray (see module doc).
+
+    The driver's corpus store must be open read-only (workers open it too).
+    """
+    if not endpoints:
+        raise ValueError("no LLM endpoint: pass --llm-url (repeatable)")
+    ray = connect(address)
+    pending = [q for q in questions if q.id not in log.done]
+    outcome = BatchOutcome(resumed=len(questions) - len(pending))
+    if not pending:
+        return outcome
+    owned: RayShards | None = None
+    if job.sharded:
+        name = shards_name(f"{log.path.resolve()}:{time.time_ns()}", job.store_path)
+        with ShardedStore(job.store_path, read_only=True) as store:
+            owned = RayShards([str(p) for p in store.shard_paths], name=name)
+        job = dataclasses.replace(job, shards_name=name)
+    job = dataclasses.replace(job, pool=tuple(e.url for e in endpoints))
+    cache = ray.remote(CacheActor).options(num_cpus=0).remote(job.cache_dir) if job.cache else None
+    task = ray.remote(answer_eval_question).options(num_cpus=cpus_per_question, max_retries=3)
+    job_ref = ray.put(job)
+
+    def finished(q: Question, slot: int, record: dict[str, Any]) -> None:
+        log.append(record)
+        outcome.ran += 1
+        if on_record is not None:
+            on_record(record)
+
+    scheduler = EndpointScheduler(
+        endpoints,
+        submit=lambda q, i: task.remote(job_ref, endpoints[i], q, cache),
+        wait=lambda refs: ray.wait(refs, num_returns=1)[0],
+        result=ray.get,
+    )
+    try:
+        scheduler.run(pending, finished, lambda q, slot, exc: outcome.lost.append(q.id))
+    finally:
+        if owned is not None:
+            owned.close()
+        if cache is not None:
+            ray.kill(cache)
+    outcome.peak_in_flight = list(scheduler.peak)
+    return outcome

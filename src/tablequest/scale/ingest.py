@@ -1,0 +1,107 @@
+"""Ingest into a sharded corpus with Ray tasks: one task per shard reads and writes its files.
+
+The driver walks the paths and groups the files by home shard (`corpus.shards.plan_ingest`);
+each shard's files go to one Ray task that opens that shard (DuckDB allows one writer per
+file, so a shard is never written by two tasks at once) and runs the one-store `ingest` on
+them: per-file atomicity, grouped commits, the grep index built and persisted at the end.
+
+Failure: a task whose worker dies (killed, out of memory, node lost) leaves its shard as the
+last commit left it — whole files only, since a file is written in one transaction of one
+shard — and Ray runs it again (`max_retries`); the new attempt skips the files already
+stored with the same content hash and finishes. With retries exhausted, the report names
+the shard, and running the same ingest again finishes the job.
+
+Choice (ours): parallelism is one task per shard, so use at least as many shards as CPUs
+you want busy; reading inside a task is in-process (no nested worker pool).
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from tablequest.corpus.ingest import FileFailure, IngestReport, ingest
+from tablequest.corpus.shards import ShardedStore, merge_reports, plan_ingest
+from tablequest.corpus.store import Store
+from tablequest.scale.cluster import connect
+
+__all__ = ["ingest_ray", "ingest_shard"]
+
+
+def ingest_shard(shard_path: str, files: list[str]) -> dict[str, Any]:
+    """Ingest `files` into the shard file `shard_path` (the body of one Ray task).
+
+    Returns the shard's `IngestReport.to_json()` plus ``timing``: seconds spent reading and
+    writing, seconds building the grep index, and the worker's peak memory (MB).
+    """
+    from tablequest.corpus.rank import grep_index
+
+    start = time.perf_counter()
+    with Store(shard_path) as store:
+        report = ingest(store, files, workers=1, index=False)
+        written = time.perf_counter()
+        if report.tables_stored:
+            grep_index(store)
+        data = report.to_json()
+    data["timing"] = {
+        "shard": shard_path,
+        "write_s": round(written - start, 3),
+        "index_s": round(time.perf_counter() - written, 3),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+    return data
+
+
+def ingest_ray(
+    manifest: str | Path,
+    paths: Iterable[str | Path],
+    *,
+    address: str = "local",
+    shards: int | None = None,
+    max_retries: int = 3,
+    cpus_per_task: float = 1.0,
+    timings: list[dict[str, Any]] | None = None,
+) -> IngestReport:
+    """Ingest every table under `paths` into the sharded corpus `manifest` on Ray.
+
+    Args:
+        manifest: The corpus manifest (created with `shards` shards when missing).
+        paths: Files and folders of tables.
+        address: The Ray address (`tablequest.scale.cluster.connect`).
+        shards: Shard count of a new corpus (None: the manifest's).
+        max_retries: Times Ray reruns a shard's task whose worker died.
+        cpus_per_task: CPUs each shard's task reserves.
+        timings: Gets each shard's ``timing`` (see `ingest_shard`).
+
+    Raises:
+        StoreError: the manifest cannot be created or read.
+        RayUnavailable: Ray is missing or unreachable.
+    """
+    with ShardedStore(manifest, shards=shards) as store:  # creates the manifest and shards
+        shard_paths = [str(p) for p in store.shard_paths]
+    ray = connect(address)
+    report, groups = plan_ingest(paths, len(shard_paths))
+    task = ray.remote(ingest_shard).options(
+        max_retries=max_retries, retry_exceptions=False, num_cpus=cpus_per_task
+    )
+    refs = {
+        shard: task.remote(shard_paths[shard], [str(f) for f in files])
+        for shard, files in sorted(groups.items())
+    }
+    rayx = ray.exceptions
+    for shard, ref in refs.items():
+        try:
+            part = ray.get(ref)
+            merge_reports(report, part)
+            if timings is not None:
+                timings.append(part["timing"])
+        except (rayx.WorkerCrashedError, rayx.RayTaskError, rayx.TaskCancelledError) as exc:
+            reason = f"shard task failed ({type(exc).__name__}); run the same ingest again"
+            report.files_seen += len(groups[shard])
+            report.files_failed += [FileFailure(str(f), reason) for f in groups[shard]]
+    with ShardedStore(manifest) as store:
+        store.update_manifest()
+    return report
