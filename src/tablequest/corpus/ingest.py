@@ -354,7 +354,10 @@ def _outcomes(
     done = 0
     pool = None
     futures = []
-    with contextlib.suppress(OSError):
+    # A worker killed while starting (SIGTERM to the whole process group) breaks the pool
+    # during submit: then nothing was submitted and the batches are read below, unless
+    # the ingest is stopping.
+    with contextlib.suppress(OSError, BrokenProcessPool):
         # Created first: this starts the resource tracker, which unblocks SIGINT when done.
         pool = ProcessPoolExecutor(
             max_workers=n_workers,
@@ -379,6 +382,8 @@ def _outcomes(
         finally:
             _close_pool(pool, early=done < len(batches))
     for batch in batches[done:]:
+        if stopping():
+            return
         yield from _read_many(batch)
 
 
