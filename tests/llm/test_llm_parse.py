@@ -330,6 +330,7 @@ def test_f_col_unquoted_and_quoted_items() -> None:
         "[*]",
         "<think>hmm</think><answer>insufficient</answer>",
         "<answer></answer>",
+        "<answer>Your final answer</answer>",
     ],
 )
 def test_refusals_and_tool_syntax_are_non_answers(text: str) -> None:

@@ -147,6 +147,9 @@ _NON_ANSWERS = frozenset(
         "cannot be answered",
         "cannot be determined",
         "unanswerable",
+        "your final answer",  # a prompt template echoed back (seen from a base model)
+        "your answer",
+        "final answer",
         "*",
         "[*]",
         "[]",
