@@ -321,3 +321,18 @@ def test_current_step_helper_reads_the_plan(
 ) -> None:
     prompt = "Plan:\n1. SELECT\n2. AGG  ← now\n\nTable structure\nNow carry out operation 2: AGG"
     assert script.step(prompt) == ("SELECT>AGG", 2, "AGG")
+
+
+@pytest.mark.parametrize("echo", ["Answer: insufficient", "Final Answer: Question: {q} Answer"])
+def test_a_direct_reply_that_refuses_or_echoes_the_prompt_is_no_answer(
+    script: Any, sales: Table, echo: str
+) -> None:
+    inner = script.replies(script.mod("aggregation", ["SELECT", "AGG"]), GOOD)
+
+    def reply(messages: list[dict[str, str]], params: dict[str, Any]) -> str:
+        text = inner(messages, params)
+        return echo.format(q=QUESTION) if text == "Final Answer: direct" else text
+
+    context = MethodContext(llm=Scripted(reply), sandbox=BrokenSandbox())  # type: ignore[arg-type]
+    result = DTR(ResearchOptions(memory="off"), context).answer(QUESTION, TableSet([("t1", sales)]))
+    assert result.status != "answered" and result.answer is None

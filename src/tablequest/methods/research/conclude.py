@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from tablequest.llm.base import LLMError
-from tablequest.llm.parse import ParseError, extract_answer
+from tablequest.llm.parse import ParseError, extract_answer, is_non_answer
 from tablequest.methods.base import Result, Status, Task
 from tablequest.methods.research.execute import PathOutcome
 from tablequest.methods.research.feedback import locate
@@ -68,6 +68,10 @@ def direct_answer(
         q.trace.event("fallback", stage="direct", reason=f"{type(exc).__name__}: {exc}")
         return None
     answer = " ".join(answer.split())[:500]
+    if is_non_answer(answer) or " ".join(question.split()) in answer:
+        # a refusal, or the prompt echoed back (seen from a base model behind llama.cpp)
+        q.trace.event("fallback", stage="direct", reason=f"not an answer: {answer[:80]!r}")
+        return None
     return answer or None
 
 
