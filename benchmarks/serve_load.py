@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import csv
 import json
+import multiprocessing
 import os
 import signal
 import socket
@@ -31,6 +33,7 @@ import sys
 import tempfile
 import time
 import urllib.parse
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -163,11 +166,29 @@ async def asks_round(port: int, token: str, qs: list[str], n: int, tag: str) -> 
     }
 
 
+def _asks_in_child(
+    port: int, token: str, qs: list[str], n: int, tag: str, go: Any, out: Any
+) -> None:
+    go.wait()
+    out.put(asyncio.run(asks_round(port, token, qs, n, tag)))
+
+
 async def asks_with_search(port: int, token: str, ask_qs: list[str], search_qs: list[str],
                            n: int, clients: int, tag: str) -> dict[str, Any]:  # fmt: skip
+    """The ask streams come from another process, started (and its imports done) before the
+    search load: their events (megabytes of trace JSON) would otherwise be parsed on the search
+    clients' event loop, and its start-up would take the clients' CPU."""
+    ctx = multiprocessing.get_context("spawn")
+    results, go = ctx.Queue(), ctx.Event()
+    child = ctx.Process(target=_asks_in_child, args=(port, token, ask_qs, n, tag, go, results))
+    child.start()
+    await asyncio.sleep(5.0)  # its imports
     stop = asyncio.Event()
     load = asyncio.create_task(search_load(port, token, search_qs, clients, until=stop))
-    asks = await asks_round(port, token, ask_qs, n, tag)
+    await asyncio.sleep(0.5)  # the search load is running before the asks start
+    go.set()
+    asks = await asyncio.to_thread(results.get)
+    await asyncio.to_thread(child.join)
     stop.set()
     return {**asks, "search_during": await load}
 
@@ -188,6 +209,27 @@ def measured(pid: int, run: Any) -> dict[str, Any]:
     )
     stats["load_avg_1m"] = os.getloadavg()[0]
     return out
+
+
+def _serve_stub(latency: float, urls: Any, stop: Any) -> None:
+    with StubServer(slow_reply(latency)) as stub:
+        urls.put(stub.url)
+        stop.wait()
+
+
+@contextlib.contextmanager
+def stub_process(latency: float) -> Iterator[str]:
+    """The stub LLM server in its own process: its 50 request threads must not share the
+    search clients' interpreter lock (they did at first, and stalled the clients 1.5 s)."""
+    ctx = multiprocessing.get_context("spawn")
+    urls, stop = ctx.Queue(), ctx.Event()
+    child = ctx.Process(target=_serve_stub, args=(latency, urls, stop), daemon=True)
+    child.start()
+    try:
+        yield str(urls.get(timeout=120))
+    finally:
+        stop.set()
+        child.join(timeout=10)
 
 
 def rss_mb(pid: int) -> float:
@@ -245,9 +287,9 @@ def main() -> None:
     test_qs = questions(args.wtq, "pristine-unseen-tables")
     train_qs = questions(args.wtq, "training")
     out: dict[str, Any] = {"tables": report.tables_stored, "ingest_s": ingest_s}
-    with StubServer(slow_reply(args.ask_latency)) as stub:
+    with stub_process(args.ask_latency) as stub_url:
         port = free_port()
-        proc, token = start_server(store, tmp, stub.url, port)
+        proc, token = start_server(store, tmp, stub_url, port)
         try:
             time.sleep(2.0)  # the server loads the grep index in the background at start
             pid, n = proc.pid, args.clients

@@ -232,3 +232,23 @@ def test_warm_then_fast_session(sandbox: Sandbox) -> None:
     sandbox.warm()
     with sandbox.session() as s:
         assert s.run("json.dumps([1])").value == repr(json.dumps([1]))
+
+
+def test_a_run_is_a_wait_for_the_host(session: Session) -> None:
+    """`tablequest serve` lets other asks run while one waits on its sandbox (tablequest.waits)."""
+    from contextlib import contextmanager
+
+    from tablequest.waits import on_wait
+
+    waits: list[str] = []
+
+    @contextmanager
+    def hook() -> Iterator[None]:
+        waits.append("start")
+        yield
+        waits.append("end")
+
+    with on_wait(hook):
+        assert session.run("1 + 1").value == "2"
+    assert waits == ["start", "end"]
+    assert session.run("2").value == "2" and waits == ["start", "end"]  # no hook outside

@@ -4,6 +4,7 @@ limits on bodies, uploads and concurrent asks; uploads go in under server-chosen
 from __future__ import annotations
 
 import io
+import json
 import threading
 import time
 import zipfile
@@ -104,6 +105,15 @@ def test_upload_ingests_into_the_store_without_blocking_searches(server: Any) ->
         assert hits[0]["source"].endswith(stored)
     again = _upload(server, [("evil comets.csv", csv)])
     assert again.json()["tables_unchanged"] == 1 and again.json()["tables_stored"] == 0
+
+
+def test_upload_reports_what_the_reader_repaired(server: Any) -> None:
+    nul = b"Moon,Radius km\nKelda,\x00512\nOrris,88\n"
+    report = _upload(server, [("evil moons.csv", nul)]).json()
+    assert report["tables_stored"] == 1 and report["files_failed"] == []
+    assert [w["name"] for w in report["files_warned"]] == ["evil moons.csv"]
+    assert "NUL byte removed" in report["files_warned"][0]["warning"]
+    assert str(server.state.uploads) not in json.dumps(report)  # no server-side path
 
 
 def zip_bomb() -> bytes:

@@ -156,13 +156,19 @@ class Store:
         read_only: bool = False,
         lock_timeout: float | None = None,
     ) -> None:
+        self._init_state(path, read_only=read_only, lock_timeout=lock_timeout)
+        self.con = self._connect()
+
+    def _init_state(
+        self, path: str | Path | None, *, read_only: bool, lock_timeout: float | None
+    ) -> None:
+        """Every attribute but the connection (subclasses that bring their own call this)."""
         self.path = None if path in (None, ":memory:") else Path(str(path)).expanduser()
         self.read_only = read_only
         self.lock_timeout = lock_timeout
         self.notes: list[str] = []
         self._indexes: dict[str, tuple[str, Any]] = {}
         self._read_only_fingerprint: str | None = None
-        self.con = self._connect()
 
     def _connect(self) -> duckdb.DuckDBPyConnection:
         if self.path is None:

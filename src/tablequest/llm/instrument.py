@@ -30,6 +30,7 @@ from tablequest.llm.base import (
 from tablequest.llm.deadline import Deadline, call_scope
 from tablequest.llm.usage import StepBudget, UsageMeter
 from tablequest.trace import Trace
+from tablequest.waits import waiting
 
 
 class _CallObserver:
@@ -115,7 +116,7 @@ class Instrumented(LLM):
         try:
             if self.deadline is not None:
                 self.deadline.check("before the call", url=info.get("url"), model=model)
-            with call_scope(deadline=self.deadline, observer=observer):
+            with call_scope(deadline=self.deadline, observer=observer), waiting():
                 completions = self.inner.chat(messages, **params)
         except (LLMError, ValueError) as exc:
             if isinstance(exc, DeadlineExceeded) and self.deadline is not None:

@@ -9,6 +9,8 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
+from tablequest.waits import waiting
+
 from . import _frames, _launch, _policy, _protocol
 from ._layers import build_layers
 from ._process import Child, LimitExceeded, Limits
@@ -263,6 +265,10 @@ class Session:
         if not isinstance(code, str):
             raise InvalidArgument(f"code must be str, not {type(code).__name__}")
         _positive("timeout", timeout)
+        with waiting():  # the host may let other threads run meanwhile (tablequest.waits)
+            return self._run(code, float(timeout))
+
+    def _run(self, code: str, timeout: float) -> ExecResult:
         if self._child is None:
             self._child = self._sandbox._claim(self._frames)
             self._facts = self._child.facts
@@ -270,7 +276,7 @@ class Session:
         child = self._child
         start = time.monotonic()
         try:
-            reply = child.run(code, float(timeout))
+            reply = child.run(code, timeout)
         except _protocol.ChannelTimeout:
             error = f"TimeoutError: the cell did not finish within {timeout:g} s"
         except _protocol.ChannelClosed:

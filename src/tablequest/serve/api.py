@@ -176,6 +176,13 @@ async def ingest_files(
     if not report.ok:
         reasons = "; ".join(f"{f['name']}: {f['reason']}" for f in failed)
         raise HTTPException(422, f"no table could be read ({reasons})")
+    warned = []
+    for warning in report.files_warned:
+        item = by_path.get(warning.path)
+        name = item.client_name if item else "?"
+        # The reader names the file by its server-side path: show the uploaded name instead.
+        text = warning.warning.replace(warning.path, name)
+        warned.append({"name": name, "warning": text})
     with state.stores.reader() as store:
         total = len(store)
     return {
@@ -186,6 +193,7 @@ async def ingest_files(
         "tables_stored": report.tables_stored,
         "tables_unchanged": report.tables_unchanged,
         "files_failed": failed,
+        "files_warned": warned,
         "tables": total,
     }  # fmt: skip
 

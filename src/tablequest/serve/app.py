@@ -172,12 +172,15 @@ def run_server(config: ServeConfig, *, log_level: str = "info") -> None:
     logging.basicConfig(
         level=getattr(logging, log_level.upper(), logging.INFO), format="%(message)s"
     )
+    # httpx logs every model request at INFO: one line per LLM call, naming the model's URL.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     app = create_app(config)
     uvicorn.run(
         app,
         host=config.host,
         port=config.port,
         access_log=False,
+        proxy_headers=False,  # no proxy is assumed: X-Forwarded-* from a client means nothing
         log_level=log_level,
         timeout_keep_alive=5,
         timeout_graceful_shutdown=5,

@@ -127,11 +127,17 @@ class IngestFailure(BaseModel):
     reason: str
 
 
+class IngestWarning(BaseModel):
+    name: str
+    warning: str = Field(description="What the reader repaired or skipped in that file.")
+
+
 class IngestResponse(BaseModel):
     files: list[FileResult]
     tables_stored: int
     tables_unchanged: int
     files_failed: list[IngestFailure]
+    files_warned: list[IngestWarning]
     tables: int = Field(description="Tables in the store now.")
 
 
