@@ -261,12 +261,9 @@ def run_command(
         ds = load_dataset(dataset, data, split)
         chosen = select_questions(ds, ids_file=questions, limit=limit)
         llm_config = resolve_config(
-            url=llm_url[0] if llm_url else None,
-            model=model,
-            api_key=api_key,
-            cache=False if no_cache else None,
-            deadline=deadline,
-        )
+            url=llm_url[0] if llm_url else None, model=model, api_key=api_key,
+            cache=False if no_cache else None, deadline=deadline,
+        )  # fmt: skip
         model_llm = build_llm(llm_config, llm_spec=llm)
     except (DatasetError, RunnerError, ConfigError, LLMError, ValueError) as exc:
         _fail(str(exc), json_out)
@@ -285,27 +282,20 @@ def run_command(
         try:
             log = RecordLog(out, run_spec)
             answer = build_answer(
-                spec,
-                options,
-                model_llm,
-                corpus,
-                llm_config=llm_config,
-                steps=steps,
-                cache=not no_cache,
-                questions=chosen,
+                spec, options, model_llm, corpus, llm_config=llm_config, steps=steps,
+                cache=not no_cache, questions=chosen,
                 on_encoder=lambda enc: _dense(corpus, enc, cache_dir, not json_out),
-            )
+            )  # fmt: skip
             try:
                 if ray_address(ray) is None:
                     ran = _run(chosen, answer, log, run_spec, corpus, concurrency, out, json_out)
-                else:
-                    # `answer` was built here to prepare the corpus (vectors) once
-                    urls = endpoint_urls(llm_url, llm_config.url)
+                else:  # `answer` was built here to prepare the corpus (vectors) once
                     job = EvalJob.detached(
                         corpus, spec=run_spec, method=spec.name, options=options,
                         llm=llm_config, steps=steps, cache=not no_cache,
                         trace_dir=str(out.with_name(out.name.removesuffix(".jsonl") + ".traces")),
                     )  # fmt: skip
+                    urls = endpoint_urls(llm_url, llm_config.url)
                     ran = _run_ray(chosen, job, log, urls, concurrency, ray_address(ray), json_out)
             finally:
                 answer.close()

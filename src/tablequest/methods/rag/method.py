@@ -44,7 +44,6 @@ from tablequest.methods.base import (
     MethodContext,
     Query,
     Result,
-    Status,
     TableSet,
     Task,
     start_query,
@@ -62,7 +61,7 @@ from tablequest.methods.rag.prepared import (
     retrieve,
 )
 from tablequest.methods.rag.prompts import rag_solver_prompt, table_solver_prompt
-from tablequest.methods.rag.solver import SolveOutcome, majority_vote, solve
+from tablequest.methods.rag.solver import SolveOutcome, solve, voted_result
 from tablequest.sandbox import Sandbox, SandboxError
 from tablequest.table import Table
 from tablequest.trace import Trace
@@ -264,9 +263,13 @@ class TableRAG:
             trace.event("error", stage="sandbox", reason=reason)
             failed = Result(answer=None, status="failed", details={"reason": reason})
             return self._finish(query, details, failed, table_id)
-        return self._finish(
-            query, details, self._vote(outcomes, prepared, table_id, trace), table_id
+        voted = voted_result(
+            outcomes,
+            evidence=lambda answer: locate(prepared, table_id or "", answer),
+            max_depth=self.config.max_depth,
+            trace=trace,
         )
+        return self._finish(query, details, voted, table_id)
 
     def _baseline_context(
         self, prepared: PreparedTable, question: str
@@ -306,6 +309,53 @@ class TableRAG:
                 content_hash=prepared.content_hash,
             )
 
+    def _rag_prompt(
+        self,
+        query: Query,
+        prepared: PreparedTable,
+        question: str,
+        task: Task,
+        record: dict[str, Any],
+    ) -> str:
+        """Expand the question, retrieve schema and cells, and build the solver prompt
+        (what was asked and found goes into `record`)."""
+        cfg = self.config
+        llm, trace = query.llm, query.trace
+        assert llm is not None
+        caption = prepared.table.title
+        expansion: Expansion = (
+            expand(
+                llm,
+                question,
+                caption=caption,
+                trace=trace,
+                task=task,
+                temperature=cfg.sampling_temperature,
+                max_tokens=cfg.step_max_tokens,
+                max_queries=cfg.max_queries,
+            )
+            if cfg.expansion
+            else question_queries(question)
+        )
+        found = self.retrieve(
+            prepared, expansion.schema_queries, expansion.cell_queries, trace=trace
+        )
+        record.update(
+            schema_queries=expansion.schema_queries,
+            cell_queries=expansion.cell_queries,
+            query_sources=[expansion.schema_source, expansion.cell_source],
+            retrieved_columns=[c.name for c, _, _ in found.columns],
+            retrieved_cells=[[e.column, e.value] for e, _, _ in found.cells],
+        )
+        return rag_solver_prompt(
+            question,
+            caption,
+            [c.doc for c, _, _ in found.columns],
+            expansion.cell_queries if cfg.cell_mode == "retrieval" else None,
+            found.cell_lines(cfg.max_cell_chars),
+            task,
+        )
+
     def _sample(
         self,
         query: Query,
@@ -325,38 +375,7 @@ class TableRAG:
         if context is not None and context.text is not None:
             prompt = table_solver_prompt(question, caption, context.text, task)
         else:
-            expansion: Expansion = (
-                expand(
-                    llm,
-                    question,
-                    caption=caption,
-                    trace=trace,
-                    task=task,
-                    temperature=temperature,
-                    max_tokens=cfg.step_max_tokens,
-                    max_queries=cfg.max_queries,
-                )
-                if cfg.expansion
-                else question_queries(question)
-            )
-            found = self.retrieve(
-                prepared, expansion.schema_queries, expansion.cell_queries, trace=trace
-            )
-            prompt = rag_solver_prompt(
-                question,
-                caption,
-                [c.doc for c, _, _ in found.columns],
-                expansion.cell_queries if cfg.cell_mode == "retrieval" else None,
-                found.cell_lines(cfg.max_cell_chars),
-                task,
-            )
-            record.update(
-                schema_queries=expansion.schema_queries,
-                cell_queries=expansion.cell_queries,
-                query_sources=[expansion.schema_source, expansion.cell_source],
-                retrieved_columns=[c.name for c, _, _ in found.columns],
-                retrieved_cells=[[e.column, e.value] for e, _, _ in found.cells],
-            )
+            prompt = self._rag_prompt(query, prepared, question, task, record)
         record["solver_prompt_tokens"] = estimate_tokens(prompt + "Thought: ")
         details.setdefault("solver_prompt_tokens", record["solver_prompt_tokens"])
         with self._sandbox_for().session({"df": prepared.frame}) as session:
@@ -389,29 +408,6 @@ class TableRAG:
             reason=outcome.reason,
         )
         return outcome
-
-    def _vote(
-        self,
-        outcomes: list[SolveOutcome],
-        prepared: PreparedTable,
-        table_id: str | None,
-        trace: Trace,
-    ) -> Result:
-        answer, votes = majority_vote([o.answer for o in outcomes])
-        trace.event("decision", stage="vote", votes=votes, answer=answer)
-        if answer is not None:
-            evidence = locate(prepared, table_id or "", answer)
-            return Result(
-                answer=answer, status="answered", evidence=evidence, details={"votes": votes}
-            )
-        failures = [o for o in outcomes if o.status in ("llm_error", "context")]
-        status: Status = "failed" if len(failures) == len(outcomes) else "insufficient"
-        reason = (
-            failures[0].reason
-            if failures and status == "failed"
-            else f"no Final Answer within {self.config.max_depth} steps"
-        )
-        return Result(answer=None, status=status, details={"votes": votes, "reason": reason})
 
     def _finish(
         self, query: Query, details: dict[str, Any], result: Result, table_id: str | None

@@ -27,13 +27,15 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from tablequest.llm.base import LLM, LLMError, estimate_tokens
 from tablequest.llm.parse import BadReAct, is_non_answer, parse_react
+from tablequest.methods.base import Result, Status
 from tablequest.sandbox import ExecResult, SandboxError
+from tablequest.table import CellRef
 from tablequest.trace import Trace
 
 SolveStatus = Literal["answered", "no_answer", "llm_error", "context"]
@@ -210,3 +212,27 @@ def majority_vote(answers: Sequence[str | None]) -> tuple[str | None, dict[str, 
     best = votes.most_common(1)[0][0]
     first = next(a for k, a in keys if k == best)
     return first, dict(votes)
+
+
+def voted_result(
+    outcomes: Sequence[SolveOutcome],
+    *,
+    evidence: Callable[[str], list[CellRef]],
+    max_depth: int,
+    trace: Trace,
+) -> Result:
+    """The majority answer of the samples with its evidence cells, or why there is none."""
+    answer, votes = majority_vote([o.answer for o in outcomes])
+    trace.event("decision", stage="vote", votes=votes, answer=answer)
+    if answer is not None:
+        return Result(
+            answer=answer, status="answered", evidence=evidence(answer), details={"votes": votes}
+        )
+    failures = [o for o in outcomes if o.status in ("llm_error", "context")]
+    status: Status = "failed" if len(failures) == len(outcomes) else "insufficient"
+    reason = (
+        failures[0].reason
+        if failures and status == "failed"
+        else f"no Final Answer within {max_depth} steps"
+    )
+    return Result(answer=None, status=status, details={"votes": votes, "reason": reason})

@@ -152,6 +152,45 @@ def _span(value: str | None, limit: int) -> int:
 
 
 def _table(el: Any, holders: dict[Any, bool]) -> Table | None:
+    grid, th, merges, header_like = _grid(el, holders)
+    width = max((len(row) for row in grid), default=0)
+    if width == 0:
+        return None
+    banners: list[str] = []
+    while len(grid) > 1 and width > 1 and Merge(0, 0, 0, width - 1) in merges:
+        banners.append(grid[0][0])
+        del grid[0], th[0], header_like[0]
+        merges = [Merge(m.top - 1, m.left, m.bottom - 1, m.right) for m in merges if m.top > 0]
+    n_rows = len(grid)
+    cells = tuple(tuple(row) + ("",) * (width - len(row)) for row in grid)
+    n_head = next((i for i, h in enumerate(header_like) if not h), n_rows)
+    if n_head == 0 or (n_head == n_rows and n_rows > 1):
+        n_head = 1
+    n_head_cols = 0
+    while (
+        n_head < n_rows
+        and n_head_cols < width - 1
+        and all(len(row_th) > n_head_cols and row_th[n_head_cols] for row_th in th[n_head:])
+    ):
+        n_head_cols += 1
+    caption = el.find("caption")
+    if caption is not None:
+        banners.insert(0, cell_text(caption))
+    title = "\n".join(b for b in banners if b)
+    return Table(
+        cells=cells,
+        n_header_rows=n_head,
+        n_header_cols=n_head_cols,
+        merges=tuple(merges),
+        title=title or None,
+    )
+
+
+def _grid(
+    el: Any, holders: dict[Any, bool]
+) -> tuple[list[list[str]], list[list[bool]], list[Merge], list[bool]]:
+    """The cell grid with row and column spans filled in: (texts, is-th flags, merges,
+    whether each row looks like a header row)."""
     rows = list(_rows(el))
     n_rows = len(rows)
     pending: dict[int, dict[int, tuple[str, bool]]] = {}
@@ -206,37 +245,7 @@ def _table(el: Any, holders: dict[Any, bool]) -> Table | None:
         grid.append(row)
         th.append(row_th)
         header_like.append(in_head or (any_cell and only_th))
-    width = max((len(row) for row in grid), default=0)
-    if width == 0:
-        return None
-    banners: list[str] = []
-    while len(grid) > 1 and width > 1 and Merge(0, 0, 0, width - 1) in merges:
-        banners.append(grid[0][0])
-        del grid[0], th[0], header_like[0]
-        merges = [Merge(m.top - 1, m.left, m.bottom - 1, m.right) for m in merges if m.top > 0]
-    n_rows = len(grid)
-    cells = tuple(tuple(row) + ("",) * (width - len(row)) for row in grid)
-    n_head = next((i for i, h in enumerate(header_like) if not h), n_rows)
-    if n_head == 0 or (n_head == n_rows and n_rows > 1):
-        n_head = 1
-    n_head_cols = 0
-    while (
-        n_head < n_rows
-        and n_head_cols < width - 1
-        and all(len(row_th) > n_head_cols and row_th[n_head_cols] for row_th in th[n_head:])
-    ):
-        n_head_cols += 1
-    caption = el.find("caption")
-    if caption is not None:
-        banners.insert(0, cell_text(caption))
-    title = "\n".join(b for b in banners if b)
-    return Table(
-        cells=cells,
-        n_header_rows=n_head,
-        n_header_cols=n_head_cols,
-        merges=tuple(merges),
-        title=title or None,
-    )
+    return grid, th, merges, header_like
 
 
 def _flat_text(cell: Any) -> str:
