@@ -56,6 +56,7 @@ from tablequest.corpus.encoder_base import (
     report_progress,
     with_rate,
 )
+from tablequest.waits import waiting
 
 __all__ = [
     "DENSE_EXTRA_HINT",
@@ -158,7 +159,8 @@ class APIEncoder:
         for i in range(0, len(texts), self.batch_size):
             batch = [t or " " for t in texts[i : i + self.batch_size]]
             try:
-                reply = self._client.embeddings.create(model=self._model, input=batch)
+                with waiting():  # the host may run other work meanwhile (tablequest.waits)
+                    reply = self._client.embeddings.create(model=self._model, input=batch)
             except openai.OpenAIError as exc:
                 raise EncoderUnavailable(
                     f"embeddings request to {self.name} failed: {exc}"

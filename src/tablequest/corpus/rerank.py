@@ -15,6 +15,7 @@ import httpx
 from tablequest.corpus.dense import dense_rank
 from tablequest.corpus.encoders import Encoder, EncoderUnavailable
 from tablequest.corpus.store import Hit, Store
+from tablequest.waits import waiting
 
 
 class Reranker(Protocol):
@@ -58,7 +59,8 @@ class APIReranker:
         else:
             body = {"model": self.model, "text_1": query, "text_2": list(documents)}
         try:
-            reply = self._client.post(self.url, json=body)
+            with waiting():  # the host may run other work meanwhile (tablequest.waits)
+                reply = self._client.post(self.url, json=body)
             reply.raise_for_status()
             data = reply.json()
             items = data["results"] if self.endpoint == "rerank" else data["data"]
