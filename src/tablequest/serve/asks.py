@@ -9,9 +9,9 @@ Turns (ours): asks and searches share one interpreter lock. Fifty asks whose mod
 arrive together all want it at once, and CPython hands it round among every runnable thread,
 so a search waited behind the whole burst (search p99 0.5 s during 50 asks). An ask therefore
 runs Python only while it holds one of `cpu_turns` turns (default 1), and gives it up while it
-waits on the model or the sandbox (`tablequest.waits`): one ask thread at most competes with
-the searches. Measured (`benchmarks/serve_load.py`): search p99 during 50 asks 0.5 s → 0.17 s;
-the 50 asks took 4.2 s instead of 3.7 s.
+waits on a server (model, embeddings, rerank) or the sandbox (`tablequest.waits`): one ask
+thread at most competes with the searches. Measured (`benchmarks/serve_load.py`): search p99
+during 50 asks 0.5 s → 0.17–0.22 s; the 50 asks took 4.2–4.4 s instead of 3.7 s.
 
 Limits (ours): at most `max_asks` jobs run at once (`AskManager.start` raises `Busy` beyond,
 which the API answers with 429 and Retry-After); an ask past its deadline is stopped at its
