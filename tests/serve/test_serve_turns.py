@@ -36,27 +36,30 @@ def test_one_turn_at_a_time_and_given_up_while_waiting() -> None:
     inside: list[int] = []
     peak = 0
     lock = threading.Lock()
+    all_waiting = threading.Barrier(6, timeout=10)  # reachable only if every turn is given up
+    failures: list[BaseException] = []
 
     def work(i: int) -> None:
         nonlocal peak
-        with turns.turn():
-            with lock:
-                inside.append(i)
-                peak = max(peak, len(inside))
-            time.sleep(0.01)
-            with lock:
-                inside.remove(i)
-            with turns.waiting():  # a long wait that others may use
-                time.sleep(0.05)
+        try:
+            with turns.turn():
+                with lock:
+                    inside.append(i)
+                    peak = max(peak, len(inside))
+                time.sleep(0.01)
+                with lock:
+                    inside.remove(i)
+                with turns.waiting():
+                    all_waiting.wait()
+        except BaseException as exc:  # a broken barrier: some thread kept its turn
+            failures.append(exc)
 
-    started = time.monotonic()
     threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert peak == 1
-    assert time.monotonic() - started < 6 * 0.06  # the waits overlapped
+    assert failures == [] and peak == 1
 
 
 def test_a_model_call_is_a_wait() -> None:
@@ -99,11 +102,12 @@ def test_an_ask_waiting_on_its_model_lets_another_ask_run() -> None:
 def test_an_ask_running_python_holds_its_turn() -> None:
     manager = AskManager(max_asks=4, timeout=30, cpu_turns=1)
     order: list[str] = []
-    release = threading.Event()
+    started, release = threading.Event(), threading.Event()
 
     def busy(job: Any, trace: Any) -> Any:
         order.append("busy start")
-        release.wait(0.3)  # not a marked wait: the turn stays held
+        started.set()
+        release.wait(10)  # not a marked wait: the turn stays held
         order.append("busy end")
         return 1
 
@@ -112,12 +116,15 @@ def test_an_ask_running_python_holds_its_turn() -> None:
         return 2
 
     a = manager.start("q1", "seek", None, busy)
-    time.sleep(0.05)
+    assert started.wait(10)
     b = manager.start("q2", "seek", None, second)
+    time.sleep(0.2)
+    assert not b.done and order == ["busy start"]  # waiting for the turn
+    release.set()
     deadline = time.monotonic() + 10
     while not (a.done and b.done) and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert order == ["busy start", "busy end", "second"]
+    assert order == ["busy start", "busy end", "second"] and (a.result, b.result) == (1, 2)
     manager.close()
 
 
