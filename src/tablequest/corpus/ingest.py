@@ -23,13 +23,20 @@ Stopping (docs/reliability.md): workers never outlive the ingest. From its initi
 worker asks the kernel for SIGKILL when its parent dies (Linux `prctl(PR_SET_PDEATHSIG)`) and
 polls its parent pid every second (any POSIX); a worker still starting up (importing) when
 its parent is killed exits as soon as it has started. Workers are spawned with SIGINT
-blocked and then ignore it, so Ctrl-C (sent to the whole process group) is the parent's to
-handle. The pool's resource tracker exits once they have all closed its pipe. A `stop`
-event (`StopSignals` turns SIGINT/SIGTERM into one) ends the ingest at the next file, also
-while waiting on workers: the files read so far are committed as one last group, the
-workers are terminated, the indexes are left for the next run, and the report says
-`stopped`. A failure of the store itself (disk full, I/O error) raises `IngestAborted`
-with the report of what was committed.
+blocked and then ignore SIGINT and SIGTERM, so Ctrl-C or a SIGTERM sent to the whole process
+group is the parent's to handle. The pool's resource tracker exits once they have all closed
+its pipe. A `stop` event (`StopSignals` turns SIGINT/SIGTERM into one) ends the ingest at the
+next file, also while waiting on workers: the files read so far are committed as one last
+group, the indexes are left for the next run, and the report says `stopped`. A failure of
+the store itself (disk full, I/O error) raises `IngestAborted` with the report of what was
+committed.
+
+Stopping workers early is cooperative (measured defect): a worker killed while it sends a
+chunk's result leaves half a message in the pool's result pipe, and the pool's manager
+thread then blocks in `recv` for good, so the ingest hung at shutdown (seen under load with
+a full disk). So the parent sets a shared event; a worker checks it before each file and
+before returning, and then returns nothing; the parent waits up to `_STOP_GRACE` seconds for
+the chunks in flight and SIGKILLs only a worker still inside one file after that.
 """
 
 from __future__ import annotations
@@ -60,6 +67,8 @@ BATCH_SECONDS = 2.0
 PARALLEL_THRESHOLD = 64  # fewer files than this are read in-process (no pool start-up)
 MAX_FILE_BYTES = 2 * 1024**3
 _POLL_SECONDS = 0.2  # how often a wait for workers checks `stop`
+_STOP_GRACE = 5.0  # seconds workers get to finish their current file when stopped early
+_worker_stop: Any = None  # in a worker: the parent's "stop reading" event
 
 
 @dataclass
@@ -242,7 +251,15 @@ def _same_hash(path: str, digest: str) -> bool:
 
 
 def _read_many(args: Sequence[tuple[str, str | None]]) -> list[Outcome]:
-    return [read_file(p, h) for p, h in args]
+    """Read a chunk; in a worker told to stop, return nothing (see "Stopping workers")."""
+    out = []
+    for path, digest in args:
+        if _worker_stop is not None and _worker_stop.is_set():
+            return []
+        out.append(read_file(path, digest))
+    if _worker_stop is not None and _worker_stop.is_set():
+        return []
+    return out
 
 
 def ingest(
@@ -354,6 +371,8 @@ def _outcomes(
     done = 0
     pool = None
     futures = []
+    context = get_context("spawn")
+    stop_workers = context.Event()  # before the pool: this too starts the resource tracker
     # A worker killed while starting (SIGTERM to the whole process group) breaks the pool
     # during submit: then nothing was submitted and the batches are read below, unless
     # the ingest is stopping.
@@ -361,9 +380,9 @@ def _outcomes(
         # Created first: this starts the resource tracker, which unblocks SIGINT when done.
         pool = ProcessPoolExecutor(
             max_workers=n_workers,
-            mp_context=get_context("spawn"),
+            mp_context=context,
             initializer=_worker_start,
-            initargs=(os.getpid(),),
+            initargs=(os.getpid(), stop_workers),
         )
         with _sigint_blocked():  # submit spawns the workers; they start with SIGINT blocked
             futures = [pool.submit(_read_many, batch) for batch in batches]
@@ -380,25 +399,29 @@ def _outcomes(
         except (BrokenProcessPool, OSError):
             pass  # workers cannot start here (e.g. __main__ is stdin): read the rest below
         finally:
-            _close_pool(pool, early=done < len(batches))
+            if done < len(batches):
+                _stop_pool(pool, futures, stop_workers)
+            pool.shutdown(wait=True, cancel_futures=True)
     for batch in batches[done:]:
         if stopping():
             return
         yield from _read_many(batch)
 
 
-def _close_pool(pool: ProcessPoolExecutor, *, early: bool) -> None:
-    """Shut the pool down; when stopping early, terminate the workers rather than wait
-    for them to finish starting up and reading their chunk (they only read files)."""
-    if early:
-        terminate = getattr(pool, "terminate_workers", None)  # Python 3.14+
-        if terminate is not None:
-            terminate()
-        else:  # before shutdown(), which drops the pool's references to its processes
-            for process in list((getattr(pool, "_processes", None) or {}).values()):
-                with contextlib.suppress(OSError, ValueError):
-                    process.terminate()
-    pool.shutdown(wait=True, cancel_futures=True)
+def _stop_pool(pool: ProcessPoolExecutor, futures: list[Any], stop_workers: Any) -> None:
+    """Stop the workers before their chunks are done without killing one mid-send: tell them
+    to stop, cancel what has not started, wait for the chunks in flight, then SIGKILL only a
+    worker still reading one file after `_STOP_GRACE` seconds."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    stop_workers.set()
+    for future in futures:
+        future.cancel()
+    wait([f for f in futures if not f.cancelled()], timeout=_STOP_GRACE)
+    if all(f.done() for f in futures):
+        return
+    for process in processes:
+        with contextlib.suppress(OSError, ValueError):
+            process.kill()
 
 
 _PR_SET_PDEATHSIG = 1
@@ -418,9 +441,13 @@ def _sigint_blocked() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
-def _worker_start(parent: int) -> None:
-    """Pool initializer: ignore Ctrl-C (the parent's to handle) and die with the parent."""
+def _worker_start(parent: int, stop: Any) -> None:
+    """Pool initializer: ignore Ctrl-C and SIGTERM (the parent's to handle; it stops the
+    workers with `stop`), and die with the parent."""
+    global _worker_stop
+    _worker_stop = stop
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     if sys.platform.startswith("linux"):
