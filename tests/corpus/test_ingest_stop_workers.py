@@ -1,4 +1,4 @@
-"""Stopping ingest workers early without killing one mid-send (corpus/ingest.py).
+"""Stopping ingest workers early without killing one mid-send (corpus/reading.py).
 
 A worker killed while it sent a chunk's result left half a message in the pool's result
 pipe and the ingest hung at shutdown. Now the parent tells the workers to stop (a shared
@@ -8,7 +8,6 @@ period is SIGKILLed, and shutdown still returns.
 
 from __future__ import annotations
 
-import importlib
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -18,15 +17,14 @@ from typing import Any
 
 import pytest
 
-# the package exports the function `ingest`, which shadows the module's name
-ingest_module = importlib.import_module("tablequest.corpus.ingest")
+from tablequest.corpus import reading
 
 
 def _pool(stop: Any) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(
         max_workers=2,
         mp_context=get_context("spawn"),
-        initializer=ingest_module._worker_start,
+        initializer=reading._worker_start,
         initargs=(os.getpid(), stop),
     )
 
@@ -44,11 +42,11 @@ def test_stopped_workers_return_nothing_and_exit_normally(tmp_path: Path) -> Non
     todo = _csvs(tmp_path / "t", 8)
     pool = _pool(stop)
     try:
-        first = pool.submit(ingest_module._read_many, todo[:4]).result(timeout=120)
+        first = pool.submit(reading._read_many, todo[:4]).result(timeout=120)
         assert [kind for kind, _ in first] == ["stored"] * 4  # reads while not stopped
         stop.set()
-        later = [pool.submit(ingest_module._read_many, todo[4:]) for _ in range(3)]
-        ingest_module._stop_pool(pool, later, stop)
+        later = [pool.submit(reading._read_many, todo[4:]) for _ in range(3)]
+        reading._stop_pool(pool, later, stop)
         processes = list(pool._processes.values())
         assert all(f.cancelled() or f.result() == [] for f in later)
     finally:
@@ -58,7 +56,7 @@ def test_stopped_workers_return_nothing_and_exit_normally(tmp_path: Path) -> Non
 
 @pytest.mark.slow
 def test_a_worker_still_busy_after_the_grace_is_killed(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ingest_module, "_STOP_GRACE", 0.5)
+    monkeypatch.setattr(reading, "_STOP_GRACE", 0.5)
     stop = get_context("spawn").Event()
     pool = _pool(stop)
     try:
@@ -68,7 +66,7 @@ def test_a_worker_still_busy_after_the_grace_is_killed(monkeypatch: pytest.Monke
         while not busy.running() and time.monotonic() < deadline:
             time.sleep(0.05)  # handed to a worker: no longer cancellable
         processes = list(pool._processes.values())
-        ingest_module._stop_pool(pool, [busy], stop)
+        reading._stop_pool(pool, [busy], stop)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)  # returns: nothing left half-sent
     assert any(p.exitcode == -9 for p in processes)
@@ -76,5 +74,5 @@ def test_a_worker_still_busy_after_the_grace_is_killed(monkeypatch: pytest.Monke
 
 def test_in_the_parent_read_many_ignores_the_worker_event(tmp_path: Path) -> None:
     todo = _csvs(tmp_path / "t", 2)
-    assert ingest_module._worker_stop is None
-    assert len(ingest_module._read_many(todo)) == 2
+    assert reading._worker_stop is None
+    assert len(reading._read_many(todo)) == 2

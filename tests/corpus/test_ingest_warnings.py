@@ -18,6 +18,7 @@ from tablequest.corpus import Store, ingest
 from tablequest.corpus.store import StoreWriteError
 
 ingest_mod = importlib.import_module("tablequest.corpus.ingest")
+reading = importlib.import_module("tablequest.corpus.reading")
 
 REPAIRED = {
     "quote.csv": b'a,b\n1,"2\n3,4\n5,6\n',
@@ -64,7 +65,7 @@ def test_every_repair_is_listed_with_its_file(folder: Path) -> None:
 def test_workers_report_warnings_too(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for i in range(20):
         (folder / f"more{i:02d}.csv").write_bytes(b"id,v\n%d,x\n" % i)
-    monkeypatch.setattr(ingest_mod, "PARALLEL_THRESHOLD", 4)
+    monkeypatch.setattr(reading, "PARALLEL_THRESHOLD", 4)
     report = ingest(Store(), [folder], workers=2)
     assert report.tables_stored == 25
     assert set(_warned(report.to_json())) == set(REPAIRED)

@@ -17,6 +17,7 @@ from tablequest.corpus.store import table_id_for
 from tablequest.table import Table
 
 ingest_mod = importlib.import_module("tablequest.corpus.ingest")
+reading = importlib.import_module("tablequest.corpus.reading")
 
 
 def write(folder: Path, name: str, text: str | bytes) -> Path:
@@ -156,9 +157,9 @@ def test_parallel_ingest_matches_serial(tmp_path: Path, monkeypatch: pytest.Monk
     for i in range(70):
         write(root, f"t{i:02d}.csv", f"id,value\n{i},v{i}\n")
     serial = Store()
-    monkeypatch.setattr(ingest_mod, "PARALLEL_THRESHOLD", 10_000)
+    monkeypatch.setattr(reading, "PARALLEL_THRESHOLD", 10_000)
     ingest(serial, [root])
-    monkeypatch.setattr(ingest_mod, "PARALLEL_THRESHOLD", 10)
+    monkeypatch.setattr(reading, "PARALLEL_THRESHOLD", 10)
     monkeypatch.setattr(ingest_mod, "BATCH_FILES", 16)
     parallel = Store()
     report = ingest(parallel, [root], workers=2)

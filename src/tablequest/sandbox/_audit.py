@@ -138,20 +138,10 @@ READ_DIRS = ("/usr/share/zoneinfo", "/usr/share/fonts")
 WRITE_FLAGS = posix.O_WRONLY | posix.O_RDWR | posix.O_CREAT | posix.O_TRUNC | posix.O_APPEND
 
 
-def make_policy(
-    *,
-    session_dir: str,
-    read_roots: Sequence[str],
-    own_pid: int,
-    allow_network: bool,
-) -> Decide:
-    """Build `decide(event, args) -> reason | None` (None: allowed) over captured primitives."""
+def _make_realpath() -> Callable[[str], str]:
+    """`realpath` over `lstat`/`readlink`/`getcwd` captured now (no monkeypatchable module)."""
     _lstat, _readlink, _getcwd = posix.lstat, posix.readlink, posix.getcwd
-    _str, _bytes, _int, _type, _list, _tuple = str, bytes, int, type, list, tuple
-    _reversed, _len, _OSError, _decode = reversed, len, OSError, bytes.decode
-    _always, _net, _imports = ALWAYS_DENIED, NETWORK_EVENTS, DENIED_IMPORTS
-    _write_events, _read_events, _wflags = WRITE_EVENTS, READ_EVENTS, WRITE_FLAGS
-    _dir_fd_args = DIR_FD_ARG
+    _list, _reversed, _OSError = list, reversed, OSError
 
     def realpath(path: str) -> str:
         if not path.startswith("/"):
@@ -181,6 +171,16 @@ def make_policy(
                 stack.extend(_reversed(target.split("/")))
         return "/" + "/".join(out)
 
+    return realpath
+
+
+def _path_rules(
+    session_dir: str, read_roots: Sequence[str], own_pid: int
+) -> tuple[Callable[[object], str | None], Callable[[str], bool], Callable[[str], bool]]:
+    """`as_path(arg)` (a str/bytes argument resolved, else None), `in_session(path)` and
+    `may_read(path)`: closures over captured primitives."""
+    realpath = _make_realpath()
+    _decode, _str, _bytes, _type, _tuple = bytes.decode, str, bytes, type, tuple
     session = realpath(session_dir)
     proc_self = f"/proc/{own_pid}"
     roots = _tuple(realpath(r) for r in (*read_roots, *READ_DIRS))
@@ -205,6 +205,25 @@ def make_policy(
                 return True
         return False
 
+    def in_session(path: str) -> bool:
+        return under(path, session)
+
+    return as_path, in_session, may_read
+
+
+def _path_checks(
+    as_path: Callable[[object], str | None],
+    in_session: Callable[[str], bool],
+    may_read: Callable[[str], bool],
+) -> tuple[
+    Callable[[tuple[Any, ...]], str | None],
+    Callable[[str, tuple[Any, ...], tuple[int, ...]], str | None],
+]:
+    """`check_open(args)` and `check_paths(event, args, positions)` over the path rules."""
+    _lstat, _OSError = posix.lstat, OSError
+    _int, _type, _len = int, type, len
+    _wflags, _dir_fd_args = WRITE_FLAGS, DIR_FD_ARG
+
     def is_dir(path: str) -> bool:
         try:
             return (_lstat(path).st_mode & 0o170000) == 0o040000
@@ -221,12 +240,12 @@ def make_policy(
             return f"open() of a {_type(target).__name__} path object"
         writing = _type(flags) is not _int or bool(flags & _wflags)
         if writing:
-            if under(path, session) or path == "/dev/null":
+            if in_session(path) or path == "/dev/null":
                 return None
             return f"writing {path} (outside the session directory)"
         if not may_read(path):
             return f"reading {path}"
-        if is_dir(path) and not under(path, session):
+        if is_dir(path) and not in_session(path):
             return f"opening the directory {path}"
         return None
 
@@ -238,9 +257,27 @@ def make_policy(
             if pos >= _len(args) or args[pos] is None or _type(args[pos]) is _int:
                 continue
             path = as_path(args[pos])
-            if path is None or not under(path, session):
+            if path is None or not in_session(path):
                 return f"{event} on {path or _type(args[pos]).__name__} (outside the session)"
         return None
+
+    return check_open, check_paths
+
+
+def make_policy(
+    *,
+    session_dir: str,
+    read_roots: Sequence[str],
+    own_pid: int,
+    allow_network: bool,
+) -> Decide:
+    """Build `decide(event, args) -> reason | None` (None: allowed) over captured primitives;
+    the path rules are closures too, held in this closure's cells (no attribute lookups)."""
+    as_path, in_session, may_read = _path_rules(session_dir, read_roots, own_pid)
+    check_open, check_paths = _path_checks(as_path, in_session, may_read)
+    _str, _int, _type, _len = str, int, type, len
+    _always, _net, _imports = ALWAYS_DENIED, NETWORK_EVENTS, DENIED_IMPORTS
+    _write_events, _read_events = WRITE_EVENTS, READ_EVENTS
 
     def decide(event: str, args: tuple[Any, ...]) -> str | None:
         if event == "open":
@@ -269,7 +306,7 @@ def make_policy(
             if _type(db) is _str and db in ("", ":memory:"):
                 return None
             path = as_path(db)
-            return None if path is not None and under(path, session) else f"sqlite3 on {path}"
+            return None if path is not None and in_session(path) else f"sqlite3 on {path}"
         if allow_network:
             if event == "socket.__new__" and _len(args) > 1 and args[1] not in (2, 10):
                 return "non-IP sockets"
