@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -28,6 +28,9 @@ from tablequest.cli._options import (
 )
 from tablequest.cli._output import err_console, fail
 from tablequest.cli._scale import endpoint_urls
+
+if TYPE_CHECKING:
+    from tablequest.scale.batchrun import BatchOutcome
 
 
 def batch_command(
@@ -98,9 +101,24 @@ def batch_command(
             statuses = [str(log.records[q.id].get("status")) for q in chosen if q.id in log.records]
     except (RunnerError, RayUnavailable, ValueError) as exc:
         fail(str(exc), json_out=json_out)
+    _report(out, len(chosen), outcome, statuses, urls, json_out=json_out)
+    if outcome.lost:
+        raise typer.Exit(1)
+
+
+def _report(
+    out: Path,
+    n: int,
+    outcome: BatchOutcome,
+    statuses: list[str],
+    urls: list[str],
+    *,
+    json_out: bool,
+) -> None:
+    """Print the batch summary (JSON with --json)."""
     summary = {
         "out": str(out),
-        "questions": len(chosen),
+        "questions": n,
         "ran": outcome.ran,
         "resumed": outcome.resumed,
         "lost": outcome.lost,
@@ -110,12 +128,10 @@ def batch_command(
     }
     if json_out:
         print(json.dumps(summary))
-    else:
-        print(
-            f"{summary['answered']}/{len(chosen)} answered, {summary['failed']} failed "
-            f"({outcome.ran} run now, {outcome.resumed} resumed) → {out}"
-        )
-        if outcome.lost:
-            print(f"{len(outcome.lost)} question(s) lost to worker failures: run again")
+        return
+    print(
+        f"{summary['answered']}/{n} answered, {summary['failed']} failed "
+        f"({outcome.ran} run now, {outcome.resumed} resumed) → {out}"
+    )
     if outcome.lost:
-        raise typer.Exit(1)
+        print(f"{len(outcome.lost)} question(s) lost to worker failures: run again")

@@ -163,6 +163,14 @@ def to_markdown(summary: dict[str, Any]) -> str:
         "## Retrieval",
         "",
     ]
+    lines += _detail(summary)
+    return "\n".join(lines) + "\n"
+
+
+def _detail(summary: dict[str, Any]) -> list[str]:
+    """Markdown lines: retrieval metrics, breakdowns, effort, top-1 per round."""
+    m = summary["metrics"]
+    lines: list[str] = []
     names = [
         ("R@1", "r_at_1"),
         ("R@all", "r_all"),
@@ -190,7 +198,7 @@ def to_markdown(summary: dict[str, Any]) -> str:
         lines += _table(
             ["Round", "Hit rate"], [[i, v] for i, v in enumerate(summary["top1_by_round"])]
         )
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _clean(value: Any) -> Any:

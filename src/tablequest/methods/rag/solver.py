@@ -163,22 +163,30 @@ def solve(
         else:
             code = extract_code(parsed.action)
             out.actions.append(code)
-            try:
-                result = session.run(code, timeout=timeout)
-            except SandboxError as exc:
-                result = ExecResult(ok=False, error=f"SandboxError: {exc}")
-            obs = observation(result, max_observation_chars)
-            trace.event(
-                "exec",
-                step=step + 1,
-                code=code,
-                ok=result.ok,
-                observation=obs[:2000],
-                seconds=round(result.seconds, 3),
-            )
+            obs = _execute(session, code, step + 1, trace, timeout, max_observation_chars)
         solution += f"\nObservation: {obs}\n"
     out.transcript = solution
     return out
+
+
+def _execute(
+    session: Runner, code: str, step: int, trace: Trace, timeout: float, max_chars: int
+) -> str:
+    """Run one action in the sandbox; its observation (an error is an observation too)."""
+    try:
+        result = session.run(code, timeout=timeout)
+    except SandboxError as exc:
+        result = ExecResult(ok=False, error=f"SandboxError: {exc}")
+    obs = observation(result, max_chars)
+    trace.event(
+        "exec",
+        step=step,
+        code=code,
+        ok=result.ok,
+        observation=obs[:2000],
+        seconds=round(result.seconds, 3),
+    )
+    return obs
 
 
 def _to_value(item: str) -> str:
