@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 import sys
 from collections.abc import Iterator
@@ -252,3 +253,34 @@ def test_a_run_is_a_wait_for_the_host(session: Session) -> None:
         assert session.run("1 + 1").value == "2"
     assert waits == ["start", "end"]
     assert session.run("2").value == "2" and waits == ["start", "end"]  # no hook outside
+
+
+def _kill_idle_child(session: Session) -> None:
+    child = session._child
+    assert child is not None
+    os.killpg(child.proc.pid, signal.SIGKILL)  # as the kernel's OOM killer would
+    child.proc.wait(timeout=60)
+
+
+def test_a_child_killed_before_its_first_cell_is_replaced(
+    sandbox: Sandbox, frames: dict[str, pd.DataFrame]
+) -> None:
+    """Nothing ran in it and a new child's state is the same: the cell runs in a new one."""
+    with sandbox.session(frames) as s:
+        _kill_idle_child(s)
+        result = s.run("len(sales)")
+        assert result.ok and result.value == "6", result.error
+        assert s.restarts == 0
+
+
+def test_a_used_child_killed_while_idle_is_a_restart(
+    sandbox: Sandbox, frames: dict[str, pd.DataFrame]
+) -> None:
+    """Its variables are gone: the cell is not silently re-run without them."""
+    with sandbox.session(frames) as s:
+        assert s.run("x = 41").ok
+        _kill_idle_child(s)
+        result = s.run("x + 1")
+        assert not result.ok and "SIGKILL" in str(result.error)
+        assert "restarted" in str(result.error)
+        assert s.run("len(sales)").value == "6" and s.restarts == 1

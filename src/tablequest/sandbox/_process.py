@@ -132,6 +132,7 @@ class Child:
         self.session_dir = os.path.join(self.workdir, "work")
         self.log_path = os.path.join(self.workdir, "stderr.log")
         self.facts: dict[str, Any] = {}
+        self.cells = 0  # run requests sent (or attempted)
         self.state = "dead"
         try:
             self.proc = self._spawn()
@@ -243,9 +244,10 @@ class Child:
     def run(self, code: str, timeout: float) -> _protocol.Reply:
         """Run one cell; channel exceptions mean the child must be killed."""
         deadline = time.monotonic() + timeout + HARD_KILL_GRACE
-        _protocol.expect_silence(self._out)
         request_id = secrets.randbits(62)
         request = {"op": "run", "id": request_id, "code": code, "timeout": timeout}
+        self.cells += 1
+        _protocol.expect_silence(self._out)
         _signal_group(self.proc, signal.SIGCONT)
         _protocol.write_all(
             self._in, _protocol.frame(json.dumps(request).encode()), deadline=deadline
@@ -284,7 +286,7 @@ class Child:
             rc = self.proc.wait(timeout=HARD_KILL_GRACE)
         except subprocess.TimeoutExpired:
             return "the sandbox process stopped answering"
-        sig = -rc if rc < 0 else rc - 128 if rc > 128 else 0
+        sig = self.exit_signal()
         if sig == signal.SIGXCPU:
             return "the session's CPU-time limit was exceeded"
         if sig == signal.SIGKILL:
@@ -292,6 +294,14 @@ class Child:
         if sig:
             return f"the sandbox process died from signal {sig}"
         return f"the sandbox process exited with status {rc}"
+
+    def exit_signal(self) -> int:
+        """The signal the process died of (0: none, or still running)."""
+        try:
+            rc = self.proc.wait(timeout=HARD_KILL_GRACE)
+        except subprocess.TimeoutExpired:
+            return 0
+        return -rc if rc < 0 else rc - 128 if rc > 128 else 0
 
     def kill(self) -> None:
         """Kill the process group and clean up (idempotent)."""

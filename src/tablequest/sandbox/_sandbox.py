@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import signal
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -269,6 +270,19 @@ class Session:
             return self._run(code, float(timeout))
 
     def _run(self, code: str, timeout: float) -> ExecResult:
+        """One cell. When a child's first cell ends with the child SIGKILLed, the cell is run
+        once more in a new child: a pre-started child can be killed while idle (seen under
+        heavy load on CI, cause not pinned down; the kernel's OOM killer does the same), and
+        a first cell's effects stay inside its child (its own directory, no earlier state),
+        so the retry is exact; a cell that kills its child costs one more try."""
+        result = self._attempt(code, timeout, retry=True)
+        if result is None:
+            result = self._attempt(code, timeout, retry=False)
+        assert result is not None  # without `retry` an attempt always ends with a result
+        return result
+
+    def _attempt(self, code: str, timeout: float, *, retry: bool) -> ExecResult | None:
+        """Run `code` in the session's child (claiming one first); None: retry (above)."""
         if self._child is None:
             self._child = self._sandbox._claim(self._frames)
             self._facts = self._child.facts
@@ -280,6 +294,11 @@ class Session:
         except _protocol.ChannelTimeout:
             error = f"TimeoutError: the cell did not finish within {timeout:g} s"
         except _protocol.ChannelClosed:
+            if retry and child.cells == 1 and child.exit_signal() == signal.SIGKILL:
+                child.kill()
+                self._child = None
+                self.restarts -= 1  # the session's state was not lost: not a restart
+                return None
             error = f"SandboxError: {child.death_reason()}"
         except _protocol.ProtocolViolation as exc:
             error = f"SandboxError: invalid reply from the sandbox ({exc})"
