@@ -16,6 +16,9 @@ from tablequest.llm.stub import Fault, StubServer
 from tablequest.methods.rag import TableRAG, embedding_cache_path
 from tablequest.trace import read_trace
 
+# ask's documented exit statuses (README, "Exit statuses")
+EXIT_FOR = {"answered": 0, "failed": 1, "insufficient": 3}
+
 runner = CliRunner()
 Q = "What is the average price for wallets?"
 CATS = ["wallet", "handbag", "belt", "scarf"]
@@ -71,11 +74,11 @@ def test_rag_without_model_previews_retrieval(tmp_path: Path) -> None:
     table = tmp_path / "orders.csv"
     write_orders(table)
     human = ask(table, tmp_path, "-o", "encoder", "bm25", question="average item_total of wallet")
-    assert human.exit_code == 0, human.output
+    assert human.exit_code == 4, human.output  # no model configured
     assert "No LLM configured" in human.stdout and "item_total" in human.stdout
     assert "Traceback" not in human.output
     result = ask(table, tmp_path, "-o", "encoder", "bm25", "--json", question="total of wallet")
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 4, result.output
     payload = json.loads(result.stdout)
     assert payload["status"] == "failed" and payload["reason"] == "no LLM configured"
     assert ["category", "wallet"] in [
@@ -182,7 +185,7 @@ def test_rag_against_a_misbehaving_server(
     with StubServer(replies, default_reply="still no answer") as stub:
         result = ask(table, tmp_path, "--llm-url", stub.url, "--model", "m", "-o", "encoder",
                      "bm25", "--no-cache", "--steps", "3", "--json")  # fmt: skip
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == EXIT_FOR[json.loads(result.stdout)["status"]], result.output
     assert "Traceback" not in result.output
     payload = json.loads(result.stdout)
     assert payload["status"] in ("failed", "insufficient") and payload["answer"] is None
@@ -251,7 +254,7 @@ def test_rag_unexpected_error_is_a_failed_result(
     monkeypatch.setattr(TableRAG, "answer", boom)
     with StubServer([]) as stub:
         result = ask(table, tmp_path, "--llm-url", stub.url, "--model", "m", "--json")
-    assert result.exit_code == 0 and "Traceback" not in result.output
+    assert result.exit_code == 1 and "Traceback" not in result.output
     payload = json.loads(result.stdout)
     assert payload["status"] == "failed" and payload["reason"] == "RuntimeError: disk on fire"
     assert read_trace(payload["trace"])[-1]["kind"] == "error"
@@ -263,6 +266,6 @@ def test_embedding_cache_falls_back_when_unusable(tmp_path: Path) -> None:
     table = tmp_path / "orders.csv"
     write_orders(table, n=10)
     result = ask(table, tmp_path, "-o", "encoder", "bm25", "--json")
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 4, result.output  # no model configured
     events = read_trace(json.loads(result.stdout)["trace"])
     assert any(e.get("stage") == "embedding_cache" for e in events)

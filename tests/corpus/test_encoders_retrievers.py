@@ -117,7 +117,7 @@ def test_rag_auto_encoder_without_extra_records_bm25(no_dense: None, tmp_path: P
     table.write_text("product,price\nwallet,10\nbelt,5\n")
     out = runner.invoke(app, ["ask", str(table), "price of the wallet", "--method", "rag",
                               "--json", "--trace-dir", str(tmp_path)])  # fmt: skip
-    assert out.exit_code == 0, out.output
+    assert out.exit_code == 4, out.output  # no model configured
     payload = json.loads(out.stdout)
     assert payload["details"]["retrieval"]["encoder"] == "bm25"
     assert payload["details"]["retrieval"]["columns"], "schema retrieval found no column"

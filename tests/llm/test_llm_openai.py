@@ -16,6 +16,7 @@ from tablequest.llm import (
     LLMRequestRejected,
     LLMTimeout,
     LLMUnavailable,
+    ModelUnreachable,
     OpenAICompatible,
     StubServer,
     extract_json,
@@ -159,15 +160,64 @@ def test_empty_content_is_empty_text(make: Any) -> None:
     assert c.text == "" and c.finish_reason == "stop"
 
 
-def test_connection_refused_is_unavailable(make: Any, sleeps: Sleeps) -> None:
+def test_connection_refused_is_unreachable_at_once(make: Any, sleeps: Sleeps) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     llm = make(f"http://127.0.0.1:{port}/v1", max_retries=1)
-    with pytest.raises(LLMUnavailable, match="cannot connect") as info:
+    with pytest.raises(ModelUnreachable, match="connection refused") as info:
         llm.chat(MSG)
     assert f"127.0.0.1:{port}" in str(info.value)
-    assert len(sleeps) == 1
+    assert "\n" not in str(info.value)  # one line naming the URL and the cause
+    assert sleeps == []  # refused: not retried
+    assert llm.http_requests == 1
+
+
+def test_dns_failure_is_unreachable_without_retries(make: Any, sleeps: Sleeps) -> None:
+    # the lookup itself is faked (tests send nothing off the machine); the guard that allows
+    # only loopback hosts in tests is lifted for this one call
+    llm = make("http://no-such-host.invalid:8000/v1", max_retries=3)
+
+    def no_such_host(*args: Any, **kwargs: Any) -> Any:
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TABLEQUEST_ALLOW_MODEL_REQUESTS", "1")
+        mp.setattr(socket, "getaddrinfo", no_such_host)
+        with pytest.raises(ModelUnreachable, match="DNS lookup failed") as info:
+            llm.chat(MSG)
+    assert "no-such-host.invalid" in str(info.value)
+    assert sleeps == []
+
+
+def test_connection_lost_after_opening_is_still_retried(make: Any, sleeps: Sleeps) -> None:
+    # a server that accepts and hangs up: the connection was opened, so it may be retried
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        port = listener.getsockname()[1]
+        stop = threading.Event()
+
+        def hang_up() -> None:
+            listener.settimeout(0.2)
+            while not stop.is_set():
+                try:
+                    conn, _ = listener.accept()
+                except OSError:
+                    continue
+                conn.close()
+
+        thread = threading.Thread(target=hang_up, daemon=True)
+        thread.start()
+        try:
+            llm = make(f"http://127.0.0.1:{port}/v1", max_retries=2)
+            with pytest.raises(LLMUnavailable) as info:
+                llm.chat(MSG)
+        finally:
+            stop.set()
+            thread.join(5)
+    assert not isinstance(info.value, ModelUnreachable)
+    assert len(sleeps) == 2 and llm.http_requests == 3
 
 
 @pytest.mark.parametrize(

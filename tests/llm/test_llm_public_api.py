@@ -10,7 +10,7 @@ LLM_API = {
     "LLM", "Message", "Completion", "Usage", "estimate_tokens",
     # errors
     "LLMError", "LLMUnavailable", "LLMTimeout", "LLMBadResponse", "LLMRequestRejected",
-    "ModelRequestsDisallowed", "ScriptExhausted", "BudgetExhausted", "CacheError", "ConfigError",
+    "ModelRequestsDisallowed", "ModelUnreachable", "ScriptExhausted", "BudgetExhausted", "CacheError", "ConfigError",
     "DeadlineExceeded",
     # backends and doubles
     "OpenAICompatible", "LlamaCppLocal", "Scripted", "ScriptedCall", "StubServer", "Fault",

@@ -30,6 +30,9 @@ from tablequest.methods.base import MethodContext, start_query
 from tablequest.table import Merge, Source, Table
 from tablequest.trace import Trace, read_trace
 
+# ask's documented exit statuses (README, "Exit statuses")
+EXIT_FOR = {"answered": 0, "failed": 1, "insufficient": 3}
+
 runner = CliRunner()
 FLAT = Table.from_rows(
     [["River", "Length (km)"], ["Varna", "412"], ["Osk", "230"]], source=Source(format="csv")
@@ -217,7 +220,7 @@ def test_chaotic_server_ends_with_json_and_a_trace(tmp_path: Path, replies: list
                                   "--method", "auto", "--llm-url", stub.url, "--model", "m",
                                   "--no-cache", "--json", "--trace-dir",
                                   str(tmp_path)])  # fmt: skip
-    assert out.exit_code == 0, out.output
+    assert out.exit_code == EXIT_FOR[json.loads(out.stdout)["status"]], out.output
     payload = json.loads(out.stdout)
     assert payload["status"] in ("answered", "insufficient", "failed")
     assert payload["method"] == "auto" and read_trace(payload["trace"])

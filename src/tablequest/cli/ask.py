@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 
+from tablequest.cli import _exit
 from tablequest.cli._options import (
     ApiKeyOpt,
     ConfigOpt,
@@ -37,6 +38,7 @@ from tablequest.cli._output import console, encoding_bar, fail, fail_on, print_j
 from tablequest.corpus.encoders import EncoderUnavailable
 from tablequest.llm.base import LLMError
 from tablequest.llm.config import NOT_CONFIGURED_HINT, ConfigError, build_llm, resolve_config
+from tablequest.methods.base import Result
 from tablequest.methods.run import NO_LLM, ask
 
 
@@ -59,7 +61,13 @@ def ask_command(
     ray: RayOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Answer QUESTION from SOURCE and show the evidence, tables consulted and trace."""
+    """Answer QUESTION from SOURCE and show the evidence, tables consulted and trace.
+
+    Exit status: 0 answered, 1 failed (the reason names what and where), 2 bad input,
+    3 insufficient evidence, 4 no model configured (the LLM-free part ran).
+    """
+    if not question.strip():
+        fail("the question is empty", json_out=json_out, status=_exit.USAGE)
     from tablequest.cli._scale import open_corpus
     from tablequest.corpus.shards import is_manifest
     from tablequest.scale.cluster import ray_address
@@ -110,3 +118,13 @@ def ask_command(
             print(NOT_CONFIGURED_HINT, file=sys.stderr)
         else:
             console.print(f"[bold yellow]{NOT_CONFIGURED_HINT}[/bold yellow]", soft_wrap=True)
+    raise typer.Exit(exit_status(result))
+
+
+def exit_status(result: Result) -> int:
+    """The exit status of an ask (see `tablequest.cli._exit`)."""
+    if result.status == "answered":
+        return _exit.OK
+    if result.status == "insufficient":
+        return _exit.INSUFFICIENT
+    return _exit.NO_MODEL if result.reason == NO_LLM else _exit.FAILED

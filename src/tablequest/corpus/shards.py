@@ -272,6 +272,9 @@ class ShardedStore(Store):
     def get(self, table_id: str) -> Table:
         return self.shard_for(table_id).get(table_id)
 
+    def rows(self, table_ids: Sequence[str]) -> list[tuple[Any, ...]]:
+        return [row for tid in table_ids for row in self.shard_for(tid).rows([tid])]
+
     def source(self, table_id: str) -> Source:
         return self.shard_for(table_id).source(table_id)
 

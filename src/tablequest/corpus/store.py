@@ -371,6 +371,28 @@ class Store:
         ).fetchall()
         return [r[0] for r in rows]
 
+    def rows(self, table_ids: Sequence[str]) -> list[tuple[Any, ...]]:
+        """The stored rows (all columns) of `table_ids`; KeyError naming the first unknown."""
+        found = self.con.execute(
+            f"SELECT {ROW_COLUMNS} FROM tables WHERE list_contains(?, table_id)", [list(table_ids)]
+        ).fetchall()
+        missing = set(table_ids) - {row[0] for row in found}
+        if missing:
+            raise KeyError(f"no table {sorted(missing)[0]!r} in the store")
+        return [tuple(row) for row in found]
+
+    def subset(self, table_ids: Sequence[str]) -> Store:
+        """A new in-memory store holding only `table_ids` (same ids, sources and text; its
+        indexes not built yet): a corpus method asked about given tables searches only those.
+
+        Raises:
+            KeyError: an id the store does not hold.
+        """
+        rows = self.rows(list(dict.fromkeys(table_ids)))
+        sub = Store()
+        sub._insert_arrow(_arrow_rows(rows), [])
+        return sub
+
     def iter_tables(self) -> Iterator[tuple[str, Table]]:
         cur = self.con.cursor()
         cur.execute("SELECT table_id, data FROM tables ORDER BY table_id")

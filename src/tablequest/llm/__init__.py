@@ -16,6 +16,7 @@ from tablequest.llm.base import (
     LLMUnavailable,
     Message,
     ModelRequestsDisallowed,
+    ModelUnreachable,
     Usage,
     estimate_tokens,
 )
@@ -87,6 +88,7 @@ __all__ = [
     "LlamaCppLocal",
     "Message",
     "ModelRequestsDisallowed",
+    "ModelUnreachable",
     "NoAnswer",
     "NoJSONFound",
     "OpenAICompatible",

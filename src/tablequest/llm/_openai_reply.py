@@ -10,6 +10,10 @@ no usage gets it estimated (characters / 4).
 
 `parse_retry_after` and `error_detail` read an HTTP error's headers and body.
 
+`connect_failure` tells a connection that could not be opened (refused, DNS, TLS: the caller
+fails fast) from one lost after it was opened (retried); `UNKNOWN_MODEL` matches error texts
+of servers that do not know the model asked for.
+
 `probe` asks a server that just timed out whether a retry could be served: llama.cpp's
 ``GET /health?fail_on_no_slot=1`` answers 503 while every slot is busy (with the abandoned
 request, typically); servers without that route (404) are asked ``GET /v1/models``; no answer
@@ -19,6 +23,9 @@ within the probe timeout means a server that is stuck or swamped.
 from __future__ import annotations
 
 import email.utils
+import re
+import socket
+import ssl
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -184,3 +191,32 @@ def error_detail(exc: openai.APIStatusError) -> str:
         if isinstance(inner, str):
             return inner[:300]
     return str(exc.message)[:300]
+
+
+UNKNOWN_MODEL = re.compile(
+    r"model\b.{0,80}\b(not found|does not exist|doesn't exist|not exist|unknown|"
+    r"not available|no such)|unknown model|model_not_found",
+    re.I,
+)
+
+
+def connect_failure(exc: BaseException) -> str | None:
+    """Why a connection could not be opened (refused, DNS, TLS), or None when it was opened
+    and then failed (a reset or a closed stream: those may be retried)."""
+    chain: list[BaseException] = []
+    seen: BaseException | None = exc
+    while seen is not None and len(chain) < 8:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    # by name: the SDK's HTTP stack may be httpx or a renamed copy of it (httpx2, httpcore2)
+    if not any(type(e).__name__ == "ConnectError" for e in chain):
+        return None
+    for e in chain:
+        if isinstance(e, ConnectionRefusedError) or "connection refused" in str(e).lower():
+            return "connection refused (is the server running, and is the port right?)"
+        if isinstance(e, socket.gaierror) or "name or service not known" in str(e).lower():
+            return "DNS lookup failed for its host name (is the host name right?)"
+        if isinstance(e, ssl.SSLError) or "certificate" in str(e).lower():
+            return f"TLS error ({str(e)[:160]}); check https:// vs http:// and the certificate"
+    detail = str(chain[-1]) or type(chain[-1]).__name__
+    return f"connection failed ({detail[:160]})"

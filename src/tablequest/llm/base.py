@@ -99,6 +99,16 @@ class LLMUnavailable(LLMError):
     """The model cannot be reached: not configured, connection refused, bad key, missing extra."""
 
 
+class ModelUnreachable(LLMUnavailable):
+    """The model cannot serve this question at all, so retrying or asking again is useless:
+    connection refused, a DNS failure, a TLS error, a rejected key (401/403), an unknown model.
+
+    `Instrumented` ends the question at the first one: later calls of the same question are
+    refused without a request, and the Result fails with this message as its reason (one line
+    naming the URL and the cause).
+    """
+
+
 class LLMTimeout(LLMError):
     """The server did not answer within the timeout (after the bounded retries)."""
 

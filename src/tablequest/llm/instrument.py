@@ -8,6 +8,9 @@ holding its `Deadline` and itself as the observer, so the backend's retries beco
 ``llm_retry`` events and its stream fallbacks ``fallback`` events. A failed call is recorded
 as an ``llm_call`` event with an ``error`` field and counted in the meter, then re-raised; a
 call refused because the deadline has passed is such a failed call (`DeadlineExceeded`).
+A `ModelUnreachable` (nothing listens at the URL, a rejected key, an unknown model) ends the
+question: every later call through this wrapper, or through any wrapper sharing its
+`Deadline`, raises it again at once without a request or a step.
 With a `StepBudget`, every call is counted against it first: a call past its cap raises
 `BudgetExhausted` without reaching the model (``--steps`` holds for every method).
 """
@@ -25,6 +28,7 @@ from tablequest.llm.base import (
     DeadlineExceeded,
     LLMError,
     Message,
+    ModelUnreachable,
     normalize_stop,
 )
 from tablequest.llm.deadline import Deadline, call_scope
@@ -81,6 +85,9 @@ class Instrumented(LLM):
         self.usage = usage
         self.budget = budget
         self.deadline = deadline
+        self.unreachable: LLMError | None = None
+        self.last_error: Exception | None = None
+        """The last failed call's error (a failed Result that gives no reason names it)."""
 
     def describe(self) -> dict[str, str]:
         return self.inner.describe()
@@ -109,6 +116,7 @@ class Instrumented(LLM):
         }
         info = self.describe()
         model = info.get("model", "?")
+        self._refuse_if_unreachable()
         if self.budget is not None:
             self.budget.count_call()
         observer = _CallObserver(self, model)
@@ -121,6 +129,11 @@ class Instrumented(LLM):
         except (LLMError, ValueError) as exc:
             if isinstance(exc, DeadlineExceeded) and self.deadline is not None:
                 self.deadline.stopped = self.deadline.stopped or exc
+            self.last_error = exc
+            if isinstance(exc, ModelUnreachable):
+                self.unreachable = self.unreachable or exc
+                if self.deadline is not None:
+                    self.deadline.unreachable = self.deadline.unreachable or exc
             seconds = time.perf_counter() - started
             self._failed(exc, messages, params, info, seconds, observer.requests)
             raise
@@ -145,6 +158,12 @@ class Instrumented(LLM):
                 requests=observer.requests,
             )
         return completions
+
+    def _refuse_if_unreachable(self) -> None:
+        """After a `ModelUnreachable`, the question's calls fail at once, without a request."""
+        first = self.unreachable or (self.deadline.unreachable if self.deadline else None)
+        if first is not None:
+            raise ModelUnreachable(str(first), url=first.url, model=first.model)
 
     def _failed(
         self,

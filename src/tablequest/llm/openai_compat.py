@@ -12,10 +12,14 @@ Choices:
   naming it) or sends a stream that cannot be parsed is asked again without streaming; one
   that answers a plain JSON body is read as such. Either way the client remembers it and
   the fallback is reported to the call scope (trace kind ``fallback``).
-- **Retries.** HTTP 429, 5xx and connection errors are retried up to `max_retries` extra
-  attempts, exponential backoff with full jitter (``uniform(0, min(backoff_max, backoff_base
-  * 2**i))``); a Retry-After (or retry-after-ms) header replaces the jittered delay, capped
-  at `retry_after_max` seconds. Not retried: other 4xx and malformed bodies.
+- **Fail fast.** A connection that cannot be opened (refused, DNS failure, TLS error), a
+  rejected key (401/403) and an unknown model (404, or 400/422 saying so) raise
+  `ModelUnreachable` at once, never retried: one line naming the URL and the cause.
+- **Retries.** HTTP 429, 5xx and connections lost after they were opened are retried up
+  to `max_retries` extra attempts, exponential backoff with full jitter
+  (``uniform(0, min(backoff_max, backoff_base * 2**i))``); a Retry-After (or
+  retry-after-ms) header replaces the jittered delay, capped at `retry_after_max` seconds.
+  Not retried: other 4xx and malformed bodies.
 - **Timeouts are not re-sent blindly.** A server that timed out may still be busy with the
   abandoned request (a single-slot llama.cpp server on 2 cores was sent the same request 4
   times). After a timeout the client waits the backoff delay, then probes the server
@@ -54,7 +58,7 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from tablequest.llm import _openai_reply
-from tablequest.llm._openai_reply import parse_retry_after
+from tablequest.llm._openai_reply import UNKNOWN_MODEL, connect_failure, parse_retry_after
 from tablequest.llm.base import (
     LLM,
     Completion,
@@ -65,6 +69,7 @@ from tablequest.llm.base import (
     LLMTimeout,
     LLMUnavailable,
     Message,
+    ModelUnreachable,
     check_chat_args,
     normalize_stop,
 )
@@ -336,6 +341,11 @@ class OpenAICompatible(LLM):
                     raise deadline.exceeded(f"waiting for {self._where}", **self._kw) from exc
                 raise self._timeout(silence) from exc
             except openai.APIConnectionError as exc:
+                cause = connect_failure(exc)
+                if cause is not None:  # nothing listens, no such host, bad TLS: no retry
+                    raise ModelUnreachable(
+                        f"cannot reach the model server {self.base_url}: {cause}", **self._kw
+                    ) from exc
                 raise self._unreachable(exc) from exc
             except openai.APIStatusError as exc:
                 self._status_error(exc, call)
@@ -485,14 +495,20 @@ class OpenAICompatible(LLM):
             if self.supports_streaming and _STREAM_PARAM.search(detail):
                 self._stop_streaming(current_scope(), f"HTTP {status}: {detail}")
                 raise _Unsupported("stream") from exc
+        if status in (400, 404, 422) and UNKNOWN_MODEL.search(detail):
+            raise ModelUnreachable(
+                f"{where} does not serve the model {self.model!r} (HTTP {status}: "
+                f"{detail[:200]}); check --model",
+                **kw,
+            ) from exc
         if status in (401, 403):
-            raise LLMUnavailable(
+            raise ModelUnreachable(
                 f"{where} refused the API key (HTTP {status}: {detail}); set --api-key or "
                 "TABLEQUEST_LLM_KEY",
                 **kw,
             ) from exc
         if status == 404:
-            raise LLMUnavailable(
+            raise ModelUnreachable(
                 f"{where} answered 404 ({detail}); check the model name and that the URL ends "
                 "in /v1",
                 **kw,

@@ -65,7 +65,7 @@ class TableSet:
         if len(self.tables) != 1:
             raise ValueError(
                 f"method {method} answers from one table, got {len(self.tables)}: "
-                "pass --table-id ID (`tablequest search` shows ids)"
+                "pass --table-id ID (`tablequest tables STORE` lists the ids)"
             )
         return self.tables[0]
 
@@ -198,17 +198,25 @@ class Query:
     def finish(self, result: Result, method: str) -> Result:
         """Fill what every Result carries: steps, usage, trace path and method name.
 
-        A question whose deadline stopped an LLM call fails with that reason (an answer
-        reached on the way is kept as ``details["partial_answer"]``).
+        A question whose model was unreachable (`ModelUnreachable`), or whose deadline stopped
+        an LLM call, fails with that reason (an answer reached on the way is kept as
+        ``details["partial_answer"]``).
         """
-        stopped = self.deadline.stopped
+        stopped = self.deadline.unreachable or self.deadline.stopped
         if stopped is not None and result.reason != str(stopped):
             if result.answer is not None:
                 result.details["partial_answer"] = result.answer
             result.answer, result.status = None, "failed"
             result.details.pop("error", None)
             result.details["reason"] = str(stopped)
-            self.trace.event("error", stage="deadline", reason=str(stopped))
+            stage = "model" if stopped is self.deadline.unreachable else "deadline"
+            self.trace.event("error", stage=stage, reason=str(stopped))
+        if result.status == "failed" and not result.reason:
+            last = self.llm.last_error if self.llm is not None else None
+            result.details["reason"] = (
+                f"{type(last).__name__}: {last}" if last is not None
+                else "the method stopped without saying why (the trace has its steps)"
+            )  # fmt: skip
         result.steps = self.budget.calls
         result.usage = self.usage.totals
         result.trace_path = str(self.trace.path) if self.trace.path else None

@@ -7,8 +7,10 @@ the same way (`resolve_options`, `MethodSpec.build`) over a benchmark's corpus.
 Sources (`open_source`), by what the method answers from (`MethodSpec.input`):
 
 - a DuckDB store file, a sharded corpus's manifest (`tablequest.corpus.shards`) or a
-  `Store`: corpus methods get the store (opened read-only when it is a path); table methods
-  get the tables named by `table_ids`, or the store's only table;
+  `Store`: corpus methods get the store (opened read-only when it is a path), or with
+  `table_ids` an in-memory store of just those tables (`Store.subset`: the same ids and
+  sources), so an answer never comes from a table the user did not name; table methods get
+  the tables named by `table_ids`, or the store's only table;
 - a table file (any format `read_tables` reads): table (and "any") methods read it directly
   (no ingest:
   a 10^6-cell CSV would otherwise be serialized three times; ``table_ids`` pick among the
@@ -33,6 +35,7 @@ from typing import Any
 
 from tablequest.corpus.encoders import EncoderUnavailable
 from tablequest.corpus.ingest import ingest
+from tablequest.corpus.rank import ensure_indexes
 from tablequest.corpus.retrievers import preview_hit, search
 from tablequest.corpus.shards import ShardedStore, is_manifest
 from tablequest.corpus.store import Store, StoreError, table_id_for
@@ -49,6 +52,7 @@ from tablequest.trace import Trace
 __all__ = ["OpenSource", "SourceError", "ask", "is_store_file", "open_source", "resolve_options"]
 
 NO_LLM = "no LLM configured"
+LIST_IDS = "`tablequest tables STORE` lists the ids"
 
 
 class SourceError(ValueError):
@@ -71,7 +75,7 @@ class OpenSource:
     value: Store | TableSet | None
     names: dict[str, str] = field(default_factory=dict)
     store: Store | None = None
-    owned: Store | None = None
+    owned: list[Store] = field(default_factory=list)
 
     def name_of(self, table_id: str) -> str | None:
         if table_id in self.names:
@@ -98,9 +102,8 @@ class OpenSource:
         return None
 
     def close(self) -> None:
-        if self.owned is not None:
-            self.owned.close()
-            self.owned = None
+        while self.owned:
+            self.owned.pop().close()
 
 
 def _pick_from_store(store: Store, table_ids: Sequence[str], label: str) -> TableSet:
@@ -110,7 +113,7 @@ def _pick_from_store(store: Store, table_ids: Sequence[str], label: str) -> Tabl
         if len(known) != 1:
             raise SourceError(
                 f"{label} holds {len(known)} tables; pass --table-id ID "
-                "(`tablequest search` shows ids)"
+                f"({LIST_IDS})"
             )
         ids = known
     tables = []
@@ -119,7 +122,7 @@ def _pick_from_store(store: Store, table_ids: Sequence[str], label: str) -> Tabl
             tables.append((tid, store.get(tid)))
         except KeyError:
             raise SourceError(
-                f"no table {tid!r} in {label}; `tablequest search` shows ids"
+                f"no table {tid!r} in {label}; {LIST_IDS}"
             ) from None
     return TableSet(tables, store)
 
@@ -169,6 +172,16 @@ def _ingested(path: Path) -> Store:
 
 
 def _from_store(store: Store, input: Input, table_ids: Sequence[str], label: str) -> OpenSource:
+    if input == "none" and table_ids:
+        raise SourceError("this method answers without tables: --table-id does not apply")
+    if input == "corpus" and table_ids:
+        # a corpus method asked about given tables searches those tables only
+        try:
+            sub = store.subset(table_ids)
+        except KeyError as exc:
+            raise SourceError(f"{exc.args[0]} ({label}); {LIST_IDS}") from None
+        ensure_indexes(sub)
+        return OpenSource(sub, store=sub, owned=[sub])
     if input == "corpus" or (input == "any" and not table_ids):
         return OpenSource(store, store=store)
     if input == "none":
@@ -213,7 +226,7 @@ def open_source(
         except SourceError:
             store.close()
             raise
-        opened.owned = store
+        opened.owned.append(store)
         return opened
     if path.is_file() and input in ("table", "tables", "any"):
         return _pick_from_file(path, table_ids)
@@ -225,7 +238,7 @@ def open_source(
     except SourceError:
         store.close()
         raise
-    opened.owned = store
+    opened.owned.append(store)
     return opened
 
 
