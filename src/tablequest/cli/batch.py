@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -28,6 +28,7 @@ from tablequest.cli._options import (
 )
 from tablequest.cli._output import err_console, fail
 from tablequest.cli._scale import endpoint_urls
+from tablequest.eval.report import not_answered, not_answered_lines
 
 if TYPE_CHECKING:
     from tablequest.scale.batchrun import BatchOutcome
@@ -98,10 +99,10 @@ def batch_command(
                 chosen, job, endpoints, log, address=ray_address(ray) or "local",
                 run=spec.to_json(), on_record=progress,
             )  # fmt: skip
-            statuses = [str(log.records[q.id].get("status")) for q in chosen if q.id in log.records]
+            records = [log.records[q.id] for q in chosen if q.id in log.records]
     except (RunnerError, RayUnavailable, ValueError) as exc:
         fail(str(exc), json_out=json_out)
-    _report(out, len(chosen), outcome, statuses, urls, json_out=json_out)
+    _report(out, len(chosen), outcome, records, urls, json_out=json_out)
     if outcome.lost:
         raise typer.Exit(1)
 
@@ -110,12 +111,14 @@ def _report(
     out: Path,
     n: int,
     outcome: BatchOutcome,
-    statuses: list[str],
+    records: list[dict[str, Any]],
     urls: list[str],
     *,
     json_out: bool,
 ) -> None:
-    """Print the batch summary (JSON with --json)."""
+    """Print the batch summary (JSON with --json): counts by status, and the questions not
+    answered grouped by reason with their ids."""
+    statuses = [str(r.get("status")) for r in records]
     summary = {
         "out": str(out),
         "questions": n,
@@ -123,15 +126,19 @@ def _report(
         "resumed": outcome.resumed,
         "lost": outcome.lost,
         "answered": statuses.count("answered"),
+        "insufficient": statuses.count("insufficient"),
         "failed": statuses.count("failed"),
+        "not_answered": not_answered(records),
         "endpoints": urls,
     }
     if json_out:
         print(json.dumps(summary))
         return
     print(
-        f"{summary['answered']}/{n} answered, {summary['failed']} failed "
-        f"({outcome.ran} run now, {outcome.resumed} resumed) → {out}"
+        f"{summary['answered']}/{n} answered, {summary['insufficient']} insufficient, "
+        f"{summary['failed']} failed ({outcome.ran} run now, {outcome.resumed} resumed) → {out}"
     )
+    for line in not_answered_lines(summary["not_answered"]):
+        print(f"  {line}")
     if outcome.lost:
         print(f"{len(outcome.lost)} question(s) lost to worker failures: run again")

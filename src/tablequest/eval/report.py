@@ -61,6 +61,7 @@ def summarize(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {"run": run, "n": len(rows), "metrics": metrics}
     out["status"] = dict(Counter(str(r.get("status")) for r in rows))
     out["errors"] = sum(1 for r in rows if r.get("error"))
+    out["not_answered"] = not_answered(rows)
     recall_name = "r_at_1" if "r_at_1" in metrics else "r_all"
     out["recall"] = {"name": recall_name, "value": metrics.get(recall_name)}
     for level in ("all", "final"):
@@ -91,6 +92,37 @@ def summarize(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
         golds = [r.get("gold_tables", []) for r in rows]
         out["top1_by_round"] = top1_hit_rate_by_round(rounds, golds)
     return out
+
+
+_SHOWN_IDS = 10
+
+
+def not_answered(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The questions that were not answered, grouped by status and reason, most frequent
+    first: ``[{"status", "reason", "count", "ids"}]`` (the reason as the method gave it, else
+    the run's error; cut to 300 characters)."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for record in records:
+        status = str(record.get("status"))
+        if status == "answered":
+            continue
+        reason = str(record.get("reason") or record.get("error") or "no reason recorded")
+        groups.setdefault((status, reason[:300]), []).append(str(record.get("id")))
+    found = [
+        {"status": status, "reason": reason, "count": len(ids), "ids": ids}
+        for (status, reason), ids in groups.items()
+    ]
+    return sorted(found, key=lambda g: (-g["count"], g["status"], g["reason"]))
+
+
+def not_answered_lines(groups: list[dict[str, Any]]) -> list[str]:
+    """One line per group: ``failed ×3: REASON (ids q1, q2, q3)``, at most 10 ids shown."""
+    lines = []
+    for g in groups:
+        ids = ", ".join(g["ids"][:_SHOWN_IDS])
+        more = f" and {g['count'] - _SHOWN_IDS} more" if g["count"] > _SHOWN_IDS else ""
+        lines.append(f"{g['status']} ×{g['count']}: {g['reason']} (ids {ids}{more})")
+    return lines
 
 
 _ANSWER_METRICS = ("em", "f1", "list_f1", "acc", "rouge_l", "bleu", "ecr", "pass_at_1", "r_all")
@@ -164,6 +196,9 @@ def to_markdown(summary: dict[str, Any]) -> str:
         "",
     ]
     lines += _detail(summary)
+    if summary.get("not_answered"):
+        lines += ["", "## Not answered (by reason)", ""]
+        lines += [f"- {line}" for line in not_answered_lines(summary["not_answered"])]
     return "\n".join(lines) + "\n"
 
 

@@ -392,6 +392,8 @@ def question_record(
         record["group"] = q.group
     if q.task == "fact_verification":
         record["supported"] = tabfact_label(q.answers[0]) is True if q.answers else False
+    if result.status != "answered" and result.reason:
+        record["reason"] = result.reason
     if error:
         record["error"] = error
     return record
