@@ -10,7 +10,8 @@ LLM_API = {
     "LLM", "Message", "Completion", "Usage", "estimate_tokens",
     # errors
     "LLMError", "LLMUnavailable", "LLMTimeout", "LLMBadResponse", "LLMRequestRejected",
-    "ModelRequestsDisallowed", "ModelUnreachable", "ScriptExhausted", "BudgetExhausted", "CacheError", "ConfigError",
+    "ModelRequestsDisallowed", "ModelUnreachable", "ScriptExhausted", "BudgetExhausted",
+    "CacheError", "ConfigError",
     "DeadlineExceeded",
     # backends and doubles
     "OpenAICompatible", "LlamaCppLocal", "Scripted", "ScriptedCall", "StubServer", "Fault",
@@ -31,7 +32,8 @@ LLM_API = {
 
 TRACE_API = {
     "Trace", "EventKind", "KINDS", "TRACE_DIR_ENV", "UnreadableTrace", "default_trace_dir",
-    "new_trace_path", "read_trace", "render_trace", "summarize",
+    "new_trace_path", "read_trace", "render_trace", "summarize", "latest_trace",
+    "parse_trace_name",
 }  # fmt: skip
 
 

@@ -119,7 +119,8 @@ def test_to_dataframe_uses_flat_headers_and_row_ids() -> None:
     assert list(df.columns) == ["Region", "Sales / 2022", "Sales / 2023", "Staff"]
     assert list(df.index) == [1, 2]
     assert df.index.name == "row_id"
-    assert df.loc[2, "Sales / 2023"] == "8"
+    assert df.loc[2, "Sales / 2023"] == 8  # typed: a column of whole numbers is int64
+    assert t.to_dataframe(typed=False).loc[2, "Sales / 2023"] == "8"
     empty = Table.from_rows([["a", "a"]]).to_dataframe()
     assert list(empty.columns) == ["a", "a_2"] and len(empty) == 0
 

@@ -5,17 +5,21 @@ characters each format must escape (`| , ; " ' < > & \\`), and single inner spac
 because some format cannot tell them apart: leading/trailing or repeated whitespace, tabs and
 line breaks (HTML collapses whitespace, Markdown strips cells), cells that look like a
 Markdown separator (`---`, `:-:`), and the text `<br` (our Markdown line-break marker).
-Delimited formats are tested with at least two columns (one column has no delimiter to sniff).
+Delimited formats are tested with at least two columns (one column has no delimiter to sniff),
+and without the tables whose first rows read as title lines or whose last rows read as footer
+notes under the CSV reader's documented rule (`readers/_notes.py`): those are read as the
+title and notes on purpose.
 """
 
 from __future__ import annotations
 
 import re
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tablequest.table import Merge, Table, read_tables, serialize
+from tablequest.table.readers._notes import split_title_and_notes
 from tablequest.table.serialize import SerialFormat
 
 _CHARS = st.characters(
@@ -44,6 +48,11 @@ def tables(draw: st.DrawFn, min_cols: int = 1) -> Table:
     return Table.from_rows(rows)
 
 
+def _unframed(table: Table, delimiter: str) -> bool:
+    framed = split_title_and_notes([list(r) for r in table.cells], delimiter)
+    return framed.title is None and not framed.notes
+
+
 def _round_trip(table: Table, fmt: SerialFormat, ext: str) -> Table:
     text = serialize(table, fmt)
     (back,) = read_tables(f"t.{ext}", data=text.encode("utf-8"), format=fmt)  # type: ignore[arg-type]
@@ -56,6 +65,7 @@ SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[Heal
 @SETTINGS
 @given(tables(min_cols=2))
 def test_csv_round_trip(table: Table) -> None:
+    assume(_unframed(table, ","))
     back = _round_trip(table, "csv", "csv")
     assert back.cells == table.cells and back.n_header_rows == 1
 
@@ -63,6 +73,7 @@ def test_csv_round_trip(table: Table) -> None:
 @SETTINGS
 @given(tables(min_cols=2))
 def test_tsv_round_trip(table: Table) -> None:
+    assume(_unframed(table, "\t"))
     back = _round_trip(table, "tsv", "tsv")
     assert back.cells == table.cells and back.n_header_rows == 1
 
@@ -82,12 +93,18 @@ def test_html_round_trip(table: Table) -> None:
 
 
 @SETTINGS
-@given(tables(), st.one_of(st.none(), cells.filter(bool)))
-def test_json_round_trip(table: Table, title: str | None) -> None:
-    table = Table.from_rows(table.cells, title=title)
+@given(
+    tables(),
+    st.one_of(st.none(), cells.filter(bool)),
+    st.lists(cells.filter(bool), max_size=2),
+)
+def test_json_round_trip(table: Table, title: str | None, notes: list[str]) -> None:
+    table = Table.from_rows(table.cells, title=title, notes=notes)
     back = _round_trip(table, "json", "json")
     assert back.cells == table.cells and back.n_header_rows == 1
+    assert back.notes == table.notes
     assert back.content_hash == table.content_hash
+    assert Table.from_dict(table.to_dict()) == table
 
 
 def test_structured_tables_round_trip_through_json_and_html() -> None:

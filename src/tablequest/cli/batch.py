@@ -119,6 +119,7 @@ def _report(
     """Print the batch summary (JSON with --json): counts by status, and the questions not
     answered grouped by reason with their ids."""
     statuses = [str(r.get("status")) for r in records]
+    groups = not_answered(records)
     summary = {
         "out": str(out),
         "questions": n,
@@ -128,7 +129,7 @@ def _report(
         "answered": statuses.count("answered"),
         "insufficient": statuses.count("insufficient"),
         "failed": statuses.count("failed"),
-        "not_answered": not_answered(records),
+        "not_answered": groups,
         "endpoints": urls,
     }
     if json_out:
@@ -138,7 +139,7 @@ def _report(
         f"{summary['answered']}/{n} answered, {summary['insufficient']} insufficient, "
         f"{summary['failed']} failed ({outcome.ran} run now, {outcome.resumed} resumed) → {out}"
     )
-    for line in not_answered_lines(summary["not_answered"]):
+    for line in not_answered_lines(groups):
         print(f"  {line}")
     if outcome.lost:
         print(f"{len(outcome.lost)} question(s) lost to worker failures: run again")

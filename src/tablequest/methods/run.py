@@ -332,7 +332,10 @@ def _run(
     budget: StepBudget,
     trace: Trace,
 ) -> Result:
-    trace.event("decision", stage="ask", method=spec.name, options=opts.label(), task=task)
+    trace.event(
+        "decision", stage="ask", method=spec.name, options=opts.label(), task=task,
+        question=question,
+    )  # fmt: skip
     method = spec.build(opts, context)
     try:
         if context.llm is None and spec.needs_llm:

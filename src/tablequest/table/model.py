@@ -6,6 +6,13 @@ headers (several levels when > 1) and the first `n_header_cols` grid columns are
 readers fill every cell of a merged range with the range's value so that header paths and
 `to_dataframe()` work without looking at merges (choice: ours, the papers are silent).
 
+Notes: `notes` holds text that belongs to the table but is neither header nor data: the
+footer lines of a CSV ("Quelle: …", "Stand: 31.03.2024", "* provisional") and extra title
+lines before its header. They are part of the content: `content_hash` covers them when there
+are any (a table without notes hashes exactly as before notes existed, so stores and embedding
+caches built earlier stay valid), and `to_dict`/`from_dict` keep them (a stored table without
+the key reads back with no notes).
+
 Coordinates: `row_ids` are the original body-row numbers (0 = first row under the headers)
 and `col_ids` the original grid-column numbers. `sub_table` keeps both, so evidence cited on
 a sub-table can always be traced back to the source table.
@@ -81,6 +88,7 @@ class Table:
     source: Source = field(default_factory=Source)
     row_ids: tuple[int, ...] = ()
     col_ids: tuple[int, ...] = ()
+    notes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         width = len(self.cells[0]) if self.cells else 0
@@ -110,6 +118,7 @@ class Table:
         merges: Iterable[Merge] = (),
         title: str | None = None,
         source: Source | None = None,
+        notes: Iterable[str] = (),
     ) -> Table:
         """Build a table from ragged rows: pads short rows with "", turns values into text."""
         grid = [[cell_text(v) for v in row] for row in rows]
@@ -122,6 +131,7 @@ class Table:
             merges=tuple(merges),
             title=title,
             source=source or Source(),
+            notes=tuple(notes),
         )
 
     # -- shape and parts ----------------------------------------------------------------
@@ -162,15 +172,22 @@ class Table:
 
     @property
     def content_hash(self) -> str:
-        """sha256 of the content and structure (not the source): equal tables, equal hash."""
+        """sha256 of the content and structure (not the source): equal tables, equal hash.
+
+        Notes count as content, but only when there are some: a table without notes hashes
+        as it did before tables had notes.
+        """
+        parts: list[object] = [
+            self.cells,
+            self.n_header_rows,
+            self.n_header_cols,
+            [(m.top, m.left, m.bottom, m.right) for m in self.merges],
+            self.title,
+        ]
+        if self.notes:
+            parts.append(list(self.notes))
         payload = json.dumps(
-            [
-                self.cells,
-                self.n_header_rows,
-                self.n_header_cols,
-                [(m.top, m.left, m.bottom, m.right) for m in self.merges],
-                self.title,
-            ],
+            parts,
             ensure_ascii=False,
             separators=(",", ":"),
         )
@@ -188,6 +205,7 @@ class Table:
             "source": [self.source.path, self.source.format, self.source.sheet],
             "row_ids": list(self.row_ids),
             "col_ids": list(self.col_ids),
+            "notes": list(self.notes),
         }
 
     @classmethod
@@ -202,16 +220,28 @@ class Table:
             source=Source(path, fmt, sheet),
             row_ids=tuple(int(x) for x in data["row_ids"]),
             col_ids=tuple(int(x) for x in data["col_ids"]),
+            notes=tuple(str(n) for n in data.get("notes") or ()),
         )
 
     # -- views --------------------------------------------------------------------------
-    def to_dataframe(self) -> pd.DataFrame:
-        """Body as a DataFrame of strings; flattened unique headers; index = row ids."""
+    def to_dataframe(self, *, typed: bool = True) -> pd.DataFrame:
+        """The body as a DataFrame: flattened unique headers, index = row ids (`row_id`).
+
+        `typed` (default): a column whose every filled cell parses as a number becomes int64
+        or float64 (decimal commas recognised), one whose every filled cell is a date in one
+        format becomes datetime64; empty cells of such columns are NaN / NaT. Every other
+        column keeps its strings (object dtype). The exact rule is in `table/dtypes.py`.
+        `typed=False`: every column is the cells' strings, as stored.
+        """
         import pandas as pd
 
         frame = pd.DataFrame([list(r) for r in self.body], columns=list(self.columns), dtype=object)
         if self.n_rows == 0:
             frame = pd.DataFrame({c: pd.Series([], dtype=object) for c in self.columns})
+        elif typed:
+            from tablequest.table.dtypes import type_columns
+
+            frame = type_columns(frame)
         frame.index = pd.Index(list(self.row_ids), name="row_id")
         return frame
 
@@ -257,6 +287,7 @@ class Table:
             merges=tuple(Merge(m.left, m.top, m.right, m.bottom) for m in self.merges),
             title=self.title,
             source=self.source,
+            notes=self.notes,
         )
 
     def cell(self, row_id: int, col_id: int) -> str:

@@ -11,9 +11,10 @@ Choices (ours):
   crossing the header/body boundary is cut at it), `<th>` for header columns, the title as
   `<caption>`.
 - JSON keeps everything `read_tables` needs to rebuild the same table: title, header rows,
-  merges, header columns, and non-default row/column ids.
+  merges, header columns, notes (when any), and non-default row/column ids.
 - Linearized: `[TITLE] ...`, `[HEADER] a | b`, then `[ROW id] v | v` using the table's row ids,
-  so a sub-table shows its original ids.
+  so a sub-table shows its original ids, then one `[NOTE] ...` line per note.
+- Markdown, CSV, TSV and HTML are the grid only: a table's notes are not written there.
 """
 
 from __future__ import annotations
@@ -177,6 +178,8 @@ def _json(table: Table) -> Rendered:
         "n_header_cols": table.n_header_cols,
         "merges": [[m.top, m.left, m.bottom, m.right] for m in table.merges],
     }
+    if table.notes:
+        meta["notes"] = list(table.notes)
     if table.row_ids != tuple(range(table.n_rows)):
         meta["row_ids"] = list(table.row_ids)
     if table.col_ids != tuple(range(table.n_cols)):
@@ -199,7 +202,7 @@ def _linearized(table: Table) -> Rendered:
         f"[ROW {rid}] " + " | ".join(_lin_cell(v) for v in row)
         for rid, row in zip(table.row_ids, table.body, strict=True)
     )
-    return Rendered(tuple(head), rows, ())
+    return Rendered(tuple(head), rows, tuple(f"[NOTE] {_lin_cell(n)}" for n in table.notes))
 
 
 def render(table: Table, fmt: SerialFormat) -> Rendered:

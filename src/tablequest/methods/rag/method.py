@@ -37,7 +37,7 @@ from tablequest.corpus.encoders import (
     make_encoder,
 )
 from tablequest.corpus.store import Store, StoreError
-from tablequest.llm.base import LLM, estimate_tokens
+from tablequest.llm.base import LLM, ModelUnreachable, estimate_tokens
 from tablequest.llm.cache import default_cache_dir
 from tablequest.llm.usage import StepBudget, UsageMeter
 from tablequest.methods.base import (
@@ -263,6 +263,9 @@ class TableRAG:
             trace.event("error", stage="sandbox", reason=reason)
             failed = Result(answer=None, status="failed", details={"reason": reason})
             return self._finish(query, details, failed, table_id)
+        except ModelUnreachable as exc:  # Query.finish records it as the question's end
+            failed = Result(answer=None, status="failed", details={"reason": str(exc)})
+            return self._finish(query, details, failed, table_id)
         voted = voted_result(
             outcomes,
             evidence=lambda answer: locate(prepared, table_id or "", answer),
@@ -337,6 +340,7 @@ class TableRAG:
             if cfg.expansion
             else question_queries(question)
         )
+        query.stop_if_unreachable()  # no encoding for a solver that cannot be asked
         found = self.retrieve(
             prepared, expansion.schema_queries, expansion.cell_queries, trace=trace
         )

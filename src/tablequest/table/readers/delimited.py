@@ -12,6 +12,9 @@ Choices (ours):
   plain characters unless that splits rows less consistently.
 - Every recovery from broken quoting is reported as a warning (`ReadInput.warn`), naming the
   line where the strict parse failed and what was done.
+- Title lines above the header and note lines below the data ("Quelle: …", "Stand: …",
+  "* provisional") become `Table.title` and `Table.notes`, not header or data rows, each with a
+  warning (`_notes.py` has the rule).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from collections import Counter
 from tablequest.table.errors import UnreadableTable
 from tablequest.table.model import Format, Source, Table
 from tablequest.table.readers._base import ReadInput
+from tablequest.table.readers._notes import Framed, split_title_and_notes
 from tablequest.table.readers._text import decode_text
 
 __all__ = ["parse_delimited", "parse_delimited_report", "read_csv", "read_tsv", "sniff_delimiter"]
@@ -128,8 +132,32 @@ def _read(inp: ReadInput, preferred: str) -> list[Table]:
     rows = [r for r in rows if len(r) > 1 or (r and r[0].strip())]
     if not rows:
         raise UnreadableTable(inp.path, "no rows found (only blank lines)")
+    framed = split_title_and_notes(rows, delimiter)
+    _warn_framing(framed, inp)
     fmt: Format = "tsv" if delimiter == "\t" else "csv"
-    return [Table.from_rows(rows, source=Source(format=fmt))]
+    return [
+        Table.from_rows(
+            framed.rows, title=framed.title, notes=framed.notes, source=Source(format=fmt)
+        )
+    ]
+
+
+def _quoted(text: str, limit: int = 60) -> str:
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
+def _warn_framing(framed: Framed, inp: ReadInput) -> None:
+    if framed.n_title_lines:
+        n = framed.n_title_lines
+        what = "the title" if n == 1 else "the title and notes"
+        inp.warn(f"{n} line(s) before the header read as {what}: {_quoted(framed.title or '')}")
+    if framed.n_footer_lines:
+        footer = framed.notes[-framed.n_footer_lines :]
+        more = f" (+{len(footer) - 1} more)" if len(footer) > 1 else ""
+        inp.warn(
+            f"{len(footer)} line(s) after the data kept as table notes, not rows: "
+            f"{_quoted(footer[0])}{more}"
+        )
 
 
 def read_csv(inp: ReadInput) -> list[Table]:

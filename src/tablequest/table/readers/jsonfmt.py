@@ -4,7 +4,8 @@ Shapes understood (a file may hold one, a list of them, or {"tables": [...]}):
 - records: `[{"a": 1, "b": 2}, ...]` (header = keys in first-seen order) or a JSON Lines file;
 - rows: `[["a", "b"], [1, 2]]` (first row = header);
 - `{"header": [...] | [[level 1], [level 2]], "rows": [[...]], "merges": [...], "title": ...}`
-  (what `serialize(table, "json")` writes; `n_header_cols`, `row_ids`, `col_ids` optional);
+  (what `serialize(table, "json")` writes; `n_header_cols`, `notes`, `row_ids`, `col_ids`
+  optional);
 - pandas "split" `{"columns": [...], "data": [[...]]}` and column lists `{"a": [..], "b": [..]}`;
 - HiTab `{"texts", "merged_regions", "top_header_rows_num", "left_header_columns_num", "title"}`;
 - AIT-QA `{"column_header": [[path]], "row_header": [[path]], "data": [[...]]}`.
@@ -50,6 +51,13 @@ def _title(obj: dict[str, Any]) -> str | None:
     return None
 
 
+def _notes(obj: dict[str, Any]) -> list[str]:
+    notes = obj.get("notes")
+    if not isinstance(notes, list):
+        return []
+    return [value_text(n) for n in notes if value_text(n).strip()]
+
+
 def _records(records: Sequence[dict[str, Any]], title: str | None = None) -> Table:
     keys: dict[str, None] = {}
     for rec in records:
@@ -88,6 +96,7 @@ def _header_rows(obj: dict[str, Any]) -> Table:
         n_header_cols=int(obj.get("n_header_cols") or 0),
         merges=merges,
         title=_title(obj),
+        notes=_notes(obj),
     )
     row_ids, col_ids = obj.get("row_ids"), obj.get("col_ids")
     if isinstance(row_ids, list) and len(row_ids) == table.n_rows:
