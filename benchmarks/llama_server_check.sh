@@ -142,7 +142,7 @@ ask() {
   local name=$1 steps=$2; shift 2
   local before; before=$(requests)
   echo "== $name: ask $*"
-  timeout 1800 "$TQ" ask "$STORE" "$@" --llm-url "$URL" --model gemma --json \
+  timeout 1800 "$TQ" ask "$@" --store "$STORE" --llm-url "$URL" --model gemma --json \
     >"$WORK/$name.json" 2>"$WORK/$name.err"
   echo "  exit=$?"
   LAST_HTTP=$(( $(requests) - before ))

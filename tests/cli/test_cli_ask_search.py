@@ -77,14 +77,15 @@ def test_search_json(store: Path, method: str) -> None:
 
 
 def test_search_human_output_and_errors(store: Path, tmp_path: Path) -> None:
-    result = runner.invoke(app, ["search", str(store), "How long is the river Varna?"])
+    result = runner.invoke(app, ["search", "--store", str(store), "How long is the river Varna?"])
     assert result.exit_code == 0 and "river_lengths" in result.stdout
-    none = runner.invoke(app, ["search", str(store), "qwxyzzy"])
+    none = runner.invoke(app, ["search", "--store", str(store), "qwxyzzy"])
     assert "No table matches" in none.stdout
-    bad = runner.invoke(app, ["search", str(store), "x", "--method", "magic"])
+    bad = runner.invoke(app, ["search", "--store", str(store), "x", "--method", "magic"])
     assert bad.exit_code == 2
     missing = runner.invoke(app, ["search", str(tmp_path / "none.duckdb"), "x"])
-    assert missing.exit_code == 2 and "ingest first" in missing.output
+    assert missing.exit_code == 2 and "no store at" in missing.output
+    assert "tablequest ingest PATH... --store" in missing.output
 
 
 def test_ask_without_model_runs_llm_free_part(store: Path, tmp_path: Path) -> None:

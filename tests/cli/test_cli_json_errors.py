@@ -59,7 +59,7 @@ def test_a_held_store_is_named_by_ask(tmp_path: Path, monkeypatch: pytest.Monkey
         monkeypatch.setenv("TABLEQUEST_LOCK_TIMEOUT", "0")
         message = _error(["ask", str(store), "gold?", "--json"], "store_locked", 1)
         assert f"PID {holder.pid}" in message
-        _error(["search", str(store), "gold", "--json"], "store_locked", 1)
+        _error(["search", "--store", str(store), "gold", "--json"], "store_locked", 1)
     finally:
         holder.communicate("", timeout=120)
 

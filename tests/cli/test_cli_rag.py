@@ -204,7 +204,9 @@ def test_rag_on_a_store_table(tmp_path: Path) -> None:
     assert ingest.exit_code == 0, ingest.output
     ambiguous = ask(store, tmp_path, "-o", "encoder", "bm25")
     assert ambiguous.exit_code == 2 and "--table-id" in ambiguous.output
-    ids = json.loads(runner.invoke(app, ["search", str(store), "wallet", "--json"]).stdout)
+    ids = json.loads(
+        runner.invoke(app, ["search", "--store", str(store), "wallet", "--json"]).stdout
+    )
     tid = next(h["table_id"] for h in ids if h["source"].endswith("orders.csv"))
     with StubServer(['["price"]', '["wallet"]', "Thought: t\nFinal Answer: 5"]) as stub:
         result = ask(store, tmp_path, "--table-id", tid, "--llm-url", stub.url, "--model",

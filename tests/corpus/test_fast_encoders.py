@@ -171,7 +171,7 @@ def test_progress_reaches_the_callback_and_the_cli_stays_quiet_with_json(
     with Store(store) as st:
         ingest(st, [EXAMPLES])
     monkeypatch.setenv("TABLEQUEST_CACHE_DIR", str(onnx_cache))
-    result = CliRunner().invoke(app, ["search", str(store), "river Varna", "--method", "dense",
+    result = CliRunner().invoke(app, ["search", "river Varna", "-s", str(store), "-m", "dense",
                                       "--encoder", "minilm", "--json"])  # fmt: skip
     assert result.exit_code == 0, result.output
     assert result.output.lstrip().startswith("[")  # JSON only: no bar, no loading chatter

@@ -77,8 +77,21 @@ def test_later_calls_sharing_the_question_are_refused_without_a_request() -> Non
     assert backend.http_requests == 1
 
 
-def ask_cli(*args: str) -> Any:
-    return runner.invoke(app, ["ask", *args])
+def ask_cli(store: str, question: str, *args: str) -> Any:
+    return runner.invoke(app, ["ask", question, "--store", store, *args])
+
+
+def test_cli_old_spelling_still_works_with_a_note(store: Path, tmp_path: Path) -> None:
+    out = runner.invoke(app, ["ask", str(store), QUESTION, "--trace-dir", str(tmp_path)])
+    assert out.exit_code == 4  # no model configured, but the source was understood
+    assert f"use `tablequest ask QUESTION --store {store}`" in out.stderr
+
+
+def test_cli_missing_store_is_refused_and_not_created(tmp_path: Path) -> None:
+    missing = tmp_path / "typo.duckdb"
+    out = ask_cli(str(missing), QUESTION)
+    assert out.exit_code == 2 and "no store at" in out.output
+    assert not missing.exists()
 
 
 def test_cli_unreachable_model_exits_1_naming_the_url(store: Path, tmp_path: Path) -> None:
@@ -166,7 +179,7 @@ def test_table_id_restricts_corpus_methods(
 
 
 def test_table_id_errors_name_the_fix(store: Path) -> None:
-    with pytest.raises(SourceError, match=r"no table 'nope'.*tablequest tables"):
+    with pytest.raises(SourceError, match=r"no table 'nope'.*tablequest tables --store"):
         ask(QUESTION, store, method="seek", table_ids=["nope"])
     with pytest.raises(SourceError, match="without tables"):
         ask(QUESTION, store, method="no-table", table_ids=["nope"])

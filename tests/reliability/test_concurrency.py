@@ -50,8 +50,8 @@ def _holder(path: Path, *, read_only: bool, release: Path) -> subprocess.Popen[s
 
 
 def test_searches_run_side_by_side(proc: Any, store: Path) -> None:
-    runs = [proc.start("search", str(store), QUESTION, "--json") for _ in range(3)]
-    runs.append(proc.start("search", str(store), QUESTION, "--method", "bm25", "--json"))
+    runs = [proc.start("search", "--store", str(store), QUESTION, "--json") for _ in range(3)]
+    runs.append(proc.start("search", "--store", str(store), QUESTION, "--method", "bm25", "--json"))
     results = [p.communicate(timeout=proc.guard) for p in runs]
     assert [p.returncode for p in runs] == [0, 0, 0, 0], [err for _, err in results]
     grep = [json.loads(out) for out, _ in results[:3]]
@@ -70,7 +70,7 @@ def test_search_and_ask_while_an_ask_waits_on_its_model(
             proc.wait_for(lambda: server.chat_requests, "the first ask to call its model")
             second = proc.start(*args)
             proc.wait_for(lambda: len(server.chat_requests) >= 2, "the second ask to call")
-            search = proc.run("search", str(store), QUESTION, "--json")
+            search = proc.run("search", "--store", str(store), QUESTION, "--json")
             assert search.returncode == 0, search.stderr
             assert json.loads(search.stdout)
             held = proc.run(
@@ -121,7 +121,12 @@ def test_a_reader_names_the_writer_that_holds_the_store(
     writer = _holder(store, read_only=False, release=release)
     try:
         search = proc.run(
-            "search", str(store), QUESTION, "--json", env={"TABLEQUEST_LOCK_TIMEOUT": "0.5"}
+            "search",
+            "--store",
+            str(store),
+            QUESTION,
+            "--json",
+            env={"TABLEQUEST_LOCK_TIMEOUT": "0.5"},
         )
     finally:
         release.touch()
@@ -130,5 +135,5 @@ def test_a_reader_names_the_writer_that_holds_the_store(
     error = json.loads(search.stdout)["error"]
     assert error["code"] == "store_locked" and f"PID {writer.pid}" in error["message"]
     assert "TABLEQUEST_LOCK_TIMEOUT" in error["message"]
-    after = proc.run("search", str(store), QUESTION, "--json")
+    after = proc.run("search", "--store", str(store), QUESTION, "--json")
     assert after.returncode == 0 and json.loads(after.stdout)

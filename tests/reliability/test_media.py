@@ -44,11 +44,11 @@ def store(proc: Any, tmp_path: Path) -> Path:
 
 def _reads_work(proc: Any, store: Path) -> None:
     for method in ("grep", "bm25"):
-        found = proc.run("search", str(store), QUESTION, "--method", method, "--json")
+        found = proc.run("search", "--store", str(store), QUESTION, "--method", method, "--json")
         assert found.returncode == 0, found.stderr
         assert json.loads(found.stdout) and "note:" not in found.stderr
-    asked = proc.run("ask", str(store), QUESTION, "--json")  # no model: the LLM-free part
-    assert asked.returncode == 0, asked.stderr
+    asked = proc.run("ask", QUESTION, "--store", str(store), "--json")  # LLM-free part only
+    assert asked.returncode == 4, asked.stderr  # 4: no model configured
     assert json.loads(asked.stdout)["status"] == "failed"
 
 
@@ -91,7 +91,7 @@ def test_disk_full_keeps_what_was_committed(proc: Any, tmp_path: Path) -> None:
             kept = len(st)
         assert kept >= report["tables_stored"] > 0  # nothing counted was lost
 
-        search = proc.run("search", str(store), "v3-1-2", "--method", "grep", "--json")
+        search = proc.run("search", "--store", str(store), "v3-1-2", "--method", "grep", "--json")
         assert search.returncode == 0, search.stderr
         assert "note:" in search.stderr  # the index was built in memory, and it says so
         again = proc.run("ingest", str(folder), "--store", str(store), "--json")
@@ -104,7 +104,7 @@ def test_disk_full_keeps_what_was_committed(proc: Any, tmp_path: Path) -> None:
         assert final["tables_stored"] + final["tables_unchanged"] == 500
         with Store(store, read_only=True) as st:
             assert len(st) == 500
-        search = proc.run("search", str(store), "v3-1-2", "--method", "grep", "--json")
+        search = proc.run("search", "--store", str(store), "v3-1-2", "--method", "grep", "--json")
         assert search.returncode == 0 and "note:" not in search.stderr
         assert any(hit["source"].endswith("t00003.csv") for hit in json.loads(search.stdout))
     shutil.rmtree(folder)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import socket
 import threading
 import time
@@ -55,9 +56,13 @@ GATE.set()
 
 
 def stub_reply(request: dict[str, Any]) -> str:
-    """TableSeek's three prompts, answered for the lakes table (held while GATE is clear)."""
+    """TableSeek's three prompts, answered for the lakes table, and table QA's one-line
+    "Final Answer" prompt (where ``auto`` ends up for the lakes table) — held while GATE is
+    clear."""
     prompt = request["messages"][-1]["content"]
     GATE.wait(30)
+    if "Final Answer:" in prompt:
+        return "Final Answer: 61"
     if "Candidate tables" in prompt:
         return json.dumps({"action": "select", "selected_tables": ["Table_0"]})
     if "grep patterns" in prompt:
@@ -161,6 +166,7 @@ def running_server(
         store=store,
         trace_dir=tmp / "traces",
         token=TOKEN,
+        token_file=tmp / "serve-token",
         llm_config=llm_config,
         limits=limits
         or Limits(max_file_bytes=320 * 1024, max_upload_bytes=1024 * 1024, max_asks=4),
@@ -210,3 +216,30 @@ def stub_gate() -> Iterator[threading.Event]:
     """Clear it to hold every LLM call; set again when the test ends."""
     yield GATE
     GATE.set()
+
+
+@pytest.fixture(scope="module")
+def other_servers(
+    tmp_path_factory: pytest.TempPathFactory, server: ServerHandle
+) -> Iterator[dict[str, ServerHandle]]:
+    """Servers over copies of `server`'s store: "dead", whose model URL refuses connections
+    (its ``dead_url``), and "none", without a model."""
+    tmp = tmp_path_factory.mktemp("others")
+    sock = free_socket()
+    dead_url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    sock.close()
+    stores = {}
+    for name in ("dead", "none"):
+        (tmp / name).mkdir()
+        stores[name] = tmp / name / "store.duckdb"
+        shutil.copyfile(server.store, stores[name])
+    with (
+        running_server(tmp / "dead", llm_url=dead_url, store=stores["dead"]) as dead,
+        running_server(tmp / "none", store=stores["none"]) as none,
+    ):
+        handles = {
+            name: ServerHandle(url, TOKEN, app, log, server.stub, stores[name])
+            for name, (url, app, log) in (("dead", dead), ("none", none))
+        }
+        handles["dead"].dead_url = dead_url  # type: ignore[attr-defined]
+        yield handles

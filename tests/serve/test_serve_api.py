@@ -171,6 +171,7 @@ def test_ask_json_and_the_asks_api(server: Any) -> None:
     with server.client() as client:
         plain = client.post("/v1/ask", json={"question": LAKES_Q, "stream": False})
         assert plain.status_code == 200 and plain.json()["answer"] == "61"
+        assert plain.json()["method"] == "auto"  # the default, as in the CLI and the web form
         started = client.post("/v1/asks", json={"question": LAKES_Q})
         assert started.status_code == 202
         job = started.json()

@@ -1,12 +1,16 @@
 """The web app in a real browser: Debian's chromium driven by Playwright.
 
-One server and one browser for the module: log in with the link, browse a table with merged
-multi-level headers, upload a file, search with highlighted rows, ask with the trajectory
-appearing live (the stub LLM holds the ask until the first events are on the page), evidence
-cells highlighted, a DTR-like result with its report and chart, the trace viewer, and hostile
+One server and one browser for the module (a desktop page and a 390×844 phone page): log in
+with the link, browse a table with merged multi-level headers, upload a file (the count and
+the list refresh, the file keeps its name), search with highlighted rows, ask with the
+trajectory appearing live (the stub LLM holds the ask until the first events are on the page)
+and the answer card first, evidence cells highlighted, a failure that says why (never
+"Done."), a refused ask, a DTR-like result with its report and chart, the trace viewer, every
+input labelled, numbers right-aligned, no page scrolling sideways on the phone, and hostile
 table content that must not execute (a page-side flag: `window.__xss` stays undefined).
 
-Set TABLEQUEST_SCREENSHOT=docs/serve.png to write the README's screenshot.
+Set TABLEQUEST_SCREENSHOT=docs to write the README's screenshots (docs/serve-desktop.png and
+docs/serve-phone.png, an answered question).
 """
 
 from __future__ import annotations
@@ -36,6 +40,24 @@ SCREENSHOT = os.environ.get("TABLEQUEST_SCREENSHOT")  # read before the suite cl
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update"]  # fmt: skip
 REPORT = "# Findings\n\nDepths **vary** a lot.\n\n<script>window.__xss=9</script>\n\n| lake | m |\n|---|---|\n| Quillsee | 61 |\n"  # noqa: E501
+
+
+FAILURE = "cannot reach the model server http://127.0.0.1:9/v1: connection refused"
+
+
+class FailingMethod:
+    """A method that fails the way an unreachable model makes methods fail."""
+
+    name = "test-fail"
+
+    def __init__(self, options: Any, context: Any) -> None:
+        pass
+
+    def answer(self, question: str, source: Any, **_: Any) -> Result:
+        return Result(answer=None, status="failed", details={"reason": FAILURE})
+
+    def close(self) -> None:
+        pass
 
 
 class ReportMethod:
@@ -79,27 +101,50 @@ def report_method(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         "test-report", ReportMethod, NoOptions, input="none", needs_llm=False,
         description="a report and a chart (DTR-shaped result)",
     )  # fmt: skip
+    register_method(
+        "test-fail", FailingMethod, NoOptions, input="none", needs_llm=False,
+        description="fails as an unreachable model does",
+    )  # fmt: skip
     yield
     unregister_method("test-report")
+    unregister_method("test-fail")
     os.environ.pop("TQ_TEST_CHART", None)
 
 
 @pytest.fixture(scope="module")
-def page(server: Any, report_method: None) -> Iterator[Any]:
+def browser() -> Iterator[Any]:
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
-        page = context.new_page()
-        page.set_default_timeout(20_000)
-        problems: list[str] = []
-        page.on("pageerror", lambda exc: problems.append(f"pageerror: {exc}"))
-        page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-        page.problems = problems  # type: ignore[attr-defined]
-        response = page.goto(f"{server.url}/login?token={TOKEN}")
-        assert response is not None and response.ok and page.url == f"{server.url}/"
-        yield page
-        context.close()
+        yield browser
         browser.close()
+
+
+def new_page(browser: Any, width: int, height: int) -> tuple[Any, Any]:
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    problems: list[str] = []
+    page.on("pageerror", lambda exc: problems.append(f"pageerror: {exc}"))
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.problems = problems  # type: ignore[attr-defined]
+    return context, page
+
+
+@pytest.fixture(scope="module")
+def page(server: Any, report_method: None, browser: Any) -> Iterator[Any]:
+    context, page = new_page(browser, 1280, 900)
+    response = page.goto(f"{server.url}/login?token={TOKEN}")
+    assert response is not None and response.ok and page.url == f"{server.url}/"
+    yield page
+    context.close()
+
+
+@pytest.fixture(scope="module")
+def phone(server: Any, browser: Any) -> Iterator[Any]:
+    """A 390×844 phone viewport, not logged in yet."""
+    context, page = new_page(browser, 390, 844)
+    yield page
+    context.close()
 
 
 def no_xss(page: Any) -> None:
@@ -123,14 +168,18 @@ def test_corpus_and_a_table_with_merged_multi_level_headers(page: Any, server: A
 
 def test_upload_a_file(page: Any, server: Any) -> None:
     page.goto(f"{server.url}/")
+    before = int(page.locator("#table-count").inner_text().split()[0])
     page.set_input_files(
         "#upload-files",
-        files=[{"name": "comets.csv", "mimeType": "text/csv",
+        files=[{"name": "Kometen Übersicht.csv", "mimeType": "text/csv",
                 "buffer": b"Comet,Period years\nHalvorsen,76\nBrisk,3.3\n"}],
     )  # fmt: skip
     page.get_by_role("button", name="Upload").click()
     page.wait_for_selector("#upload-report:has-text('1 tables stored')")
-    assert page.locator("#tables a", has_text="comets").count() == 1
+    assert page.locator("#table-count").inner_text() == f"{before + 1} tables"  # refreshed
+    row = page.locator("#tables tr", has_text="Kometen Übersicht.csv")
+    assert row.locator("a").inner_text() == "Kometen Übersicht.csv"  # the name it had
+    assert "uploaded" in row.inner_text()
     page.set_input_files(
         "#upload-files",
         files=[{"name": "junk.xlsx", "mimeType": "application/octet-stream", "buffer": b"junk"}],
@@ -138,11 +187,12 @@ def test_upload_a_file(page: Any, server: Any) -> None:
     page.get_by_role("button", name="Upload").click()
     page.wait_for_selector("#upload-report.error")
     assert "junk.xlsx" in page.locator("#upload-report").inner_text()
+    assert page.locator("#table-count").inner_text() == f"{before + 1} tables"
 
 
 def test_search_highlights_matched_rows(page: Any, server: Any) -> None:
     page.goto(f"{server.url}/search")
-    page.fill("input[name=q]", "depth of Quillsee")
+    page.fill("#search-q", "depth of Quillsee")
     page.get_by_role("button", name="Search").click()
     first = page.locator("article.hit").first
     assert "lakes.html" in first.locator("h2").inner_text()
@@ -151,14 +201,23 @@ def test_search_highlights_matched_rows(page: Any, server: Any) -> None:
     assert matched.locator("mark").first.inner_text() == "Quillsee"
 
 
-def test_ask_shows_the_trajectory_live_and_highlights_evidence(
+def ask(page: Any, question: str, method: str | None = None, table_id: str | None = None) -> None:
+    page.fill("#question", question)
+    if method:
+        page.select_option("#method", method)
+    if table_id:
+        page.fill("#table-id", table_id)
+    page.get_by_role("button", name="Ask").click()
+
+
+def test_ask_shows_the_trajectory_live_then_the_answer_card_first(
     page: Any, server: Any, stub_gate: Any
 ) -> None:
     page.goto(f"{server.url}/ask")
-    page.fill("#question", "How deep is Quillsee?")
+    assert page.locator("#method").input_value() == "auto"  # the default everywhere
     stub_gate.clear()  # the first LLM call waits: only the first events can be on the page
     try:
-        page.get_by_role("button", name="Ask").click()
+        ask(page, "How deep is Quillsee?", "seek")
         page.wait_for_selector("#trajectory li.kind-decision")
         assert page.locator("#trajectory li.kind-llm_call").count() == 0
         assert page.locator("#answer").inner_text() == ""
@@ -167,17 +226,59 @@ def test_ask_shows_the_trajectory_live_and_highlights_evidence(
         stub_gate.set()
     page.wait_for_selector("#answer-text")
     assert page.locator("#answer-text").inner_text() == "61"
-    kinds = page.locator("#trajectory li .kind").all_inner_texts()
+    assert page.locator("#ask-status").inner_text() == "Answered."
+    evidence = page.locator("#evidence-list").inner_text()
+    assert evidence == "Size / Depth m of Quillsee in lakes.html: 61"
+    # the answer card first, the trajectory collapsed below it
+    assert page.locator("#trajectory-details").evaluate("d => d.open") is False
+    card, trajectory = page.locator("#result-card"), page.locator("#trajectory-card")
+    assert card.bounding_box()["y"] < trajectory.bounding_box()["y"]
+    kinds = page.locator("#trajectory li .kind").all_text_contents()
     assert {"LLM_CALL", "RANK", "PREVIEW", "QA"} <= {k.upper() for k in kinds}, kinds
+    titles = " ".join(page.locator("#trajectory li .lines").all_text_contents())
+    assert "lakes.html (t" in titles  # table ids come with their names
     cell = page.locator("table.tq td.evidence")
     assert cell.count() == 1 and cell.inner_text() == "61"
     assert (cell.get_attribute("data-row"), cell.get_attribute("data-col")) == ("2", "2")
+    assert cell.evaluate("c => getComputedStyle(c).textAlign") == "right"  # a number
     if SCREENSHOT:
-        page.screenshot(path=SCREENSHOT, full_page=True)
-    page.locator("#trace-link a").click()
+        page.screenshot(path=str(Path(SCREENSHOT) / "serve-desktop.png"), full_page=True)
+    page.goto(server.url + page.locator("#trace-link a").get_attribute("href"))
     page.wait_for_selector("ol.events li.kind-llm_call")
     assert "LLM calls" in page.locator("#trace-summary").inner_text()
+    assert page.locator("#trace-question").inner_text() == "Question: How deep is Quillsee?"
     no_xss(page)
+
+
+def test_a_failure_says_why_and_never_done(page: Any, server: Any) -> None:
+    page.goto(f"{server.url}/ask")
+    ask(page, "How deep is Quillsee?", "test-fail")
+    page.wait_for_selector("#answer-reason")
+    status = page.locator("#ask-status")
+    assert status.inner_text() == f"Failed: {FAILURE}" and "Done" not in status.inner_text()
+    assert status.get_attribute("class") == "error"
+    assert page.locator("#answer-reason").inner_text() == f"Reason: {FAILURE}"
+    assert page.locator("#answer-status").inner_text() == "failed"
+
+
+def test_a_refused_ask_shows_why(page: Any, server: Any) -> None:
+    page.goto(f"{server.url}/ask?table_id=tffffffffffffff0")
+    ask(page, "How deep is Quillsee?", "seek")
+    page.wait_for_selector("#refusal")
+    assert "no table 'tffffffffffffff0'" in page.locator("#refusal").inner_text()
+    assert page.locator("#ask-status").inner_text().startswith("Refused: ")
+
+
+def test_ask_about_this_table_answers_from_it(page: Any, server: Any) -> None:
+    with server.client() as client:
+        tid = client.get("/v1/tables", params={"q": "lakes"}).json()["tables"][0]["table_id"]
+    page.goto(f"{server.url}/tables/{tid}")
+    page.locator("#ask-this").click()
+    page.wait_for_function(f"document.getElementById('table-id').value === '{tid}'")
+    ask(page, "How deep is Quillsee?", "seek")
+    page.wait_for_selector("#answer-text")
+    hrefs = page.locator("#table-refs a").evaluate_all("as => as.map(a => a.getAttribute('href'))")
+    assert hrefs == [f"/tables/{tid}"]
 
 
 def test_a_report_and_its_chart_render_inline(page: Any, server: Any) -> None:
@@ -211,3 +312,50 @@ def test_hostile_table_content_stays_inert(page: Any, server: Any) -> None:
     page.wait_for_selector("#answer-text")
     page.mouse.move(10, 10)
     no_xss(page)
+
+
+UNLABELLED = """() => [...document.querySelectorAll(
+    'input:not([type=hidden]):not([type=submit]), select, textarea')]
+  .filter(e => e.labels.length === 0).map(e => e.outerHTML)"""
+SIDEWAYS = "() => document.documentElement.scrollWidth - window.innerWidth"
+
+
+def test_every_input_has_a_label(page: Any, server: Any) -> None:
+    for path in ("/", "/search?q=Quillsee", "/ask", "/traces", "/login"):
+        page.goto(server.url + path)
+        assert page.evaluate(UNLABELLED) == [], path
+    with server.client() as client:
+        tid = client.get("/v1/tables", params={"q": "lakes"}).json()["tables"][0]["table_id"]
+    page.goto(f"{server.url}/tables/{tid}")
+    numbers = page.locator("table.tq td.num")
+    assert numbers.count() == 6  # 3 lakes × (area, depth); names and regions are not numbers
+    assert numbers.first.evaluate("c => getComputedStyle(c).textAlign") == "right"
+
+
+def test_no_page_scrolls_sideways_on_a_phone(phone: Any, server: Any) -> None:
+    def check(path: str) -> None:
+        assert phone.evaluate(SIDEWAYS) <= 0, f"{path} scrolls sideways"
+
+    phone.goto(f"{server.url}/login")
+    check("/login")
+    assert "serve-token" in phone.locator("#token-where").inner_text()
+    phone.goto(f"{server.url}/login?token={TOKEN}")
+    with server.client() as client:
+        tid = client.get("/v1/tables", params={"q": "lakes"}).json()["tables"][0]["table_id"]
+    header = phone.locator("header.top").bounding_box()
+    logout = phone.locator("header .logout").bounding_box()
+    assert logout["y"] + logout["height"] <= header["y"] + header["height"]  # on the dark bar
+    assert logout["x"] + logout["width"] <= 390
+    for path in ("/", f"/tables/{tid}", "/search?q=depth+of+Quillsee", "/traces", "/tables/nope"):
+        phone.goto(server.url + path)
+        check(path)
+    phone.goto(f"{server.url}/ask")
+    assert phone.locator("#method").bounding_box()["width"] <= 390
+    ask(phone, "How deep is Quillsee?", "seek")
+    phone.wait_for_selector("#answer-text")
+    check("/ask (answered)")
+    if SCREENSHOT:
+        phone.screenshot(path=str(Path(SCREENSHOT) / "serve-phone.png"), full_page=True)
+    phone.goto(server.url + phone.locator("#trace-link a").get_attribute("href"))
+    phone.wait_for_selector("ol.events li.kind-llm_call")
+    check("/traces/ID")

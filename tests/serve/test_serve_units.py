@@ -19,10 +19,12 @@ from tablequest.cli import app
 from tablequest.corpus import Store, ingest
 from tablequest.corpus.rank import matched_rows, question_patterns
 from tablequest.serve import ServeError, check_bind, is_loopback, load_or_create_token
+from tablequest.serve.answer import cell_names, short_name
 from tablequest.serve.asks import AskCancelled, AskJob, StreamingTrace
 from tablequest.serve.events import describe_event, render_markdown
 from tablequest.serve.stores import StoreManager
 from tablequest.serve.tables import mark, matched_rows_fast, table_view
+from tablequest.serve.tracelist import trace_row
 from tablequest.serve.uploads import safe_name
 from tablequest.table import Merge, Table, compile_pattern
 from tablequest.trace import Trace
@@ -96,7 +98,8 @@ def test_table_view_keeps_header_levels_merges_and_marks_evidence() -> None:
     assert [c.text for c in view.header[1].cells] == ["Area", "Depth"]
     assert [c.rowspan for c in view.body[0].cells] == [1, 1, 1, 2]
     assert len(view.body[1].cells) == 3  # the merged Region cell covers it
-    assert [c.classes for c in view.body[2].cells][2] == ["evidence"]
+    assert [c.classes for c in view.body[2].cells][2] == ["evidence", "num"]
+    assert [c.classes for c in view.body[2].cells][:2] == [[], ["num"]]  # numbers align right
     assert view.body[0].classes == ["matched"] and view.body[0].cells[0].parts == [("Mirrow", True)]
     window = table_view(table, "t1", rows=[0, 2], evidence=[(2, 2)])
     assert [r.row_id for r in window.body] == [0, 2] and window.body[1].classes == ["gap"]
@@ -118,7 +121,7 @@ def test_describe_event_for_each_kind() -> None:
     assert llm["lines"] == ["> Which lake?", '< {"answer": "61"}'] and "[user]" in llm["code"]
     rank = describe_event({"t": 0, "kind": "rank", "patterns": ["a"], "hits": [
         {"table_id": "t1", "score": 1.0}]})  # fmt: skip
-    assert rank["title"] == "grep ranking · 1 tables" and "t1  score 1.0" in rank["lines"]
+    assert rank["title"] == "grep ranking · 1 table" and "t1 · score 1" in rank["lines"]
     run = describe_event({"t": 0, "kind": "exec", "step": 2, "code": "df.head()", "ok": False,
                           "observation": "KeyError", "seconds": 0.1})  # fmt: skip
     assert run["title"] == "code run · step 2 · failed · 0.1 s" and run["output"] == "KeyError"
@@ -129,22 +132,58 @@ def test_describe_event_for_each_kind() -> None:
     assert decision["title"] == "decision · refine · select"
 
 
+def test_events_read_with_rounded_numbers_and_table_names() -> None:
+    tid, other = "tf44c874910295b0", "t0000000000000ab"
+    names = {tid: "lakes.html"}.get
+    rank = describe_event(
+        {"t": 0, "kind": "rank", "hits": [{"table_id": tid, "score": 0.123456789},
+                                          {"table_id": other, "score": 2 / 3}]},
+        names,
+    )  # fmt: skip
+    assert rank["lines"] == [f"lakes.html ({tid}) · score 0.123", f"{other} · score 0.667"]
+    chosen = describe_event(
+        {"t": 0, "kind": "decision", "stage": "refine", "selected": [tid],
+         "scores": {"a": 0.98765432, "b": [1.23456, 2]}},
+        names,
+    )  # fmt: skip
+    assert f'selected: ["lakes.html ({tid})"]' in chosen["lines"]
+    assert 'scores: {"a": 0.988, "b": [1.235, 2]}' in chosen["lines"]
+    asked = describe_event(
+        {"t": 0, "kind": "decision", "stage": "request", "question": "How deep?",
+         "method": "auto", "table_ids": [tid]},
+        names,
+    )  # fmt: skip
+    assert asked["title"] == "request · auto"
+    assert asked["lines"] == ["question: How deep?", f"tables: lakes.html ({tid})"]
+    ended = describe_event(
+        {"t": 0, "kind": "decision", "stage": "result", "status": "failed",
+         "reason": "LLMUnreachable: http://x"},
+    )  # fmt: skip
+    assert (
+        ended["title"] == "result · failed" and "reason: LLMUnreachable: http://x" in ended["lines"]
+    )
+    assert tid in rank["raw"] and "lakes.html" not in rank["raw"]  # the raw event stays raw
+
+
 def test_markdown_reports_render_inert() -> None:
     html = render_markdown("# R\n<script>x()</script>\n[a](javascript:x()) <img src=x onerror=y>")
     assert "<script>" not in html and "&lt;script&gt;" in html
     assert 'href="javascript:' not in html and "<img src=x" not in html
 
 
-def test_upload_names_are_chosen_by_the_server() -> None:
+def test_upload_names_are_chosen_by_the_server_and_stay_readable() -> None:
     digest = "ab" * 32
-    assert safe_name("../../etc/passwd", digest) == f"passwd-{digest[:12]}"
-    assert (
-        safe_name("C:\\x\\Quarterly Results.XLSX", digest)
-        == f"Quarterly-Results-{digest[:12]}.xlsx"
-    )
-    assert safe_name("run.sh", digest) == f"run-sh-{digest[:12]}"
-    assert safe_name(None, digest) == f"upload-{digest[:12]}"
-    assert safe_name("..", digest) == f"upload-{digest[:12]}"
+    folder = digest[:12]
+    assert safe_name("../../etc/passwd", digest) == f"{folder}/passwd"
+    assert safe_name("C:\\x\\Quarterly Results.XLSX", digest) == f"{folder}/Quarterly Results.XLSX"
+    assert safe_name("Länder Übersicht 2024.csv", digest) == f"{folder}/Länder Übersicht 2024.csv"
+    assert safe_name("run.sh", digest) == f"{folder}/run_sh"  # no reader: no extension
+    assert safe_name(".bashrc", digest) == f"{folder}/bashrc"
+    assert safe_name("a\x00b\nc\x1b.csv", digest) == f"{folder}/a b c.csv"
+    assert safe_name(None, digest) == f"{folder}/upload"
+    assert safe_name("..", digest) == f"{folder}/upload"
+    long = safe_name("ü" * 300 + ".csv", digest)
+    assert long.endswith(".csv") and len(long.split("/")[1].encode()) <= 180
 
 
 def test_token_file_is_private_and_reused(tmp_path: Path) -> None:
@@ -227,7 +266,7 @@ def test_serve_command_refuses_an_unsafe_token_file(tmp_path: Path) -> None:
     token.write_text("a-long-enough-token-0123456789\n")
     os.chmod(token, 0o644)
     result = runner.invoke(
-        app, ["serve", "--token-file", str(token), "--store", str(tmp_path / "s")]
+        app, ["serve", "--token-file", str(token), "--store", str(tmp_path / "s"), "--create"]
     )
     assert result.exit_code == 2 and "chmod 600" in result.output
 
@@ -240,6 +279,7 @@ def test_serve_command_prints_a_new_token_once_and_builds_the_config(
     seen: list[object] = []
     monkeypatch.setattr(serve_pkg, "run_server", lambda config: seen.append(config))
     token_file = tmp_path / "token"
+    Store(tmp_path / "s.duckdb").close()
     args = ["serve", "--token-file", str(token_file), "--store", str(tmp_path / "s.duckdb"),
             "--port", "9999", "--llm-url", "http://127.0.0.1:1/v1", "--model", "m",
             "--max-asks", "3", "--no-cache"]  # fmt: skip
@@ -249,8 +289,72 @@ def test_serve_command_prints_a_new_token_once_and_builds_the_config(
     assert token in first.output and f"/login?token={token}" in first.output.replace("\n", "")
     second = runner.invoke(app, args)
     assert second.exit_code == 0 and token not in second.output
+    for run in (first, second):  # the token file's path on every start
+        assert f"Token file: {token_file}" in run.output
     config = seen[-1]
     assert config.port == 9999 and config.token == token and config.limits.max_asks == 3  # type: ignore[attr-defined]
     assert config.llm_config.cache is False and config.host == "127.0.0.1"  # type: ignore[attr-defined]
+    assert config.token_file == token_file  # type: ignore[attr-defined]
     public = runner.invoke(app, [*args, "--host", "0.0.0.0"])
     assert public.exit_code == 0  # a token is always there, so a public bind may start
+
+
+def test_serve_command_refuses_a_missing_store_unless_create(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tablequest.serve as serve_pkg
+
+    seen: list[object] = []
+    monkeypatch.setattr(serve_pkg, "run_server", lambda config: seen.append(config))
+    missing = tmp_path / "missing.duckdb"
+    base = ["serve", "--token-file", str(tmp_path / "token"), "--store", str(missing)]
+    refused = runner.invoke(app, base)
+    assert refused.exit_code == 2 and seen == [] and not missing.exists()
+    assert "no store at" in refused.output and "--create" in refused.output
+    created = runner.invoke(app, [*base, "--create"])
+    assert created.exit_code == 0, created.output
+    assert seen[-1].store == missing  # type: ignore[attr-defined]
+    table = tmp_path / "lakes.csv"
+    table.write_text("Lake,Depth\nQuillsee,61\n", encoding="utf-8")
+    typo = runner.invoke(app, ["serve", "--token-file", str(tmp_path / "token"), "--store",
+                               str(table), "--create"])  # fmt: skip
+    assert typo.exit_code == 2 and "not a store" in typo.output and len(seen) == 1
+
+
+def test_evidence_cells_are_named_by_column_and_row() -> None:
+    lakes = Table.from_rows(
+        [["Lake", "Size", "Size"], ["Lake", "Area", "Depth"], ["Mirrow", "412", "38"],
+         ["", "95", "12"]],
+        n_header_rows=2,
+    )  # fmt: skip
+    assert cell_names(lakes, 0, 2) == ("Size / Depth", "Mirrow")
+    assert cell_names(lakes, 1, 1) == ("Size / Area", "row 1")  # no label in the first column
+    assert cell_names(lakes, 0, 0) == ("Lake", "row 0")  # the label cell itself
+    assert cell_names(lakes, 9, 1) == ("Size / Area", "row 9")
+    years = Table.from_rows(
+        [["Region", "Year", "Sales"], ["North", "2023", "5"], ["North", "2024", "7"]],
+        n_header_rows=1,
+        n_header_cols=2,
+    )
+    assert cell_names(years, 1, 2) == ("Sales", "North / 2024")
+    assert short_name("/data/x/Länder.xlsx#Sheet 1") == "Länder.xlsx#Sheet 1"
+
+
+def test_trace_rows_read_question_method_status_and_time(tmp_path: Path) -> None:
+    cli = Trace(tmp_path / "20261204-101500-1234abcd.jsonl")  # a CLI trace: no request event
+    cli.event("decision", stage="ask", method="seek", options="x", task="tableqa")
+    cli.event("decision", stage="start", question="How deep?", method="seek")
+    cli.event("llm_call", model="m", replies=["x" * 200_000])  # a long line before the end
+    cli.event("decision", stage="end", status="insufficient")
+    row = trace_row("20261204-101500-1234abcd", cli.path)  # type: ignore[arg-type]
+    assert (row.question, row.method, row.status, row.time) == (
+        "How deep?", "seek", "insufficient", "2026-12-04 10:15"
+    )  # fmt: skip
+    broken = Trace(tmp_path / "other.jsonl")
+    broken.event("decision", stage="request", question="Q?", method="auto")
+    broken.event("error", stage="ask", error="X", message="boom")
+    row = trace_row("other", broken.path)  # type: ignore[arg-type]
+    assert (row.question, row.method, row.status) == ("Q?", "auto", "failed")
+    running = Trace(tmp_path / "running.jsonl")
+    running.event("decision", stage="request", question="Q?", method="auto")
+    assert trace_row("running", running.path).status == "unfinished"  # type: ignore[arg-type]

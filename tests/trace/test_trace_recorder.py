@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,7 +115,8 @@ def test_paths(isolated_env: Path, tmp_path: Path) -> None:
     assert default_trace_dir() == isolated_env / "traces"
     path = new_trace_path(tmp_path)
     assert path.parent == tmp_path and path.suffix == ".jsonl"
-    assert path.name[:8].isdigit() and len(path.stem) == len("20250101-120000-abcdef12")
+    stamp, ns, pid, rand = path.stem.rsplit("-", 3)
+    assert stamp[:8].isdigit() and len(ns) == 19 and pid == f"p{os.getpid()}" and len(rand) == 4
     assert new_trace_path(tmp_path) != path
     trace = Trace.for_query()
     trace.event("qa", answer="x")

@@ -3,21 +3,62 @@
 Method options are ``-o NAME VALUE`` (repeatable) or ``-c CONFIG`` (a named paper
 configuration); `PairCommand` turns ``-o NAME VALUE`` into ``NAME=VALUE`` before parsing, so
 both spellings work.
+
+The store rule, one for every command that reads or writes a store: ``--store/-s PATH``
+(a DuckDB file or a sharded corpus's manifest), default $TABLEQUEST_STORE, else
+``corpus.duckdb`` under the user data directory. The old spelling with the store as the
+first argument (``tablequest search STORE "q"``) is still accepted when that argument is an
+existing store, with a one-line deprecation note on stderr (`store_and_words`).
+
+Usage lines name arguments in capitals (``PATHS...``, ``QUESTION``): `UsageCommand`
+rewrites typer's ``{paths}...`` spelling; app.py gives it to every command.
 """
 
 from __future__ import annotations
 
+import os
+import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from typer.core import TyperCommand
 
+from tablequest.cli._exit import USAGE
+from tablequest.cli._output import err_console, fail
+from tablequest.corpus.shards import is_manifest
+from tablequest.corpus.storefile import what_is
 from tablequest.methods.base import Task
 from tablequest.methods.options import option_name
 
+STORE_ENV = "TABLEQUEST_STORE"
+_REQUIRED = re.compile(r"\{([^{}]+)\}(\.\.\.)?")
+_OPTIONAL = re.compile(r"\[([a-z_][\w-]*)\](\.\.\.)?")
 
-class PairCommand(TyperCommand):
+
+class UsageCommand(TyperCommand):
+    """A command whose usage line spells arguments ``NAME`` / ``[NAME]`` / ``NAME...`` and
+    leaves hidden ones (an old spelling still accepted) out."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces: list[str] = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if not getattr(param, "hidden", False):
+                pieces += [usage_piece(p) for p in param.get_usage_pieces(ctx)]
+        return pieces
+
+
+def usage_piece(piece: str) -> str:
+    """``{paths}...`` → ``PATHS...``, ``[name]`` → ``[NAME]``; anything else unchanged."""
+    if m := _REQUIRED.fullmatch(piece):
+        return m[1].upper() + (m[2] or "")
+    if m := _OPTIONAL.fullmatch(piece):
+        return f"[{m[1].upper()}]" + (m[2] or "")
+    return piece
+
+
+class PairCommand(UsageCommand):
     """A command whose ``-o``/``--option`` takes two words, NAME VALUE."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
@@ -90,7 +131,9 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 TableIdOpt = Annotated[
     list[str] | None,
     typer.Option(
-        "--table-id", help="Tables to answer from (an id, or a file's table index 0, 1, …)."
+        "--table-id",
+        help="Tables to answer from: an id (`tablequest tables` lists them, `search` prints "
+        "them), or a file's table index 0, 1, ….",
     ),
 ]
 RayOpt = Annotated[
@@ -106,6 +149,101 @@ LLMUrlsOpt = Annotated[
     typer.Option(
         "--llm-url",
         help="OpenAI-compatible URL; repeat it to load-balance several servers "
-        "(or `llm_urls = [...]` under [scale] in tablequest.toml).",
+        "(or `llm_urls = [...]` under \\[scale] in tablequest.toml).",
     ),
 ]
+
+
+# -- the store rule ---------------------------------------------------------------------------
+StoreOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--store",
+        "-s",
+        metavar="STORE",
+        help="The store: a DuckDB file or a sharded corpus's manifest (default: "
+        f"${STORE_ENV}, else corpus.duckdb under the user data dir).",
+    ),
+]
+
+
+def default_store_path() -> Path:
+    """The store when --store is not given: $TABLEQUEST_STORE, else the user data store."""
+    named = os.environ.get(STORE_ENV, "").strip()
+    if named:
+        return Path(named).expanduser()
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("tablequest")) / "corpus.duckdb"
+
+
+def is_store_path(path: Path) -> bool:
+    """True when `path` is an existing DuckDB store file or a sharded corpus's manifest."""
+    try:
+        return path.is_file() and (what_is(path) is None or is_manifest(path))
+    except OSError:
+        return False
+
+
+def deprecated_store_note(command: str, new_usage: str, store: Path) -> None:
+    """The one-line note (stderr) for a store given as the first argument."""
+    err_console.print(
+        f"note: the store as first argument is deprecated; use `tablequest {command} "
+        f"{new_usage} --store {store}`",
+        markup=False, highlight=False, soft_wrap=True,
+    )  # fmt: skip
+
+
+def store_and_words(
+    command: str,
+    words: list[str] | None,
+    store: Path | None,
+    *,
+    names: tuple[str, ...],
+    old_first: Callable[[Path], bool] = is_store_path,
+    json_out: bool = False,
+) -> tuple[Path, list[str]]:
+    """The store and the positional words of a command that takes a store.
+
+    `names` are the positional arguments besides the store (``("QUESTION",)`` for search).
+    One word more than `names`, no --store, and the first word passes `old_first` (by
+    default: an existing store; `ask`, whose source may be a table file or folder, can pass
+    ``Path.exists``): the old spelling, accepted with a deprecation note. Otherwise exactly
+    `names` words, and the store from --store or `default_store_path`. Anything else ends
+    the command (exit 2), naming what the first word is when it looks like a store.
+    """
+    words = list(words or ())
+    new_usage = " ".join(names) if names else ""
+    if len(words) == len(names) + 1:
+        first = Path(words[0]).expanduser()
+        if store is None and old_first(first):
+            deprecated_store_note(command, new_usage, first)
+            return first, words[1:]
+        if store is None and (first.suffix in (".duckdb", ".json") or "/" in words[0]):
+            require_store(first, json_out=json_out)  # a typo in an old-style store name
+        if store is None and first.exists():
+            what = what_is(first) or "not a store"
+            fail(f"{str(first)!r} is {what}, not a store (name the store with --store)",
+                 json_out=json_out, code="not_a_store")  # fmt: skip
+    if len(words) != len(names):
+        wanted = f"takes {new_usage}" if names else "takes no arguments"
+        fail(
+            f"`tablequest {command}` {wanted} and the store as --store STORE; got "
+            f"{len(words)} argument(s) (quote a question of several words)",
+            json_out=json_out,
+        )
+    return (store.expanduser() if store is not None else default_store_path()), words
+
+
+def require_store(path: Path, *, json_out: bool = False) -> Path:
+    """`path` when it exists; else end the command (exit 2) saying how to create a store,
+    so that a typo never creates an empty one."""
+    if not path.exists():
+        fail(
+            f"no store at {str(path)!r}; create one with `tablequest ingest PATH... "
+            f"--store {path}`",
+            json_out=json_out,
+            code="no_store",
+            status=USAGE,
+        )
+    return path

@@ -8,7 +8,9 @@ could not complete); with ``--json`` the same error is also printed on stdout as
 from __future__ import annotations
 
 import contextlib
+import html
 import json
+import re
 from collections.abc import Iterator
 from typing import Any, NoReturn
 
@@ -30,18 +32,25 @@ from rich.text import Text
 from tablequest.corpus.encoder_base import encoding_progress, with_rate
 from tablequest.corpus.rank import question_patterns
 from tablequest.corpus.retrievers import preview_hit
-from tablequest.corpus.store import Hit, NoStore, NotAStore, Store, StoreError
+from tablequest.corpus.store import Hit, NoStore, NotAStore, Store, StoreError, text_format
 from tablequest.methods.base import Result
+from tablequest.table.preview import preview
 
 console = Console()
 err_console = Console(stderr=True)
 
 
+def stage_line(text: str) -> None:
+    """One dim line on stderr as a long first-time stage starts (`announce_stage`)."""
+    err_console.print(f"[dim]{escape(text)}[/dim]", soft_wrap=True, highlight=False)
+
+
 @contextlib.contextmanager
 def encoding_bar(label: str, enabled: bool) -> Iterator[None]:
     """A bar (count, texts/s, ETA) on stderr once an encoder inside the block reports progress
-    (nothing when all vectors are cached); none when not `enabled` (``--json``) or stderr is
-    not a terminal."""
+    (nothing when all vectors are cached), and a `stage_line` as each long first-time stage
+    starts (a model distilled or exported, a big index built); neither when not `enabled`
+    (``--json``) or stderr is not a terminal."""
     if not enabled or not err_console.is_terminal:
         yield
         return
@@ -57,7 +66,7 @@ def encoding_bar(label: str, enabled: bool) -> Iterator[None]:
         bar.update(tasks[0], completed=done, total=total, metric=metric)
 
     try:
-        with encoding_progress(with_rate(update)):
+        with encoding_progress(with_rate(update), stage=stage_line):
             yield
     finally:
         if tasks:
@@ -128,14 +137,78 @@ def hit_json(store: Store, hit: Hit) -> dict[str, Any]:
 
 
 def show_hits(store: Store, question: str, hits: list[Hit]) -> None:
-    """Ranked tables with previews, the question's words highlighted."""
+    """Ranked tables with their ids and previews, the question's words highlighted."""
     if not hits:
         console.print("No table matches the question's words.")
         return
     for rank, hit in enumerate(hits, start=1):
         info = hit_json(store, hit)
-        title = f"#{rank}  score {hit.score:.2f}  {info['source']}  ({info['format']})"
-        show_preview(title, preview_hit(store, hit, question), question)
+        title = (
+            f"#{rank}  {hit.table_id}  score {hit.score:.2f}  {info['source']}  ({info['format']})"
+        )
+        show_preview(title, terminal_preview(store, hit, question), question)
+
+
+def terminal_preview(store: Store, hit: Hit, question: str) -> str:
+    """A hit's preview as a terminal shows it: tables stored as HTML (HTML, xlsx) are
+    previewed as Markdown (the same head and matched rows, no markup)."""
+    table = store.get(hit.table_id)
+    fmt = text_format(table)
+    if fmt != "html":
+        return preview_hit(store, hit, question)
+    return preview(table, question_patterns(question), fmt="markdown").text
+
+
+_MARKUP = re.compile(r"</?(table|thead|tbody|tr|td|th|caption)\b", re.IGNORECASE)
+_CELL = re.compile(r"<t[hd]\b([^>]*)>(.*?)(?:</t[hd]>|$)", re.IGNORECASE | re.DOTALL)
+_SPAN = re.compile(r"(col|row)span\s*=\s*[\"']?(\d+)", re.IGNORECASE)
+_TAG = re.compile(r"<[^>]*>|<[^>]*$")
+
+
+def plain_markup(text: str) -> str:
+    """HTML table markup (a preview an agent saw) as plain lines: one line per row, cells
+    joined by " | ", a merged cell's value repeated over the columns and rows it spans;
+    text without table markup is returned as it is."""
+    if not _MARKUP.search(text):
+        return text
+    lines: list[str] = []
+    carry: dict[int, tuple[str, int]] = {}  # column → (value, rows still spanned)
+    for line in text.splitlines():
+        cut = line.find("<")
+        prefix = line[:cut] if cut > 0 else ""
+        cells = _CELL.findall(line)
+        if not cells:
+            carry = {}
+            if stripped := html.unescape(_TAG.sub("", line)).strip():
+                lines.append(stripped)
+            continue
+        if prefix:  # a matched row on its own line: every cell, no spans
+            carry = {}
+        lines.append(prefix + " | ".join(_row_values(cells, carry)))
+    return "\n".join(lines)
+
+
+def _row_values(cells: list[tuple[str, str]], carry: dict[int, tuple[str, int]]) -> list[str]:
+    """One row's values with row spans from the rows above (updates `carry`)."""
+    out: list[str] = []
+
+    def take_carried() -> None:
+        while len(out) in carry:
+            value, left = carry.pop(len(out))
+            if left > 1:
+                carry[len(out)] = (value, left - 1)
+            out.append(value)
+
+    for attrs, body in cells:
+        take_carried()
+        spans = {kind.lower(): int(n) for kind, n in _SPAN.findall(attrs)}
+        value = html.unescape(_TAG.sub("", body)).strip()
+        for _ in range(max(1, min(spans.get("col", 1), 1000))):
+            if spans.get("row", 1) > 1:
+                carry[len(out)] = (value, spans["row"] - 1)
+            out.append(value)
+    take_carried()
+    return out
 
 
 def show_preview(title: str, text: str, question: str) -> None:
@@ -161,13 +234,14 @@ def show_result(result: Result, question: str) -> None:
         )
     )
     if data["reason"] and result.status != "answered":
-        console.print(f"  reason: {escape(data['reason'])}", highlight=False)
+        # one unwrapped line, so the URL and the cause stay whole (and greppable)
+        console.print(f"  reason: {escape(data['reason'])}", highlight=False, soft_wrap=True)
     if data["details"].get("encoder"):
         console.print(f"  encoder: {data['details']['encoder']}", highlight=False)
     for candidate in data["details"].get("candidates", []):
         source = result.sources.get(candidate["table_id"], candidate["table_id"])
-        title = f"score {candidate['score']:.2f}  {source}"
-        show_preview(title, candidate.get("preview", ""), question)
+        title = f"score {candidate['score']:.2f}  {source}  ({candidate['table_id']})"
+        show_preview(title, plain_markup(candidate.get("preview", "")), question)
     for route in data["details"].get("routes", []):
         source = result.sources.get(route["table_id"], route["table_id"])
         status = f" → {route['status']}" if route.get("status") else ""

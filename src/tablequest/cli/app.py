@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-import typer
+from typing import Annotated
 
-from tablequest.cli import cache, eval_compare, eval_run, eval_subtab, serve, trace
+import typer
+from typer.core import TyperCommand
+
+from tablequest import __version__
+from tablequest.cli import cache, eval_compare, eval_run, eval_subtab, serve, tables, trace
 from tablequest.cli import research as research_cli
-from tablequest.cli._options import PairCommand
+from tablequest.cli._options import PairCommand, UsageCommand
 from tablequest.cli.ask import ask_command
 from tablequest.cli.batch import batch_command
 from tablequest.cli.corpus import ingest_command, search_command
+from tablequest.cli.doctor import doctor_command
 from tablequest.cli.methods import methods_command
 
 app = typer.Typer(
@@ -17,13 +22,35 @@ app = typer.Typer(
     help="Answer questions from tables with LLM agents, and show the evidence.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    add_completion=True,
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"tablequest {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool | None,
+        typer.Option(
+            "--version", "-V", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = None,
+) -> None:
+    """Answer questions from tables with LLM agents, and show the evidence."""
+
+
 app.command("ingest")(ingest_command)
 app.command("search")(search_command)
+tables.register(app)
 app.command("ask", cls=PairCommand)(ask_command)
 app.command("methods")(methods_command)
 app.command("batch", cls=PairCommand)(batch_command)
+app.command("doctor")(doctor_command)
 app.add_typer(cache.app, name="cache")
 app.add_typer(trace.app, name="trace")
 research_cli.register(app)
@@ -36,6 +63,20 @@ eval_compare.register(eval_app)
 eval_run.register(eval_app)
 eval_subtab.register(eval_app)
 app.add_typer(eval_app, name="eval")
+
+
+def _uniform_usage(group: typer.Typer) -> None:
+    """Every command without a class of its own spells its usage line `UsageCommand`'s way
+    (``PATHS...``, not ``{paths}...``)."""
+    for info in group.registered_commands:
+        if info.cls in (None, TyperCommand):
+            info.cls = UsageCommand
+    for sub in group.registered_groups:
+        if sub.typer_instance is not None:
+            _uniform_usage(sub.typer_instance)
+
+
+_uniform_usage(app)
 
 
 def main() -> None:

@@ -1,6 +1,7 @@
-"""`tablequest ask SOURCE "question"`: answer with a registered method, show the evidence.
+"""`tablequest ask "question" --store S`: answer with a registered method, show the evidence.
 
-SOURCE is a store (DuckDB file), a sharded corpus's manifest, a table file or a folder;
+S is a store (DuckDB file), a sharded corpus's manifest, a table file or a folder (the old
+spelling, S as the first argument, is accepted with a deprecation note);
 `tablequest.methods.run.ask` opens it as the method needs and runs the method. This command
 only parses and prints. With --ray a sharded corpus ranks on shard actors. Without a
 configured model the method's LLM-free part runs and one line says how to connect a model.
@@ -32,6 +33,8 @@ from tablequest.cli._options import (
     TaskOpt,
     TraceDirOpt,
     option_pairs,
+    require_store,
+    store_and_words,
     task_name,
 )
 from tablequest.cli._output import console, encoding_bar, fail, fail_on, print_json, show_result
@@ -41,10 +44,24 @@ from tablequest.llm.config import NOT_CONFIGURED_HINT, ConfigError, build_llm, r
 from tablequest.methods.base import Result
 from tablequest.methods.run import NO_LLM, ask
 
+SourceOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--store",
+        "-s",
+        metavar="STORE",
+        help="What to answer from: a store (DuckDB file or sharded corpus's manifest), a table "
+        "file or a folder (default: $TABLEQUEST_STORE, else the user data store).",
+    ),
+]
+
 
 def ask_command(
-    source: Annotated[Path, typer.Argument(metavar="SOURCE", help="Store, table file or folder.")],
-    question: Annotated[str, typer.Argument(help="The question (or claim, with --task fact).")],
+    question: Annotated[
+        str, typer.Argument(metavar="QUESTION", help="The question (or claim, with --task fact).")
+    ],
+    extra: Annotated[list[str] | None, typer.Argument(hidden=True, show_default=False)] = None,
+    store: SourceOpt = None,
     method: MethodOpt = "auto",
     option: OptionOpt = None,
     config: ConfigOpt = None,
@@ -61,13 +78,19 @@ def ask_command(
     ray: RayOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Answer QUESTION from SOURCE and show the evidence, tables consulted and trace.
+    """Answer QUESTION from the store (or a table file or folder) and show the evidence, the
+    tables consulted and the trace.
 
     Exit status: 0 answered, 1 failed (the reason names what and where), 2 bad input,
     3 insufficient evidence, 4 no model configured (the LLM-free part ran).
     """
+    source, (question,) = store_and_words(
+        "ask", [question, *(extra or [])], store, names=("QUESTION",), old_first=Path.exists,
+        json_out=json_out,
+    )  # fmt: skip
     if not question.strip():
         fail("the question is empty", json_out=json_out, status=_exit.USAGE)
+    require_store(source, json_out=json_out)
     from tablequest.cli._scale import open_corpus
     from tablequest.corpus.shards import is_manifest
     from tablequest.scale.cluster import ray_address

@@ -41,7 +41,15 @@ def batch_command(
     ],
     out: Annotated[Path, typer.Option("--out", help="Run file (JSONL, resumable).")],
     source: Annotated[
-        str | None, typer.Option(help="Source of questions without one (store, manifest, …).")
+        str | None,
+        typer.Option(
+            "--store",
+            "-s",
+            "--source",
+            metavar="STORE",
+            help="What questions without a source answer from: a store, a manifest, a table "
+            "file or a folder (--source: the older name).",
+        ),
     ] = None,
     method: MethodOpt = "auto",
     option: OptionOpt = None,

@@ -1,15 +1,27 @@
 """`tablequest ingest` and `tablequest search`: one library call each.
 
-Exit statuses: 0 done; 1 the run could not complete (a file failed with --strict, the store
-is held by another process, the disk is full); 2 bad input (no store, not a DuckDB file);
-130 / 143 an ingest stopped by SIGINT / SIGTERM after committing the files read so far.
-With --json every error is ``{"error": {"code", "message"}}`` on stdout (plus the report
-so far for an ingest that stopped on a store failure).
+Both name the store by the store rule (`--store/-s`, see `_options`). `search` refuses an
+empty question and a missing store (it never creates one) and prints each table's id.
+`ingest` reports an input path that does not exist as not found before reading anything;
+an ingest that stored nothing exits 1 and removes what it created (the store file, its WAL,
+a sharded corpus's manifest and shard folder, parent folders), while a store that existed
+before is kept (so is the store of an ingest stopped by a signal: running the same command
+again finishes it). $TABLEQUEST_RAY_ADDRESS applies to sharded corpora only; a plain store is
+ingested in this process (only an explicit --ray asks for --shards).
+
+Exit statuses: 0 done; 1 the run could not complete (nothing stored, a file failed with
+--strict, the store is held by another process, the disk is full); 2 bad input (no store,
+not a DuckDB file, an input not found, an empty question); 130 / 143 an ingest stopped by
+SIGINT / SIGTERM after committing the files read so far. With --json every error is
+``{"error": {"code", "message"}}`` on stdout (plus the report so far for an ingest that
+stopped on a store failure).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -18,7 +30,14 @@ import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-from tablequest.cli._options import RayOpt
+from tablequest.cli._exit import FAILED, USAGE
+from tablequest.cli._options import (
+    RayOpt,
+    StoreOpt,
+    default_store_path,
+    require_store,
+    store_and_words,
+)
 from tablequest.cli._output import (
     console,
     encoding_bar,
@@ -30,29 +49,17 @@ from tablequest.cli._output import (
 )
 from tablequest.cli._scale import open_corpus
 from tablequest.corpus import IngestReport, Store, StoreError, ingest
+from tablequest.corpus.encoder_base import progress_stages
 from tablequest.corpus.encoders import ENCODERS, EncoderUnavailable
 from tablequest.corpus.ingest import IngestAborted, StopSignals
 from tablequest.corpus.retrievers import RETRIEVERS, RetrieverSettings, make_retriever
 from tablequest.corpus.shards import ShardedStore, ingest_sharded, is_manifest
 
 
-def default_store_path() -> Path:
-    """The store used when --store is not given: under the user data directory."""
-    from platformdirs import user_data_dir
-
-    return Path(user_data_dir("tablequest")) / "corpus.duckdb"
-
-
-StoreOption = Annotated[
-    Path | None,
-    typer.Option("--store", "-s", help="DuckDB store file (default: under the user data dir)."),
-]
-
-
-def open_store(path: Path | None, *, json_out: bool = False) -> Store:
+def open_store(path: Path, *, json_out: bool = False) -> Store:
     """Open a store for writing, turning failures into one clear line and an exit status."""
     try:
-        return Store(path or default_store_path())
+        return Store(path)
     except StoreError as exc:
         fail_on(exc, json_out=json_out)
 
@@ -70,7 +77,7 @@ ShardsOption = Annotated[
 
 def ingest_command(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders of tables.")],
-    store: StoreOption = None,
+    store: StoreOpt = None,
     shards: ShardsOption = None,
     ray: RayOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
@@ -79,32 +86,88 @@ def ingest_command(
     """Read every table under PATHS into the store (unchanged files are skipped)."""
     from tablequest.scale.cluster import ray_address
 
-    target = store or default_store_path()
-    address = ray_address(ray)
+    target = store.expanduser() if store is not None else default_store_path()
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        fail("not found: " + ", ".join(repr(p) for p in missing), json_out=json_out,
+             code="not_found")  # fmt: skip
     sharded = shards is not None or is_manifest(target)
     if shards is not None and target.exists() and not is_manifest(target):
         fail(f"{str(target)!r} is not a sharded corpus: pass a new manifest path to --store")
-    if address is not None and not sharded:
+    if ray is not None and not sharded:
         fail("--ray ingests into a sharded corpus: pass --shards N (and a manifest --store)")
+    # $TABLEQUEST_RAY_ADDRESS applies to sharded corpora only: a plain store ingests here.
+    address = ray_address(ray) if sharded else None
+    fresh = _fresh_paths(target, sharded=sharded)
+    kept: list[int] = []  # tables stored or unchanged, once known
+    try:
+        report, signals = _ingest(target, paths, shards, address, kept, json_out=json_out)
+    except typer.Exit:  # a store or Ray failure, said already; kept names what was stored
+        if sum(kept) == 0:
+            _remove(fresh)
+        raise
+    if sum(kept) == 0 and (signals is None or signals.received is None):
+        _remove(fresh)  # a stopped ingest keeps its store: the same command finishes it
+    _report_ingest(report, target, signals, json_out=json_out, strict=strict)
+
+
+def _ingest(
+    target: Path,
+    paths: list[Path],
+    shards: int | None,
+    address: str | None,
+    kept: list[int],
+    *,
+    json_out: bool,
+) -> tuple[IngestReport, StopSignals | None]:
+    """The ingest itself: on Ray, or here with Ctrl-C stopping it cleanly. Appends to `kept`
+    the count of tables the store holds from PATHS (also when a store failure stopped it)."""
     if address is not None:
-        _report_ingest(_ray_ingest(target, paths, address, shards, json_out), target, None,
-                       json_out=json_out, strict=strict)  # fmt: skip
-        return
+        report = _ray_ingest(target, paths, address, shards, json_out)
+        kept.append(report.tables_stored + report.tables_unchanged)
+        return report, None
     show = not json_out and sys.stderr.isatty()
     # Signals first: from here on Ctrl-C stops the ingest cleanly whatever it is doing.
     with StopSignals() as signals:
         try:
-            if sharded:
+            if shards is not None or is_manifest(target):
                 with ShardedStore(target, shards=shards) as st:
                     report = _run_ingest(st, paths, show_progress=show, stop=signals)
             else:
-                with open_store(store, json_out=json_out) as st:
+                with open_store(target, json_out=json_out) as st:
                     report = _run_ingest(st, paths, show_progress=show, stop=signals)
         except IngestAborted as exc:
+            kept.append(exc.report.tables_stored + exc.report.tables_unchanged)
             fail_on(exc, json_out=json_out, extra=exc.report.to_json())
         except StoreError as exc:
             fail_on(exc, json_out=json_out)
-    _report_ingest(report, target, signals, json_out=json_out, strict=strict)
+    kept.append(report.tables_stored + report.tables_unchanged)
+    return report, signals
+
+
+def _fresh_paths(target: Path, *, sharded: bool) -> list[Path]:
+    """What an ingest into `target` may create that does not exist yet: the store file, its
+    WAL, a sharded corpus's shard folder, missing parent folders (innermost first)."""
+    candidates = [target, target.with_name(target.name + ".wal")]
+    if sharded:
+        candidates.append(target.with_name(f"{target.stem}.shards"))
+    parent = target.parent
+    while not parent.exists() and parent != parent.parent:
+        candidates.append(parent)
+        parent = parent.parent
+    return [p for p in candidates if not p.exists()]
+
+
+def _remove(fresh: list[Path]) -> None:
+    """Remove what an ingest that stored nothing created (a store that existed is kept)."""
+    for path in fresh:
+        with contextlib.suppress(OSError):
+            if path.is_dir() and path.name.endswith(".shards"):
+                shutil.rmtree(path)
+            elif path.is_dir():
+                path.rmdir()  # a parent folder: only when empty
+            elif path.exists():
+                path.unlink()
 
 
 def _report_ingest(
@@ -122,7 +185,7 @@ def _report_ingest(
             payload["signal"] = stopped
         print(json.dumps(payload))
     else:
-        _print_report(report, target)
+        _print_report(report, target if target.exists() else None)
         if stopped:
             console.print(
                 f"[yellow]stopped by {stopped}[/yellow]: {report.files_left} files not "
@@ -130,8 +193,15 @@ def _report_ingest(
             )
     if signals is not None and signals.received is not None:
         raise typer.Exit(128 + signals.received)
-    if not report.ok or (strict and report.files_failed):
-        raise typer.Exit(1)
+    if not report.ok:
+        err_console.print(
+            f"nothing stored: no table could be read, so no store was written at {target}"
+            if not target.exists() else "nothing stored: no table could be read",
+            markup=False, highlight=False, soft_wrap=True,
+        )  # fmt: skip
+        raise typer.Exit(FAILED)
+    if strict and report.files_failed:
+        raise typer.Exit(FAILED)
 
 
 def _ray_ingest(
@@ -155,12 +225,14 @@ def _run_ingest(
     columns = (*Progress.get_default_columns()[:2], BarColumn(), MofNCompleteColumn())
     with Progress(*columns, TimeRemainingColumn(), console=err_console, transient=True) as bar:
         task = bar.add_task("ingesting", total=None)
-        return run(
-            st,  # type: ignore[arg-type]
-            paths,
-            progress=lambda done, total: bar.update(task, completed=done, total=total),
-            stop=stop.event,
-        )
+        stage = progress_stages(lambda text: bar.update(task, description=text))
+        with stage:  # the index builds of a big store name themselves on the bar
+            return run(
+                st,  # type: ignore[arg-type]
+                paths,
+                progress=lambda done, total: bar.update(task, completed=done, total=total),
+                stop=stop.event,
+            )
 
 
 def _print_report(report: IngestReport, path: Path | None) -> None:
@@ -183,24 +255,50 @@ def _print_report(report: IngestReport, path: Path | None) -> None:
         )
 
 
+SearchMethodOpt = Annotated[
+    str,
+    typer.Option(
+        "--method", "-m", help=f"Retriever: {' | '.join(RETRIEVERS)} (grep: TableSeek Eq. 1)."
+    ),
+]
+
+
 def search_command(
-    store_path: Annotated[Path, typer.Argument(metavar="STORE", help="The store to search.")],
-    question: Annotated[str, typer.Argument(help="A question in natural language.")],
+    question: Annotated[
+        str, typer.Argument(metavar="QUESTION", help="A question in natural language.")
+    ],
+    extra: Annotated[list[str] | None, typer.Argument(hidden=True, show_default=False)] = None,
+    store: StoreOpt = None,
     k: Annotated[int, typer.Option("-k", min=1, help="How many tables to show.")] = 5,
-    method: Annotated[
-        str, typer.Option(help=f"Retriever: {' | '.join(RETRIEVERS)} (grep: TableSeek Eq. 1).")
-    ] = "grep",
+    method: SearchMethodOpt = "grep",
     encoder: Annotated[
         str, typer.Option(help=f"Encoder of dense, hybrid, rerank: {' | '.join(ENCODERS)}.")
     ] = "minilm",
+    rerank_url: Annotated[
+        str | None, typer.Option("--rerank-url", metavar="URL", help="rerank: a /v1/rerank server.")
+    ] = None,
+    rerank_model: Annotated[
+        str | None, typer.Option("--rerank-model", metavar="NAME", help="rerank: its model.")
+    ] = None,
     ray: RayOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print hits as JSON.")] = False,
 ) -> None:
-    """Rank the store's (or sharded corpus's) tables for QUESTION without any LLM."""
-    if not store_path.exists():
-        fail(f"no store at {str(store_path)!r}; run ingest first", json_out=json_out)
+    """Rank the store's (or sharded corpus's) tables for QUESTION without any LLM; shows
+    each table's id (for `tablequest show` and `ask --table-id`) and a preview."""
+    store_path, (question,) = store_and_words(
+        "search", [question, *(extra or [])], store, names=("QUESTION",), json_out=json_out
+    )
+    if not question.strip():
+        fail("the question is empty: give a question in words", json_out=json_out, status=USAGE)
+    require_store(store_path, json_out=json_out)
+    if method == "rerank" and not (rerank_url and rerank_model):
+        fail(
+            "--method rerank needs a server with /v1/rerank: --rerank-url URL --rerank-model NAME",
+            json_out=json_out,
+        )
+    settings = RetrieverSettings(encoder=encoder, rerank_url=rerank_url, rerank_model=rerank_model)
     try:
-        retriever = make_retriever(method, RetrieverSettings(encoder=encoder))
+        retriever = make_retriever(method, settings)
     except (ValueError, EncoderUnavailable) as exc:
         fail(str(exc), json_out=json_out)
     with open_corpus(store_path, ray, json_out=json_out) as st:

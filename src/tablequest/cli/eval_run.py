@@ -168,7 +168,7 @@ def _sharded(corpus: Corpus, shards: int | None) -> Corpus:
 def retrieval_command(
     dataset: Annotated[str, typer.Argument(help="wtq | tabfact | tcrbench | …")],
     data: DataOpt,
-    method: Annotated[str, typer.Option(help=" | ".join(RETRIEVERS))] = "bm25",
+    method: Annotated[str, typer.Option("--method", "-m", help=" | ".join(RETRIEVERS))] = "bm25",
     questions: QuestionsOpt = None,
     split: SplitOpt = None,
     fmt: FormatOpt = "csv",

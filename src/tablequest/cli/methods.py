@@ -1,4 +1,9 @@
-"""`tablequest methods [NAME]`: the registered methods, and one method's options."""
+"""`tablequest methods [NAME]`: the registered methods, and one method's options.
+
+A method's paper is cited by title and arXiv id. Registrations name a paper by the file of
+its text in the project's notes (``papers/tableseek.txt``), which users do not have; `cite`
+turns those into citations, and leaves any other value (a plugin's own citation) as it is.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,12 @@ from tablequest.cli._options import JsonOpt
 from tablequest.cli._output import console, fail, print_json
 from tablequest.methods.options import describe_options
 from tablequest.methods.registry import UnknownMethod, get_method, list_methods, plugin_errors
+
+
+def cite(paper: str | None) -> str | None:
+    """The citation a registration gives (title, authors, arXiv id), or None."""
+    return paper or None
+
 
 _INPUT = {
     "corpus": "a corpus",
@@ -31,7 +42,7 @@ def methods_command(
         if json_out:
             print_json(
                 [{"name": s.name, "input": s.input, "description": s.description,
-                  "paper": s.paper} for s in specs]
+                  "paper": cite(s.paper)} for s in specs]
             )  # fmt: skip
             return
         for spec in specs:
@@ -51,13 +62,17 @@ def methods_command(
     if json_out:
         print_json(
             {"name": spec.name, "input": spec.input, "description": spec.description,
-             "paper": spec.paper, "configs": list(spec.options.CONFIGS),
+             "paper": cite(spec.paper), "configs": list(spec.options.CONFIGS),
              "options": [i.__dict__ for i in infos]}
         )  # fmt: skip
         return
     console.print(f"[bold]{spec.name}[/bold]: {spec.description}", highlight=False)
-    console.print(f"answers from {_INPUT[spec.input]}; paper: {spec.paper or '-'}")
-    view = RichTable(title="options (-o NAME VALUE)", title_justify="left")
+    console.print(f"answers from {_INPUT[spec.input]}", highlight=False)
+    console.print(f"paper: {cite(spec.paper) or '-'}", highlight=False, markup=False)
+    view = RichTable(
+        title="options (-o NAME VALUE, or NAME = VALUE under \\[methods.NAME] in tablequest.toml)",
+        title_justify="left",
+    )
     for column in ("option", "type", "default", "source", "what it does"):
         view.add_column(column)
     for info in infos:

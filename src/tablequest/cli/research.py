@@ -140,7 +140,7 @@ def _memory(
 
 
 StoreOption = Annotated[
-    Path | None, typer.Option("--store", help="A corpus store holding the memory.")
+    Path | None, typer.Option("--store", "-s", help="A corpus store holding the memory.")
 ]
 PathOption = Annotated[
     Path | None, typer.Option("--path", help="A memory file (default: the user data dir).")

@@ -1,30 +1,38 @@
-"""`tablequest serve`: start the HTTP API and web app (one library call: `run_server`)."""
+"""`tablequest serve`: start the HTTP API and web app (one library call: `run_server`).
+
+A store that does not exist is refused (a typo must not serve an empty store) unless
+``--create`` asks for a new empty one; a file that is not a DuckDB store is refused. Every
+start prints where the token file is (the login page says it too).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from tablequest.cli import _exit
 from tablequest.cli._options import (
     ApiKeyOpt,
     LLMSpecOpt,
     LLMUrlOpt,
     ModelOpt,
     NoCacheOpt,
+    StoreOpt,
     TraceDirOpt,
+    default_store_path,
 )
 from tablequest.cli._output import console, fail
+
+if TYPE_CHECKING:
+    from tablequest.serve import ServeConfig as ServeConfigLike
 
 SERVE_EXTRA_HINT = "tablequest serve needs the serve extra: pip install 'tablequest[serve]'"
 
 
 def serve_command(
-    store: Annotated[
-        Path | None,
-        typer.Option("--store", "-s", help="DuckDB store file (default: under the user data dir)."),
-    ] = None,
+    store: StoreOpt = None,
     host: Annotated[str, typer.Option(help="Address to bind (non-loopback needs a token).")] = (
         "127.0.0.1"
     ),
@@ -45,6 +53,9 @@ def serve_command(
     ] = None,
     ask_timeout: Annotated[float, typer.Option(min=1, help="Seconds an ask may run.")] = 600.0,
     max_upload_mb: Annotated[int, typer.Option(min=1, help="Size of one uploaded file, MiB.")] = 32,
+    create: Annotated[
+        bool, typer.Option("--create", help="Create the store, empty, when it does not exist.")
+    ] = False,
 ) -> None:
     """Serve the web app and the /v1 HTTP API over a store (token required on every request)."""
     try:
@@ -57,12 +68,14 @@ def serve_command(
         )
     except ImportError:
         fail(SERVE_EXTRA_HINT)
-    from tablequest.cli.corpus import default_store_path
     from tablequest.llm.config import ConfigError, resolve_config
+    from tablequest.serve import default_token_file
     from tablequest.trace import default_trace_dir
 
+    store = check_store(store or default_store_path(), create=create)
+    token_path = (token_file or default_token_file()).expanduser()
     try:
-        token, created = load_or_create_token(token_file)
+        token, created = load_or_create_token(token_path)
         llm_config = resolve_config(
             url=llm_url,
             model=model,
@@ -77,9 +90,10 @@ def serve_command(
             max_upload_bytes=max(64, 2 * max_upload_mb) * 1024 * 1024,
         )
         config = ServeConfig(
-            store=store or default_store_path(),
+            store=store,
             trace_dir=trace_dir or default_trace_dir(),
             token=token,
+            token_file=token_path,
             host=host,
             port=port,
             llm_config=llm_config,
@@ -88,16 +102,44 @@ def serve_command(
         )
     except (ServeError, ConfigError) as exc:
         fail(str(exc))
+    _banner(config, token, created=created)
+    run_server(config)
+
+
+def _banner(config: ServeConfigLike, token: str, *, created: bool) -> None:
+    """Where to open the app, the token (once, when new), the token file (every start)."""
+    host, port = config.host, config.port
     shown = f"[{host}]" if ":" in host else host
     if created:
         console.print(f"New token (stored in the token file, shown once): [bold]{token}[/bold]")
         console.print(f"Open http://{shown}:{port}/login?token={token}", soft_wrap=True)
     else:
         console.print(f"Open http://{shown}:{port}/login and paste the token from the token file")
+    console.print(f"Token file: {config.token_file}", soft_wrap=True, markup=False, highlight=False)
     console.print(
-        f"API: http://{shown}:{port}/v1 (Authorization: Bearer TOKEN); store {config.store}"
-    )
-    run_server(config)
+        f"API: http://{shown}:{port}/v1 (Authorization: Bearer TOKEN); store {config.store}",
+        soft_wrap=True, markup=False, highlight=False,
+    )  # fmt: skip
+
+
+def check_store(path: Path, *, create: bool) -> Path:
+    """`path` when it is a store (or may be created); exit 2 naming the fix otherwise."""
+    from tablequest.corpus.storefile import what_is
+
+    path = path.expanduser()
+    if not path.exists():
+        if create:
+            return path
+        fail(
+            f"no store at {str(path)!r}: pass --create to serve a new empty store there, or "
+            f"build one first with `tablequest ingest PATH --store {path}`",
+            code="no_store",
+            status=_exit.USAGE,
+        )
+    kind = what_is(path)
+    if kind is not None:
+        fail(f"{str(path)!r} is {kind}, not a store", code="not_a_store", status=_exit.USAGE)
+    return path
 
 
 def register(app: typer.Typer) -> None:

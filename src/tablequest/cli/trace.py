@@ -1,5 +1,11 @@
 """`tablequest trace show FILE`: render a query trace (JSONL) in the terminal;
-`tablequest trace view FILE`: write it as a self-contained HTML page."""
+`tablequest trace view FILE`: write it as a self-contained HTML page.
+
+``latest`` (when no file of that name exists) is `tablequest.trace.latest_trace`: the
+finished trace with the newest start stamp in its name, never one another running process
+is still writing (rule and reasons in `tablequest.trace.latest`). ``--out`` has the short
+flag ``-O`` (as wget's), because ``-o`` means ``--option`` in every command.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +16,13 @@ from typing import Annotated
 import typer
 
 from tablequest.cli._output import console, fail
-from tablequest.trace import UnreadableTrace, default_trace_dir, read_trace, render_trace
+from tablequest.trace import (
+    UnreadableTrace,
+    default_trace_dir,
+    latest_trace,
+    read_trace,
+    render_trace,
+)
 
 app = typer.Typer(help="Show recorded query traces.", no_args_is_help=True)
 
@@ -20,26 +32,35 @@ def trace() -> None:
     """Show recorded query traces."""
 
 
-def _latest() -> Path | None:
-    directory = default_trace_dir()
-    files = sorted(directory.glob("*.jsonl")) if directory.is_dir() else []
-    return files[-1] if files else None
+def _resolve(file: str, *, json_out: bool = False) -> Path:
+    """`file`, or the latest trace for ``latest`` (an error line when there is none)."""
+    path = Path(file)
+    if file != "latest" or path.exists():
+        return path
+    latest = latest_trace()
+    if latest is None:
+        fail(
+            f"no finished trace files in {default_trace_dir()}",
+            json_out=json_out,
+            code="trace",
+            status=1,
+        )
+    return latest
+
+
+LATEST_HELP = (
+    "Trace file, or 'latest': the newest finished trace (by the start stamp in its name; "
+    "never one another running process is still writing)."
+)
 
 
 @app.command()
 def show(
-    file: Annotated[str, typer.Argument(help="Trace file, or 'latest' for the newest one.")],
+    file: Annotated[str, typer.Argument(help=LATEST_HELP)],
     as_json: Annotated[bool, typer.Option("--json", help="Print the events as JSON.")] = False,
 ) -> None:
     """Render the events of a trace file: LLM calls, decisions, actions, errors, totals."""
-    path = Path(file)
-    if file == "latest" and not path.exists():
-        latest = _latest()
-        if latest is None:
-            fail(
-                f"no trace files in {default_trace_dir()}", json_out=as_json, code="trace", status=1
-            )
-        path = latest
+    path = _resolve(file, json_out=as_json)
     try:
         events = read_trace(path)
     except UnreadableTrace as exc:
@@ -52,9 +73,9 @@ def show(
 
 @app.command()
 def view(
-    file: Annotated[str, typer.Argument(help="Trace file, or 'latest' for the newest one.")],
+    file: Annotated[str, typer.Argument(help=LATEST_HELP)],
     out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="HTML file to write (default: FILE.html).")
+        Path | None, typer.Option("--out", "-O", help="HTML file to write (default: FILE.html).")
     ] = None,
 ) -> None:
     """Write the trace viewer of `tablequest serve` as one self-contained HTML file."""
@@ -62,12 +83,7 @@ def view(
         from tablequest.serve import render_trace_html
     except ImportError:
         fail("trace view needs the serve extra: pip install 'tablequest[serve]'", status=1)
-    path = Path(file)
-    if file == "latest" and not path.exists():
-        latest = _latest()
-        if latest is None:
-            fail(f"no trace files in {default_trace_dir()}", code="trace", status=1)
-        path = latest
+    path = _resolve(file)
     try:
         events = read_trace(path)
     except UnreadableTrace as exc:

@@ -9,6 +9,12 @@ Progress: a caller that wants to show encoding progress wraps the work in
 batch, which reaches the innermost callback of the current context (a `ContextVar`, so
 concurrent callers in other threads or tasks do not see each other's bars). Nothing is printed
 by the library itself.
+
+Stages: long first-time work that has no count to report (distilling the static model,
+exporting MiniLM to ONNX, building the index of a big store) calls `announce_stage(text)`
+*before* it starts, with a line such as "distilling the static encoder (first use, ~1 min)…";
+it reaches the innermost `progress_stages(callback)` (or ``encoding_progress(..., stage=)``)
+of the current context, so a CLI can show the line at once instead of staying silent.
 """
 
 from __future__ import annotations
@@ -33,10 +39,13 @@ __all__ = [
     "EncoderUnavailable",
     "Matrix",
     "ProgressFn",
+    "StageFn",
+    "announce_stage",
     "available_cores",
     "cut_at_whitespace",
     "encoding_progress",
     "normalize",
+    "progress_stages",
     "quiet_model_loading",
     "report_progress",
     "with_rate",
@@ -48,8 +57,10 @@ CHARS_PER_TOKEN_CUT = 16  # long texts are cut at this many characters per token
 
 Matrix = npt.NDArray[np.float32]
 ProgressFn = Callable[[int, int], None]
+StageFn = Callable[[str], None]
 
 _PROGRESS: ContextVar[ProgressFn | None] = ContextVar("tablequest_encoding_progress", default=None)
+_STAGE: ContextVar[StageFn | None] = ContextVar("tablequest_progress_stage", default=None)
 
 
 class EncoderUnavailable(Exception):
@@ -95,13 +106,34 @@ def cut_at_whitespace(text: str, limit: int) -> str:
 
 
 @contextlib.contextmanager
-def encoding_progress(callback: ProgressFn | None) -> Iterator[None]:
-    """Send `(texts done, texts total)` of every encode call inside the block to `callback`."""
+def encoding_progress(
+    callback: ProgressFn | None, *, stage: StageFn | None = None
+) -> Iterator[None]:
+    """Send `(texts done, texts total)` of every encode call inside the block to `callback`,
+    and, when `stage` is given, each stage announced inside it (see `progress_stages`)."""
     token = _PROGRESS.set(callback)
+    try:
+        with progress_stages(stage) if stage is not None else contextlib.nullcontext():
+            yield
+    finally:
+        _PROGRESS.reset(token)
+
+
+@contextlib.contextmanager
+def progress_stages(callback: StageFn | None) -> Iterator[None]:
+    """Send the line of every long stage that starts inside the block to `callback`."""
+    token = _STAGE.set(callback)
     try:
         yield
     finally:
-        _PROGRESS.reset(token)
+        _STAGE.reset(token)
+
+
+def announce_stage(text: str) -> None:
+    """Tell the current `progress_stages` callback, if any, that a long stage starts now."""
+    callback = _STAGE.get()
+    if callback is not None:
+        callback(text)
 
 
 def report_progress(done: int, total: int) -> None:

@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from tablequest.corpus.encoder_base import DENSE_EXTRA_HINT, EncoderUnavailable
+from tablequest.corpus.encoder_base import DENSE_EXTRA_HINT, EncoderUnavailable, announce_stage
 
 __all__ = ["build_once", "encoders_cache_dir", "shipped_model_dir", "weights_digest"]
 
@@ -62,14 +62,17 @@ def encoders_cache_dir(cache_dir: str | Path | None = None) -> Path:
     return Path(cache_dir if cache_dir is not None else default_cache_dir()) / "encoders"
 
 
-def build_once(final: Path, build: Callable[[Path], None]) -> Path:
+def build_once(final: Path, build: Callable[[Path], None], *, stage: str | None = None) -> Path:
     """`final`, building it first with `build(temporary path)` when it does not exist yet.
 
     `build` writes a file or a directory at the path it is given; it is renamed to `final`
-    only once `build` returned. A failed build leaves nothing behind.
+    only once `build` returned. A failed build leaves nothing behind. `stage` is announced
+    (`announce_stage`) just before a build starts, never when `final` exists.
     """
     if final.exists():
         return final
+    if stage is not None:
+        announce_stage(stage)
     final.parent.mkdir(parents=True, exist_ok=True)
     temporary = final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:

@@ -58,6 +58,8 @@ __all__ = ["ONNX_VERSION", "ONNXMiniLMEncoder", "export_onnx", "onnx_model_path"
 
 ONNX_VERSION = 1
 HIDDEN, HEADS = 384, 12
+STAGE = "exporting MiniLM to ONNX (first use, ~1 min)…"
+STAGE_INT8 = "exporting MiniLM to ONNX and quantizing it to int8 (first use, ~1 min)…"
 
 
 def onnx_model_path(*, int8: bool, cache_dir: str | Path | None = None) -> Path:
@@ -185,6 +187,7 @@ class ONNXMiniLMEncoder:
                 path = build_once(
                     onnx_model_path(int8=self.int8, cache_dir=self.cache_dir),
                     lambda tmp: export_onnx(model_dir, tmp, int8=self.int8),
+                    stage=STAGE_INT8 if self.int8 else STAGE,
                 )
                 options = ort.SessionOptions()
                 options.intra_op_num_threads = self.threads

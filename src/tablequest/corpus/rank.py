@@ -9,6 +9,10 @@ way an index is kept in the Store object for the rest of the process.
 
 BM25 (ours where unstated): bm25s with its default Lucene variant (k1=1.5, b=0.75), English
 stop words, lower-cased word tokens over the table's title, headers and cells.
+
+Building an index of `STAGE_MIN_TABLES` tables or more is announced first ("building the
+grep index (N tables)…", `tablequest.corpus.encoder_base.announce_stage`), so a command on a
+big store says what it is doing; smaller builds take well under a second and stay quiet.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from tablequest.corpus.encoder_base import announce_stage
 from tablequest.corpus.grep import GrepIndex
 from tablequest.corpus.store import Hit, Store, StoreWriteError
 from tablequest.corpus.words import STOPWORDS
@@ -31,6 +36,12 @@ from tablequest.table.patterns import DroppedPattern, PatternDropped, matching_l
 GREP = "grep-v2"
 BM25 = "bm25-v1"
 _LABEL = {GREP: "grep", BM25: "BM25"}
+STAGE_MIN_TABLES = 2000
+
+
+def _announce_build(name: str, tables: int) -> None:
+    if tables >= STAGE_MIN_TABLES:
+        announce_stage(f"building the {_LABEL[name]} index ({tables:,} tables)…")
 
 
 def grep_index(store: Store, *, strict: bool = False) -> GrepIndex:
@@ -56,6 +67,7 @@ def grep_index(store: Store, *, strict: bool = False) -> GrepIndex:
         except (ValueError, KeyError, OSError):  # another layout: rebuild and replace
             index = None
     if index is None:
+        _announce_build(GREP, len(ids))
         index = GrepIndex.build(ids, texts)
         _persist(store, GREP, fp, index.arrays_blob(), strict=strict)
     store.remember_index(GREP, index)
@@ -246,6 +258,7 @@ def bm25_index(store: Store, *, strict: bool = False) -> BM25Index:
             index = None
     if index is None:
         ids, texts = store.column("plain")
+        _announce_build(BM25, len(ids))
         index = BM25Index.build(ids, texts)
         _persist(store, BM25, fp, index.to_blob(), strict=strict)
     store.remember_index(BM25, index)

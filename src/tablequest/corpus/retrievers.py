@@ -192,7 +192,10 @@ class RerankRetriever(DenseRetriever):
 
         super().__init__(encoder)
         if not settings.rerank_url or not settings.rerank_model:
-            raise ValueError("rerank needs a server: -o rerank_url URL -o rerank_model NAME")
+            raise ValueError(
+                "rerank needs a server: the URL and model of a /v1/rerank server "
+                "(rerank_url, rerank_model)"
+            )
         self.pool = settings.rerank_pool
         self.reranker = APIReranker(
             settings.rerank_url, settings.rerank_model, api_key=settings.api_key

@@ -50,6 +50,7 @@ __all__ = ["STATIC_VERSION", "StaticMiniLMEncoder", "distill_static", "static_mo
 
 STATIC_VERSION = 1
 CHUNK = 4096  # texts per progress report
+STAGE = "distilling the static encoder (first use, ~1 min)…"
 
 
 def static_model_path(cache_dir: str | Path | None = None) -> Path:
@@ -109,7 +110,9 @@ class StaticMiniLMEncoder:
                     ) from exc
                 model_dir = shipped_model_dir()
                 path = build_once(
-                    static_model_path(self.cache_dir), lambda tmp: distill_static(model_dir, tmp)
+                    static_model_path(self.cache_dir),
+                    lambda tmp: distill_static(model_dir, tmp),
+                    stage=STAGE,
                 )
                 vectors = load_file(str(path / "model.safetensors"))["embeddings"]
                 tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))

@@ -48,7 +48,8 @@ OPENAI_URL = "https://api.openai.com/v1"
 NOT_CONFIGURED_HINT = (
     "No LLM configured: pass --llm-url http://localhost:8000/v1 --model NAME, or set "
     "TABLEQUEST_LLM_URL/TABLEQUEST_LLM_MODEL (any OpenAI-compatible server: vLLM, SGLang, "
-    "Ollama, llama.cpp, OpenAI), or --llm gguf:/path/model.gguf for a local file."
+    "Ollama, llama.cpp, OpenAI), or --llm gguf:/path/model.gguf for a local file. "
+    "`tablequest doctor` checks the model and the rest of the setup."
 )
 
 

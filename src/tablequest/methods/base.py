@@ -65,7 +65,7 @@ class TableSet:
         if len(self.tables) != 1:
             raise ValueError(
                 f"method {method} answers from one table, got {len(self.tables)}: "
-                "pass --table-id ID (`tablequest tables STORE` lists the ids)"
+                "pass --table-id ID (`tablequest tables --store STORE` lists the ids)"
             )
         return self.tables[0]
 

@@ -306,7 +306,10 @@ def register() -> None:
     """Register direct, no-table and the retrieve-then-QA baselines."""
     from tablequest.methods.registry import register_method
 
-    paper = "papers/tableseek.txt"
+    paper = (  # the baselines are TableSeek's (its Tables 2, 10, 12)
+        "TableSeek: Structure-Preserving Agentic Evidence Seeking over "
+        "Heterogeneous Table Corpora (Tian et al., 2026)"
+    )
     register_method(
         "direct",
         lambda o, c: DirectQA(c.llm, o, context=c),

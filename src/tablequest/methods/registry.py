@@ -3,7 +3,7 @@
 A method is registered once, with its factory, its options model and what it answers from::
 
     register_method("scope", build_scope, ScopeOptions, input="table",
-                    description="TabScope: ...", paper="papers/tabscope.txt")
+                    description="TabScope: ...", paper="TabScope: … arXiv:2609.03395")
 
 The CLI (``ask``, ``eval run``, ``methods``), the eval runner, the router and the HTTP API
 reach methods only through `get_method` / `list_methods`; none of them names a method in code.
@@ -74,7 +74,7 @@ class MethodSpec:
         input: What it answers from: ``corpus`` (a Store), ``table`` (one table),
             ``tables`` (one or more given tables) or ``none``.
         description: One line for ``tablequest methods``.
-        paper: Where the method (and its defaults) come from.
+        paper: The citation of the method's paper (title, authors, arXiv id).
         needs_llm: False for methods that run without a model.
         title: The name reports show (default: `name`).
     """

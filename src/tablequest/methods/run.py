@@ -52,7 +52,7 @@ from tablequest.trace import Trace
 __all__ = ["OpenSource", "SourceError", "ask", "is_store_file", "open_source", "resolve_options"]
 
 NO_LLM = "no LLM configured"
-LIST_IDS = "`tablequest tables STORE` lists the ids"
+LIST_IDS = "`tablequest tables --store STORE` lists the ids"
 
 
 class SourceError(ValueError):
@@ -111,19 +111,14 @@ def _pick_from_store(store: Store, table_ids: Sequence[str], label: str) -> Tabl
     if not ids:
         known = store.table_ids()
         if len(known) != 1:
-            raise SourceError(
-                f"{label} holds {len(known)} tables; pass --table-id ID "
-                f"({LIST_IDS})"
-            )
+            raise SourceError(f"{label} holds {len(known)} tables; pass --table-id ID ({LIST_IDS})")
         ids = known
     tables = []
     for tid in ids:
         try:
             tables.append((tid, store.get(tid)))
         except KeyError:
-            raise SourceError(
-                f"no table {tid!r} in {label}; {LIST_IDS}"
-            ) from None
+            raise SourceError(f"no table {tid!r} in {label}; {LIST_IDS}") from None
     return TableSet(tables, store)
 
 

@@ -6,12 +6,19 @@ a cluster's client server (``HOST:PORT`` without the scheme: the head's GCS addr
 machine of the cluster). Ray is the optional extra ``[ray]``; without it every entry point
 says how to install it. The workers of a cluster must have tablequest (and the extras its
 methods use) installed, and see the corpus files at the same paths (a shared file system).
+
+Ray stays quiet: its banners ("Started a local Ray instance", the usage-stats notice), its
+INFO logging, the workers' output forwarded to the driver and its Python warnings are not
+shown; errors still are (`ray.init` with ``log_to_driver=False``, ``logging_level=ERROR``,
+``configure_logging=True``; ``RAY_USAGE_STATS_ENABLED=0`` unless the user set it).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
+import warnings
 from types import ModuleType
 from typing import Any
 
@@ -26,6 +33,7 @@ __all__ = [
 
 RAY_ENV = "TABLEQUEST_RAY_ADDRESS"
 RAY_EXTRA_HINT = "pip install 'tablequest[ray]'"
+_QUIET_ENV = {"RAY_USAGE_STATS_ENABLED": "0"}  # no usage-stats notice
 _REMOTE = re.compile(r"^(ray://)?[\w.-]+:\d+$")  # a client server, or a head's GCS address
 
 
@@ -63,14 +71,24 @@ def connect(address: str, *, num_cpus: int | None = None) -> ModuleType:
     """
     if address not in ("local", "auto") and not _REMOTE.match(address):
         raise ValueError(f"--ray takes local, auto or ray://HOST:PORT, got {address!r}")
-    ray = import_ray()
-    if ray.is_initialized():
-        return ray
-    kwargs: dict[str, Any] = {"address": address, "log_to_driver": False}
-    if address == "local":  # options of a new cluster; an existing one has its own
-        kwargs.update(num_cpus=num_cpus, include_dashboard=False, logging_level="warning")
-    try:
-        ray.init(**kwargs)
-    except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise RayUnavailable(f"cannot connect to Ray at {address!r}: {exc}") from exc
+    for name, value in _QUIET_ENV.items():
+        os.environ.setdefault(name, value)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ray = import_ray()
+        if ray.is_initialized():
+            return ray
+        kwargs: dict[str, Any] = {
+            "address": address,
+            "log_to_driver": False,
+            "logging_level": logging.ERROR,
+            "configure_logging": True,
+        }
+        if address == "local":  # options of a new cluster; an existing one has its own
+            kwargs.update(num_cpus=num_cpus, include_dashboard=False)
+        try:
+            ray.init(**kwargs)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise RayUnavailable(f"cannot connect to Ray at {address!r}: {exc}") from exc
+    logging.getLogger("ray").setLevel(logging.ERROR)
     return ray

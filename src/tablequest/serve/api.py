@@ -23,10 +23,10 @@ from tablequest.methods.options import describe_options
 from tablequest.methods.registry import MethodSpec, get_method, list_methods
 from tablequest.serve import models as m
 from tablequest.serve.asks import AskJob
-from tablequest.serve.events import describe_event
+from tablequest.serve.events import Names, describe_event
 from tablequest.serve.state import AskSpec, ServerState
 from tablequest.serve.tables import matched_rows_fast, structure
-from tablequest.serve.uploads import save_uploads
+from tablequest.serve.uploads import discard, save_uploads
 from tablequest.trace import UnreadableTrace, read_trace, summarize
 
 router = APIRouter(
@@ -143,7 +143,9 @@ async def search(
     q: Annotated[str, Query(min_length=1, max_length=1000, description="The question.")],
     k: Annotated[int, Query(ge=1, le=100)] = 5,
     method: Annotated[str, Query(description=f"One of {', '.join(RETRIEVERS)}.")] = "grep",
-    encoder: Annotated[str, Query(description="Encoder of dense, hybrid, rerank.")] = "minilm",
+    encoder: Annotated[
+        str, Query(description="Encoder of dense, hybrid, rerank.")
+    ] = m.DEFAULT_ENCODER,
     preview: Annotated[bool, Query(description="Add the text preview of each hit.")] = False,
 ) -> JSONResponse:
     """LLM-free ranking with any retriever; each hit with the body rows the question matches."""
@@ -171,7 +173,7 @@ async def ingest_files(
     for failure in report.files_failed:
         item = by_path.get(failure.path)
         if item is not None:
-            item.path.unlink(missing_ok=True)
+            discard(item)
         failed.append({"name": item.client_name if item else "?", "reason": failure.reason})
     if not report.ok:
         reasons = "; ".join(f"{f['name']}: {f['reason']}" for f in failed)
@@ -187,7 +189,8 @@ async def ingest_files(
         total = len(store)
     return {
         "files": [
-            {"name": s.client_name, "stored_as": s.path.name, "size": s.size}
+            {"name": s.client_name, "stored_as": s.path.relative_to(state.uploads).as_posix(),
+             "size": s.size}
             for s in saved if s.path.exists()
         ],
         "tables_stored": report.tables_stored,
@@ -207,17 +210,23 @@ def _spec(body: m.AskRequest) -> AskSpec:
 
 
 async def sse(
-    job: AskJob, start: int = 0, *, view: bool = False, owner: bool = False
+    job: AskJob,
+    start: int = 0,
+    *,
+    view: bool = False,
+    owner: bool = False,
+    names: Names | None = None,
 ) -> AsyncIterator[str]:
     """The server-sent events of `job` from event `start` on: ``trace`` events, then
-    ``result`` (``ask --json``) or ``error``. With `owner`, a client that leaves stops the ask."""
+    ``result`` (``ask --json``) or ``error``. With `owner`, a client that leaves stops the ask;
+    with `view`, each event comes with its display form (table ids named by `names`)."""
     try:
         async for item in job.follow(start):
             if item is None:
                 yield ": keep-alive\n\n"
                 continue
             i, event = item
-            data = {"event": event, "view": describe_event(event)} if view else event
+            data = {"event": event, "view": describe_event(event, names)} if view else event
             yield f"id: {i}\nevent: trace\ndata: {dumps(data)}\n\n"
         if job.result is not None:
             yield f"event: result\ndata: {dumps(job.result.to_json())}\n\n"
@@ -286,7 +295,7 @@ async def ask_events(
     """The ask's events from the start (or after Last-Event-ID), then its result."""
     job = _job(request, ask_id)
     start = int(last_event_id) + 1 if last_event_id and last_event_id.isdigit() else 0
-    return _stream(sse(job, start, view=view))
+    return _stream(sse(job, start, view=view, names=state_of(request).table_name))
 
 
 @router.get("/asks/{ask_id}", response_model=m.AskState)

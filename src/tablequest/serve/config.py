@@ -68,9 +68,11 @@ class ServeConfig:
     """What `create_app` serves.
 
     Attributes:
-        store: The DuckDB store file (created empty when missing).
+        store: The DuckDB store file (created empty when missing; the CLI refuses a missing
+            store unless ``--create``).
         trace_dir: Where ask traces are written and read from.
         token: The bearer token every request must carry (None: no auth, loopback only).
+        token_file: Where the token is kept (the login page names it).
         host: The address the server binds (for the bind check and the Host header check).
         port: Its port.
         llm_config: The model asks use (None or unconfigured: LLM-free previews).
@@ -81,6 +83,7 @@ class ServeConfig:
     store: Path
     trace_dir: Path
     token: str | None
+    token_file: Path | None = None
     host: str = "127.0.0.1"
     port: int = 8765
     llm_config: LLMConfig | None = None

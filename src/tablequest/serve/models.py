@@ -6,8 +6,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tablequest.corpus.retrievers import RetrieverSettings
+
 OptionValue = str | int | float | bool | None
 TABLE_ID = r"^t[0-9a-f]{15}$"
+DEFAULT_METHOD = "auto"
+"""The method an ask runs unless it names one: the CLI's and the library's default."""
+DEFAULT_ENCODER = RetrieverSettings().encoder
+"""The encoder of dense, hybrid and rerank unless a request names one (the CLI's `search`)."""
 
 
 class ErrorDetail(BaseModel):
@@ -25,14 +31,18 @@ class AskRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     question: str = Field(min_length=1, max_length=4000, description="The question (or claim).")
-    method: str = Field("seek", max_length=64, description="A registered method (/v1/methods).")
+    method: str = Field(
+        DEFAULT_METHOD, max_length=64, description="A registered method (/v1/methods)."
+    )
     options: dict[str, OptionValue] = Field(
         default_factory=dict, description="Method options, as `-o NAME VALUE` on the CLI."
     )
     config: str | None = Field(None, max_length=200, description="A named paper configuration.")
     steps: int | None = Field(None, ge=1, le=1000, description="Cap on LLM calls (the budget).")
     table_ids: list[str] = Field(
-        default_factory=list, max_length=32, description="Tables for one-table methods."
+        default_factory=list,
+        max_length=32,
+        description="Answer from these tables only (every method; ids from /v1/tables).",
     )
     task: Literal["tableqa", "fact_verification"] = "tableqa"
     stream: bool = Field(True, description="Server-sent events (else one JSON result).")

@@ -3,7 +3,11 @@
 Server-rendered Jinja templates (autoescaped); the little JavaScript there is lives in
 ``static/app.js`` (the CSP forbids inline script). Pages read the same `ServerState` as the
 API. Login: ``/login?token=TOKEN`` (the link `tablequest serve` prints) or the form sets an
-HttpOnly, SameSite=Strict cookie holding the token.
+HttpOnly, SameSite=Strict cookie holding the token; the login page says where the token file
+is.
+
+A page that names something that is not there (a table id, an ask, a trace) is a 404 page
+saying so ("No such table"), whatever the id looks like: never a validation error.
 """
 
 from __future__ import annotations
@@ -15,17 +19,20 @@ from fastapi import APIRouter, Form, HTTPException, Path, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from tablequest.corpus.encoders import ENCODERS
 from tablequest.corpus.rank import question_patterns
 from tablequest.corpus.retrievers import RETRIEVERS
 from tablequest.methods.base import Result
 from tablequest.methods.registry import list_methods
+from tablequest.serve.answer import answer_context, short_name
 from tablequest.serve.api import method_info, run_search, state_of
 from tablequest.serve.events import render_markdown
-from tablequest.serve.models import TABLE_ID
+from tablequest.serve.models import DEFAULT_ENCODER, DEFAULT_METHOD
 from tablequest.serve.render import environment, trace_context
 from tablequest.serve.security import COOKIE, token_matches
 from tablequest.serve.state import ServerState
 from tablequest.serve.tables import TableView, table_view
+from tablequest.serve.tracelist import trace_row
 from tablequest.trace import UnreadableTrace, read_trace
 
 router = APIRouter(include_in_schema=False)
@@ -38,9 +45,25 @@ def render(name: str, status_code: int = 200, headers: Any = None, **context: An
     return HTMLResponse(html, status_code=status_code, headers=headers)
 
 
-def error_page(request: Request, status: int, message: str, headers: Any = None) -> HTMLResponse:
+HEADINGS = {404: "Not found", 401: "Not logged in", 429: "Busy"}
+
+
+def error_page(
+    request: Request, status: int, message: str, headers: Any = None, heading: str | None = None
+) -> HTMLResponse:
     """An error as a page (the API answers JSON instead)."""
-    return render("error.html", status, headers, status=status, message=message, page="")
+    heading = heading or HEADINGS.get(status, f"Error {status}")
+    return render(
+        "error.html", status, headers, status=status, message=message, page="", heading=heading
+    )
+
+
+def _login_page(request: Request, status: int = 200, message: str | None = None) -> HTMLResponse:
+    token_file = state_of(request).config.token_file
+    return render(
+        "login.html", status, message=message, page="login",
+        token_file=str(token_file) if token_file else None,
+    )  # fmt: skip
 
 
 def _login(request: Request, token: str) -> Response:
@@ -52,14 +75,14 @@ def _login(request: Request, token: str) -> Response:
             COOKIE, token, httponly=True, samesite="strict", secure=secure, path="/"
         )
         return response
-    return render("login.html", 401, message="wrong token", page="login")
+    return _login_page(request, 401, "wrong token")
 
 
 @router.get("/login")
 def login(request: Request, token: Annotated[str | None, Query(max_length=256)] = None) -> Response:
     if token is not None:
         return _login(request, token)
-    return render("login.html", message=None, page="login")
+    return _login_page(request)
 
 
 @router.post("/login")
@@ -72,6 +95,18 @@ def logout() -> Response:
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(COOKIE, path="/")
     return response
+
+
+def _listed(state: ServerState, infos: list[Any]) -> list[dict[str, Any]]:
+    """Corpus rows: the table's short name and where it came from (its folder, or
+    "uploaded" for a file uploaded to this server)."""
+    uploads = str(state.uploads) + "/"
+    rows = []
+    for info in infos:
+        uploaded = info.path.startswith(uploads)
+        where = "uploaded" if uploaded else str(FilePath(info.path).parent)
+        rows.append({"info": info, "name": short_name(info.name), "where": where})
+    return rows
 
 
 @router.get("/")
@@ -89,7 +124,7 @@ def corpus(
     return render(
         "corpus.html",
         page="corpus",
-        tables=infos[offset : offset + PAGE_SIZE],
+        tables=_listed(state, infos[offset : offset + PAGE_SIZE]),
         total=len(infos),
         offset=offset,
         page_size=PAGE_SIZE,
@@ -98,16 +133,20 @@ def corpus(
     )
 
 
-@router.get("/tables/{table_id}")
-def table_page(request: Request, table_id: Annotated[str, Path(pattern=TABLE_ID)]) -> HTMLResponse:
+@router.get("/tables/{table_id:path}")
+def table_page(request: Request, table_id: Annotated[str, Path(max_length=200)]) -> HTMLResponse:
     state = state_of(request)
     with state.stores.reader() as store:
         info = store.snapshot.info.get(table_id)
         if info is None:
-            raise HTTPException(404, f"no table {table_id!r} in the store")
+            message = f"There is no table {table_id!r} in this store."
+            return error_page(request, 404, message, heading="No such table")
         table = store.get(table_id)
     view = table_view(table, table_id, limit=state.config.limits.max_table_rows)
-    return render("table.html", page="corpus", info=info, view=view, table=table)
+    return render(
+        "table.html", page="corpus", info=info, view=view, table=table,
+        table_name=short_name(info.name),
+    )  # fmt: skip
 
 
 @router.get("/search")
@@ -116,7 +155,7 @@ async def search_page(
     q: Annotated[str, Query(max_length=1000)] = "",
     method: Annotated[str, Query(max_length=32)] = "grep",
     k: Annotated[int, Query(ge=1, le=50)] = 5,
-    encoder: Annotated[str, Query(max_length=32)] = "hash",
+    encoder: Annotated[str, Query(max_length=32)] = DEFAULT_ENCODER,
 ) -> HTMLResponse:
     state = state_of(request)
     results: list[tuple[dict[str, Any], TableView]] = []
@@ -125,7 +164,8 @@ async def search_page(
         results = await run_in_threadpool(_hit_views, state, q, found["hits"])
     return render(
         "search.html", page="search", q=q, method=method, k=k, encoder=encoder,
-        methods=list(RETRIEVERS), results=results, searched=bool(q.strip()),
+        methods=list(RETRIEVERS), encoders=list(ENCODERS), results=results,
+        searched=bool(q.strip()),
     )  # fmt: skip
 
 
@@ -142,7 +182,7 @@ def _hit_views(
                 table, hit["table_id"], rows=rows, limit=10,
                 matched=hit["matched_rows"], patterns=patterns,
             )  # fmt: skip
-            out.append((hit, view))
+            out.append(({**hit, "name": short_name(hit["source"])}, view))
     return out
 
 
@@ -150,15 +190,18 @@ def _hit_views(
 def ask_page(request: Request) -> HTMLResponse:
     state = state_of(request)
     methods = [method_info(s) for s in list_methods()]
-    return render("ask.html", page="ask", methods=methods, llm=state.llm is not None)
+    return render(
+        "ask.html", page="ask", methods=methods, llm=state.llm is not None,
+        default_method=DEFAULT_METHOD,
+    )  # fmt: skip
 
 
-def _result(request: Request, ask_id: str) -> tuple[ServerState, Result]:
+def _result(request: Request, ask_id: str) -> tuple[ServerState, str, Result]:
     state = state_of(request)
     job = state.asks.get(ask_id)
     if job is None or job.result is None:
         raise HTTPException(404, f"no finished ask {ask_id!r}")
-    return state, job.result
+    return state, job.question, job.result
 
 
 def _evidence_views(state: ServerState, result: Result) -> list[tuple[str, TableView]]:
@@ -189,7 +232,7 @@ def _evidence_views(state: ServerState, result: Result) -> list[tuple[str, Table
 def ask_result(
     request: Request, ask_id: Annotated[str, Path(pattern=r"^[0-9a-f]{32}$")]
 ) -> HTMLResponse:
-    state, result = _result(request, ask_id)
+    state, question, result = _result(request, ask_id)
     data = result.to_json()
     report = result.details.get("report")
     charts = result.details.get("charts") or []
@@ -200,6 +243,7 @@ def ask_result(
         views=_evidence_views(state, result),
         report=render_markdown(report) if isinstance(report, str) and report.strip() else None,
         charts=range(len(charts)) if isinstance(charts, list) else range(0),
+        **answer_context(state, question, result),
     )
 
 
@@ -211,7 +255,7 @@ def ask_chart(
 ) -> Response:
     """The n-th chart (PNG) of a finished ask: a path from the method's result, never the
     request; it must be a PNG file."""
-    _, result = _result(request, ask_id)
+    _, _, result = _result(request, ask_id)
     charts = result.details.get("charts") or []
     if not isinstance(charts, list) or n >= len(charts):
         raise HTTPException(404, f"ask {ask_id!r} has no chart {n}")
@@ -229,17 +273,25 @@ def ask_chart(
 @router.get("/traces")
 def traces_page(request: Request) -> HTMLResponse:
     files = state_of(request).trace_files()
-    stats = sorted(((tid, p.stat()) for tid, p in files.items()), key=lambda x: -x[1].st_mtime)
-    return render("traces.html", page="traces", traces=stats[:500])
+    newest = sorted(files.items(), key=lambda item: -item[1].stat().st_mtime)[:500]
+    rows = []
+    for tid, path in newest:
+        try:
+            rows.append(trace_row(tid, path))
+        except OSError:  # removed since it was listed
+            continue
+    return render("traces.html", page="traces", traces=rows)
 
 
 @router.get("/traces/{trace_id}")
 def trace_page(request: Request, trace_id: Annotated[str, Path(max_length=128)]) -> HTMLResponse:
-    path = state_of(request).trace_path(trace_id)
+    state = state_of(request)
+    path = state.trace_path(trace_id)
     if path is None:
-        raise HTTPException(404, f"no trace {trace_id!r}")
+        return error_page(request, 404, f"There is no trace {trace_id!r}.", heading="No such trace")
     try:
         events = read_trace(path)
     except UnreadableTrace as exc:
         raise HTTPException(422, f"trace {trace_id!r} is unreadable: {exc.reason}") from None
-    return render("trace.html", page="traces", **trace_context(events, trace_id))
+    context = trace_context(events, trace_id, state.table_name)
+    return render("trace.html", page="traces", **context)

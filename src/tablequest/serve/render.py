@@ -14,7 +14,9 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from tablequest.serve.events import describe_event
+from tablequest.serve.events import Names, describe_event, number
+from tablequest.serve.names import short_name
+from tablequest.serve.tracelist import question_of
 from tablequest.trace import summarize
 
 __all__ = ["STATIC_DIR", "TEMPLATE_DIR", "environment", "render_trace_html", "trace_context"]
@@ -34,14 +36,19 @@ def environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters["seconds"] = lambda v: f"{float(v or 0):.3f}"
+    env.filters["number"] = number
+    env.filters["short_name"] = short_name
     return env
 
 
-def trace_context(events: Sequence[dict[str, Any]], title: str) -> dict[str, Any]:
-    """What the trace viewer template needs: described events and the totals."""
+def trace_context(
+    events: Sequence[dict[str, Any]], title: str, names: Names | None = None
+) -> dict[str, Any]:
+    """What the trace viewer template needs: the question, described events, the totals."""
     return {
         "title": title,
-        "items": [describe_event(e) for e in events],
+        "question": question_of(list(events)),
+        "items": [describe_event(e, names) for e in events],
         "summary": summarize(events),
     }
 

@@ -4,10 +4,15 @@
 behave the same. Option names ending in ``_url`` are refused from requests (they would let a
 client make the server call any address); the operator sets them in ``tablequest.toml``
 (``[methods.NAME]``), which requests still get.
+
+Every ask's trace starts with the server's ``request`` decision (question, method, table ids)
+and ends with its ``result`` decision (status, answer, reason), so each trace names its
+question and how it ended whatever the method records.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from collections.abc import Mapping
@@ -24,9 +29,10 @@ from tablequest.llm.config import build_llm
 from tablequest.methods.base import Result, Task
 from tablequest.methods.options import OptionError
 from tablequest.methods.registry import get_method, list_methods
-from tablequest.methods.run import ask, open_source, resolve_options
-from tablequest.serve.asks import AskJob, AskManager, StreamingTrace
+from tablequest.methods.run import ask, failed_result, open_source, resolve_options
+from tablequest.serve.asks import AskCancelled, AskJob, AskManager, StreamingTrace
 from tablequest.serve.config import ServeConfig
+from tablequest.serve.names import short_name
 from tablequest.serve.stores import StoreManager
 from tablequest.trace import new_trace_path
 
@@ -143,22 +149,45 @@ class ServerState:
         path = new_trace_path(self.trace_dir)
 
         def run(job: AskJob, trace: StreamingTrace) -> Result:
-            with self.stores.reader() as store:
-                return ask(
-                    spec.question,
-                    store,
-                    method=spec.method,
-                    options=spec.options,
-                    config=spec.config,
-                    llm=self.llm,
-                    llm_config=self.llm_config,
-                    task=spec.task,
-                    steps=spec.steps,
-                    table_ids=spec.table_ids,
-                    trace=trace,
-                )
+            try:
+                trace.event(
+                    "decision", stage="request", question=spec.question, method=spec.method,
+                    table_ids=list(spec.table_ids),
+                )  # fmt: skip
+                result = self._ask(spec, trace)
+            except AskCancelled as exc:  # stopped before the method's own error handling ran
+                result = failed_result(trace, exc)
+                result.method = spec.method
+            with contextlib.suppress(AskCancelled):  # past its deadline: the result stands
+                trace.event(
+                    "decision", stage="result", status=result.status, answer=result.answer,
+                    reason=result.reason,
+                )  # fmt: skip
+            return result
 
         return self.asks.start(spec.question, spec.method, path, run)
+
+    def table_name(self, table_id: str) -> str | None:
+        """The short name of a stored table (its file and sheet), None when unknown."""
+        with self.stores.reader() as store:
+            info = store.snapshot.info.get(table_id)
+        return short_name(info.name) if info is not None else None
+
+    def _ask(self, spec: AskSpec, trace: StreamingTrace) -> Result:
+        with self.stores.reader() as store:
+            return ask(
+                spec.question,
+                store,
+                method=spec.method,
+                options=spec.options,
+                config=spec.config,
+                llm=self.llm,
+                llm_config=self.llm_config,
+                task=spec.task,
+                steps=spec.steps,
+                table_ids=spec.table_ids,
+                trace=trace,
+            )
 
     # -- traces ------------------------------------------------------------------------
     def trace_files(self) -> dict[str, Path]:

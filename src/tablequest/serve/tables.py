@@ -3,8 +3,9 @@
 `table_view` turns a `Table` (or a window of its rows) into rows of cells with their real
 structure: one header row per header level, merged ranges as rowspan/colspan (a merge crossing
 the header/body boundary is cut at it, as the HTML serializer does), row ids in a gutter, and
-classes for evidence cells, matched rows and the question's words. Templates render it; every
-text goes through Jinja's escaping.
+classes for evidence cells, matched rows, the question's words and numbers (``num``: a body
+cell that is one number, right-aligned). Templates render it; every text goes through Jinja's
+escaping.
 
 `matched_rows_fast` answers `corpus.rank.matched_rows` for the whole-word patterns of
 `question_patterns` by finding the word's case fold in the table's folded rows (a plain
@@ -32,6 +33,8 @@ __all__ = ["CellView", "RowView", "TableView", "matched_rows_fast", "table_view"
 _ESCAPED_WORD = re.compile(r"^\\b(?:\\[^\w\s]|\w)+\\b$")
 """``\b`` + word characters and escaped punctuation + ``\b``: what `question_patterns` makes."""
 _UNESCAPE = re.compile(r"\\(.)")
+NUMBER = re.compile(r"^[-+−(]?[$€£¥]?\s?\d[\d,.' \u00a0\u202f]*(?:[eE][-+]?\d+)?\s?[%‰)]?$")
+"""One number as tables write it: signs, currency, thousands separators, decimals, percent."""
 
 
 @dataclass
@@ -124,6 +127,15 @@ def _window(table: Table, rows: Iterable[int] | None, limit: int) -> Table:
     return table.sub_table(rows=wanted)
 
 
+def _classes(cell: CellView, row_id: int | None, cited: set[tuple[int, int]]) -> list[str]:
+    classes = []
+    if row_id is not None and (row_id, cell.col_id) in cited:
+        classes.append("evidence")
+    if cell.tag == "td" and NUMBER.match(cell.text.strip()):
+        classes.append("num")
+    return classes
+
+
 def table_view(
     table: Table,
     table_id: str,
@@ -156,17 +168,15 @@ def table_view(
             if (r, c) in covered:
                 continue
             rs, cs = starts.get((r, c), (1, 1))
-            col_id = part.col_ids[c]
             cell = CellView(
                 tag="th" if r < h or c < part.n_header_cols else "td",
                 text=value,
                 rowspan=rs,
                 colspan=cs,
-                col_id=col_id,
+                col_id=part.col_ids[c],
                 parts=mark(value, compiled) if compiled and value else [(value, False)],
             )
-            if row_id is not None and (row_id, col_id) in cited:
-                cell.classes.append("evidence")
+            cell.classes = _classes(cell, row_id, cited)
             cells.append(cell)
         classes = []
         if row_id is not None:

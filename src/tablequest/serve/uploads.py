@@ -1,17 +1,21 @@
 """Uploaded files: size and count limits, a quota, and names the server chooses.
 
 No part of a client's file name reaches the filesystem as a path: a file is stored in the
-server's uploads folder as ``<stem>-<12 hex of its sha256><ext>``, where the stem keeps only
-ASCII letters, digits, ``-`` and ``_`` of the client's name (40 at most) and the extension is
-kept only when a table reader is registered for it. The same file uploaded twice under the
-same name is the same stored file (ingest then reports it unchanged).
+server's uploads folder as ``<12 hex of its sha256>/<name>``, where the name is the client's
+base name (folders dropped) kept readable — letters of any script, digits, spaces and
+punctuation — without control characters, path separators or leading dots, cut to 180 bytes,
+and with its extension only when a table reader is registered for it (else the dot becomes
+``_``). So the corpus lists "Länder 2024.csv", not a mangled name. The same file uploaded
+twice under the same name is the same stored file (ingest then reports it unchanged).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
+import unicodedata
 import uuid
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -20,7 +24,9 @@ from typing import Protocol
 from tablequest.serve.config import Limits
 from tablequest.table.readers import format_for_extension
 
-__all__ = ["SavedUpload", "UploadRejected", "folder_bytes", "safe_name", "save_uploads"]
+__all__ = [
+    "SavedUpload", "UploadRejected", "discard", "folder_bytes", "safe_name", "save_uploads",
+]  # fmt: skip
 
 CHUNK = 1024 * 1024
 
@@ -50,7 +56,8 @@ class SavedUpload:
     size: int
 
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f/\\]+")
+MAX_NAME_BYTES = 180
 
 
 def display_name(filename: str | None) -> str:
@@ -59,21 +66,39 @@ def display_name(filename: str | None) -> str:
     return base[:200] or "upload"
 
 
+def _cut(text: str, limit: int) -> str:
+    while len(text.encode("utf-8")) > limit:
+        text = text[:-1]
+    return text
+
+
 def safe_name(filename: str | None, digest: str) -> str:
-    """The stored name of an upload called `filename` with content hash `digest`."""
-    base = PurePosixPath(display_name(filename))
-    ext = base.suffix.lower()
-    if not ext or format_for_extension(base.name) is None:
+    """The stored path (relative to the uploads folder) of an upload called `filename` with
+    content hash `digest`: ``<12 hex>/<readable name>`` (see the module doc)."""
+    name = PurePosixPath((filename or "").replace("\\", "/")).name
+    name = unicodedata.normalize("NFC", name)
+    name = " ".join(_UNSAFE.sub(" ", name).split()).lstrip(". ")
+    base = PurePosixPath(name or "upload")
+    ext = base.suffix if base.suffix and base.stem else ""
+    if ext and format_for_extension(base.name) is None:
         ext = ""
-    stem = _UNSAFE.sub("-", base.stem if ext else base.name).strip("-")[:40] or "upload"
-    return f"{stem}-{digest[:12]}{ext}"
+    stem = base.name[: len(base.name) - len(ext)] if ext else base.name.replace(".", "_")
+    stem = _cut(stem, MAX_NAME_BYTES - len(ext.encode("utf-8"))).rstrip() or "upload"
+    return f"{digest[:12]}/{stem}{ext}"
 
 
 def folder_bytes(folder: Path) -> int:
-    """Bytes of the files directly in `folder`."""
+    """Bytes of the files in `folder` and its subfolders."""
     if not folder.is_dir():
         return 0
-    return sum(e.stat().st_size for e in os.scandir(folder) if e.is_file())
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+def discard(item: SavedUpload) -> None:
+    """Remove a stored upload (and its folder when that leaves it empty)."""
+    item.path.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # another upload of the same content is still there
+        item.path.parent.rmdir()
 
 
 async def _save_one(upload: UploadLike, folder: Path, limits: Limits, budget: int) -> SavedUpload:
@@ -100,6 +125,7 @@ async def _save_one(upload: UploadLike, folder: Path, limits: Limits, budget: in
         if size == 0:
             raise UploadRejected(400, f"{name!r} is empty")
         final = folder / safe_name(upload.filename, digest.hexdigest())
+        final.parent.mkdir(mode=0o700, exist_ok=True)
         os.replace(tmp, final)
     finally:
         tmp.unlink(missing_ok=True)
@@ -130,6 +156,6 @@ async def save_uploads(
             saved.append(item)
     except BaseException:
         for item in saved:
-            item.path.unlink(missing_ok=True)
+            discard(item)
         raise
     return saved

@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-import platformdirs
+from tablequest.trace.latest import TRACE_DIR_ENV, default_trace_dir, new_trace_path
 
 EventKind = Literal[
     "llm_call",
@@ -35,21 +33,16 @@ EventKind = Literal[
     "route",
 ]
 KINDS: tuple[str, ...] = get_args(EventKind)
-TRACE_DIR_ENV = "TABLEQUEST_TRACE_DIR"
-
-
-def default_trace_dir() -> Path:
-    """$TABLEQUEST_TRACE_DIR, else ``<user data dir>/traces``."""
-    env = os.environ.get(TRACE_DIR_ENV)
-    if env:
-        return Path(env).expanduser()
-    return platformdirs.user_data_path("tablequest") / "traces"
-
-
-def new_trace_path(directory: str | Path | None = None) -> Path:
-    """A fresh file name ``YYYYmmdd-HHMMSS-<8 hex>.jsonl`` in `directory` (not created)."""
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    return Path(directory or default_trace_dir()) / f"{stamp}-{uuid.uuid4().hex[:8]}.jsonl"
+__all__ = [
+    "KINDS",
+    "TRACE_DIR_ENV",
+    "EventKind",
+    "Trace",
+    "UnreadableTrace",
+    "default_trace_dir",
+    "new_trace_path",
+    "read_trace",
+]
 
 
 def _jsonable(value: Any) -> Any:

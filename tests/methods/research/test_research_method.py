@@ -307,7 +307,7 @@ def test_unavailable_sandbox_is_a_recorded_outcome(
 
 def test_registered_with_typed_options() -> None:
     spec = get_method("research")
-    assert spec.input == "table" and spec.paper == "papers/dtr.txt" and spec.needs_llm
+    assert spec.input == "table" and "arXiv:2603.09151" in (spec.paper or "") and spec.needs_llm
     options = spec.make_options({"alpha": "0.5", "memory": "off", "update": "lr"})
     assert isinstance(options, ResearchOptions) and options.alpha == 0.5
     assert options.default_steps() == 8

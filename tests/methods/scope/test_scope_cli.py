@@ -1,4 +1,4 @@
-"""`tablequest ask TABLE --method scope` end to end against the stub server (the one way in)."""
+"""`tablequest ask Q --store TABLE --method scope` end to end against the stub server."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def ask(tmp_path: Path, *args: str) -> dict[str, Any]:
     with StubServer(reply, tokenize=True, max_model_len=8192) as stub:
         res = CliRunner().invoke(
             app,
-            ["ask", str(path), "last A-League year?", "--method", "scope", "--llm-url",
+            ["ask", "last A-League year?", "--store", str(path), "--method", "scope", "--llm-url",
              stub.url, "--model", "stub", "--trace-dir", str(tmp_path / "traces"), "--json",
              *args],
         )  # fmt: skip

@@ -350,7 +350,7 @@ def test_source_must_hold_one_table() -> None:
 # -- registry and options ------------------------------------------------------------------------
 def test_registered_with_options_and_configs() -> None:
     spec = get_method("scope")
-    assert spec.input == "table" and spec.paper == "papers/tabscope.txt"
+    assert spec.input == "table" and "arXiv:2609.03395" in (spec.paper or "")
     opts = spec.make_options({"k": "8", "alpha": "0.3", "refine": "false"})
     assert isinstance(opts, ScopeOptions) and opts.k == 8 and not opts.refine
     method = spec.build(opts, MethodContext(llm=Scripted(Bot())))

@@ -56,7 +56,7 @@ DEFAULT_CONTEXT = 32_768
 
 
 class AutoOptions(MethodOptions):
-    """The route table and its thresholds (``-o route.big rag``, ``[methods.auto]``)."""
+    """The route table and its thresholds (``-o route_big rag``, ``[methods.auto]``)."""
 
     route_big: str = option("rag", "method for tables that do not fit the context")
     route_analytical: str = option("research", "method for analytical / chart / report asks")

@@ -39,5 +39,8 @@ def register() -> None:
         input="table",
         description="TableRAG: one big table; query expansion, schema/cell retrieval, ReAct solver",
         title="TableRAG",
-        paper="papers/tablerag.txt",
+        paper=(
+            "TableRAG: Million-Token Table Understanding with Language Models "
+            "(Chen et al., NeurIPS 2024), arXiv:2410.04739"
+        ),
     )

@@ -56,5 +56,8 @@ def register() -> None:
         ResearchOptions,
         input="table",
         description=DESCRIPTION,
-        paper="papers/dtr.txt",
+        paper=(
+            "Deep Tabular Research via Continual Experience-Driven Execution "
+            "(Dong et al., 2026), arXiv:2603.09151"
+        ),
     )

@@ -44,5 +44,8 @@ def register() -> None:
         input="table",
         description="TabScope: classify the question, localize (op-aware rows/columns, "
         "K-sample aggregation, refinement) or keep the full table, then answer",
-        paper="papers/tabscope.txt",
+        paper=(
+            "TabScope: Question-Adaptive Scope Selection for Table Question "
+            "Answering (Wang, Gan and Qi), arXiv:2609.03395"
+        ),
     )

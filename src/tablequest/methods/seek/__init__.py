@@ -24,5 +24,8 @@ def register() -> None:
         input="corpus",
         description="TableSeek: agentic grep search over a corpus, refine, QA, fallback",
         title="TableSeek",
-        paper="papers/tableseek.txt",
+        paper=(
+            "TableSeek: Structure-Preserving Agentic Evidence Seeking over "
+            "Heterogeneous Table Corpora (Tian et al., 2026)"
+        ),
     )

@@ -48,10 +48,14 @@ function setupUpload() {
     const body = await response.json();
     let text = body.tables_stored + " tables stored, " + body.tables_unchanged + " unchanged; " + body.tables + " tables in the store.";
     for (const failure of body.files_failed) text += "\nskipped " + failure.name + ": " + failure.reason;
+    for (const warned of body.files_warned) text += "\nrepaired " + warned.name + ": " + warned.warning;
     report.textContent = text;
-    const doc = await fetchFragment("/");
-    const fresh = doc.getElementById("tables");
-    if (fresh) document.getElementById("tables").replaceWith(document.adoptNode(fresh));
+    const doc = await fetchFragment(location.pathname + location.search);
+    for (const id of ["tables", "table-count", "pager"]) {
+      const fresh = doc.getElementById(id);
+      const old = document.getElementById(id);
+      if (fresh && old) old.replaceWith(document.adoptNode(fresh));
+    }
   });
 }
 
@@ -96,8 +100,12 @@ function setupAsk() {
   if (params.get("question")) document.getElementById("question").value = params.get("question");
   if (params.get("method")) document.getElementById("method").value = params.get("method");
   const select = document.getElementById("method");
+  const description = document.getElementById("method-description");
   const showOptions = () => {
-    for (const block of document.querySelectorAll(".method-options")) block.hidden = block.dataset.method !== select.value;
+    for (const block of document.querySelectorAll(".method-options")) {
+      block.hidden = block.dataset.method !== select.value;
+      if (!block.hidden) description.textContent = block.dataset.description;
+    }
   };
   select.addEventListener("change", showOptions);
   showOptions();
@@ -121,8 +129,10 @@ function setupAsk() {
       headers: Object.assign({ "Content-Type": "application/json" }, HEADERS),
     });
     if (!response.ok) {
+      const message = await errorText(response);
       status.className = "error";
-      status.textContent = await errorText(response);
+      status.textContent = "Refused: " + message;
+      showRefusal(message);
       button.disabled = false;
       return;
     }
@@ -130,13 +140,38 @@ function setupAsk() {
   });
 }
 
+function showRefusal(message, title = "The ask was refused") {
+  const answer = document.getElementById("answer");
+  const card = el("section", "card result status-failed");
+  card.id = "refusal";
+  card.append(el("h2", null, title), el("p", "reason", message));
+  answer.replaceChildren(card);
+  document.getElementById("trajectory-card").hidden = true;
+}
+
+const ENDINGS = {
+  answered: ["note", "Answered."],
+  insufficient: ["warn", "Not enough evidence to answer"],
+  failed: ["error", "Failed"],
+};
+
+function ending(result) {
+  const [cls, text] = ENDINGS[result.status] || ["note", "Finished: " + result.status];
+  const reason = result.status !== "answered" && result.reason ? ": " + result.reason : (result.status === "answered" ? "" : ".");
+  return [cls, text + reason];
+}
+
 function follow(started, status, button) {
   const card = document.getElementById("trajectory-card");
   const list = document.getElementById("trajectory");
   const answer = document.getElementById("answer");
+  const details = document.getElementById("trajectory-details");
+  const count = document.getElementById("trajectory-count");
   list.replaceChildren();
   answer.replaceChildren();
   card.hidden = false;
+  details.open = true;
+  count.textContent = "";
   const link = document.getElementById("trace-link");
   link.replaceChildren();
   if (started.trace_id) {
@@ -150,21 +185,28 @@ function follow(started, status, button) {
     const data = JSON.parse(event.data);
     list.append(eventItem(data.view));
     status.textContent = "Running… " + list.children.length + " events";
+    count.textContent = list.children.length + " events";
   });
-  source.addEventListener("result", async () => {
+  source.addEventListener("result", async (event) => {
     source.close();
-    status.textContent = "Done.";
+    const [cls, text] = ending(JSON.parse(event.data));
+    status.className = cls;
+    status.textContent = text;
     button.disabled = false;
     try {
       const doc = await fetchFragment("/asks/" + encodeURIComponent(started.id) + "/result");
       for (const node of Array.from(doc.body.children)) answer.append(document.adoptNode(node));
-    } catch (e) { status.className = "error"; status.textContent = e.message; }
+      details.open = false;
+    } catch (e) { status.className = "error"; status.textContent = "The answer could not be shown: " + e.message; }
   });
   source.addEventListener("error", (event) => {
     if (event.data) {
       source.close();
+      const message = (JSON.parse(event.data).error || {}).message || "unknown error";
       status.className = "error";
-      status.textContent = "The ask failed: " + (JSON.parse(event.data).error || {}).message;
+      status.textContent = "Failed: " + message;
+      showRefusal(message, "The ask failed");
+      card.hidden = false;
       button.disabled = false;
     }
   });

@@ -1,0 +1,128 @@
+"""`tablequest doctor`: one line per check of the setup (`tablequest.doctor.run_checks`).
+
+Lines are printed as each check finishes: ``✓`` passed, ``✗`` failed, ``–`` information
+(not applicable, not installed, not reported: never a failure). ``--json`` prints the list
+``[{"check", "ok", "detail"}]`` at the end instead (`ok` true, false or null for –).
+
+Exit statuses (`tablequest.cli._exit`): 0 no check failed; 4 (``NO_MODEL``) the only failure
+is that no model is configured, as ``ask`` exits without one; 1 any other failure; 2 a bad
+option. Without ``--store`` the default store is checked when it exists.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from tablequest.cli._exit import FAILED, NO_MODEL, OK
+from tablequest.cli._options import (
+    ApiKeyOpt,
+    JsonOpt,
+    LLMSpecOpt,
+    LLMUrlOpt,
+    ModelOpt,
+    StoreOpt,
+    default_store_path,
+)
+from tablequest.cli._output import console, fail
+from tablequest.doctor import CHECKS, MODEL_TIMEOUT, Check, CheckGroup, run_checks
+from tablequest.llm.config import ConfigError, LLMConfig, resolve_config
+
+_MARKS = {True: "[green]✓[/green]", False: "[red]✗[/red]", None: "[dim]–[/dim]"}
+
+CheckOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--check",
+        metavar="GROUP",
+        help="Run only this group of checks (repeatable): " + ", ".join(CHECKS) + ".",
+    ),
+]
+EmbedUrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--embed-url", help="An embeddings server (/v1 URL) to check (default: the model's)."
+    ),
+]
+EmbedModelOpt = Annotated[
+    str | None, typer.Option("--embed-model", help="Its embedding model (default: the first).")
+]
+TimeoutOpt = Annotated[
+    float, typer.Option("--timeout", min=1, help="Seconds each model request may take.")
+]
+
+
+def _groups(check: list[str] | None, json_out: bool) -> list[CheckGroup]:
+    chosen: list[CheckGroup] = []
+    for name in check or CHECKS:
+        group = next((g for g in CHECKS if g == name.strip().lower()), None)
+        if group is None:
+            fail(f"unknown check {name!r}; one of {', '.join(CHECKS)}", json_out=json_out)
+        chosen.append(group)
+    return chosen
+
+
+def _print(check: Check) -> None:
+    console.print(
+        f"{_MARKS[check.ok]} {check.check:<15} {escape(check.detail)}",
+        soft_wrap=True,
+        highlight=False,
+    )
+
+
+def doctor_command(
+    llm_url: LLMUrlOpt = None,
+    model: ModelOpt = None,
+    api_key: ApiKeyOpt = None,
+    llm: LLMSpecOpt = None,
+    embed_url: EmbedUrlOpt = None,
+    embed_model: EmbedModelOpt = None,
+    store: StoreOpt = None,
+    check: CheckOpt = None,
+    timeout: TimeoutOpt = MODEL_TIMEOUT,
+    json_out: JsonOpt = False,
+) -> None:
+    """Check the setup: the model (a chat call, a JSON reply, its context length,
+    embeddings), the sandbox's isolation, the installed extras, and that a store opens."""
+    groups = _groups(check, json_out)
+    if store is None and default_store_path().exists():
+        store = default_store_path()
+    checks: list[Check] = []
+
+    def report(item: Check) -> None:
+        checks.append(item)
+        if not json_out:
+            _print(item)
+
+    try:
+        config = resolve_config(url=llm_url, model=model, api_key=api_key)
+    except ConfigError as exc:
+        config = LLMConfig()
+        if "model" in groups:
+            report(Check("model", False, str(exc)))
+            groups = [g for g in groups if g != "model"]
+    for item in run_checks(
+        config,
+        llm_spec=llm,
+        embed_url=embed_url,
+        embed_model=embed_model,
+        store=Path(store) if store is not None else None,
+        only=groups,
+        timeout=timeout,
+    ):
+        report(item)
+    failed = [c for c in checks if c.ok is False]
+    if json_out:
+        typer.echo(json.dumps([c.to_json() for c in checks], indent=2, ensure_ascii=False))
+    else:
+        console.print(
+            f"{len(failed)} of {len(checks)} checks failed" if failed else "no check failed",
+            highlight=False,
+        )
+    if not failed:
+        raise typer.Exit(OK)
+    raise typer.Exit(NO_MODEL if all(c.no_model for c in failed) else FAILED)
