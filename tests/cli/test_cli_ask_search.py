@@ -146,7 +146,8 @@ def test_ask_end_to_end_through_http(store: Path, tmp_path: Path) -> None:
         assert json.loads(second.stdout)["usage"]["cache_hits"] == 3
         assert len(server.chat_requests) == requests_after_first  # 0 HTTP requests
         human = runner.invoke(app, [*args[:-1], "--no-cache"])
-        assert "412" in human.stdout and "evidence" in human.stdout
+        assert "412" in human.stdout  # 412 is in no cell: the table is not called evidence
+        assert "answered from · " in human.stdout and "(no cell cited)" in human.stdout
         assert len(server.chat_requests) == requests_after_first + 3
 
 

@@ -90,7 +90,7 @@ def test_cli_old_spelling_still_works_with_a_note(store: Path, tmp_path: Path) -
 def test_cli_missing_store_is_refused_and_not_created(tmp_path: Path) -> None:
     missing = tmp_path / "typo.duckdb"
     out = ask_cli(str(missing), QUESTION)
-    assert out.exit_code == 2 and "no store at" in out.output
+    assert out.exit_code == 2 and "no store, table file or folder at" in out.output
     assert not missing.exists()
 
 
@@ -183,3 +183,36 @@ def test_table_id_errors_name_the_fix(store: Path) -> None:
         ask(QUESTION, store, method="seek", table_ids=["nope"])
     with pytest.raises(SourceError, match="without tables"):
         ask(QUESTION, store, method="no-table", table_ids=["nope"])
+
+
+@pytest.mark.parametrize("question", ["", "  ", "\n\t"])
+def test_library_refuses_a_blank_question(store: Path, question: str) -> None:
+    with pytest.raises(ValueError, match="the question is empty"):
+        ask(question, store)
+
+
+def test_cli_failed_ask_shows_no_table_as_evidence(store: Path, tmp_path: Path) -> None:
+    url = refused_url()
+    out = ask_cli(str(store), "How long is the river Varna?", "--llm-url", url, "--model",
+                  "m", "--trace-dir", str(tmp_path))  # fmt: skip
+    assert out.exit_code == 1
+    assert "evidence ·" not in out.stdout and "answered from ·" not in out.stdout
+
+
+def test_auto_searches_the_sheets_of_a_multi_table_file(tmp_path: Path) -> None:
+    book = EXAMPLES / "quarterly_results.xlsx"
+    auto = ask_cli(str(book), "Revenue of Phones in Q4?", "--json", "--trace-dir",
+                   str(tmp_path))  # fmt: skip
+    assert auto.exit_code == 4, auto.output  # ran (no model), not refused
+    routes = json.loads(auto.stdout)["details"]["routes"]
+    assert len(routes) == 2  # both sheets considered
+    scope = ask_cli(str(book), "Revenue of Phones in Q4?", "-m", "scope")
+    assert scope.exit_code == 2
+    assert "sheet Results 2023" in scope.output and "--table-id" in scope.output
+
+
+def test_cli_missing_table_file_is_not_called_a_store(tmp_path: Path) -> None:
+    out = ask_cli(str(tmp_path / "typo.csv"), QUESTION)
+    assert out.exit_code == 2
+    assert "no store, table file or folder at" in out.output
+    assert not (tmp_path / "typo.csv").exists()

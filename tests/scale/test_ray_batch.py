@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -223,3 +224,23 @@ def test_eval_run_on_ray_with_shards_equals_the_thread_runner(
         for key in ("prediction", "status", "metrics", "tables_consulted", "final_table"):
             assert got[key] == want[key], (qid, key)
     assert {r["endpoint"] for r in outs["ray"].values()} == set(stubs.urls)
+
+
+def test_failed_questions_are_named_by_reason_and_exit_1(session: Path) -> None:
+    qfile = session / "dead.jsonl"
+    qfile.write_text("".join(json.dumps({"id": q.id, "question": q.question}) + "\n"
+                             for q in _questions(3)))  # fmt: skip
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    address = ray.get_runtime_context().gcs_address
+    done = CliRunner().invoke(app, [
+        "batch", str(qfile), "--out", str(session / "dead-run.jsonl"), "--store",
+        str(session / "corpus.json"), "--method", "bm25", "--model", "m", "--llm-url", url,
+        "--ray", address, "--no-cache", "--json"])  # fmt: skip
+    assert done.exit_code == 1, done.output
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    assert summary["failed"] == 3 and summary["answered"] == 0
+    [group] = summary["not_answered"]
+    assert sorted(group["ids"]) == ["q0", "q1", "q2"]
+    assert url in group["reason"] and "connection refused" in group["reason"]

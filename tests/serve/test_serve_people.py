@@ -119,6 +119,22 @@ def test_an_unreachable_model_fails_with_its_reason_in_the_api_and_the_card(
     with dead.client() as client:
         traces = client.get("/traces").text
     assert "failed" in traces and "answered" not in traces
+    assert "Final table" not in card  # a failed ask has no table its answer came from
+
+
+# -- point 5: blank questions ----------------------------------------------------------------
+@pytest.mark.parametrize("blank", ["", "   ", "\n\t "])
+def test_blank_questions_are_refused_by_the_api(server: Any, blank: str) -> None:
+    with server.client() as client:
+        for path in ("/v1/ask", "/v1/asks"):
+            refused = client.post(path, json={"question": blank, "stream": False})
+            assert refused.status_code == 422, refused.text
+        search = client.get("/v1/search", params={"q": blank})
+        assert search.status_code == 422
+        if blank.strip() == "" and blank:
+            assert "the question is empty" in refused.text + search.text
+        form = client.get("/ask").text
+    assert re.search(r'id="question"[^>]*required pattern="\.\*\\S\.\*"', form)
 
 
 # -- point 11: the answer card --------------------------------------------------------------

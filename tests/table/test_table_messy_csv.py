@@ -182,3 +182,12 @@ def test_cli_ingest_reports_the_notes_and_stores_them(tmp_path: Path) -> None:
         opened.close()
     assert table.notes[1] == "Stand: 31.03.2024" and table.title == "Bevölkerung nach Ländern"
     assert table.to_dataframe()["Anteil %"].dtype == "float64"
+    shown = CliRunner().invoke(app, ["show", opened_id(store), "--store", str(store)])
+    assert shown.exit_code == 0, shown.output
+    assert "note: Stand: 31.03.2024" in shown.stdout  # the notes are shown, not lost
+
+
+def opened_id(store: Path) -> str:
+    with Store(store, read_only=True) as opened:
+        (only,) = opened.table_ids()
+    return only

@@ -112,5 +112,8 @@ def test_cli_show_latest(isolated_env: Path) -> None:
 
 def test_cli_show_bad_file_is_an_error_line(tmp_path: Path) -> None:
     result = runner.invoke(app, ["show", str(tmp_path / "missing.jsonl")])
+    assert result.exit_code == 2 and "error: not found:" in result.output  # bad input
+    (tmp_path / "broken.jsonl").write_text("not json\n{}\n")
+    result = runner.invoke(app, ["show", str(tmp_path / "broken.jsonl")])
     assert result.exit_code == 1 and "error: cannot read trace" in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)

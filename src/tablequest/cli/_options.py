@@ -188,8 +188,9 @@ def is_store_path(path: Path) -> bool:
 def deprecated_store_note(command: str, new_usage: str, store: Path) -> None:
     """The one-line note (stderr) for a store given as the first argument."""
     err_console.print(
-        f"note: the store as first argument is deprecated; use `tablequest {command} "
-        f"{new_usage} --store {store}`",
+        "note: the store as first argument is deprecated; use `"
+        + " ".join(w for w in ("tablequest", command, new_usage, f"--store {store}") if w)
+        + "`",
         markup=False, highlight=False, soft_wrap=True,
     )  # fmt: skip
 

@@ -253,7 +253,8 @@ def show_result(result: Result, question: str) -> None:
     retrieval = data["details"].get("retrieval")
     if isinstance(retrieval, dict):
         console.print(retrieval_view(retrieval))
-    if result.final_table and result.final_table in result.tables:
+    # a table is shown only for an answer: a failed or insufficient ask has no evidence
+    if result.status == "answered" and result.final_table in result.tables:
         console.print(evidence_view(result))
     for i, t in enumerate(data["tables_consulted"], start=1):
         console.print(f"  consulted {i}: {t['source']}  [dim]({t['table_id']})[/dim]")
@@ -281,7 +282,8 @@ def evidence_view(result: Result, max_rows: int = 12) -> RichTable:
     cited = {(c.row, c.col) for c in result.evidence if c.table_id == result.final_table}
     rows = sorted({r for r, _ in cited}) or list(table.row_ids[:max_rows])
     source = result.sources.get(result.final_table, result.final_table)
-    view = RichTable(title=f"evidence · {source}", title_justify="left", show_lines=False)
+    title = f"evidence · {source}" if cited else f"answered from · {source} (no cell cited)"
+    view = RichTable(title=title, title_justify="left", show_lines=False)
     view.add_column("row", style="dim")
     for name in table.columns:
         view.add_column(name)

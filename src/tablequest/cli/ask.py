@@ -33,7 +33,6 @@ from tablequest.cli._options import (
     TaskOpt,
     TraceDirOpt,
     option_pairs,
-    require_store,
     store_and_words,
     task_name,
 )
@@ -90,7 +89,12 @@ def ask_command(
     )  # fmt: skip
     if not question.strip():
         fail("the question is empty", json_out=json_out, status=_exit.USAGE)
-    require_store(source, json_out=json_out)
+    if not source.exists():  # never created: a typo must not become an empty store
+        fail(
+            f"no store, table file or folder at {str(source)!r} (`tablequest ingest PATH... "
+            f"--store {source}` creates a store)",
+            json_out=json_out, code="no_store", status=_exit.USAGE,
+        )  # fmt: skip
     from tablequest.cli._scale import open_corpus
     from tablequest.corpus.shards import is_manifest
     from tablequest.scale.cluster import ray_address

@@ -66,7 +66,11 @@ def batch_command(
     no_cache: NoCacheOpt = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
-    """Answer every question of QUESTIONS on Ray; append one record per question to --out."""
+    """Answer every question of QUESTIONS on Ray; append one record per question to --out.
+
+    Exit status 0 when every question ran and none failed (insufficient evidence is not a
+    failure); 1 when one failed or was lost (the summary names them); 2 on bad input.
+    """
     from tablequest.eval.runner import RecordLog, RunnerError, RunSpec
     from tablequest.llm.config import ConfigError, resolve_config
     from tablequest.scale.batch import BatchError, Endpoint, read_questions
@@ -111,8 +115,8 @@ def batch_command(
     except (RunnerError, RayUnavailable, ValueError) as exc:
         fail(str(exc), json_out=json_out)
     _report(out, len(chosen), outcome, records, urls, json_out=json_out)
-    if outcome.lost:
-        raise typer.Exit(1)
+    if outcome.lost or any(r.get("status") == "failed" for r in records):
+        raise typer.Exit(1)  # the summary names the failed questions and why
 
 
 def _report(

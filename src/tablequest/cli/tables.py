@@ -131,6 +131,8 @@ def show_command(
     if table.title:
         _line(table.title)
     _wide().print(table_view(table, max_rows=rows))
+    for note in table.notes:  # footer lines a reader kept apart from the rows
+        _line(f"note: {note}")
     _line(table_notes(table, table.n_rows if rows == 0 else min(rows, table.n_rows)), "dim")
 
 

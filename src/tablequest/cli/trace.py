@@ -35,6 +35,9 @@ def trace() -> None:
 def _resolve(file: str, *, json_out: bool = False) -> Path:
     """`file`, or the latest trace for ``latest`` (an error line when there is none)."""
     path = Path(file)
+    if file != "latest" and not path.exists():
+        fail(f"not found: {file!r} (a trace file, or 'latest')", json_out=json_out,
+             code="trace")  # fmt: skip
     if file != "latest" or path.exists():
         return path
     latest = latest_trace()

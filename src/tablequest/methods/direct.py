@@ -308,7 +308,7 @@ def register() -> None:
 
     paper = (  # the baselines are TableSeek's (its Tables 2, 10, 12)
         "TableSeek: Structure-Preserving Agentic Evidence Seeking over "
-        "Heterogeneous Table Corpora (Tian et al., 2026)"
+        "Heterogeneous Table Corpora (Tian et al., 2026; the paper text gives no arXiv id)"
     )
     register_method(
         "direct",

@@ -14,7 +14,8 @@ Sources (`open_source`), by what the method answers from (`MethodSpec.input`):
 - a table file (any format `read_tables` reads): table (and "any") methods read it directly
   (no ingest:
   a 10^6-cell CSV would otherwise be serialized three times; ``table_ids`` pick among the
-  file's tables by index "0", "1", … or by id); corpus methods get it ingested into memory;
+  file's tables by index "0", "1", … or by id); corpus methods get it ingested into memory,
+  and so do "any" methods (auto) for a file of several tables without ``table_ids``;
 - a folder: ingested into memory;
 - a `Table` or a `TableSet`: as given.
 
@@ -57,6 +58,10 @@ LIST_IDS = "`tablequest tables --store STORE` lists the ids"
 
 class SourceError(ValueError):
     """The source or table id cannot be used; the message names it and the fix."""
+
+
+class _ManyTables(SourceError):
+    """A table file holds several tables and no --table-id says which."""
 
 
 def is_store_file(path: Path) -> bool:
@@ -134,8 +139,12 @@ def _pick_from_file(path: Path, table_ids: Sequence[str]) -> OpenSource:
     wanted = list(table_ids)
     if not wanted:
         if len(tables) > 1:
-            choices = ", ".join(f"{i} ({t.n_rows}x{t.n_cols})" for i, t in enumerate(tables))
-            raise SourceError(
+            choices = ", ".join(
+                f"{i} ({f'sheet {t.source.sheet}, ' if t.source.sheet else ''}"
+                f"{t.n_rows}x{t.n_cols})"
+                for i, t in enumerate(tables)
+            )
+            raise _ManyTables(
                 f"{str(path)!r} holds {len(tables)} tables; pass --table-id with one of {choices}"
             )
         wanted = ["0"]
@@ -224,7 +233,12 @@ def open_source(
         opened.owned.append(store)
         return opened
     if path.is_file() and input in ("table", "tables", "any"):
-        return _pick_from_file(path, table_ids)
+        try:
+            return _pick_from_file(path, table_ids)
+        except _ManyTables:
+            if input != "any":
+                raise
+            # a method that also answers from a corpus (auto) searches the file's tables
     if input == "none":
         return OpenSource(None)
     store = _ingested(path)
@@ -293,8 +307,11 @@ def ask(
     Raises:
         UnknownMethod, OptionError: a bad method name or option.
         SourceError: an unreadable source or a bad table id.
+        ValueError: an empty or blank question, or steps < 1.
         EncoderUnavailable: the method's encoder needs an extra that is not installed.
     """
+    if not question.strip():
+        raise ValueError("the question is empty")
     spec = get_method(method)
     opts = resolve_options(spec, config=config, options=options)
     if steps is not None and steps < 1:

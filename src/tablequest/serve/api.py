@@ -149,6 +149,8 @@ async def search(
     preview: Annotated[bool, Query(description="Add the text preview of each hit.")] = False,
 ) -> JSONResponse:
     """LLM-free ranking with any retriever; each hit with the body rows the question matches."""
+    if not q.strip():
+        raise HTTPException(422, "the question is empty")
     state = state_of(request)
     body = await anyio.to_thread.run_sync(
         run_search, state, q, k, method, encoder, preview, limiter=state.search_limiter

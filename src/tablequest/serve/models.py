@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tablequest.corpus.retrievers import RetrieverSettings
 
@@ -38,6 +38,14 @@ class AskRequest(BaseModel):
         default_factory=dict, description="Method options, as `-o NAME VALUE` on the CLI."
     )
     config: str | None = Field(None, max_length=200, description="A named paper configuration.")
+
+    @field_validator("question")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the question is empty")
+        return value
+
     steps: int | None = Field(None, ge=1, le=1000, description="Cap on LLM calls (the budget).")
     table_ids: list[str] = Field(
         default_factory=list,

@@ -26,6 +26,6 @@ def register() -> None:
         title="TableSeek",
         paper=(
             "TableSeek: Structure-Preserving Agentic Evidence Seeking over "
-            "Heterogeneous Table Corpora (Tian et al., 2026)"
+            "Heterogeneous Table Corpora (Tian et al., 2026; the paper text gives no arXiv id)"
         ),
     )
