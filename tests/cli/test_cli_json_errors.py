@@ -79,7 +79,7 @@ def test_eval_cannot_build_or_write(evalrun_wtq: Path, tmp_path: Path) -> None:
 
 def test_other_commands(tmp_path: Path) -> None:
     _error(["methods", "nope", "--json"], "usage", 2)
-    _error(["trace", "show", str(tmp_path / "none.jsonl"), "--json"], "trace", 1)
+    _error(["trace", "show", str(tmp_path / "none.jsonl"), "--json"], "trace", 2)
     cleared = runner.invoke(app, ["cache", "clear", "--dir", str(tmp_path / "c"), "--json"])
     assert cleared.exit_code == 0 and json.loads(cleared.stdout)["removed"] == 0
 

@@ -258,7 +258,7 @@ def test_trace_view_writes_one_inert_html_file(tmp_path: Path) -> None:
     assert "2 events" in html and "code run · step 1 · ok" in html
     out = tmp_path / "x" / "view.html"
     missing = runner.invoke(app, ["trace", "view", str(tmp_path / "nope.jsonl"), "--out", str(out)])
-    assert missing.exit_code == 1 and "cannot read trace" in missing.output
+    assert missing.exit_code == 2 and "not found" in missing.output  # bad input
 
 
 def test_serve_command_refuses_an_unsafe_token_file(tmp_path: Path) -> None:
