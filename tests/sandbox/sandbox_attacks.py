@@ -198,6 +198,9 @@ ATTACKS = [
     Attack("proc-os-popen", "import os\nos.popen('id').read()"),
     Attack("proc-execv", "import os\nos.execv('/bin/sh', ['sh', '-c', 'touch {outside}/p3'])"),
     Attack("proc-fork", "import os\nos.fork()"),
+    # leaving the process group the host stops between runs (issue 25): refused by seccomp
+    Attack("proc-setsid", "import os\nos.setsid()"),
+    Attack("proc-setpgid", "import os\nos.setpgid(0, 0)"),
     Attack(
         "proc-posix-spawn",
         "import os\nos.posix_spawn('/usr/bin/touch', ['t', '{outside}/p4'], {{}})",

@@ -7,8 +7,10 @@ import json
 import os
 import random
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import ray  # in the dev extra: a missing Ray fails these tests, it never skips them
@@ -167,6 +169,22 @@ def test_actors_rank_exactly(corpora: tuple[Store, ShardedStore]) -> None:
             assert sharded_hybrid(sharded, q, k, encoder=encoder) == want
 
 
+def kill_and_wait(actor: Any) -> None:
+    """`ray.kill` only asks for the kill: a query sent right after it may still reach the live
+    actor (no restart then; flaky under load). Wait until a call meets a dead actor."""
+    ray.kill(actor, no_restart=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            ray.get(actor.__ray_ready__.remote(), timeout=5)
+        except ray.exceptions.RayActorError:
+            return
+        except ray.exceptions.GetTimeoutError:
+            continue
+        time.sleep(0.05)
+    raise AssertionError("a killed actor still answers after 60 s")
+
+
 def test_dead_actor_is_restarted_and_the_query_retried(
     corpora: tuple[Store, ShardedStore],
 ) -> None:
@@ -176,10 +194,10 @@ def test_dead_actor_is_restarted_and_the_query_retried(
     assert sharded_dense(sharded, "gold", 5, encoder) == dense_rank(single, "gold", 5, encoder)
     before = backend.restarts  # type: ignore[union-attr]
     victim = backend.actors[2]  # type: ignore[union-attr]
-    ray.kill(victim, no_restart=True)
+    kill_and_wait(victim)
     assert sharded_grep(sharded, ["gold"], 7) == grep_rank(single, ["gold"], 7, rows=False)
     assert backend.restarts == before + 1  # type: ignore[union-attr]
-    ray.kill(backend.actors[0], no_restart=True)  # type: ignore[union-attr]
+    kill_and_wait(backend.actors[0])  # type: ignore[union-attr]
     # its vectors were in memory only (read-only shard): re-sent, then the query retried
     assert sharded_dense(sharded, "river", 5, encoder) == dense_rank(single, "river", 5, encoder)
 

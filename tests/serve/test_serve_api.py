@@ -94,6 +94,10 @@ def test_health_version_methods(server: Any) -> None:
         assert names["max_steps"]["type"] == "int" and names["max_steps"]["help"]
         rerank = {o["name"]: o for o in methods["rerank"]["options"]}
         assert rerank["rerank_url"]["settable"] is False
+        assert rerank["rerank_pool"]["settable"] is True
+        research = {o["name"]: o for o in methods["research"]["options"]}
+        server_side = {n for n, o in research.items() if not o["settable"]}
+        assert server_side == {"memory", "memory_path", "exec_timeout", "charts_dir"}
         missing = client.get("/v1/methods/nope")
         assert missing.status_code == 400 and "unknown method 'nope'" in missing.text
 

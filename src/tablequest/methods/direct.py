@@ -74,7 +74,9 @@ class DenseQAOptions(RetrievalQAOptions):
     """Dense retrieval, then QA."""
 
     encoder: str = option("minilm", "encoder: minilm | hash | api | auto (corpus.encoders)")
-    embed_url: str | None = option(None, "encoder api/auto: /v1 URL (default: the LLM's)")
+    embed_url: str | None = option(
+        None, "encoder api/auto: /v1 URL (default: the LLM's)", request=False
+    )
     embed_model: str | None = option(None, "encoder api: embedding model name")
 
     @field_validator("encoder")
@@ -98,7 +100,9 @@ class HybridQAOptions(DenseQAOptions):
 class RerankQAOptions(DenseQAOptions):
     """Dense top-`rerank_pool` reranked by a server, then QA."""
 
-    rerank_url: str | None = option(None, "server with /v1/rerank (default: the LLM's)")
+    rerank_url: str | None = option(
+        None, "server with /v1/rerank (default: the LLM's)", request=False
+    )
     rerank_model: str | None = option(None, "reranker model name (required)")
     rerank_pool: int = option(5, "dense candidates reranked", paper="TableSeek Table 12", ge=1)
 

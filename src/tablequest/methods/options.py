@@ -46,13 +46,36 @@ class OptionError(ValueError):
     """An option that does not exist or has a value of the wrong type or range."""
 
 
-def option(default: Any, help: str, *, paper: str | None = None, **constraints: Any) -> Any:
+def option(
+    default: Any,
+    help: str,
+    *,
+    paper: str | None = None,
+    request: bool = True,
+    **constraints: Any,
+) -> Any:
     """A documented option: `help` says what it does, `paper` where the default comes from.
 
-    `constraints` are pydantic's (``ge=1``, ``le=1.0``, …).
+    `request=False` makes it server-side only: it names a path, a URL, a sandbox setting or
+    a memory file, so the HTTP API refuses it from a request (the operator sets it in
+    tablequest.toml); `request_settable` lists the others. `constraints` are pydantic's
+    (``ge=1``, ``le=1.0``, …).
     """
     extra: JsonDict = {"paper": paper} if paper else {}
+    if not request:
+        extra["server_only"] = True
     return Field(default, description=help, json_schema_extra=extra, **constraints)
+
+
+def request_settable(cls: type[MethodOptions]) -> frozenset[str]:
+    """The options of `cls` a request may set (the allowlist of the HTTP API): every option
+    not declared with ``request=False``."""
+    return frozenset(
+        name
+        for name, field in cls.model_fields.items()
+        if not (isinstance(field.json_schema_extra, dict)
+                and field.json_schema_extra.get("server_only"))
+    )  # fmt: skip
 
 
 class MethodOptions(BaseModel):
@@ -103,6 +126,8 @@ class OptionInfo:
     default: Any
     help: str
     paper: str | None
+    request: bool = True
+    """False for a server-side option (a path, URL, sandbox setting or memory file)."""
 
 
 def _type_name(annotation: Any) -> str:
@@ -131,6 +156,7 @@ def describe_options(cls: type[MethodOptions]) -> list[OptionInfo]:
                 default=field.default,
                 help=field.description or "",
                 paper=str(paper) if paper else None,
+                request=not extra.get("server_only", False),
             )
         )
     return out

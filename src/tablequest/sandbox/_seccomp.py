@@ -11,6 +11,8 @@ it removes what table code never needs and what escapes are made of:
 - memory outside the address-space limit: `memfd_create`, `memfd_secret`, System V shared
   memory, semaphores and message queues, POSIX message queues (they outlive their mappings,
   and System V segments outlive the process when there is no IPC namespace);
+- leaving the process group: `setsid`, `setpgid` (the host stops and kills the child by its
+  group; a child in a group of its own would keep running while the host waits);
 - signals to other processes: `kill`, `tgkill`, `rt_(tg)sigqueueinfo` unless aimed at our own
   pid, `tkill`, the pidfd calls; `prlimit64`/`sched_setaffinity` on other pids, priority,
   scheduler and memory-policy changes of other processes;
@@ -114,6 +116,8 @@ NR = {
     "request_key": 249,
     "keyctl": 250,
     "unshare": 272,
+    "setpgid": 109,
+    "setsid": 112,
     "rt_tgsigqueueinfo": 297,
     "perf_event_open": 298,
     "fanotify_init": 300,
@@ -157,6 +161,8 @@ NR = {
 
 #: syscalls refused with EPERM unconditionally
 DENIED = (
+    "setsid",  # leaving the process group the host stops between runs (issue 25)
+    "setpgid",
     "fork",
     "vfork",
     "execve",

@@ -315,7 +315,7 @@ def method_info(spec: MethodSpec) -> dict[str, Any]:
     """A registered method and its options, as /v1/methods lists them."""
     options = [
         {"name": o.name, "type": o.type, "default": o.default, "help": o.help, "paper": o.paper,
-         "settable": not o.name.endswith("_url")}
+         "settable": o.request}
         for o in describe_options(spec.options)
     ]  # fmt: skip
     return {

@@ -34,7 +34,7 @@ from tablequest.serve.asks import Busy
 from tablequest.serve.config import ServeConfig
 from tablequest.serve.render import STATIC_DIR
 from tablequest.serve.security import Guard
-from tablequest.serve.state import ServerState
+from tablequest.serve.state import ServerOnlyOption, ServerState
 from tablequest.serve.uploads import UploadRejected
 
 __all__ = ["create_app", "run_server"]
@@ -100,6 +100,10 @@ def _install_handlers(app: FastAPI) -> None:
 
     for kind in (UnknownMethod, OptionError, SourceError, EncoderUnavailable, ValueError):
         app.add_exception_handler(kind, bad)
+
+    @app.exception_handler(ServerOnlyOption)
+    async def server_only(request: Request, exc: ServerOnlyOption) -> Response:
+        return error_response(request, 422, str(exc), "server_only_option")
 
     @app.exception_handler(UploadRejected)
     async def rejected(request: Request, exc: UploadRejected) -> Response:

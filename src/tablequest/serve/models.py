@@ -165,7 +165,10 @@ class OptionModel(BaseModel):
     default: Any
     help: str
     paper: str | None
-    settable: bool = Field(description="False for server-side URLs (set in tablequest.toml).")
+    settable: bool = Field(
+        description="False for server-side options: paths, URLs, sandbox settings, memory "
+        "files (set in tablequest.toml)."
+    )
 
 
 class MethodInfo(BaseModel):

@@ -1,9 +1,11 @@
 """What one server holds: the store, the asks, the model, the retrievers, the trace folder.
 
 `ServerState` is the library side of every route: the API and the pages call it, so both
-behave the same. Option names ending in ``_url`` are refused from requests (they would let a
-client make the server call any address); the operator sets them in ``tablequest.toml``
-(``[methods.NAME]``), which requests still get.
+behave the same. A request sets only the options its method allows (`request_settable`: every
+option not declared ``request=False``): options naming paths, URLs, sandbox settings or memory
+files are refused with the option's name (they would let a client make the server call any
+address or write anywhere); the operator sets them in ``tablequest.toml`` (``[methods.NAME]``),
+which requests still get.
 
 Every ask's trace starts with the server's ``request`` decision (question, method, table ids)
 and ends with its ``result`` decision (status, answer, reason), so each trace names its
@@ -27,8 +29,8 @@ from tablequest.corpus.retrievers import Retriever, RetrieverSettings, make_retr
 from tablequest.llm.base import LLM
 from tablequest.llm.config import build_llm
 from tablequest.methods.base import Result, Task
-from tablequest.methods.options import OptionError
-from tablequest.methods.registry import get_method, list_methods
+from tablequest.methods.options import OptionError, option_name, request_settable
+from tablequest.methods.registry import MethodSpec, get_method, list_methods
 from tablequest.methods.run import ask, failed_result, open_source, resolve_options
 from tablequest.serve.asks import AskCancelled, AskJob, AskManager, StreamingTrace
 from tablequest.serve.config import ServeConfig
@@ -56,17 +58,26 @@ class AskSpec:
     task: Task = "tableqa"
 
 
-def refuse_url_options(options: Mapping[str, Any]) -> None:
-    """Server-side addresses come from the operator, never from a request.
+class ServerOnlyOption(OptionError):
+    """A request tried to set a server-side option (the API answers 422 naming it)."""
+
+
+def refuse_server_options(method: MethodSpec, options: Mapping[str, Any]) -> None:
+    """A request sets only the options its method allows (`request_settable`, an allowlist):
+    paths, URLs, sandbox settings and memory files come from the operator, never a request.
 
     Raises:
-        OptionError: an option named ``*_url``.
+        ServerOnlyOption: an option the method declares server-side only (unknown names are
+            left to `resolve_options`, which names the known ones).
     """
+    allowed = request_settable(method.options)
     for name in options:
-        if name.replace("-", "_").endswith("_url"):
-            raise OptionError(
-                f"option {name!r} cannot be set by a request (the server would call that "
-                "address); the operator sets it in tablequest.toml [methods.NAME]"
+        key = option_name(name)
+        if key in method.options.model_fields and key not in allowed:
+            raise ServerOnlyOption(
+                f"option {name!r} of method {method.name} cannot be set by a request (it "
+                "names a path, a URL, a sandbox setting or a memory file of the server); the "
+                f"operator sets it in tablequest.toml [methods.{method.name}]"
             )
 
 
@@ -137,8 +148,8 @@ class ServerState:
         Raises:
             UnknownMethod, OptionError, SourceError: what `ask` would raise.
         """
-        refuse_url_options(spec.options)
         method = get_method(spec.method)
+        refuse_server_options(method, spec.options)
         resolve_options(method, config=spec.config, options=spec.options)
         with self.stores.reader() as store:
             open_source(store, input=method.input, table_ids=spec.table_ids).close()

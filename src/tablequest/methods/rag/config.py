@@ -51,7 +51,9 @@ class RagConfig(MethodOptions):
     retrieval: Literal["dense", "hybrid"] = option(
         "dense", "dense, or hybrid = dense + BM25 fused", paper="TableRAG Table 5"
     )
-    embed_url: str | None = option(None, "encoder api/auto: /v1 URL (default: the LLM's)")
+    embed_url: str | None = option(
+        None, "encoder api/auto: /v1 URL (default: the LLM's)", request=False
+    )
     embed_model: str | None = option(None, "encoder api: embedding model name")
     sc: int = option(1, "self-consistency samples (majority vote)", paper=_CODE, ge=1)
     baseline: Baseline | None = option(None, "run a baseline with the same solver", paper=_P)
@@ -61,7 +63,7 @@ class RagConfig(MethodOptions):
     context_tokens: int = option(16_385, "context budget of every solver prompt", ge=1)
     baseline_k: int = option(30, "K of RandRowSampling and RowColRetrieval", paper=_P, ge=1)
     seed: int = option(0, "seed of RandRowSampling")
-    action_timeout: float = option(10.0, "seconds per Action in the sandbox", gt=0.0)
+    action_timeout: float = option(10.0, "seconds per Action in the sandbox", request=False, gt=0.0)
     max_queries: int = option(10, "queries of each kind kept from the expansion", ge=1)
     max_observation_chars: int = option(3000, "longer observations are cut", ge=1)
     max_cell_chars: int = option(300, "longer cell values are cut in the prompt", ge=1)

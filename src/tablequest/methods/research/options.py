@@ -64,11 +64,13 @@ class ResearchOptions(MethodOptions):
         "readwrite",
         "experience memory: off, read (use, do not learn) or readwrite",
         paper="DTR §3.4 (siamese experience memory)",
+        request=False,  # the server's memory file: its operator decides who writes it
     )
     memory_path: str | None = option(
         None,
         "DuckDB file of the memory when the table has no corpus store "
         "(default: <user data dir>/dtr_memory.duckdb)",
+        request=False,
     )
     lessons: int = option(5, "abstracted lessons shown to the model per question", ge=0, le=20)
     w_type: float = option(
@@ -82,7 +84,11 @@ class ResearchOptions(MethodOptions):
         10.0, "τ seconds: f_time contributes exp(-t/τ) to the reward", gt=0.0
     )
     exec_timeout: float = option(
-        20.0, "seconds each operation's code may run in the sandbox", gt=0.0, le=600.0
+        20.0,
+        "seconds each operation's code may run in the sandbox",
+        request=False,
+        gt=0.0,
+        le=600.0,
     )
     steps: int = option(
         8,
@@ -105,7 +111,7 @@ class ResearchOptions(MethodOptions):
         1500, "characters of an operation's output fed back to the model", ge=100
     )
     charts_dir: str | None = option(
-        None, "directory for chart PNGs (default: next to the trace file, if any)"
+        None, "directory for chart PNGs (default: next to the trace file, if any)", request=False
     )
 
     def default_steps(self) -> int:
