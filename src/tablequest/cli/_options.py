@@ -236,12 +236,13 @@ def store_and_words(
     return (store.expanduser() if store is not None else default_store_path()), words
 
 
-def require_store(path: Path, *, json_out: bool = False) -> Path:
+def require_store(path: Path, *, json_out: bool = False, kinds: str = "store") -> Path:
     """`path` when it exists; else end the command (exit 2) saying how to create a store,
-    so that a typo never creates an empty one."""
+    so that a typo never creates an empty one. `kinds` names what the command accepts there
+    (``ask``: "store, table file or folder")."""
     if not path.exists():
         fail(
-            f"no store at {str(path)!r}; create one with `tablequest ingest PATH... "
+            f"no {kinds} at {str(path)!r}; create one with `tablequest ingest PATH... "
             f"--store {path}`",
             json_out=json_out,
             code="no_store",

@@ -33,6 +33,7 @@ from tablequest.cli._options import (
     TaskOpt,
     TraceDirOpt,
     option_pairs,
+    require_store,
     store_and_words,
     task_name,
 )
@@ -89,12 +90,7 @@ def ask_command(
     )  # fmt: skip
     if not question.strip():
         fail("the question is empty", json_out=json_out, status=_exit.USAGE)
-    if not source.exists():  # never created: a typo must not become an empty store
-        fail(
-            f"no store, table file or folder at {str(source)!r} (`tablequest ingest PATH... "
-            f"--store {source}` creates a store)",
-            json_out=json_out, code="no_store", status=_exit.USAGE,
-        )  # fmt: skip
+    require_store(source, json_out=json_out, kinds="store, table file or folder")
     from tablequest.cli._scale import open_corpus
     from tablequest.corpus.shards import is_manifest
     from tablequest.scale.cluster import ray_address

@@ -108,6 +108,10 @@ class ModelUnreachable(LLMUnavailable):
     naming the URL and the cause).
     """
 
+    def again(self) -> ModelUnreachable:
+        """The same error, raised afresh for a later call of the question."""
+        return ModelUnreachable(str(self), url=self.url, model=self.model)
+
 
 class LLMTimeout(LLMError):
     """The server did not answer within the timeout (after the bounded retries)."""

@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from tablequest.llm.base import DeadlineExceeded, LLMError
+from tablequest.llm.base import DeadlineExceeded, ModelUnreachable
 
 DEFAULT_DEADLINE = 600.0  # seconds per question (CLI and config default)
 DEADLINE_HINT = "raise it with --deadline SECONDS, TABLEQUEST_DEADLINE or deadline under [llm]"
@@ -52,7 +52,7 @@ class Deadline:
         self._expires = None if seconds is None else clock() + seconds
         self.stopped: DeadlineExceeded | None = None
         """The first error this deadline raised (what stopped the question), if any."""
-        self.unreachable: LLMError | None = None
+        self.unreachable: ModelUnreachable | None = None
         """The `ModelUnreachable` that ended the question, if any: the question's later calls
         are refused without a request (the deadline is what every wrapper of one question
         shares, a router's sub-methods included)."""

@@ -85,7 +85,7 @@ class Instrumented(LLM):
         self.usage = usage
         self.budget = budget
         self.deadline = deadline
-        self.unreachable: LLMError | None = None
+        self.unreachable: ModelUnreachable | None = None
         self.last_error: Exception | None = None
         """The last failed call's error (a failed Result that gives no reason names it)."""
 
@@ -163,7 +163,7 @@ class Instrumented(LLM):
         """After a `ModelUnreachable`, the question's calls fail at once, without a request."""
         first = self.unreachable or (self.deadline.unreachable if self.deadline else None)
         if first is not None:
-            raise ModelUnreachable(str(first), url=first.url, model=first.model)
+            raise first.again()
 
     def _failed(
         self,

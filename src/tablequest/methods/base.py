@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from tablequest.llm.base import LLM, ModelUnreachable
+from tablequest.llm.base import LLM
 from tablequest.llm.deadline import Deadline
 from tablequest.llm.instrument import Instrumented
 from tablequest.llm.usage import StepBudget, UsageMeter, UsageTotals
@@ -198,9 +198,8 @@ class Query:
     def stop_if_unreachable(self) -> None:
         """Raise the question's `ModelUnreachable` once its model proved unreachable, so a
         method skips LLM-free work (encoding, a sandbox) whose only use is a later call."""
-        first = self.deadline.unreachable
-        if first is not None:
-            raise ModelUnreachable(str(first), url=first.url, model=first.model)
+        if self.deadline.unreachable is not None:
+            raise self.deadline.unreachable.again()
 
     def finish(self, result: Result, method: str) -> Result:
         """Fill what every Result carries: steps, usage, trace path and method name.
