@@ -212,10 +212,13 @@ def _row_values(cells: list[tuple[str, str]], carry: dict[int, tuple[str, int]])
 
 
 def show_preview(title: str, text: str, question: str) -> None:
+    """A heading line, never cut or wrapped (ids and paths stay whole and greppable at any
+    terminal width), then the preview in a panel."""
     body = Text(text)
     for p in question_patterns(question):
         body.highlight_regex(f"(?i){p}", "bold magenta")
-    console.print(Panel(body, title=title, title_align="left", expand=False))
+    console.print(title, highlight=False, soft_wrap=True, markup=False)
+    console.print(Panel(body, expand=False))
 
 
 def show_result(result: Result, question: str) -> None:
@@ -255,7 +258,9 @@ def show_result(result: Result, question: str) -> None:
         console.print(retrieval_view(retrieval))
     # a table is shown only for an answer: a failed or insufficient ask has no evidence
     if result.status == "answered" and result.final_table in result.tables:
-        console.print(evidence_view(result))
+        title, view = evidence_view(result)
+        console.print(title, highlight=False, soft_wrap=True, markup=False)
+        console.print(view)
     for i, t in enumerate(data["tables_consulted"], start=1):
         console.print(f"  consulted {i}: {t['source']}  [dim]({t['table_id']})[/dim]")
     console.print("  " + usage_line(data["usage"]))
@@ -275,15 +280,16 @@ def retrieval_view(retrieval: dict[str, Any]) -> RichTable:
     return view
 
 
-def evidence_view(result: Result, max_rows: int = 12) -> RichTable:
-    """The final table around its evidence rows, supporting cells highlighted."""
+def evidence_view(result: Result, max_rows: int = 12) -> tuple[str, RichTable]:
+    """A title line and the final table around its evidence rows, supporting cells
+    highlighted (the title apart: a table's own title wraps at the table's width)."""
     assert result.final_table is not None
     table = result.tables[result.final_table]
     cited = {(c.row, c.col) for c in result.evidence if c.table_id == result.final_table}
     rows = sorted({r for r, _ in cited}) or list(table.row_ids[:max_rows])
     source = result.sources.get(result.final_table, result.final_table)
     title = f"evidence · {source}" if cited else f"answered from · {source} (no cell cited)"
-    view = RichTable(title=title, title_justify="left", show_lines=False)
+    view = RichTable(show_lines=False)
     view.add_column("row", style="dim")
     for name in table.columns:
         view.add_column(name)
@@ -299,4 +305,4 @@ def evidence_view(result: Result, max_rows: int = 12) -> RichTable:
                 for j, v in enumerate(cells)
             ],
         )
-    return view
+    return title, view
