@@ -22,6 +22,8 @@ from pathlib import Path
 import pytest
 
 os.environ["TABLEQUEST_ALLOW_MODEL_REQUESTS"] = "0"  # also during collection
+SANDBOX_BUDGET_MB = "65536"  # see isolated_env; also for session-scoped sandboxes
+os.environ["TABLEQUEST_SANDBOX_MEMORY_BUDGET"] = SANDBOX_BUDGET_MB
 
 
 @pytest.fixture(autouse=True)
@@ -36,6 +38,10 @@ def isolated_env(
     monkeypatch.setenv("TABLEQUEST_ALLOW_MODEL_REQUESTS", "0")
     monkeypatch.setenv("TABLEQUEST_CACHE_DIR", str(base / "cache"))
     monkeypatch.setenv("TABLEQUEST_TRACE_DIR", str(base / "traces"))
+    # sandbox tests hold several children at once (the escape suite: one per configuration);
+    # the budget counts address-space limits, so half of a small CI machine's memory is too
+    # little (tests/sandbox/test_sandbox_budget.py tests the default)
+    monkeypatch.setenv("TABLEQUEST_SANDBOX_MEMORY_BUDGET", SANDBOX_BUDGET_MB)
     for xdg in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
         monkeypatch.setenv(xdg, str(base / xdg.lower()))
     yield base

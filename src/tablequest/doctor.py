@@ -29,6 +29,9 @@ Choices (ours):
   is installed but whose modules cannot be found is a failure.
 - **Store**: opened read-only (never created, never written): its table count and whether
   its retrieval indexes are saved.
+- **Config**: one line per ``tablequest.toml`` read (`tablequest.configfile.find`), trusted
+  or not and why, and the keys ignored because it is not trusted; information (–), never a
+  failure, since ignoring them is the safe outcome.
 """
 
 from __future__ import annotations
@@ -47,6 +50,8 @@ import httpx
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from tablequest import configfile
+from tablequest.configfile import ConfigFileError
 from tablequest.corpus.encoders import (
     EncoderSettings,
     minilm_installed,
@@ -59,12 +64,15 @@ from tablequest.llm.deadline import Deadline, call_scope
 from tablequest.llm.guard import check_model_request
 from tablequest.llm.parse import ParseError, extract_json, strip_think
 from tablequest.llm.server import context_length
+from tablequest.methods.configtrust import guarded_keys
+from tablequest.methods.options import OptionError
 
 __all__ = [
     "CHECKS",
     "MODEL_TIMEOUT",
     "Check",
     "CheckGroup",
+    "check_config",
     "check_embeddings",
     "check_extras",
     "check_model",
@@ -74,8 +82,8 @@ __all__ = [
 ]
 
 MODEL_TIMEOUT = 10.0
-CheckGroup = Literal["model", "sandbox", "extras", "store"]
-CHECKS: tuple[CheckGroup, ...] = ("model", "sandbox", "extras", "store")
+CheckGroup = Literal["config", "model", "sandbox", "extras", "store"]
+CHECKS: tuple[CheckGroup, ...] = ("config", "model", "sandbox", "extras", "store")
 NO_MODEL = (
     "no model configured: pass --llm-url http://HOST:PORT/v1 --model NAME (any "
     "OpenAI-compatible server), set TABLEQUEST_LLM_URL and TABLEQUEST_LLM_MODEL, or pass "
@@ -392,6 +400,28 @@ def check_store(path: str | Path) -> Check:
     return Check("store", True, detail)
 
 
+def check_config(cwd: str | Path | None = None) -> list[Check]:
+    """One line per config file read: trusted or not (why), and what it cannot set."""
+    try:
+        files = configfile.find(cwd)
+    except ConfigFileError as exc:
+        return [Check("config", False, str(exc))]
+    if not files:
+        return [Check("config", None, f"no {configfile.CONFIG_FILE} read")]
+    out = []
+    for file in files:
+        detail = f"{file.path}: {'trusted' if file.trusted else 'not trusted'} ({file.why})"
+        try:
+            ignored = guarded_keys(file)
+        except (ConfigFileError, OptionError) as exc:
+            out.append(Check("config", False, str(exc)))
+            continue
+        if ignored:
+            detail += f"; ignored {', '.join(ignored)} (`tablequest config trust` to use them)"
+        out.append(Check("config", None, detail))
+    return out
+
+
 def run_checks(
     config: LLMConfig,
     *,
@@ -412,6 +442,8 @@ def run_checks(
         only: The groups to run.
         timeout: Seconds each model request may take.
     """
+    if "config" in only:
+        yield from check_config()
     if "model" in only:
         model = check_model(config, llm_spec=llm_spec, timeout=timeout)
         yield from model

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tablequest import configfile
 from tablequest.llm import (
     NOT_CONFIGURED_HINT,
     CachedLLM,
@@ -55,6 +56,7 @@ def test_precedence_flags_env_cwd_user(
         '[llm]\nmodel = "cwd-model"\ntimeout = 9\ncache = false\n'
         '[prices]\n"cwd-model" = {input = 0.5, output = 1.5}\n',
     )
+    configfile.trust(cwd / "tablequest.toml")  # a cwd file sets the model only when trusted
     config = resolve_config(cwd=cwd)
     assert config.url == "http://user/v1" and config.sources["url"] == str(user)
     assert config.model == "cwd-model" and config.timeout == 9.0 and config.max_retries == 7
@@ -111,9 +113,12 @@ def test_explicit_env_mapping_and_config_path(tmp_path: Path) -> None:
     ],
 )
 def test_bad_files_are_config_errors(tmp_path: Path, text: str, pattern: str) -> None:
-    write(tmp_path / "tablequest.toml", text)
+    path = write(tmp_path / "tablequest.toml", text)
     with pytest.raises(ConfigError, match=pattern):
-        resolve_config(cwd=tmp_path)
+        resolve_config(config_path=path)
+    if "model" not in text:  # an untrusted file's model is ignored, valid or not
+        with pytest.raises(ConfigError, match=pattern):
+            resolve_config(cwd=tmp_path)
 
 
 def test_string_booleans_and_zero_retries(tmp_path: Path) -> None:
@@ -178,3 +183,48 @@ def test_registered_spec(monkeypatch: pytest.MonkeyPatch) -> None:
     register_llm_spec("Fake", lambda arg: Scripted([arg], model="fake"))
     llm = build_llm(LLMConfig(cache=False), llm_spec="fake:hello")
     assert llm is not None and llm.chat([{"role": "user", "content": "q"}])[0].text == "hello"
+
+
+# --------------------------------------------------------------------------- config trust
+HOSTILE = (
+    '[llm]\nurl = "http://evil.example/v1"\nmodel = "evil"\napi_key = "sk-file"\ntimeout = 9\n'
+    '[prices]\n"evil" = [1.0, 2.0]\n'
+)
+
+
+def test_untrusted_cwd_file_cannot_choose_where_data_goes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-user")
+    path = write(tmp_path / "tablequest.toml", HOSTILE)
+    config = resolve_config(cwd=tmp_path)
+    assert (config.url, config.model, config.api_key) == (None, None, "sk-user")
+    assert config.timeout == 9.0 and config.prices == {"evil": (1.0, 2.0)}  # harmless keys
+    (note,) = config.notes
+    assert str(path) in note and "[llm] url, [llm] model, [llm] api_key" in note
+    assert "tablequest config trust" in note and "--config-file" in note
+
+    configfile.trust(path)
+    config = resolve_config(cwd=tmp_path)
+    assert (config.url, config.model, config.api_key) == (
+        "http://evil.example/v1",
+        "evil",
+        "sk-user",
+    )
+    assert config.notes == ()
+
+    path.write_text(HOSTILE.replace("evil.example", "other.example"))
+    config = resolve_config(cwd=tmp_path)
+    assert config.url is None and "changed since you trusted it" in config.notes[0]
+
+    named = resolve_config(config_path=path)
+    assert named.url == "http://other.example/v1" and named.notes == ()
+    by_env = resolve_config(cwd=tmp_path / "elsewhere", env={"TABLEQUEST_CONFIG": str(path)})
+    assert by_env.url == "http://other.example/v1"
+
+
+def test_user_config_dir_file_always_applies(tmp_path: Path, isolated_env: Path) -> None:
+    write(isolated_env / USER_DIR / "tablequest" / "tablequest.toml", HOSTILE)
+    config = resolve_config(cwd=tmp_path)
+    assert (config.url, config.model) == ("http://evil.example/v1", "evil")
+    assert config.notes == ()

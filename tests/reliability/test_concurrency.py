@@ -62,13 +62,18 @@ def test_searches_run_side_by_side(proc: Any, store: Path) -> None:
 def test_search_and_ask_while_an_ask_waits_on_its_model(
     proc: Any, store: Path, tmp_path: Path
 ) -> None:
-    with StubServer([Fault.delay(60.0, then='{"patterns": ["gold"]}')] * 4) as server:
+    # The asks must still hold the store when the ingest runs: their model answers only when
+    # the test closes the server (a fixed 60 s delay ran out on a loaded machine before the
+    # ingest started, the asks finished, and the ingest got the store).
+    hold = 10 * proc.guard
+    with StubServer([Fault.delay(hold, then='{"patterns": ["gold"]}')] * 4) as server:
         llm = ["--llm-url", server.url, "--model", "stub", "--no-cache", "--steps", "1"]
         args = ["ask", str(store), QUESTION, *llm, "--trace-dir", str(tmp_path), "--json"]
-        asking = proc.start(*args)
+        patient = {"TABLEQUEST_LLM_TIMEOUT": str(hold), "TABLEQUEST_DEADLINE": str(hold)}
+        asking = proc.start(*args, env=patient)
         try:
             proc.wait_for(lambda: server.chat_requests, "the first ask to call its model")
-            second = proc.start(*args)
+            second = proc.start(*args, env=patient)
             proc.wait_for(lambda: len(server.chat_requests) >= 2, "the second ask to call")
             search = proc.run("search", "--store", str(store), QUESTION, "--json")
             assert search.returncode == 0, search.stderr

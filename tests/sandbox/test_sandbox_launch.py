@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tablequest import configfile
 from tablequest.sandbox import InvalidArgument, Sandbox, SandboxUnavailable, _launch, _policy, _uids
 
 # --------------------------------------------------------------------------- interpreter
@@ -204,6 +205,7 @@ def no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_isolation_precedence(tmp_path: Path) -> None:
     (tmp_path / "tablequest.toml").write_text('[sandbox]\nisolation = "degraded"\n')
+    configfile.trust(tmp_path / "tablequest.toml")
     env = {"TABLEQUEST_SANDBOX": "strict"}
     assert _policy.resolve("degraded", env=env, cwd=tmp_path) == ("degraded", "argument")
     assert _policy.resolve(None, env=env, cwd=tmp_path) == ("strict", "TABLEQUEST_SANDBOX")
@@ -212,6 +214,21 @@ def test_isolation_precedence(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     assert _policy.resolve(None, env={}, cwd=empty)[0] == "strict"
+
+
+def test_untrusted_file_cannot_weaken_isolation(tmp_path: Path) -> None:
+    path = tmp_path / "tablequest.toml"
+    path.write_text('[sandbox]\nisolation = "degraded"\n')
+    assert _policy.resolve(None, env={}, cwd=tmp_path) == ("strict", "default")
+    named = {"TABLEQUEST_CONFIG": str(path)}
+    assert _policy.resolve(None, env=named, cwd=tmp_path / "x") == ("degraded", str(path))
+    configfile.trust(path)
+    assert _policy.resolve(None, env={}, cwd=tmp_path) == ("degraded", str(path))
+    path.write_text('[sandbox]\nisolation = "degraded"  # edited\n')
+    assert _policy.resolve(None, env={}, cwd=tmp_path) == ("strict", "default")
+    path.write_text('[sandbox]\nisolation = "strict"\n')  # asking for the default is fine
+    configfile.untrust(path)
+    assert _policy.resolve(None, env={}, cwd=tmp_path) == ("strict", str(path))
 
 
 def test_isolation_errors_name_the_source(tmp_path: Path) -> None:
@@ -278,7 +295,9 @@ def test_public_names() -> None:
         "ExecResult",
         "InvalidArgument",
         "Layer",
+        "MemoryBudget",
         "Sandbox",
+        "SandboxBusy",
         "SandboxError",
         "SandboxUnavailable",
         "Session",

@@ -166,7 +166,7 @@ def test_ask_streams_trace_events_then_the_result(server: Any) -> None:
         listed = [t["id"] for t in client.get("/v1/traces").json()]
         assert trace_id in listed
         stored = client.get(f"/v1/traces/{trace_id}").json()
-    assert stored["events"] == read_trace(result["trace"])
+    assert stored["events"] == read_trace(server.state.trace_path(trace_id))
     assert [e["kind"] for e in stored["events"]] == kinds
     assert stored["summary"]["calls"] == kinds.count("llm_call")
 

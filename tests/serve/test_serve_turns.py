@@ -26,9 +26,10 @@ def test_waiting_without_a_hook_does_nothing() -> None:
         pass
     turns = CpuTurns(1)
     with turns.waiting():  # this thread holds no turn: nothing to give up
-        pass
-    with turns.turn():
-        pass
+        assert turns._turns.acquire(blocking=False)  # the one turn is still free
+        turns._turns.release()
+    with turns.turn():  # and it can still be taken (waiting() released nothing extra)
+        assert not turns._turns.acquire(blocking=False)
 
 
 def test_one_turn_at_a_time_and_given_up_while_waiting() -> None:

@@ -27,6 +27,7 @@ from typer.core import TyperCommand
 
 from tablequest.cli._exit import USAGE
 from tablequest.cli._output import err_console, fail
+from tablequest.cli.config import use_config_file
 from tablequest.corpus.shards import is_manifest
 from tablequest.corpus.storefile import what_is
 from tablequest.methods.base import Task
@@ -105,6 +106,18 @@ OptionOpt = Annotated[
 ConfigOpt = Annotated[
     str | None,
     typer.Option("--config", "-c", help="A named paper configuration, e.g. 10step-5s1-small."),
+]
+ConfigFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--config-file",
+        envvar="TABLEQUEST_CONFIG",
+        callback=use_config_file,
+        metavar="PATH",
+        help="Read settings from this tablequest.toml only, trusted (a ./tablequest.toml not "
+        "trusted by `tablequest config trust` cannot set the model URL, key, model, sandbox "
+        "isolation or server-side method options).",
+    ),
 ]
 TaskOpt = Annotated[str, typer.Option(help="tableqa | fact")]
 StepsOpt = Annotated[

@@ -252,6 +252,7 @@ def show_result(result: Result, question: str) -> None:
             f"  route: {source} → [bold]{route['method']}[/bold] ({escape(route['reason'])})"
             f"{status}",
             highlight=False,
+            soft_wrap=True,
         )
     retrieval = data["details"].get("retrieval")
     if isinstance(retrieval, dict):
@@ -262,9 +263,12 @@ def show_result(result: Result, question: str) -> None:
         console.print(title, highlight=False, soft_wrap=True, markup=False)
         console.print(view)
     for i, t in enumerate(data["tables_consulted"], start=1):
-        console.print(f"  consulted {i}: {t['source']}  [dim]({t['table_id']})[/dim]")
+        console.print(
+            f"  consulted {i}: {escape(str(t['source']))}  [dim]({t['table_id']})[/dim]",
+            soft_wrap=True,
+        )
     console.print("  " + usage_line(data["usage"]))
-    console.print(f"  trace: {data['trace']}")
+    console.print(f"  trace: {data['trace']}", highlight=False, soft_wrap=True)
 
 
 def retrieval_view(retrieval: dict[str, Any]) -> RichTable:

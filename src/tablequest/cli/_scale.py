@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 from tablequest.cli._output import fail, fail_on
+from tablequest.configfile import ConfigFileError
 from tablequest.corpus.shards import ShardedStore, is_manifest
 from tablequest.corpus.store import Store, StoreError
-from tablequest.llm.config import config_files
+from tablequest.llm.config import ConfigError, config_files
 from tablequest.scale.cluster import RayUnavailable, ray_address
 
 
@@ -34,18 +34,21 @@ def open_corpus(path: Path, ray: str | None, *, json_out: bool = False) -> Store
 
 
 def endpoint_urls(flags: list[str] | None, fallback: str | None) -> list[str]:
-    """The LLM endpoints: --llm-url flags, else [scale] llm_urls of tablequest.toml, else the
-    one configured URL."""
+    """The LLM endpoints: --llm-url flags, else [scale] llm_urls of tablequest.toml (not of
+    an untrusted one: `tablequest.configfile`), else the one configured URL."""
     if flags:
         return list(dict.fromkeys(flags))
-    for path in config_files():
+    try:
+        files = config_files()
+    except ConfigError as exc:
+        fail(str(exc))
+    for file in files:
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            fail(f"cannot read {str(path)!r}: {exc}")
-        urls = data.get("scale", {}).get("llm_urls")
+            urls = file.allowed("scale")[0].get("llm_urls")  # not from an untrusted file
+        except ConfigFileError as exc:
+            fail(str(exc))
         if urls is not None:
             if not isinstance(urls, list) or not all(isinstance(u, str) for u in urls):
-                fail(f"{path}: [scale] llm_urls must be a list of URLs")
+                fail(f"{file.path}: [scale] llm_urls must be a list of URLs")
             return list(dict.fromkeys(urls))
     return [fallback] if fallback else []

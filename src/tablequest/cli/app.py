@@ -9,6 +9,7 @@ from typer.core import TyperCommand
 
 from tablequest import __version__
 from tablequest.cli import cache, eval_compare, eval_run, eval_subtab, serve, tables, trace
+from tablequest.cli import config as config_cli
 from tablequest.cli import research as research_cli
 from tablequest.cli._options import PairCommand, UsageCommand
 from tablequest.cli.ask import ask_command
@@ -55,6 +56,7 @@ app.add_typer(cache.app, name="cache")
 app.add_typer(trace.app, name="trace")
 research_cli.register(app)
 serve.register(app)
+config_cli.register(app)
 
 eval_app = typer.Typer(
     help="Evaluate methods on benchmarks and compare runs.", no_args_is_help=True

@@ -18,6 +18,7 @@ import typer
 from tablequest.cli import _exit
 from tablequest.cli._options import (
     ApiKeyOpt,
+    ConfigFileOpt,
     ConfigOpt,
     DeadlineOpt,
     JsonOpt,
@@ -71,6 +72,7 @@ def ask_command(
     llm_url: LLMUrlOpt = None,
     model: ModelOpt = None,
     api_key: ApiKeyOpt = None,
+    config_file: ConfigFileOpt = None,  # named for the command by its callback
     llm: LLMSpecOpt = None,
     deadline: DeadlineOpt = None,
     no_cache: NoCacheOpt = False,

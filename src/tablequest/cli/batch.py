@@ -14,6 +14,7 @@ import typer
 
 from tablequest.cli._options import (
     ApiKeyOpt,
+    ConfigFileOpt,
     ConfigOpt,
     LLMUrlsOpt,
     MethodOpt,
@@ -59,6 +60,7 @@ def batch_command(
     llm_url: LLMUrlsOpt = None,
     model: ModelOpt = None,
     api_key: ApiKeyOpt = None,
+    config_file: ConfigFileOpt = None,  # named for the command by its callback
     concurrency: Annotated[
         int, typer.Option(min=1, help="Questions in flight per LLM endpoint.")
     ] = 4,

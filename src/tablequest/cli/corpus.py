@@ -82,10 +82,22 @@ def ingest_command(
     ray: RayOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     strict: Annotated[bool, typer.Option(help="Exit 1 when any file failed.")] = False,
+    budget: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--budget",
+            metavar="NAME=VALUE",
+            help="A reading budget limit, e.g. free_cells=5000000 (names: free_cells, "
+            "cells_per_byte, max_cells, max_decoded_bytes, max_seconds, max_columns, "
+            "ingest_cells, ingest_seconds; "
+            "0 or none: no limit). Overrides its TABLEQUEST_READ_*/INGEST_* variable.",
+        ),
+    ] = None,
 ) -> None:
     """Read every table under PATHS into the store (unchanged files are skipped)."""
     from tablequest.scale.cluster import ray_address
 
+    _apply_budget(budget or [], json_out=json_out)
     target = store.expanduser() if store is not None else default_store_path()
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
@@ -109,6 +121,27 @@ def ingest_command(
     if sum(kept) == 0 and (signals is None or signals.received is None):
         _remove(fresh)  # a stopped ingest keeps its store: the same command finishes it
     _report_ingest(report, target, signals, json_out=json_out, strict=strict)
+
+
+def _apply_budget(items: list[str], *, json_out: bool) -> None:
+    """Check `--budget NAME=VALUE` and the budget variables; the flags become those
+    variables, so worker processes, shards and Ray workers read the same budget."""
+    import os
+
+    from tablequest.table.budget import ENV, ReadBudget
+
+    env = dict(os.environ)
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or name.strip() not in ENV:
+            names = ", ".join(ENV)
+            fail(f"--budget {item!r}: expected NAME=VALUE, NAME one of {names}", json_out=json_out)
+        env[ENV[name.strip()]] = value.strip()
+    try:
+        ReadBudget.from_env(env)
+    except ValueError as exc:
+        fail(f"reading budget: {exc}", json_out=json_out)
+    os.environ.update({k: v for k, v in env.items() if k in ENV.values()})
 
 
 def _ingest(

@@ -21,6 +21,7 @@ from rich.markup import escape
 from tablequest.cli._exit import FAILED, NO_MODEL, OK
 from tablequest.cli._options import (
     ApiKeyOpt,
+    ConfigFileOpt,
     JsonOpt,
     LLMSpecOpt,
     LLMUrlOpt,
@@ -78,6 +79,7 @@ def doctor_command(
     llm_url: LLMUrlOpt = None,
     model: ModelOpt = None,
     api_key: ApiKeyOpt = None,
+    config_file: ConfigFileOpt = None,  # named for the command by its callback
     llm: LLMSpecOpt = None,
     embed_url: EmbedUrlOpt = None,
     embed_model: EmbedModelOpt = None,

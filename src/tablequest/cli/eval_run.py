@@ -29,6 +29,7 @@ from rich.progress import (
 
 from tablequest.cli._options import (
     ApiKeyOpt,
+    ConfigFileOpt,
     ConfigOpt,
     DeadlineOpt,
     LLMSpecOpt,
@@ -243,6 +244,7 @@ def run_command(
     llm_url: LLMUrlsOpt = None,
     model: ModelOpt = None,
     api_key: ApiKeyOpt = None,
+    config_file: ConfigFileOpt = None,  # named for the command by its callback
     llm: LLMSpecOpt = None,
     deadline: DeadlineOpt = None,
     no_cache: NoCacheOpt = False,

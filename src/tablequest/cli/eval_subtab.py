@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
+from tablequest.cli._options import ConfigFileOpt
 from tablequest.cli._output import fail
 from tablequest.eval.datasets import DatasetError, load
 from tablequest.eval.runner import RunnerError, select_questions
@@ -42,6 +43,7 @@ def build_subtab_command(
     llm_url: Annotated[str | None, typer.Option("--llm-url", help="OpenAI-compatible URL.")] = None,
     model: Annotated[str | None, typer.Option("--model", help="Model name.")] = None,
     api_key: Annotated[str | None, typer.Option("--api-key", help="API key.")] = None,
+    config_file: ConfigFileOpt = None,  # named for the command by its callback
     llm: Annotated[str | None, typer.Option("--llm", help="gguf:/path/model.gguf")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the LLM cache.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,

@@ -19,6 +19,7 @@ import typer
 
 from tablequest.cli._options import (
     ApiKeyOpt,
+    ConfigFileOpt,
     JsonOpt,
     LLMSpecOpt,
     LLMUrlOpt,
@@ -85,6 +86,7 @@ def research_command(
     llm_url: LLMUrlOpt = None,
     model: ModelOpt = None,
     api_key: ApiKeyOpt = None,
+    config_file: ConfigFileOpt = None,  # named for the command by its callback
     llm: LLMSpecOpt = None,
     no_cache: NoCacheOpt = False,
     json_out: JsonOpt = False,

@@ -15,6 +15,7 @@ import typer
 from tablequest.cli import _exit
 from tablequest.cli._options import (
     ApiKeyOpt,
+    ConfigFileOpt,
     LLMSpecOpt,
     LLMUrlOpt,
     ModelOpt,
@@ -44,6 +45,7 @@ def serve_command(
     llm_url: LLMUrlOpt = None,
     model: ModelOpt = None,
     api_key: ApiKeyOpt = None,
+    config_file: ConfigFileOpt = None,  # named for the command by its callback
     llm: LLMSpecOpt = None,
     no_cache: NoCacheOpt = False,
     trace_dir: TraceDirOpt = None,
@@ -53,6 +55,24 @@ def serve_command(
     ] = None,
     ask_timeout: Annotated[float, typer.Option(min=1, help="Seconds an ask may run.")] = 600.0,
     max_upload_mb: Annotated[int, typer.Option(min=1, help="Size of one uploaded file, MiB.")] = 32,
+    header_timeout: Annotated[
+        float, typer.Option(min=0.1, help="Seconds to send a complete request head (then closed).")
+    ] = 10.0,
+    body_timeout: Annotated[
+        float, typer.Option(min=0.1, help="Seconds to send the next part of a body (then 408).")
+    ] = 30.0,
+    max_connections: Annotated[
+        int, typer.Option(min=2, help="Open sockets; beyond, the longest-waiting one is closed.")
+    ] = 4096,
+    max_requests: Annotated[
+        int, typer.Option(min=1, help="Requests handled at once, streams aside (then 503).")
+    ] = 512,
+    max_streams: Annotated[
+        int, typer.Option(min=1, help="Event streams open at once (then 429).")
+    ] = 64,
+    stream_idle_timeout: Annotated[
+        float, typer.Option(min=0.1, help="Seconds a stream waits for a client to read.")
+    ] = 60.0,
     create: Annotated[
         bool, typer.Option("--create", help="Create the store, empty, when it does not exist.")
     ] = False,
@@ -71,7 +91,12 @@ def serve_command(
     from tablequest.llm.config import ConfigError, resolve_config
     from tablequest.serve import default_token_file
     from tablequest.trace import default_trace_dir
+    from tablequest.trace.retention import RetentionError, chart_retention, trace_retention
 
+    try:  # a bad TABLEQUEST_TRACE_KEEP* / CHARTS_KEEP* fails the start, not each ask
+        trace_retention(), chart_retention()
+    except RetentionError as exc:
+        fail(str(exc), code="bad_retention", status=_exit.USAGE)
     store = check_store(store or default_store_path(), create=create)
     token_path = (token_file or default_token_file()).expanduser()
     try:
@@ -88,6 +113,12 @@ def serve_command(
             ask_timeout=ask_timeout,
             max_file_bytes=max_upload_mb * 1024 * 1024,
             max_upload_bytes=max(64, 2 * max_upload_mb) * 1024 * 1024,
+            header_timeout=header_timeout,
+            body_timeout=body_timeout,
+            max_connections=max_connections,
+            max_requests=max_requests,
+            max_streams=max_streams,
+            stream_idle_timeout=stream_idle_timeout,
         )
         config = ServeConfig(
             store=store,

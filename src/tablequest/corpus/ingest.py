@@ -20,6 +20,13 @@ Walking (ours): directories are followed through symlinks, each real directory o
 loops); names starting with "." are skipped; files are visited in sorted order.
 
 Reading (in-process or in worker processes, and how those stop): `corpus.reading`.
+
+Reading budget (table/budget.py; docs/reliability.md "Reading budgets"): every file is read
+within the budget's per-file limits (cells, decoded bytes, seconds, columns); a file over
+them is reported failed with the limit and its setting, and the ingest goes on. The ingest
+as a whole keeps a running total: a file whose cells would take the ingest past
+`ingest_cells` is skipped the same way (smaller files after it are still stored), and once
+`ingest_seconds` have passed the files not yet read are reported skipped.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from typing import Any
 
 from tablequest.corpus.reading import outcomes, read_file
 from tablequest.corpus.store import Store, StoreError, StoreWriteError
+from tablequest.table.budget import OverBudget, ReadBudget
 
 __all__ = ["FileFailure", "FileWarning", "IngestAborted", "IngestReport", "StopSignals"]
 __all__ += ["ingest", "read_file", "walk"]
@@ -200,8 +208,12 @@ def ingest(
     workers: int | None = None,
     index: bool = True,
     stop: threading.Event | None = None,
+    budget: ReadBudget | None = None,
 ) -> IngestReport:
     """Ingest every table under `paths` into `store`; never raises for a bad file.
+
+    `budget` bounds each file's reading and the whole ingest (default:
+    `ReadBudget.from_env()`, which raises ValueError naming a malformed variable).
 
     With `index` (default), the grep and BM25 indexes the corpus lacks are built and
     persisted at the end, so commands that open the store read-only never build them. When `stop`
@@ -214,18 +226,21 @@ def ingest(
     report = IngestReport()
     stopping = stop.is_set if stop is not None else (lambda: False)
     known = store.known_files()
+    spent = _Spent(budget if budget is not None else ReadBudget.from_env())
     todo, shown = _plan(paths, known, report, stopping)
     pending: list[_Read] = []
     started = time.monotonic()
     done = 0
-    with contextlib.closing(outcomes(todo, workers, stopping)) as read:
+    reading = outcomes(todo, workers, lambda: stopping() or spent.late(), spent.budget)
+    with contextlib.closing(reading) as read:
         for key, display, outcome in zip([k for k, _ in todo], shown, read, strict=False):
             done += 1
             status, payload = outcome
+            over = spent.admit(display, payload[0]) if status == "stored" else None
             if status == "unchanged":
                 report.tables_unchanged += known[key][1]
-            elif status == "failed":
-                report.files_failed.append(FileFailure(display, str(payload)))
+            elif status == "failed" or over is not None:
+                report.files_failed.append(FileFailure(display, str(over or payload)))
             else:
                 pending.append((key, display, *payload))
             if len(pending) >= BATCH_FILES or (
@@ -235,14 +250,45 @@ def ingest(
                 started = time.monotonic()
             if progress is not None:
                 progress(done, len(todo))
-            if stopping():
+            if stopping() or spent.late():
                 break
+        if spent.late() and not stopping():
+            reason = spent.late_reason()
+            report.files_failed += [FileFailure(d, reason) for d in shown[done:]]
         _flush(store, report, pending, known)
     if stopping():
         report.stopped, report.files_left = True, len(todo) - done
     elif index:
         _index(store, report)
     return report
+
+
+class _Spent:
+    """The ingest's running total against the `ingest_*` limits of its budget."""
+
+    def __init__(self, budget: ReadBudget) -> None:
+        self.budget = budget
+        self.cells = 0
+        self.started = time.monotonic()
+
+    def admit(self, display: str, rows: list[tuple[Any, ...]]) -> str | None:
+        """Count a read file's cells; the reason it is skipped when past `ingest_cells`."""
+        cells = sum(int(r[8]) * int(r[9]) for r in rows)  # table_row: n_rows, n_cols
+        cap = self.budget.ingest_cells
+        if cap is not None and self.cells + cells > cap:
+            needed = f"{self.cells + cells:,} cells in this ingest"
+            return OverBudget(display, "ingest_cells", needed, f"{cap:,}").reason
+        self.cells += cells
+        return None
+
+    def late(self) -> bool:
+        """True once the ingest has run past `ingest_seconds`."""
+        limit = self.budget.ingest_seconds
+        return limit is not None and time.monotonic() - self.started > limit
+
+    def late_reason(self) -> str:
+        limit = f"{self.budget.ingest_seconds:g} s"
+        return "not read: " + OverBudget("", "ingest_seconds", "the ingest's time", limit).reason
 
 
 def _plan(

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from tablequest.corpus.store import table_row
+from tablequest.table.budget import ReadBudget
 from tablequest.table.errors import UnreadableTable
 from tablequest.table.readers import read_tables_report
 
@@ -56,8 +57,9 @@ _worker_stop: Any = None  # in a worker: the parent's "stop reading" event
 Outcome = tuple[str, Any]
 
 
-def read_file(path: str, known_hash: str | None) -> Outcome:
-    """Read one file into table rows (runs in worker processes)."""
+def read_file(path: str, known_hash: str | None, budget: ReadBudget | None = None) -> Outcome:
+    """Read one file into table rows (runs in worker processes), within `budget`
+    (default: `ReadBudget.from_env()`)."""
     try:
         size = os.path.getsize(path)
         if size > MAX_FILE_BYTES:
@@ -69,7 +71,7 @@ def read_file(path: str, known_hash: str | None) -> Outcome:
     if digest == known_hash:
         return ("unchanged", None)
     try:
-        found = read_tables_report(path, data=data)
+        found = read_tables_report(path, data=data, budget=budget)
     except UnreadableTable as exc:
         return ("failed", exc.reason)
     except Exception as exc:  # a reader bug must not stop the ingest; name it
@@ -84,20 +86,25 @@ def read_file(path: str, known_hash: str | None) -> Outcome:
     return ("stored", (rows, warnings))
 
 
-def _read_many(args: Sequence[tuple[str, str | None]]) -> list[Outcome]:
+def _read_many(
+    args: Sequence[tuple[str, str | None]], budget: ReadBudget | None = None
+) -> list[Outcome]:
     """Read a chunk; in a worker told to stop, return nothing (see "Stopping workers")."""
     out = []
     for path, digest in args:
         if _worker_stop is not None and _worker_stop.is_set():
             return []
-        out.append(read_file(path, digest))
+        out.append(read_file(path, digest, budget))
     if _worker_stop is not None and _worker_stop.is_set():
         return []
     return out
 
 
 def outcomes(
-    todo: list[tuple[str, str | None]], workers: int | None, stopping: Callable[[], bool]
+    todo: list[tuple[str, str | None]],
+    workers: int | None,
+    stopping: Callable[[], bool],
+    budget: ReadBudget | None = None,
 ) -> Generator[Outcome, None, None]:
     """One outcome per file of `todo`, in order, until `stopping()`; closing it (or
     stopping) shuts the pool down."""
@@ -106,7 +113,7 @@ def outcomes(
     spawnable = getattr(main, "__file__", None) is not None or getattr(main, "__spec__", None)
     if len(todo) < PARALLEL_THRESHOLD or n_workers <= 1 or not spawnable:
         for key, h in todo:
-            yield read_file(key, h)
+            yield read_file(key, h, budget)
         return
     chunk = 16
     batches = [todo[i : i + chunk] for i in range(0, len(todo), chunk)]
@@ -127,7 +134,7 @@ def outcomes(
             initargs=(os.getpid(), stop_workers),
         )
         with _sigint_blocked():  # submit spawns the workers; they start with SIGINT blocked
-            futures = [pool.submit(_read_many, batch) for batch in batches]
+            futures = [pool.submit(_read_many, batch, budget) for batch in batches]
     if pool is not None:
         try:
             for future in futures:
@@ -147,7 +154,7 @@ def outcomes(
     for batch in batches[done:]:
         if stopping():
             return
-        yield from _read_many(batch)
+        yield from _read_many(batch, budget)
 
 
 def _stop_pool(pool: ProcessPoolExecutor, futures: list[Any], stop_workers: Any) -> None:

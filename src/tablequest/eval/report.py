@@ -62,6 +62,7 @@ def summarize(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
     out["status"] = dict(Counter(str(r.get("status")) for r in rows))
     out["errors"] = sum(1 for r in rows if r.get("error"))
     out["not_answered"] = not_answered(rows)
+    out["unscored"] = unscored(rows)
     recall_name = "r_at_1" if "r_at_1" in metrics else "r_all"
     out["recall"] = {"name": recall_name, "value": metrics.get(recall_name)}
     for level in ("all", "final"):
@@ -113,6 +114,16 @@ def not_answered(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         for (status, reason), ids in groups.items()
     ]
     return sorted(found, key=lambda g: (-g["count"], g["status"], g["reason"]))
+
+
+def unscored(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Questions left out of the answer metrics because the released data cannot score them
+    (``record["unscored"]``), grouped by reason: ``[{"reason", "count", "ids"}]``."""
+    groups: dict[str, list[str]] = {}
+    for record in records:
+        if record.get("unscored"):
+            groups.setdefault(str(record["unscored"]), []).append(str(record.get("id")))
+    return [{"reason": r, "count": len(ids), "ids": ids} for r, ids in sorted(groups.items())]
 
 
 def not_answered_lines(groups: list[dict[str, Any]]) -> list[str]:
@@ -196,6 +207,13 @@ def to_markdown(summary: dict[str, Any]) -> str:
         "",
     ]
     lines += _detail(summary)
+    if summary.get("unscored"):
+        lines += ["", "## Not scored (left out of the answer metrics)", ""]
+        lines += [
+            f"- ×{g['count']}: {g['reason']} (ids {', '.join(g['ids'][:_SHOWN_IDS])}"
+            + (" …)" if g["count"] > _SHOWN_IDS else ")")
+            for g in summary["unscored"]
+        ]
     if summary.get("not_answered"):
         lines += ["", "## Not answered (by reason)", ""]
         lines += [f"- {line}" for line in not_answered_lines(summary["not_answered"])]

@@ -12,11 +12,12 @@ connection) and its indexes are not meant for concurrent use, so a worker holds 
 lock while it computes and releases it only while it waits for the LLM (`GatedLLM`): LLM
 calls overlap, everything else runs one thread at a time.
 
-Per-question metrics by dataset: WTQ `em` (official rules, `wtq_match`, list answers split
-on "|"); TabFact `acc`; TCR-Bench `f1` (token F1 against the gold items joined) and
-`list_f1`; FeTaQA `rouge_l` and `bleu`; others `em` (item-wise, numbers compared as numbers)
-and `f1`. Retrieval: `r_all`, `r_final`, `r_at_1` (retrieve-then-QA baselines) and, with
-sibling groups, `gr_all`, `gr_final`.
+Per-question metrics by dataset: WTQ `em` (official rules, `wtq_match`, on the item list the
+method parsed from its own answer format, `Result.items`); TabFact `acc`; TCR-Bench `f1`
+(token F1 against the gold items joined) and `list_f1`; FeTaQA `rouge_l` and `bleu`; others
+`em` (item-wise, numbers compared as numbers) and `f1`. A failed or empty answer scores 0 on
+every answer metric. Retrieval: `r_all`, `r_final`, `r_at_1` (retrieve-then-QA baselines)
+and, with sibling groups, `gr_all`, `gr_final`.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +75,8 @@ __all__ = [
     "split_items",
     "task_of",
     "trace_file",
+    "unscored_reason",
+    "wtq_items_match",
 ]
 
 AnswerFn = Callable[[Question, Trace], Result]
@@ -285,16 +288,22 @@ def split_items(prediction: str | None) -> list[str]:
     return [p.strip() for p in prediction.split("|") if p.strip()]
 
 
-def answer_metrics(dataset: str, q: Question, prediction: str | None) -> dict[str, float]:
+def answer_metrics(
+    dataset: str, q: Question, prediction: str | None, items: Sequence[str] | None = None
+) -> dict[str, float]:
+    """Answer metrics of one prediction. `items` is the answer as the method listed it
+    (`Result.items`); without them the prediction is split on "|". An empty prediction
+    scores 0 on every metric."""
+    if prediction is not None and not prediction.strip():
+        prediction = None
     pred = prediction or ""
     if q.task == "fact_verification":
         label = tabfact_label(q.answers[0]) if q.answers else None
         return {"acc": float(prediction is not None and tabfact_label(pred) == label)}
-    items = split_items(prediction)
+    items = list(items) if items and prediction is not None else split_items(prediction)
     base = dataset.split("+")[0]
     if base == "wtq":
-        canon = q.extra.get("target_canon") or q.answers
-        return {"em": float(bool(items) and wtq_match(items, q.answers, canon))}
+        return {"em": float(wtq_items_match(q, items, prediction))}
     f1 = token_f1(pred, " ".join(q.answers)) if prediction else 0.0
     if base == "tcrbench":
         return {"f1": f1, "list_f1": list_f1(items, q.answers) if items else 0.0}
@@ -308,6 +317,18 @@ def answer_metrics(dataset: str, q: Question, prediction: str | None) -> dict[st
         }
     em = float(bool(items) and list_f1(items, q.answers) == 1.0)
     return {"em": em, "f1": f1}
+
+
+def wtq_items_match(q: Question, items: Sequence[str], prediction: str | None) -> bool:
+    """The official WTQ rule on the method's item list; when a list of several items does not
+    match, the whole answer as one item (ours: a comma-separated format cannot tell
+    "Washington, D.C." from two items, so the single value gets its chance too)."""
+    if not items or prediction is None:
+        return False
+    canon = q.extra.get("target_canon") or q.answers
+    if wtq_match(list(items), q.answers, canon):
+        return True
+    return len(items) > 1 and wtq_match([prediction.strip()], q.answers, canon)
 
 
 _REALHITBENCH_NAMES = {"EM": "em", "F1": "f1", "ROUGE-L": "rouge_l", "ECR": "ecr",
@@ -332,6 +353,18 @@ def realhitbench_metrics(q: Question, result: Result) -> dict[str, float]:
     return {_REALHITBENCH_NAMES.get(k, k): v for k, v in scores.items() if v is not None}
 
 
+def unscored_reason(dataset: str, q: Question) -> str | None:
+    """Why a question's answer cannot be scored from the released data (None: it can)."""
+    from tablequest.eval.metrics.realhitbench import UNSCORED, family
+
+    question_type = str(q.extra.get("question_type") or "")
+    if dataset.split("+")[0] == "realhitbench" and family(question_type) == (
+        "Structure Comprehending"
+    ):
+        return UNSCORED
+    return None
+
+
 def question_breakdown(dataset: str, q: Question, result: Result) -> dict[str, Any]:
     """The result's breakdown keys plus the benchmark's own grouping (RealHiTBench family)."""
     out = dict(result.details.get("breakdown") or {})
@@ -342,10 +375,13 @@ def question_breakdown(dataset: str, q: Question, result: Result) -> dict[str, A
 
 def score_question(dataset: str, q: Question, result: Result, corpus: Corpus) -> dict[str, float]:
     """Per-question metrics of one result (see module doc)."""
+    if result.status == "failed":  # a failed question's partial text is not an answer
+        result = replace(result, answer=None, items=[], details={**result.details,
+                         "chart_data": None})  # fmt: skip
     if dataset.split("+")[0] == "realhitbench":
         metrics = realhitbench_metrics(q, result)
     else:
-        metrics = answer_metrics(dataset, q, result.answer)
+        metrics = answer_metrics(dataset, q, result.answer, result.items)
     gold = corpus.table_ids(q.gold_table_ids)
     metrics["r_all"] = r_all(result.tables_consulted, gold)
     metrics["r_final"] = r_final(result.final_table, gold)
@@ -394,6 +430,8 @@ def question_record(
         record["supported"] = tabfact_label(q.answers[0]) is True if q.answers else False
     if result.status != "answered" and result.reason:
         record["reason"] = result.reason
+    if unscored := unscored_reason(spec.dataset, q):
+        record["unscored"] = unscored
     if error:
         record["error"] = error
     return record

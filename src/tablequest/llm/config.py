@@ -20,20 +20,23 @@ keys of the first override keys of the second. Layout::
 
 Choices: a model without a URL means OpenAI's API when an API key is set; a URL without a
 model is a configuration error (servers differ in what they would pick).
+
+Trust (`tablequest.configfile`): an untrusted ``tablequest.toml`` in the working directory
+cannot set ``url``, ``model`` or ``api_key`` (where the prompts and the key go); they are
+ignored and `LLMConfig.notes` says so, for the caller to show.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import platformdirs
-
+from tablequest import configfile
+from tablequest.configfile import ConfigFile, ConfigFileError
 from tablequest.llm.base import LLM
 from tablequest.llm.cache import CachedLLM
 from tablequest.llm.deadline import DEFAULT_DEADLINE, Deadline
@@ -43,7 +46,7 @@ from tablequest.llm.openai_compat import OpenAICompatible
 from tablequest.llm.usage import UsageMeter
 from tablequest.trace import Trace
 
-CONFIG_FILE = "tablequest.toml"
+CONFIG_FILE = configfile.CONFIG_FILE
 OPENAI_URL = "https://api.openai.com/v1"
 NOT_CONFIGURED_HINT = (
     "No LLM configured: pass --llm-url http://localhost:8000/v1 --model NAME, or set "
@@ -83,6 +86,8 @@ class LLMConfig:
     deadline: float = DEFAULT_DEADLINE
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    """Warnings for the user: guarded keys ignored in an untrusted config file."""
 
     @property
     def configured(self) -> bool:
@@ -115,21 +120,17 @@ _ENV = {
 _MAY_BE_ZERO = ("max_retries", "deadline")  # 0 retries; 0 = no deadline
 
 
-def config_files(cwd: str | Path | None = None) -> list[Path]:
-    """Existing config files, highest precedence first (cwd, then user config dir)."""
-    candidates = [
-        Path(cwd or Path.cwd()) / CONFIG_FILE,
-        platformdirs.user_config_path("tablequest") / CONFIG_FILE,
-    ]
-    return [p for p in candidates if p.is_file()]
+def config_files(cwd: str | Path | None = None) -> list[ConfigFile]:
+    """The config files to read, highest precedence first, each with its trust decided
+    (`tablequest.configfile.find`: a named file, else cwd then the user config dir).
 
-
-def _read_toml(path: Path) -> dict[str, Any]:
+    Raises:
+        ConfigError: a file is unreadable or not valid TOML.
+    """
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"cannot read {str(path)!r}: {exc}") from exc
+        return configfile.find(cwd)
+    except ConfigFileError as exc:
+        raise ConfigError(str(exc)) from exc
 
 
 def _coerce(key: str, value: Any, where: str) -> Any:
@@ -181,23 +182,29 @@ def _prices(table: Any, where: str) -> dict[str, tuple[float, float]]:
 
 
 def _from_files(
-    files: list[Path], values: dict[str, Any], sources: dict[str, str]
+    files: list[ConfigFile], values: dict[str, Any], sources: dict[str, str], notes: list[str]
 ) -> dict[str, tuple[float, float]]:
-    """Fill `values`/`sources` from [llm] of each file (lowest precedence first); prices."""
+    """Fill `values`/`sources` from [llm] of each file (lowest precedence first); prices.
+    Guarded keys of an untrusted file are left out, with a note."""
     prices: dict[str, tuple[float, float]] = {}
-    for path in reversed(files):
-        data = _read_toml(path)
-        llm = data.get("llm", {})
-        if not isinstance(llm, dict):
-            raise ConfigError(f"{path}: [llm] must be a table")
+    for file in reversed(files):
+        try:
+            llm, ignored = file.allowed("llm")
+            price_table = file.data.get("prices")
+        except ConfigFileError as exc:
+            raise ConfigError(str(exc)) from exc
         unknown = set(llm) - set(_KEYS)
         if unknown:
-            raise ConfigError(f"{path}: unknown [llm] key(s) {sorted(unknown)}; known: {_KEYS}")
+            raise ConfigError(
+                f"{file.path}: unknown [llm] key(s) {sorted(unknown)}; known: {_KEYS}"
+            )
+        if ignored:
+            notes.append(configfile.untrusted_note(file, [f"[llm] {k}" for k in ignored]))
         for key, value in llm.items():
-            values[key] = _coerce(key, value, str(path))
-            sources[key] = str(path)
-        if "prices" in data:
-            prices.update(_prices(data["prices"], str(path)))
+            values[key] = _coerce(key, value, str(file.path))
+            sources[key] = str(file.path)
+        if price_table is not None:
+            prices.update(_prices(price_table, str(file.path)))
     return prices
 
 
@@ -220,7 +227,8 @@ def resolve_config(
     Args:
         deadline: Seconds per question for all its calls and retries (0 = no deadline);
             see `LLMConfig.question_deadline`.
-        config_path: Use this file instead of searching cwd and the user config dir.
+        config_path: Use this file (trusted) instead of searching cwd and the user config
+            dir; ``$TABLEQUEST_CONFIG`` does the same.
         env: Environment to read (default: ``os.environ``).
         cwd: Directory to look for ``tablequest.toml`` in (default: the working directory).
 
@@ -230,10 +238,12 @@ def resolve_config(
     environ = os.environ if env is None else env
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
-    files = [Path(config_path)] if config_path is not None else config_files(cwd)
-    if config_path is not None and not files[0].is_file():
-        raise ConfigError(f"config file not found: {str(config_path)!r}")
-    prices = _from_files(files, values, sources)
+    notes: list[str] = []
+    try:
+        files = configfile.find(cwd, env=environ, named=config_path)
+    except ConfigFileError as exc:
+        raise ConfigError(str(exc)) from exc
+    prices = _from_files(files, values, sources, notes)
     for key, names in _ENV.items():
         for name in names:
             if environ.get(name):
@@ -257,7 +267,7 @@ def resolve_config(
     for key in _KEYS:
         sources.setdefault(key, "default")
     merged = {key: values.get(key, getattr(_DEFAULTS, key)) for key in _KEYS}
-    return LLMConfig(**merged, prices=prices, sources=sources)
+    return LLMConfig(**merged, prices=prices, sources=sources, notes=tuple(notes))
 
 
 def build_llm(

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 import time
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
@@ -123,6 +124,9 @@ class Result:
     sources: dict[str, str] = field(default_factory=dict)
     tables: dict[str, Table] = field(default_factory=dict, repr=False, compare=False)
     """The final table's content, when the caller could give it (for showing evidence)."""
+    items: list[str] = field(default_factory=list)
+    """The answer as a list of items, split by the method in its own prompt's list format
+    (`Query.finish` with the method's `separators`); empty when there is no answer."""
 
     @property
     def reason(self) -> str | None:
@@ -141,6 +145,7 @@ class Result:
         }
         return {
             "answer": self.answer,
+            "items": list(self.items),
             "status": self.status,
             "method": self.method,
             "reason": self.reason,
@@ -201,8 +206,10 @@ class Query:
         if self.deadline.unreachable is not None:
             raise self.deadline.unreachable.again()
 
-    def finish(self, result: Result, method: str) -> Result:
-        """Fill what every Result carries: steps, usage, trace path and method name.
+    def finish(self, result: Result, method: str, separators: Sequence[str] = (" | ",)) -> Result:
+        """Fill what every Result carries: steps, usage, trace path, method name and the
+        answer's items (`answer_items` with the method's list `separators`, unless the method
+        set them).
 
         A question whose model was unreachable (`ModelUnreachable`), or whose deadline stopped
         an LLM call, fails with that reason (an answer reached on the way is kept as
@@ -223,11 +230,28 @@ class Query:
                 f"{type(last).__name__}: {last}" if last is not None
                 else "the method stopped without saying why (the trace has its steps)"
             )  # fmt: skip
+        if result.answer is None:
+            result.items = []
+        elif not result.items:
+            result.items = answer_items(result.answer, separators)
         result.steps = self.budget.calls
         result.usage = self.usage.totals
         result.trace_path = str(self.trace.path) if self.trace.path else None
         result.method = result.method or method
         return result
+
+
+def answer_items(answer: str | None, separators: Sequence[str]) -> list[str]:
+    """The items of an answer written in a list format: the text split on the first of
+    `separators` it contains (each item stripped, empty ones dropped); one item when it
+    contains none. A method passes the separators its own prompt asks for."""
+    text = (answer or "").strip()
+    if not text:
+        return []
+    for sep in separators:
+        if sep in text:
+            return [p.strip() for p in text.split(sep) if p.strip()]
+    return [text]
 
 
 def start_query(

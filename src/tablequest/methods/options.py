@@ -13,12 +13,15 @@ Values given as strings (the command line) are converted by pydantic's lax mode 
 "true" → True); "none" sets an optional value to None. Errors name the method, the option and
 the accepted values (`OptionError`), e.g. ``unknown option 'alpah' for method scope; known:
 alpha, k, …``.
+
+From a ``tablequest.toml`` that is not trusted (`tablequest.configfile`), the options a
+request to the HTTP API may not set either (declared ``request=False``: URLs, paths, sandbox
+settings, memory files) are ignored (`toml_options`, `untrusted_options`).
 """
 
 from __future__ import annotations
 
 import difflib
-import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +29,9 @@ from typing import Any, ClassVar, Self, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.config import JsonDict
+
+from tablequest import configfile
+from tablequest.configfile import ConfigFile, ConfigFileError
 
 __all__ = [
     "MethodOptions",
@@ -37,6 +43,7 @@ __all__ = [
     "option",
     "option_name",
     "toml_options",
+    "untrusted_options",
 ]
 
 _NONE_WORDS = frozenset({"none", "null"})
@@ -238,21 +245,53 @@ def _flatten(section: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def toml_options(method: str, files: Iterable[Path]) -> dict[str, Any]:
+def untrusted_options(
+    method: str, file: ConfigFile, cls: type[MethodOptions] | None
+) -> tuple[dict[str, Any], list[str]]:
+    """(the options of ``[methods.METHOD]`` in `file` that apply, the names ignored): an
+    untrusted file sets only request-settable options of `cls` (none when `cls` is None).
+
+    Raises:
+        OptionError: the section is not a table.
+    """
+    try:
+        values = _flatten(file.section(f"methods.{method}"))
+    except ConfigFileError as exc:
+        raise OptionError(str(exc)) from exc
+    if file.trusted:
+        return values, []
+    if cls is None:
+        return {}, list(values)
+    allowed = request_settable(cls)
+    # an unknown name is kept, so that merge_options names it as usual
+    ignored = [k for k in values if k in cls.model_fields and k not in allowed]
+    return {k: v for k, v in values.items() if k not in ignored}, ignored
+
+
+def toml_options(
+    method: str,
+    files: Iterable[Path | ConfigFile] | None = None,
+    options: type[MethodOptions] | None = None,
+) -> dict[str, Any]:
     """``[methods.METHOD]`` of the config files (highest precedence first), merged.
+
+    `files` default: `tablequest.configfile.find()`. A `Path` is a file the caller named
+    (trusted); a `ConfigFile` carries its own trust, and an untrusted one sets only the
+    request-settable options of `options` (`untrusted_options`).
 
     Raises:
         OptionError: a file is unreadable or the section is not a table.
     """
     merged: dict[str, Any] = {}
-    for path in reversed(list(files)):
+    try:
+        found = configfile.find() if files is None else list(files)
+    except ConfigFileError as exc:
+        raise OptionError(str(exc)) from exc
+    for item in reversed(found):
         try:
-            with path.open("rb") as fh:
-                data = tomllib.load(fh)
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise OptionError(f"cannot read {str(path)!r}: {exc}") from exc
-        section = data.get("methods", {}).get(method, {})
-        if not isinstance(section, dict):
-            raise OptionError(f"{path}: [methods.{method}] must be a table")
-        merged.update(_flatten(section))
+            file = configfile.load(item, named=True) if isinstance(item, Path) else item
+        except ConfigFileError as exc:
+            raise OptionError(str(exc)) from exc
+        values, _ignored = untrusted_options(method, file, options)
+        merged.update(values)
     return merged

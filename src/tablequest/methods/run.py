@@ -41,7 +41,7 @@ from tablequest.corpus.retrievers import preview_hit, search
 from tablequest.corpus.shards import ShardedStore, is_manifest
 from tablequest.corpus.store import Store, StoreError, table_id_for
 from tablequest.llm.base import LLM
-from tablequest.llm.config import LLMConfig, config_files
+from tablequest.llm.config import LLMConfig
 from tablequest.llm.usage import StepBudget, UsageMeter
 from tablequest.methods.base import Input, MethodContext, Result, TableSet, Task
 from tablequest.methods.options import MethodOptions, merge_options, toml_options
@@ -264,9 +264,10 @@ def resolve_options(
     Raises:
         OptionError: unknown option, bad value, or unknown config name.
     """
-    files = config_files() if config_paths is None else list(config_paths)
+    files = None if config_paths is None else list(config_paths)
+    from_files = toml_options(spec.name, files, spec.options)  # an untrusted file: guarded
     named = spec.options.from_config(config) if config else None
-    return merge_options(spec.name, spec.options, toml_options(spec.name, files), named, options)
+    return merge_options(spec.name, spec.options, from_files, named, options)
 
 
 def ask(

@@ -4,14 +4,24 @@
 in a separate, locked-down Python process and returns an `ExecResult`.
 """
 
+from ._budget import MemoryBudget
 from ._sandbox import Sandbox, Session
-from ._types import ExecResult, InvalidArgument, Layer, SandboxError, SandboxUnavailable
+from ._types import (
+    ExecResult,
+    InvalidArgument,
+    Layer,
+    SandboxBusy,
+    SandboxError,
+    SandboxUnavailable,
+)
 
 __all__ = [
     "ExecResult",
     "InvalidArgument",
     "Layer",
+    "MemoryBudget",
     "Sandbox",
+    "SandboxBusy",
     "SandboxError",
     "SandboxUnavailable",
     "Session",

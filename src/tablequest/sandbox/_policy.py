@@ -6,22 +6,29 @@ Landlock, seccomp, rlimits) hold against the attacks we know, but one kernel lay
 mistake less tolerated. So the weaker modes are refused unless the user opts in, in this order:
 the `isolation=` argument of `Sandbox`, the `TABLEQUEST_SANDBOX` environment variable, then
 `isolation` under `[sandbox]` in `tablequest.toml` (working directory, then the user config
-directory). Values: "strict" (bubblewrap only; the default) or "degraded".
+directory, or the one file named by ``$TABLEQUEST_CONFIG``). Values: "strict" (bubblewrap
+only; the default) or "degraded".
+
+A ``tablequest.toml`` that is not trusted (`tablequest.configfile`: in the working directory
+and neither named nor recorded by ``tablequest config trust``) cannot weaken isolation: its
+``isolation = "degraded"`` is ignored (the CLI warns; ``tablequest config show`` lists it).
 """
 
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
+
+from tablequest import configfile
+from tablequest.configfile import ConfigFile, ConfigFileError
 
 from ._types import InvalidArgument
 
 Isolation = Literal["strict", "degraded"]
 ENV = "TABLEQUEST_SANDBOX"
-CONFIG_FILE = "tablequest.toml"
+CONFIG_FILE = configfile.CONFIG_FILE
 VALUES: tuple[Isolation, ...] = ("strict", "degraded")
 INSTALL = "apt-get install bubblewrap"
 
@@ -32,27 +39,22 @@ def _check(value: object, where: str) -> Isolation:
     raise InvalidArgument(f"{where} must be 'strict' or 'degraded', got {value!r}")
 
 
-def _config_files(cwd: Path) -> list[Path]:
-    found = [cwd / CONFIG_FILE]
+def _files(cwd: Path, env: Mapping[str, str] | None) -> list[ConfigFile]:
     try:
-        import platformdirs
-
-        found.append(platformdirs.user_config_path("tablequest") / CONFIG_FILE)
-    except ImportError:  # pragma: no cover - platformdirs is a dependency
-        pass
-    return [p for p in found if p.is_file()]
+        return configfile.find(cwd, env=env)
+    except ConfigFileError as exc:
+        raise InvalidArgument(str(exc)) from exc
 
 
-def _from_config(cwd: Path) -> tuple[Isolation, str] | None:
-    for path in _config_files(cwd):
+def _from_config(cwd: Path, env: Mapping[str, str] | None) -> tuple[Isolation, str] | None:
+    for file in _files(cwd, env):
         try:
-            with path.open("rb") as fh:
-                section = tomllib.load(fh).get("sandbox", {})
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise InvalidArgument(f"cannot read {str(path)!r}: {exc}") from exc
-        if isinstance(section, dict) and "isolation" in section:
-            where = f"isolation under [sandbox] in {path}"
-            return _check(section["isolation"], where), str(path)
+            section, _ignored = file.allowed("sandbox")
+        except ConfigFileError as exc:
+            raise InvalidArgument(str(exc)) from exc
+        if "isolation" in section:
+            where = f"isolation under [sandbox] in {file.path}"
+            return _check(section["isolation"], where), str(file.path)
     return None
 
 
@@ -68,7 +70,7 @@ def resolve(
     value = (os.environ if env is None else env).get(ENV, "").strip()
     if value:
         return _check(value, ENV), ENV
-    found = _from_config(Path(cwd) if cwd is not None else Path.cwd())
+    found = _from_config(Path(cwd) if cwd is not None else Path.cwd(), env)
     return found if found is not None else ("strict", "default")
 
 

@@ -9,7 +9,9 @@ Choices:
   next request, so threads left behind by a cell cannot run, or spend the session's CPU
   budget, while the host is not waiting for an answer;
 - where the session directory is on the host's disk (no tmpfs), the host measures it after
-  each run, while the child is stopped, and kills the child past `max_files` or `disk_mb`.
+  each run, while the child is stopped, and kills the child past `max_files` or `disk_mb`;
+- a child holds its memory-budget reservation (`_budget`) until it is reaped: `_reap` releases
+  it last, after the process group is killed and waited, on every path that ends a child.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import _launch, _protocol, _uids
+from ._budget import Reservation
 from ._cleanup import measure, remove_tree
 from ._types import SandboxUnavailable
 
@@ -76,8 +79,16 @@ def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
             os.killpg(proc.pid, sig)
 
 
-def _reap(proc: subprocess.Popen[bytes], workdir: str) -> None:
-    """Kill the child's process group, wait for it and remove its directory (never raises)."""
+def session_on_tmpfs(plan: _launch.Plan) -> bool:
+    """The session directory is a tmpfs (memory), not a directory on the host's disk."""
+    return plan.tmpfs or plan.mode == "bwrap"
+
+
+def _reap(
+    proc: subprocess.Popen[bytes], workdir: str, reservation: Reservation | None = None
+) -> None:
+    """Kill the child's process group, wait for it, remove its directory and give its memory
+    back to the budget (never raises)."""
     try:
         if proc.poll() is None:
             _signal_group(proc, signal.SIGKILL)
@@ -90,7 +101,11 @@ def _reap(proc: subprocess.Popen[bytes], workdir: str) -> None:
                 with contextlib.suppress(OSError):
                     pipe.close()
     finally:
-        remove_tree(workdir)
+        try:
+            remove_tree(workdir)
+        finally:
+            if reservation is not None:
+                reservation.release()
 
 
 def _config(plan: _launch.Plan, limits: Limits, session: str, uid: int | None) -> dict[str, Any]:
@@ -121,7 +136,19 @@ def _config(plan: _launch.Plan, limits: Limits, session: str, uid: int | None) -
 class Child:
     """A child process in one of three states: starting, ready, loaded (then dead)."""
 
-    def __init__(self, plan: _launch.Plan, limits: Limits) -> None:
+    def __init__(
+        self, plan: _launch.Plan, limits: Limits, reservation: Reservation | None = None
+    ) -> None:
+        """Start the process; `reservation` (its memory in the budget) is the child's from
+        now on: released when it is reaped, or here when it cannot start."""
+        try:
+            self._start(plan, limits, reservation)
+        except BaseException:
+            if reservation is not None:
+                reservation.release()
+            raise
+
+    def _start(self, plan: _launch.Plan, limits: Limits, reservation: Reservation | None) -> None:
         self.plan = plan
         self.limits = limits
         self.uid = _uids.unused_uid() if plan.drop_uid else None
@@ -142,7 +169,7 @@ class Child:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self._in, self._out = self.proc.stdin.fileno(), self.proc.stdout.fileno()
         os.set_blocking(self._in, False)
-        self._finalizer = weakref.finalize(self, _reap, self.proc, self.workdir)
+        self._finalizer = weakref.finalize(self, _reap, self.proc, self.workdir, reservation)
         self.state = "starting"
 
     def _spawn(self) -> subprocess.Popen[bytes]:
@@ -271,7 +298,7 @@ class Child:
 
         The child is stopped while we count, and counting stops past the file cap.
         """
-        if self.plan.tmpfs or self.plan.mode == "bwrap":
+        if session_on_tmpfs(self.plan):
             return
         cap, disk = self.limits.max_files, self.limits.disk_mb
         files, size = measure(self.session_dir, limit=cap)

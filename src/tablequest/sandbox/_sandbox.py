@@ -1,7 +1,16 @@
-"""`Sandbox` (configuration + a pre-warmed child) and `Session` (one stateful child)."""
+"""`Sandbox` (configuration + at most one pre-started child) and `Session` (one stateful child).
+
+Choices (issue 25): a session takes the pre-started child when there is one and none is
+started in its place — a spare that nobody claims holds memory the next ask may need — so an
+ask starts one child, and a second only when its first dies (a restart). Every child reserves
+`memory_mb` (+ `disk_mb` on a tmpfs) from a `MemoryBudget` before it starts (`_budget`); a
+child that does not fit waits up to `budget_timeout` seconds, then `SandboxBusy` is raised.
+The pre-start at construction never waits: without room now, the first session starts its own.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import signal
 import threading
@@ -13,9 +22,17 @@ from typing import TYPE_CHECKING, ParamSpec, TypeVar
 from tablequest.waits import waiting
 
 from . import _frames, _launch, _policy, _protocol
+from ._budget import MemoryBudget, shared_budget
 from ._layers import build_layers
-from ._process import Child, LimitExceeded, Limits
-from ._types import ExecResult, InvalidArgument, Layer, SandboxError, SandboxUnavailable
+from ._process import Child, LimitExceeded, Limits, session_on_tmpfs
+from ._types import (
+    ExecResult,
+    InvalidArgument,
+    Layer,
+    SandboxBusy,
+    SandboxError,
+    SandboxUnavailable,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -79,12 +96,19 @@ class Sandbox:
         seccomp / audit_hook / landlock: the in-child layers; turn them off only to test the
             other layers.
         python: interpreter for the child (default: this one; it needs pandas & co.).
-        prewarm: keep one started child ready so `session()` only hands it the frames.
+        prewarm: start one child now, so the first `session()` only hands it the frames; it
+            is skipped when the memory budget has no room now. No spare is started after a
+            session claims it (`warm()` starts one on demand).
         startup_timeout: seconds a child may take to import its libraries.
         max_threads: threads the child may run (RLIMIT_NPROC, where the child has a uid or
             user namespace of its own).
         max_files: files and directories the session tmpfs may hold (nr_inodes).
         max_figure_side: widest/tallest figure returned, in pixels.
+        memory_budget: the budget this sandbox's children reserve `memory_mb` (+ `disk_mb`
+            on a tmpfs) from (default: the process-wide one, TABLEQUEST_SANDBOX_MEMORY_BUDGET
+            MB or half the physical memory).
+        budget_timeout: seconds a new child waits for room in the budget before
+            `SandboxBusy` is raised.
     """
 
     @_api
@@ -111,6 +135,8 @@ class Sandbox:
         max_threads: int = 64,
         max_files: int = 10_000,
         max_figure_side: int = 4096,
+        memory_budget: MemoryBudget | None = None,
+        budget_timeout: float = 60.0,
     ) -> None:
         sizes = {
             "cpu_seconds": cpu_seconds,
@@ -125,7 +151,10 @@ class Sandbox:
             "max_files": max_files,
             "max_figure_side": max_figure_side,
         }
-        _check_arguments({**sizes, "startup_timeout": startup_timeout}, use_namespaces)
+        _check_arguments(
+            {**sizes, "startup_timeout": startup_timeout, "budget_timeout": budget_timeout},
+            use_namespaces,
+        )
         self.isolation, self.isolation_source = _policy.resolve(isolation)
         self.limits = Limits(
             **{name: int(value) for name, value in sizes.items()},
@@ -142,11 +171,18 @@ class Sandbox:
         )
         self.prewarm = prewarm
         self.startup_timeout = float(startup_timeout)
+        self.budget = _budget_of(memory_budget)
+        self.budget_timeout = float(budget_timeout)
+        tmpfs_mb = self.limits.disk_mb if session_on_tmpfs(self.plan) else 0
+        self.child_mb = self.limits.memory_mb + tmpfs_mb
+        self.budget.check_fits(self.child_mb)  # a child that never fits: say so now
         self._lock = threading.Lock()
         self._spare: Child | None = None
         self._closed = False
         if prewarm:
-            self._spare = Child(self.plan, self.limits)
+            # no room now: the first session starts (and waits for) its child itself
+            with contextlib.suppress(SandboxBusy):
+                self._spare = self._new_child(wait=0.0)
 
     @property
     def mode(self) -> str:
@@ -163,11 +199,18 @@ class Sandbox:
 
     @_api
     def warm(self) -> None:
-        """Block until a pre-started child is ready (starting one if needed)."""
+        """Block until a pre-started child is ready (starting one if needed; it waits for
+        room in the memory budget like any child)."""
+        if self._closed:
+            raise SandboxError("this Sandbox is closed")
         with self._lock:
-            if self._spare is None or not self._spare.alive:
-                self._spare = Child(self.plan, self.limits)
-            spare = self._spare
+            spare = self._spare if self._spare is not None and self._spare.alive else None
+        if spare is None:
+            spare = self._new_child(wait=self.budget_timeout)
+            with self._lock:
+                old, self._spare = self._spare, spare
+            if old is not None:
+                old.kill()
         spare.wait_ready(self.startup_timeout)
 
     @_api
@@ -186,13 +229,21 @@ class Sandbox:
         lines += [f"  {layer}" for layer in self.layers()]
         return "\n".join(lines)
 
+    def _new_child(self, wait: float) -> Child:
+        """Start a child once the budget has room for it (SandboxBusy after `wait` seconds)."""
+        reservation = self.budget.reserve(self.child_mb, timeout=wait)
+        return Child(self.plan, self.limits, reservation)
+
     def _claim(self, frames: list[tuple[str, bytes]]) -> Child:
-        """A loaded child: the spare when there is one, else a new one; then re-arm a spare."""
+        """A loaded child: the spare when there is one, else a new one (no spare in its
+        place: one that sits unused holds memory, see the module docstring)."""
         with self._lock:
             child, self._spare = self._spare, None
         for attempt in range(2):
             if child is None or not child.alive:
-                child = Child(self.plan, self.limits)
+                if child is not None:  # died while idle: reap it and free its memory now
+                    child.kill()
+                child = self._new_child(wait=self.budget_timeout)
             try:
                 child.load(frames, self.startup_timeout)
                 break
@@ -201,10 +252,6 @@ class Sandbox:
                     raise
                 child = None
         assert child is not None
-        if self.prewarm:
-            with self._lock:
-                if self._spare is None and not self._closed:
-                    self._spare = Child(self.plan, self.limits)
         return child
 
     @_api
@@ -226,6 +273,15 @@ class Sandbox:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _budget_of(budget: object) -> MemoryBudget:
+    """`budget`, or the process-wide one when None."""
+    if budget is None:
+        return shared_budget()
+    if not isinstance(budget, MemoryBudget):
+        raise InvalidArgument(f"memory_budget must be a MemoryBudget, not {type(budget).__name__}")
+    return budget
 
 
 class Session:

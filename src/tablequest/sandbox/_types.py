@@ -16,6 +16,10 @@ class SandboxUnavailable(SandboxError):
     """The sandbox cannot start here (missing interpreter, refused isolation mode, ...)."""
 
 
+class SandboxBusy(SandboxUnavailable):
+    """No child can start now: the sandbox memory budget stays in use (see `MemoryBudget`)."""
+
+
 class InvalidArgument(SandboxError, ValueError, TypeError):
     """A caller passed an argument of the wrong type or value.
 

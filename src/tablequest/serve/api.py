@@ -2,7 +2,10 @@
 
 Every route is a thin call into `ServerState` or the library. Errors are JSON
 ``{"error": {"code", "message"}}`` with a 4xx status (see `tablequest.serve.app` for the
-exception handlers); nothing a client sends reaches the filesystem as a path.
+exception handlers); nothing a client sends reaches the filesystem as a path, and no
+response names a server path: table sources are relative to the corpus root
+(`tablequest.serve.stores`), and results, trace events and ingest reports go through
+`tablequest.serve.public.Scrubber`.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from tablequest.methods.registry import MethodSpec, get_method, list_methods
 from tablequest.serve import models as m
 from tablequest.serve.asks import AskJob
 from tablequest.serve.events import Names, describe_event
+from tablequest.serve.public import Scrubber
 from tablequest.serve.state import AskSpec, ServerState
 from tablequest.serve.tables import matched_rows_fast, structure
 from tablequest.serve.uploads import discard, save_uploads
@@ -43,6 +47,13 @@ def state_of(request: Request) -> ServerState:
 
 def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def scrubber(state: ServerState) -> Scrubber:
+    """Cuts the server's folders off paths in what a response sends (`Scrubber`)."""
+    with state.stores.reader() as store:
+        roots = list(store.snapshot.roots)
+    return Scrubber([*roots, state.stores.path.parent], state.trace_dir)
 
 
 @router.get("/health", response_model=m.Health)
@@ -171,12 +182,14 @@ async def ingest_files(
     saved = await save_uploads(list(files), state.uploads, state.config.limits)
     report = await run_in_threadpool(state.stores.ingest, [s.path for s in saved])
     by_path = {str(s.path): s for s in saved}
+    scrub = scrubber(state)
     failed = []
     for failure in report.files_failed:
         item = by_path.get(failure.path)
         if item is not None:
             discard(item)
-        failed.append({"name": item.client_name if item else "?", "reason": failure.reason})
+        reason = scrub.text(failure.reason.replace(failure.path, item.client_name if item else "?"))
+        failed.append({"name": item.client_name if item else "?", "reason": reason})
     if not report.ok:
         reasons = "; ".join(f"{f['name']}: {f['reason']}" for f in failed)
         raise HTTPException(422, f"no table could be read ({reasons})")
@@ -185,7 +198,7 @@ async def ingest_files(
         item = by_path.get(warning.path)
         name = item.client_name if item else "?"
         # The reader names the file by its server-side path: show the uploaded name instead.
-        text = warning.warning.replace(warning.path, name)
+        text = scrub.text(warning.warning.replace(warning.path, name))
         warned.append({"name": name, "warning": text})
     with state.stores.reader() as store:
         total = len(store)
@@ -218,10 +231,13 @@ async def sse(
     view: bool = False,
     owner: bool = False,
     names: Names | None = None,
+    scrub: Scrubber | None = None,
 ) -> AsyncIterator[str]:
     """The server-sent events of `job` from event `start` on: ``trace`` events, then
     ``result`` (``ask --json``) or ``error``. With `owner`, a client that leaves stops the ask;
-    with `view`, each event comes with its display form (table ids named by `names`)."""
+    with `view`, each event comes with its display form (table ids named by `names`); with
+    `scrub`, no server path is sent (`Scrubber`)."""
+    clean = scrub.value if scrub is not None else (lambda value: value)
     try:
         async for item in job.follow(start):
             if item is None:
@@ -229,11 +245,13 @@ async def sse(
                 continue
             i, event = item
             data = {"event": event, "view": describe_event(event, names)} if view else event
-            yield f"id: {i}\nevent: trace\ndata: {dumps(data)}\n\n"
+            yield f"id: {i}\nevent: trace\ndata: {dumps(clean(data))}\n\n"
         if job.result is not None:
-            yield f"event: result\ndata: {dumps(job.result.to_json())}\n\n"
+            payload = job.result.to_json()
+            payload = scrub.result(payload) if scrub is not None else payload
+            yield f"event: result\ndata: {dumps(payload)}\n\n"
         else:
-            yield f"event: error\ndata: {dumps({'error': job.error})}\n\n"
+            yield f"event: error\ndata: {dumps(clean({'error': job.error}))}\n\n"
     finally:
         if owner and not job.done:
             job.cancel("the client disconnected")
@@ -256,13 +274,14 @@ async def ask_route(request: Request, body: m.AskRequest) -> Any:
     """Ask a question; stream each trace event as it happens, then the `ask --json` result."""
     state = state_of(request)
     job = await run_in_threadpool(state.start_ask, _spec(body))
+    scrub = scrubber(state)
     if body.stream:
-        return _stream(sse(job, owner=True))
+        return _stream(sse(job, owner=True, scrub=scrub))
     async for _ in job.follow():
         pass
     if job.result is None:
-        raise HTTPException(500, (job.error or {}).get("message", "the ask failed"))
-    return JSONResponse(job.result.to_json())
+        raise HTTPException(500, scrub.text((job.error or {}).get("message", "the ask failed")))
+    return JSONResponse(scrub.result(job.result.to_json()))
 
 
 @router.post("/asks", response_model=m.AskStarted, status_code=202, responses=ASK_RESPONSES)
@@ -296,18 +315,21 @@ async def ask_events(
 ) -> StreamingResponse:
     """The ask's events from the start (or after Last-Event-ID), then its result."""
     job = _job(request, ask_id)
+    state = state_of(request)
     start = int(last_event_id) + 1 if last_event_id and last_event_id.isdigit() else 0
-    return _stream(sse(job, start, view=view, names=state_of(request).table_name))
+    return _stream(sse(job, start, view=view, names=state.table_name, scrub=scrubber(state)))
 
 
 @router.get("/asks/{ask_id}", response_model=m.AskState)
 def ask_state(request: Request, ask_id: AskId) -> dict[str, Any]:
     """An ask's progress, and its result once done."""
     job = _job(request, ask_id)
+    scrub = scrubber(state_of(request))
     return {
         "id": job.id, "question": job.question, "method": job.method, "done": job.done,
         "events": len(job.events), "trace_id": job.trace_id,
-        "result": job.result.to_json() if job.result else None, "error": job.error,
+        "result": scrub.result(job.result.to_json()) if job.result else None,
+        "error": scrub.value(job.error),
     }  # fmt: skip
 
 
@@ -352,11 +374,14 @@ def traces(
 )
 def trace(request: Request, trace_id: Annotated[str, Path(max_length=128)]) -> dict[str, Any]:
     """The events of one trace (ids as /v1/traces lists them)."""
-    path = state_of(request).trace_path(trace_id)
+    state = state_of(request)
+    path = state.trace_path(trace_id)
     if path is None:
         raise HTTPException(404, f"no trace {trace_id!r} (see /v1/traces)")
+    scrub = scrubber(state)
     try:
         events = read_trace(path)
     except UnreadableTrace as exc:
-        raise HTTPException(422, f"trace {trace_id!r} is unreadable: {exc.reason}") from None
-    return {"id": trace_id, "events": events, "summary": summarize(events)}
+        reason = scrub.text(exc.reason.replace(str(path), path.name))
+        raise HTTPException(422, f"trace {trace_id!r} is unreadable: {reason}") from None
+    return {"id": trace_id, "events": scrub.value(events), "summary": summarize(events)}

@@ -29,6 +29,7 @@ from tablequest.methods.options import OptionError
 from tablequest.methods.registry import UnknownMethod
 from tablequest.methods.run import SourceError
 from tablequest.serve import pages
+from tablequest.serve.admission import Admission
 from tablequest.serve.api import router
 from tablequest.serve.asks import Busy
 from tablequest.serve.config import ServeConfig
@@ -37,7 +38,7 @@ from tablequest.serve.security import Guard
 from tablequest.serve.state import ServerOnlyOption, ServerState
 from tablequest.serve.uploads import UploadRejected
 
-__all__ = ["create_app", "run_server"]
+__all__ = ["create_app", "run_server", "uvicorn_options"]
 
 log = logging.getLogger("tablequest.serve")
 
@@ -165,8 +166,35 @@ def create_app(config: ServeConfig, *, llm: LLM | None = None) -> FastAPI:
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     _install_handlers(app)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    app.add_middleware(Admission, limits=config.limits)  # inside the guard: token first
     app.add_middleware(Guard, token=config.token, host=config.host, limits=config.limits)
     return app
+
+
+def uvicorn_options(config: ServeConfig) -> dict[str, Any]:
+    """uvicorn's settings for `config`: our connection protocol (head deadline, socket budget
+    within the open-file limit; `tablequest.serve.connections`) instead of uvicorn's
+    ``limit_concurrency``, which counted half-open sockets."""
+    from tablequest.serve.connections import ConnectionBudget, fd_room, protocol_class
+
+    limits = config.limits
+    room = fd_room(limits.max_connections)
+    if room < limits.max_connections:
+        log.warning(
+            "--max-connections %d lowered to %d by the open-file limit (raise `ulimit -n`)",
+            limits.max_connections, room,
+        )  # fmt: skip
+    return {
+        "host": config.host,
+        "port": config.port,
+        "http": protocol_class(ConnectionBudget(room), limits.header_timeout),
+        "ws": "none",  # no WebSocket routes; an upgrade would leave the budget's accounting
+        "access_log": False,
+        "proxy_headers": False,  # no proxy is assumed: X-Forwarded-* from a client means nothing
+        "timeout_keep_alive": 5,
+        "timeout_graceful_shutdown": 5,
+        "backlog": min(2048, room),
+    }
 
 
 def run_server(config: ServeConfig, *, log_level: str = "info") -> None:
@@ -178,15 +206,4 @@ def run_server(config: ServeConfig, *, log_level: str = "info") -> None:
     )
     # httpx logs every model request at INFO: one line per LLM call, naming the model's URL.
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    app = create_app(config)
-    uvicorn.run(
-        app,
-        host=config.host,
-        port=config.port,
-        access_log=False,
-        proxy_headers=False,  # no proxy is assumed: X-Forwarded-* from a client means nothing
-        log_level=log_level,
-        timeout_keep_alive=5,
-        timeout_graceful_shutdown=5,
-        limit_concurrency=512,
-    )
+    uvicorn.run(create_app(config), log_level=log_level, **uvicorn_options(config))

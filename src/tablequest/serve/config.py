@@ -46,7 +46,16 @@ class Limits:
         max_upload_bytes: Body of one upload request (all files together).
         max_total_upload_bytes: Everything ever uploaded into this server's store.
         max_body_bytes: Body of any other request (JSON).
-        body_timeout: Seconds a client may take to send the next part of a body.
+        body_timeout: Seconds a client may take to send the next part of a body (then 408).
+        header_timeout: Seconds a connection may take to send a complete request head, from
+            its first byte (or from connecting); then it is closed (408 when it sent a part).
+        max_connections: Open sockets at once; beyond, the one waiting longest for its
+            request head is closed to make room (capped by the open-file limit).
+        max_requests: Requests being handled at once, event streams not counted (beyond:
+            503 with Retry-After).
+        max_streams: Event streams (SSE) open at once (beyond: 429 with Retry-After).
+        stream_idle_timeout: Seconds an event stream may wait for the client to take what
+            was sent (a client that stops reading); then its connection is dropped.
         max_asks: Asks running at once (beyond: 429 with Retry-After).
         ask_timeout: Seconds an ask may run; it is stopped at its next step after that.
         max_table_rows: Body rows one table request returns at most.
@@ -58,9 +67,26 @@ class Limits:
     max_total_upload_bytes: int = 1024 * MIB
     max_body_bytes: int = 1 * MIB
     body_timeout: float = 30.0
+    header_timeout: float = 10.0
+    max_connections: int = 4096
+    max_requests: int = 512
+    max_streams: int = 64
+    stream_idle_timeout: float = 60.0
     max_asks: int = 16
     ask_timeout: float = 600.0
     max_table_rows: int = 1000
+
+    def __post_init__(self) -> None:
+        busy = self.max_requests + self.max_streams
+        if self.max_connections <= busy:
+            raise ServeError(
+                f"--max-connections ({self.max_connections}) must be above --max-requests + "
+                f"--max-streams ({busy}): connections waiting for their request head need room"
+            )
+        for name in ("body_timeout", "header_timeout", "stream_idle_timeout"):
+            if getattr(self, name) <= 0:
+                option = "--" + name.replace("_", "-")
+                raise ServeError(f"{option} must be a positive number of seconds")
 
 
 @dataclass(frozen=True)

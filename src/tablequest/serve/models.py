@@ -16,6 +16,12 @@ DEFAULT_ENCODER = RetrieverSettings().encoder
 """The encoder of dense, hybrid and rerank unless a request names one (the CLI's `search`)."""
 
 
+SOURCE = (
+    "The table's file relative to the corpus root (an upload: its `stored_as`), with "
+    "`#sheet` when it has one; never a server path."
+)
+
+
 class ErrorDetail(BaseModel):
     code: str = Field(description="A short machine-readable kind, e.g. unknown_method.")
     message: str = Field(description="What was wrong and how to fix it.")
@@ -77,7 +83,7 @@ class AskState(BaseModel):
 class SearchHit(BaseModel):
     table_id: str
     score: float
-    source: str
+    source: str = Field(description=SOURCE)
     format: str | None
     title: str | None
     matched_rows: list[int]
@@ -92,7 +98,7 @@ class SearchResponse(BaseModel):
 
 class TableSummary(BaseModel):
     table_id: str
-    source: str
+    source: str = Field(description=SOURCE)
     format: str | None
     sheet: str | None
     title: str | None
@@ -117,7 +123,7 @@ class TableDetail(BaseModel):
     """A table with its structure; `rows` is a window of body rows (`offset`, `limit`)."""
 
     table_id: str
-    source: str
+    source: str = Field(description=SOURCE)
     format: str | None
     title: str | None
     n_rows: int

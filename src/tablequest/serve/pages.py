@@ -104,7 +104,8 @@ def _listed(state: ServerState, infos: list[Any]) -> list[dict[str, Any]]:
     rows = []
     for info in infos:
         uploaded = info.path.startswith(uploads)
-        where = "uploaded" if uploaded else str(FilePath(info.path).parent)
+        folder = FilePath(info.shown or info.path).parent  # relative to the corpus root
+        where = "uploaded" if uploaded else ("" if str(folder) == "." else str(folder))
         rows.append({"info": info, "name": short_name(info.name), "where": where})
     return rows
 

@@ -12,7 +12,7 @@ One pure ASGI middleware (cheap per request):
 - **Host**: on a loopback bind only loopback Host headers are served (DNS rebinding).
 - **Bodies**: a declared Content-Length over the route's limit is refused with 413 before
   reading; a body that grows past it while streaming, or whose next part takes longer than
-  `body_timeout`, ends the request with 413 / 408.
+  `body_timeout`, ends the request with 413 / 408 and closes the connection.
 - **Headers**: a Content-Security-Policy without inline script or style, nosniff,
   no framing, no referrer.
 - **Access log**: method, path (never the query string: ``/login?token=``), status, time.
@@ -95,7 +95,8 @@ class Guard:
         async def refuse(status: int, body: bytes) -> Message:
             if not state["guard"]:
                 state["guard"] = True
-                await _respond(send_with_headers, status, body)
+                # the body was cut off mid-way: what follows on this connection is not a request
+                await _respond(send_with_headers, status, body, [(b"connection", b"close")])
             return {"type": "http.disconnect"}
 
         try:

@@ -19,6 +19,16 @@ Choices (ours): a generation's data never changes, so its fingerprint, table met
 parsed tables are computed once and shared by its readers (`ReadStore` overrides the lookups
 of `Store` that would otherwise scan the table each time: a point lookup by table id is a
 ~3 ms scan in DuckDB without an index).
+
+Sources (issue 25): clients never see a server path. A table's source as the server shows it
+(`TableInfo.name`, `ReadStore.source`, hence `Result.sources` of every ask) is its file
+relative to the corpus root: the deepest folder holding every stored file. The store does
+not record the folders given to ``ingest``, so the root is derived from the stored paths;
+when the files share no folder but the filesystem root (unrelated trees, e.g. ``/data`` and
+``/home/me``), each file is named relative to the deepest folder holding the files of its
+top-level folder. An uploaded file is named as the ingest report's ``stored_as``
+(``<12 hex>/<name>``, relative to the uploads folder). The real path stays in
+`TableInfo.path` for the server's own use.
 """
 
 from __future__ import annotations
@@ -30,10 +40,10 @@ import shutil
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, Generic, TypeVar
 
 import duckdb
@@ -43,7 +53,9 @@ from tablequest.corpus.rank import BM25, GREP, bm25_index, grep_index
 from tablequest.corpus.store import Store, StoreError
 from tablequest.table import Source, Table
 
-__all__ = ["Generation", "ReadStore", "StoreManager", "TableInfo", "settle"]
+__all__ = [
+    "Generation", "ReadStore", "StoreManager", "TableInfo", "public_sources", "settle",
+]  # fmt: skip
 
 RAW_BUDGET = 256 * 1024 * 1024
 """Corpora whose stored tables take less than this keep them in memory (parsed on demand)."""
@@ -85,23 +97,79 @@ class TableInfo:
     title: str | None
     n_rows: int
     n_cols: int
+    shown: str = ""
+    """Its file as clients see it (see the module doc); `path` when not set."""
 
     @property
     def name(self) -> str:
-        """The user's name of the table: its file, and sheet when it has one."""
-        return self.path if self.sheet is None else f"{self.path}#{self.sheet}"
+        """The user's name of the table: its file as shown, and sheet when it has one."""
+        path = self.shown or self.path
+        return path if self.sheet is None else f"{path}#{self.sheet}"
+
+
+def _is_root(path: str) -> bool:
+    return PurePath(path).parent == PurePath(path)
+
+
+def _roots(folders: set[str]) -> dict[str, str]:
+    """Folder → the root its files are named from (see the module doc)."""
+    try:
+        common: str | None = os.path.commonpath(list(folders)) if folders else None
+    except ValueError:  # different drives
+        common = None
+    if common is not None and not _is_root(common):
+        return dict.fromkeys(folders, common)
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for folder in folders:
+        groups.setdefault(PurePath(folder).parts[:2], []).append(folder)
+    out: dict[str, str] = {}
+    for members in groups.values():
+        root = os.path.commonpath(members)
+        out.update(dict.fromkeys(members, root))
+    return out
+
+
+def _posix(path: str) -> str:
+    return path if os.sep == "/" else PurePath(path).as_posix()
+
+
+def public_sources(paths: Iterable[str], uploads: Path | None) -> tuple[dict[str, str], list[str]]:
+    """(stored path → path clients see, the folders they are relative to): see the module doc.
+    Relative stored paths are kept as they are."""
+    paths = list(paths)
+    up = str(uploads) + os.sep if uploads is not None else None
+    folder_of = {
+        p: os.path.dirname(p) for p in paths if os.path.isabs(p) and not (up and p.startswith(up))
+    }
+    roots = _roots(set(folder_of.values()))
+    shown: dict[str, str] = {}
+    for path in paths:
+        if up and path.startswith(up):
+            shown[path] = _posix(path[len(up) :])
+        elif path in folder_of:
+            shown[path] = _posix(path[len(roots[folder_of[path]]) :].lstrip(os.sep))
+        else:
+            shown[path] = path
+    folders = sorted(set(roots.values()) | ({str(uploads)} if uploads is not None else set()))
+    return shown, folders
 
 
 class Snapshot:
     """What the readers of one generation share (the data behind it never changes)."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, table_cache: int) -> None:
+    def __init__(
+        self, con: duckdb.DuckDBPyConnection, table_cache: int, uploads: Path | None = None
+    ) -> None:
         rows = con.execute(
             "SELECT table_id, path, idx, format, sheet, title, n_rows, n_cols FROM tables "
             "ORDER BY path, idx"
         ).fetchall()
+        # roots: the folders sources are shown relative to (the corpus roots, uploads)
+        shown, self.roots = public_sources({str(r[1]) for r in rows}, uploads)
         self.info: dict[str, TableInfo] = {
-            r[0]: TableInfo(r[0], r[1], int(r[2]), r[3], r[4], r[5], int(r[6]), int(r[7]))
+            r[0]: TableInfo(
+                r[0], r[1], int(r[2]), r[3], r[4], r[5], int(r[6]), int(r[7]), shown[str(r[1])]
+            )
             for r in rows
         }
         self.ids = sorted(self.info)
@@ -158,7 +226,8 @@ class ReadStore(Store):
         info = self.snapshot.info.get(table_id)
         if info is None:
             raise KeyError(f"no table {table_id!r} in the store")
-        return Source(info.path, info.format, info.sheet)  # type: ignore[arg-type]
+        # The path clients see (module doc): `Result.sources` of the server's asks come here.
+        return Source(info.shown or info.path, info.format, info.sheet)  # type: ignore[arg-type]
 
     def fingerprint(self) -> str:
         return self.snapshot.fingerprint
@@ -174,7 +243,14 @@ class ReadStore(Store):
 class Generation:
     """One read-only opening of the store file and its readers."""
 
-    def __init__(self, number: int, open_path: Path, path: Path, table_cache: int) -> None:
+    def __init__(
+        self,
+        number: int,
+        open_path: Path,
+        path: Path,
+        table_cache: int,
+        uploads: Path | None = None,
+    ) -> None:
         self.number = number
         self.path = path
         try:
@@ -184,7 +260,7 @@ class Generation:
                 f"cannot open store {str(path)!r} read-only: {exc}. Is another process "
                 "writing it (tablequest ingest)?"
             ) from exc
-        self.snapshot = Snapshot(self.anchor, table_cache)
+        self.snapshot = Snapshot(self.anchor, table_cache, uploads)
         self.snapshot.load_raw(self.anchor, RAW_BUDGET)
         self._free: list[ReadStore] = []
         self._refs = 0
@@ -231,11 +307,13 @@ class StoreManager:
 
     def __init__(self, path: Path, *, table_cache: int = 4096) -> None:
         self.path = path.expanduser().resolve()
+        self.uploads = self.path.with_name(self.path.name + ".uploads")
+        """Where the server keeps uploaded files (next to the store)."""
         self.table_cache = table_cache
         Store(self.path).close()  # creates the schema; fails clearly if another process writes
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
-        self._current = Generation(1, self.path, self.path, table_cache)
+        self._current = Generation(1, self.path, self.path, table_cache, self.uploads)
 
     @property
     def generation(self) -> int:
@@ -269,7 +347,7 @@ class StoreManager:
                 if not report.tables_stored:
                     return report
                 number = self._current.number + 1
-                new = Generation(number, tmp, self.path, self.table_cache)
+                new = Generation(number, tmp, self.path, self.table_cache, self.uploads)
                 with self.reader() as old_reader:
                     keep = [n for n in ("grep", "bm25") if _has_index(old_reader, n)]
                 reader = new.checkout()

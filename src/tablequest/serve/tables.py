@@ -5,7 +5,10 @@ structure: one header row per header level, merged ranges as rowspan/colspan (a 
 the header/body boundary is cut at it, as the HTML serializer does), row ids in a gutter, and
 classes for evidence cells, matched rows, the question's words and numbers (``num``: a body
 cell that is one number, right-aligned). Templates render it; every text goes through Jinja's
-escaping.
+escaping. A view is bounded: at most `MAX_COLS` columns and `MAX_CELLS` body cells (fewer rows
+for wide tables), and its spans come from the merges of that window only (`Table.sub_table`
+selects them vectorised), so a page costs the cells it shows, whatever the table's size or
+merges. The API's `structure` likewise returns only the merges meeting its rows.
 
 `matched_rows_fast` answers `corpus.rank.matched_rows` for the whole-word patterns of
 `question_patterns` by finding the word's case fold in the table's folded rows (a plain
@@ -25,7 +28,8 @@ from typing import Any
 
 from tablequest.corpus.rank import matched_rows
 from tablequest.serve.stores import ReadStore
-from tablequest.table import Merge, Table, compile_pattern
+from tablequest.table import Table, compile_pattern
+from tablequest.table.merges import span_map
 from tablequest.table.patterns import fold_text
 
 __all__ = ["CellView", "RowView", "TableView", "matched_rows_fast", "table_view"]
@@ -33,6 +37,13 @@ __all__ = ["CellView", "RowView", "TableView", "matched_rows_fast", "table_view"
 _ESCAPED_WORD = re.compile(r"^\\b(?:\\[^\w\s]|\w)+\\b$")
 """``\b`` + word characters and escaped punctuation + ``\b``: what `question_patterns` makes."""
 _UNESCAPE = re.compile(r"\\(.)")
+MAX_COLS = 100
+"""Columns a table view shows at most (the first ones); the page says how many there are."""
+MAX_CELLS = 15_000
+"""Body cells a table view shows at most: fewer rows for wide tables. Building and rendering
+a view costs about 10-25 µs a cell, so a page stays well under half a second."""
+API_CELLS = 200_000
+"""Body cells one API answer (`structure`) holds at most: fewer rows for wide tables."""
 NUMBER = re.compile(r"^[-+−(]?[$€£¥]?\s?\d[\d,.' \u00a0\u202f]*(?:[eE][-+]?\d+)?\s?[%‰)]?$")
 """One number as tables write it: signs, currency, thousands separators, decimals, percent."""
 
@@ -70,30 +81,20 @@ class TableView:
     n_rows: int
     n_cols: int
     shown_rows: int
+    shown_cols: int = 0
 
     @property
     def truncated(self) -> bool:
         return self.shown_rows < self.n_rows
 
+    @property
+    def truncated_cols(self) -> bool:
+        return self.shown_cols < self.n_cols
+
 
 def spans(table: Table) -> tuple[dict[tuple[int, int], tuple[int, int]], set[tuple[int, int]]]:
     """Top-left cell → (rowspan, colspan), and the cells merges cover, per section."""
-    starts: dict[tuple[int, int], tuple[int, int]] = {}
-    covered: set[tuple[int, int]] = set()
-    h = table.n_header_rows
-    pieces: list[Merge] = []
-    for m in table.merges:
-        if m.top < h <= m.bottom:
-            pieces += [Merge(m.top, m.left, h - 1, m.right), Merge(h, m.left, m.bottom, m.right)]
-        else:
-            pieces.append(m)
-    for m in pieces:
-        cells = {(r, c) for r in range(m.top, m.bottom + 1) for c in range(m.left, m.right + 1)}
-        if len(cells) < 2 or cells & covered or cells & starts.keys():
-            continue
-        starts[(m.top, m.left)] = (m.bottom - m.top + 1, m.right - m.left + 1)
-        covered |= cells - {(m.top, m.left)}
-    return starts, covered
+    return span_map(table.merges, table.n_header_rows)
 
 
 def mark(text: str, patterns: Sequence[re.Pattern[str]]) -> list[tuple[str, bool]]:
@@ -120,11 +121,17 @@ def mark(text: str, patterns: Sequence[re.Pattern[str]]) -> list[tuple[str, bool
 
 
 def _window(table: Table, rows: Iterable[int] | None, limit: int) -> Table:
+    """At most `limit` body rows (those in `rows`, or the first ones) and `MAX_COLS` columns,
+    within `MAX_CELLS` body cells; spans are then computed on this window only."""
+    cols = list(table.col_ids[:MAX_COLS]) if table.n_cols > MAX_COLS else None
+    limit = max(1, min(limit, MAX_CELLS // max(1, min(table.n_cols, MAX_COLS))))
     if rows is None:
-        return table.sub_table(rows=list(table.row_ids[:limit])) if table.n_rows > limit else table
+        if table.n_rows <= limit and cols is None:
+            return table
+        return table.sub_table(rows=list(table.row_ids[:limit]), cols=cols)
     known = set(table.row_ids)
     wanted = sorted({r for r in rows if r in known})[:limit]
-    return table.sub_table(rows=wanted)
+    return table.sub_table(rows=wanted, cols=cols)
 
 
 def _classes(cell: CellView, row_id: int | None, cited: set[tuple[int, int]]) -> list[str]:
@@ -146,7 +153,8 @@ def table_view(
     matched: Iterable[int] = (),
     patterns: Sequence[str] = (),
 ) -> TableView:
-    """The view of `table` (only the body rows with ids in `rows`, at most `limit`).
+    """The view of `table` (only the body rows with ids in `rows`, at most `limit`; wide
+    tables show fewer rows and at most `MAX_COLS` columns: `_window`).
 
     Args:
         evidence: (row id, column id) cells to highlight as evidence.
@@ -194,12 +202,19 @@ def table_view(
         n_rows=table.n_rows,
         n_cols=table.n_cols,
         shown_rows=part.n_rows,
+        shown_cols=part.n_cols,
     )
 
 
 def structure(table: Table, table_id: str, *, offset: int, limit: int) -> dict[str, Any]:
-    """A table as the API returns it: header rows and paths, merges, a window of body rows."""
+    """A table as the API returns it: header rows and paths, a window of body rows, and the
+    merges that meet the header rows or that window (as stored: not cut at the window), so
+    the answer grows with the rows returned, not with the table's merges. A wide table gets
+    fewer rows than `limit` (at most `API_CELLS` body cells); `offset` pages on."""
+    limit = max(1, min(limit, API_CELLS // max(1, table.n_cols)))
     body_ids = list(table.row_ids[offset : offset + limit])
+    h = table.n_header_rows
+    shown = [(0, h - 1), (h + offset, h + offset + len(body_ids) - 1)]
     return {
         "table_id": table_id,
         "title": table.title,
@@ -212,7 +227,7 @@ def structure(table: Table, table_id: str, *, offset: int, limit: int) -> dict[s
         "columns": list(table.columns),
         "merges": [
             {"top": m.top, "left": m.left, "bottom": m.bottom, "right": m.right}
-            for m in table.merges
+            for m in table.merges_meeting([(a, b) for a, b in shown if a <= b])
         ],
         "col_ids": list(table.col_ids),
         "row_ids": body_ids,

@@ -7,6 +7,14 @@ punctuation — without control characters, path separators or leading dots, cut
 and with its extension only when a table reader is registered for it (else the dot becomes
 ``_``). So the corpus lists "Länder 2024.csv", not a mangled name. The same file uploaded
 twice under the same name is the same stored file (ingest then reports it unchanged).
+
+The quota (``Limits.max_total_upload_bytes``) is checked under a lock by reservation: every
+chunk read reserves its bytes against what the folder holds plus what uploads in flight have
+reserved, so two uploads running at once cannot both pass on the same free space. A stored
+file turns its reservation into stored bytes under the same lock; a rejected or failed upload
+gives its reservation back. What the folder holds is measured when an upload starts
+(in-flight ``.part-*`` files excluded: their bytes are reserved), so files removed in the
+meantime are counted again correctly by the next upload.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ import contextlib
 import hashlib
 import os
 import re
+import threading
 import unicodedata
 import uuid
 from dataclasses import dataclass
@@ -25,10 +34,12 @@ from tablequest.serve.config import Limits
 from tablequest.table.readers import format_for_extension
 
 __all__ = [
-    "SavedUpload", "UploadRejected", "discard", "folder_bytes", "safe_name", "save_uploads",
+    "Quota", "SavedUpload", "UploadRejected", "discard", "folder_bytes", "quota_for", "safe_name",
+    "save_uploads",
 ]  # fmt: skip
 
 CHUNK = 1024 * 1024
+PART = ".part-"
 
 
 class UploadRejected(ValueError):
@@ -88,10 +99,70 @@ def safe_name(filename: str | None, digest: str) -> str:
 
 
 def folder_bytes(folder: Path) -> int:
-    """Bytes of the files in `folder` and its subfolders."""
+    """Bytes of the stored files in `folder` and its subfolders (uploads in progress, still
+    ``.part-*`` files, are not counted: their bytes are reserved)."""
     if not folder.is_dir():
         return 0
-    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    total = 0
+    for path in folder.rglob("*"):
+        if path.name.startswith(PART):
+            continue
+        with contextlib.suppress(OSError):  # removed meanwhile
+            if path.is_file():
+                total += path.stat().st_size
+    return total
+
+
+class Quota:
+    """The upload quota of one folder, shared by every request in the process (see the
+    module doc). Every method holds the lock only briefly and never across an await."""
+
+    def __init__(self, folder: Path, limit: int) -> None:
+        self.folder = folder
+        self.limit = limit
+        self.stored = 0
+        self.reserved = 0
+        self._lock = threading.Lock()
+
+    def refresh(self) -> None:
+        """Measure what the folder holds (when an upload starts)."""
+        with self._lock:
+            self.stored = folder_bytes(self.folder)
+
+    def reserve(self, size: int) -> bool:
+        """Reserve `size` more bytes; False (nothing reserved) when over the quota."""
+        with self._lock:
+            if self.stored + self.reserved + size > self.limit:
+                return False
+            self.reserved += size
+            return True
+
+    def release(self, size: int) -> None:
+        with self._lock:
+            self.reserved -= size
+
+    def store(self, tmp: Path, final: Path, size: int) -> None:
+        """Move an upload into place and count its reserved bytes as stored (a file that was
+        already there, the same content under the same name, adds nothing)."""
+        with self._lock:
+            existed = final.exists()
+            os.replace(tmp, final)
+            self.reserved -= size
+            self.stored += 0 if existed else size
+
+
+_QUOTAS: dict[Path, Quota] = {}
+_QUOTAS_LOCK = threading.Lock()
+
+
+def quota_for(folder: Path, limit: int) -> Quota:
+    """The one `Quota` of `folder` in this process."""
+    key = folder.resolve()
+    with _QUOTAS_LOCK:
+        quota = _QUOTAS.get(key)
+        if quota is None or quota.limit != limit:
+            quota = _QUOTAS[key] = Quota(key, limit)
+        return quota
 
 
 def discard(item: SavedUpload) -> None:
@@ -101,11 +172,18 @@ def discard(item: SavedUpload) -> None:
         item.path.parent.rmdir()
 
 
-async def _save_one(upload: UploadLike, folder: Path, limits: Limits, budget: int) -> SavedUpload:
+def _quota_message(limits: Limits) -> str:
+    return (
+        f"the server's upload quota ({limits.max_total_upload_bytes:,} bytes in all) would "
+        "be exceeded"
+    )
+
+
+async def _save_one(upload: UploadLike, folder: Path, limits: Limits, quota: Quota) -> SavedUpload:
     name = display_name(upload.filename)
-    tmp = folder / f".part-{uuid.uuid4().hex}"
+    tmp = folder / f"{PART}{uuid.uuid4().hex}"
     digest = hashlib.sha256()
-    size = 0
+    size = taken = 0
     try:
         with tmp.open("xb") as out:
             while chunk := await upload.read(CHUNK):
@@ -115,19 +193,19 @@ async def _save_one(upload: UploadLike, folder: Path, limits: Limits, budget: in
                         413,
                         f"{name!r} is over the per-file limit of {limits.max_file_bytes:,} bytes",
                     )
-                if size > budget:
-                    raise UploadRejected(
-                        413, "the server's upload quota "
-                        f"({limits.max_total_upload_bytes:,} bytes in all) would be exceeded",
-                    )  # fmt: skip
+                if not quota.reserve(len(chunk)):
+                    raise UploadRejected(413, _quota_message(limits))
+                taken += len(chunk)
                 digest.update(chunk)
                 out.write(chunk)
         if size == 0:
             raise UploadRejected(400, f"{name!r} is empty")
         final = folder / safe_name(upload.filename, digest.hexdigest())
         final.parent.mkdir(mode=0o700, exist_ok=True)
-        os.replace(tmp, final)
+        quota.store(tmp, final, taken)
+        taken = 0
     finally:
+        quota.release(taken)  # what a rejected or failed upload had reserved
         tmp.unlink(missing_ok=True)
     return SavedUpload(final, name, size)
 
@@ -135,7 +213,8 @@ async def _save_one(upload: UploadLike, folder: Path, limits: Limits, budget: in
 async def save_uploads(
     uploads: list[UploadLike], folder: Path, limits: Limits
 ) -> list[SavedUpload]:
-    """Store `uploads` in `folder` within the limits (all or none).
+    """Store `uploads` in `folder` within the limits (all or none; the quota is shared by
+    concurrent uploads: see the module doc).
 
     Raises:
         UploadRejected: no file, too many files, a file too large or empty, quota exceeded.
@@ -147,13 +226,12 @@ async def save_uploads(
             413, f"{len(uploads)} files in one request; the limit is {limits.max_files}"
         )
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    budget = limits.max_total_upload_bytes - folder_bytes(folder)
+    quota = quota_for(folder, limits.max_total_upload_bytes)
+    quota.refresh()
     saved: list[SavedUpload] = []
     try:
         for upload in uploads:
-            item = await _save_one(upload, folder, limits, budget)
-            budget -= item.size
-            saved.append(item)
+            saved.append(await _save_one(upload, folder, limits, quota))
     except BaseException:
         for item in saved:
             discard(item)

@@ -4,7 +4,10 @@ A `Table` is a rectangular grid of strings. The first `n_header_rows` grid rows 
 headers (several levels when > 1) and the first `n_header_cols` grid columns are row headers
 (the left header tree of hierarchical tables). Merged ranges are kept as `Merge` records;
 readers fill every cell of a merged range with the range's value so that header paths and
-`to_dataframe()` work without looking at merges (choice: ours, the papers are silent).
+`to_dataframe()` work without looking at merges (choice: ours, the papers are silent). Every
+table cleans its merges when built (`table/merges.py`: invalid, single-cell, duplicate and
+overlapping ones dropped, ones partly outside clipped, so they are disjoint and at most
+cells / 2); `merge_repair` counts what changed, for readers and pages to report.
 
 Notes: `notes` holds text that belongs to the table but is neither header nor data: the
 footer lines of a CSV ("Quelle: …", "Stand: 31.03.2024", "* provisional") and extra title
@@ -26,8 +29,25 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from tablequest.table.merges import Merge, MergeRepair, normalize_merge_array
+
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
     import pandas as pd
+
+__all__ = [
+    "FORMATS",
+    "HEADER_SEP",
+    "CellRef",
+    "Format",
+    "Merge",
+    "MergeRepair",
+    "Source",
+    "Table",
+    "cell_text",
+    "unique_names",
+]
 
 Format = Literal["csv", "tsv", "markdown", "html", "json", "xlsx", "parquet", "sqlite"]
 FORMATS: tuple[Format, ...] = (
@@ -54,19 +74,6 @@ class Source:
 
 
 @dataclass(frozen=True, slots=True)
-class Merge:
-    """A merged range in grid coordinates, inclusive on both ends."""
-
-    top: int
-    left: int
-    bottom: int
-    right: int
-
-    def contains(self, row: int, col: int) -> bool:
-        return self.top <= row <= self.bottom and self.left <= col <= self.right
-
-
-@dataclass(frozen=True, slots=True)
 class CellRef:
     """One cell of a table in original coordinates (body row id, grid column id)."""
 
@@ -89,6 +96,9 @@ class Table:
     row_ids: tuple[int, ...] = ()
     col_ids: tuple[int, ...] = ()
     notes: tuple[str, ...] = ()
+    merge_repair: MergeRepair = field(default=MergeRepair(), compare=False, repr=False)
+    """What normalising the merges changed (dropped, clipped), carried through `replace`
+    so a reader can report it; not content (not stored, not hashed)."""
 
     def __post_init__(self) -> None:
         width = len(self.cells[0]) if self.cells else 0
@@ -106,6 +116,11 @@ class Table:
             raise ValueError("row_ids must name every body row")
         if len(self.col_ids) != width:
             raise ValueError("col_ids must name every column")
+        merges, repair, coords = normalize_merge_array(self.merges, len(self.cells), width)
+        object.__setattr__(self, "merges", merges)
+        object.__setattr__(self, "_merge_array", None if coords is None else coords.T.copy())
+        if repair:
+            object.__setattr__(self, "merge_repair", self.merge_repair + repair)
 
     # -- construction -------------------------------------------------------------------
     @classmethod
@@ -257,22 +272,62 @@ class Table:
         col_pos = self._positions(self.col_ids, cols, "column")
         keep_rows = list(range(self.n_header_rows)) + [self.n_header_rows + p for p in row_pos]
         grid = tuple(tuple(self.cells[r][c] for c in col_pos) for r in keep_rows)
-        row_map = {old: new for new, old in enumerate(keep_rows)}
-        col_map = {old: new for new, old in enumerate(col_pos)}
-        merges = []
-        for m in self.merges:
-            rs = [row_map[r] for r in range(m.top, m.bottom + 1) if r in row_map]
-            cs = [col_map[c] for c in range(m.left, m.right + 1) if c in col_map]
-            if rs and cs and (len(rs) > 1 or len(cs) > 1):
-                merges.append(Merge(min(rs), min(cs), max(rs), max(cs)))
         return replace(
             self,
             cells=grid,
             n_header_cols=sum(1 for p in col_pos if p < self.n_header_cols),
-            merges=tuple(merges),
+            merges=self._kept_merges(keep_rows, col_pos),
             row_ids=tuple(self.row_ids[p] for p in row_pos),
             col_ids=tuple(self.col_ids[p] for p in col_pos),
         )
+
+    def _kept_merges(self, rows: list[int], cols: list[int]) -> tuple[Merge, ...]:
+        """The merges cut to the kept grid rows and columns (sorted positions), renumbered.
+
+        Vectorised over the merges, so a window of a table with millions of merges costs
+        milliseconds; cutting disjoint merges keeps them disjoint.
+        """
+        if not self.merges or not rows or not cols:
+            return ()
+        import numpy as np
+
+        top, left, bottom, right = self._merge_coords()
+        near = (bottom >= rows[0]) & (top <= rows[-1]) & (right >= cols[0]) & (left <= cols[-1])
+        kept_rows, kept_cols = np.asarray(rows), np.asarray(cols)
+        new_top = np.searchsorted(kept_rows, top[near], "left")
+        new_bottom = np.searchsorted(kept_rows, bottom[near], "right") - 1
+        new_left = np.searchsorted(kept_cols, left[near], "left")
+        new_right = np.searchsorted(kept_cols, right[near], "right") - 1
+        ok = (new_top <= new_bottom) & (new_left <= new_right)
+        ok &= (new_top < new_bottom) | (new_left < new_right)
+        picked = np.stack([new_top, new_left, new_bottom, new_right], axis=1)[ok]
+        return tuple(Merge(*row) for row in picked.tolist())
+
+    def merges_meeting(self, spans: Sequence[tuple[int, int]]) -> tuple[Merge, ...]:
+        """The merges (as stored, in order) sharing a grid row with one of the inclusive
+        grid-row `spans` [(first, last), ...]: what a window of rows shows, found in
+        vectorised time however many merges the table has."""
+        if not self.merges or not spans:
+            return ()
+        import numpy as np
+
+        top, _, bottom, _ = self._merge_coords()
+        meets = np.zeros(len(top), dtype=bool)
+        for first, last in spans:
+            meets |= (bottom >= first) & (top <= last)
+        return tuple(self.merges[i] for i in np.flatnonzero(meets))
+
+    def _merge_coords(self) -> npt.NDArray[np.int64]:
+        """The merges as a (4, n) array (tops, lefts, bottoms, rights), one per table object:
+        normalisation leaves it, so a window of a stored table needs no pass in Python."""
+        cached: npt.NDArray[np.int64] | None = self.__dict__.get("_merge_array")
+        if cached is None:
+            import numpy as np
+
+            flat = [v for m in self.merges for v in (m.top, m.left, m.bottom, m.right)]
+            cached = np.array(flat, dtype=np.int64).reshape(-1, 4).T.copy()
+            object.__setattr__(self, "_merge_array", cached)
+        return cached
 
     def transpose(self) -> Table:
         """Swap axes: header rows become header columns and vice versa.
@@ -326,11 +381,13 @@ def unique_names(names: Iterable[str]) -> tuple[str, ...]:
     """Make header names unique and non-empty: `a`, `a_2`, and `column_3` for a blank 3rd."""
     out: list[str] = []
     seen: set[str] = set()
+    next_suffix: dict[str, int] = {}  # suffixes below it are taken for good: linear, not n²
     for i, raw in enumerate(names, start=1):
         name = " ".join(raw.split()) or f"column_{i}"
-        candidate, k = name, 2
+        candidate, k = name, next_suffix.get(name, 2)
         while candidate in seen:
             candidate, k = f"{name}_{k}", k + 1
+        next_suffix[name] = k
         seen.add(candidate)
         out.append(candidate)
     return tuple(out)

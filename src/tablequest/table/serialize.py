@@ -8,8 +8,8 @@ Choices (ours):
   flattened paths ("Parent / Child") for several. Markdown escapes `|` as `\\|` and writes
   line breaks as `<br>`; cells are not padded (previews are measured in characters).
 - HTML writes one `<tr>` per header level in `<thead>`, merges as colspan/rowspan (a merge
-  crossing the header/body boundary is cut at it), `<th>` for header columns, the title as
-  `<caption>`.
+  crossing the header/body boundary is cut at it; `table.merges.span_map`), `<th>` for header
+  columns, the title as `<caption>`.
 - JSON keeps everything `read_tables` needs to rebuild the same table: title, header rows,
   merges, header columns, notes (when any), and non-default row/column ids.
 - Linearized: `[TITLE] ...`, `[HEADER] a | b`, then `[ROW id] v | v` using the table's row ids,
@@ -26,7 +26,8 @@ import json
 from dataclasses import dataclass
 from typing import Literal
 
-from tablequest.table.model import HEADER_SEP, Merge, Table
+from tablequest.table.merges import span_map
+from tablequest.table.model import HEADER_SEP, Table
 
 __all__ = ["SERIAL_FORMATS", "Rendered", "SerialFormat", "render", "row_line", "serialize"]
 
@@ -110,26 +111,6 @@ def _html_text(value: str) -> str:
     return html.escape(value, quote=False).replace("\n", "<br>")
 
 
-def _spans(table: Table) -> tuple[dict[tuple[int, int], tuple[int, int]], set[tuple[int, int]]]:
-    """Top-left cell → (rowspan, colspan), and the covered cells, per section."""
-    starts: dict[tuple[int, int], tuple[int, int]] = {}
-    covered: set[tuple[int, int]] = set()
-    h = table.n_header_rows
-    pieces: list[Merge] = []
-    for m in table.merges:
-        if m.top < h <= m.bottom:
-            pieces += [Merge(m.top, m.left, h - 1, m.right), Merge(h, m.left, m.bottom, m.right)]
-        else:
-            pieces.append(m)
-    for m in pieces:
-        cells = {(r, c) for r in range(m.top, m.bottom + 1) for c in range(m.left, m.right + 1)}
-        if len(cells) < 2 or cells & covered or cells & starts.keys():
-            continue
-        starts[(m.top, m.left)] = (m.bottom - m.top + 1, m.right - m.left + 1)
-        covered |= cells - {(m.top, m.left)}
-    return starts, covered
-
-
 def _html_row(
     table: Table,
     r: int,
@@ -153,7 +134,7 @@ def _html_row(
 
 
 def _html(table: Table) -> Rendered:
-    starts, covered = _spans(table)
+    starts, covered = span_map(table.merges, table.n_header_rows)
     head = ["<table>"]
     if table.title:
         head.append(f"<caption>{_html_text(table.title)}</caption>")

@@ -41,7 +41,9 @@ __all__ = [
     "default_trace_dir",
     "latest_trace",
     "new_trace_path",
+    "parse_file_name",
     "parse_trace_name",
+    "running_elsewhere",
 ]
 
 TRACE_DIR_ENV = "TABLEQUEST_TRACE_DIR"
@@ -90,20 +92,24 @@ def new_trace_path(directory: str | Path | None = None) -> Path:
 def parse_trace_name(path: str | Path) -> TraceName | None:
     """The stamp and writer of a trace file named by `new_trace_path` (or by an earlier
     version), or None for any other name."""
-    path = Path(path)
-    match = _NAME.match(path.stem) if path.suffix == ".jsonl" else None
+    return parse_file_name(Path(path).name)
+
+
+def parse_file_name(name: str) -> TraceName | None:
+    """`parse_trace_name` of a bare file name (no path objects: folder scans call it often)."""
+    match = _NAME.match(name[: -len(".jsonl")]) if name.endswith(".jsonl") else None
     if match is None:
         return None
     if match["ns"] is not None:
-        return TraceName(int(match["ns"]), path.name, int(match["pid"]))
+        return TraceName(int(match["ns"]), name, int(match["pid"]))
     try:
         seconds = time.mktime(time.strptime(match["stamp"], "%Y%m%d-%H%M%S"))
     except (ValueError, OverflowError):
         return None
-    return TraceName(int(seconds) * 1_000_000_000, path.name, None)
+    return TraceName(int(seconds) * 1_000_000_000, name, None)
 
 
-def _running_elsewhere(pid: int | None) -> bool:
+def running_elsewhere(pid: int | None) -> bool:
     """Whether `pid` is a live process other than this one (None: an old name, no writer)."""
     if pid is None or pid == os.getpid():
         return False
@@ -138,6 +144,6 @@ def latest_trace(directory: str | Path | None = None) -> Path | None:
         parsed = parse_trace_name(path)
         if parsed is None or (best is not None and parsed < best):
             continue
-        if path.is_file() and _ours(path) and not _running_elsewhere(parsed.pid):
+        if path.is_file() and _ours(path) and not running_elsewhere(parsed.pid):
             best = parsed
     return folder / best.name if best is not None else None

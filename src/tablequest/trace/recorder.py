@@ -5,6 +5,12 @@ one of `KINDS`. Choices: the file is opened, appended and closed per event (so e
 on disk even if the process dies, and no handle is left open); a disk error is reported once
 on stderr and the trace carries on in memory — tracing never breaks a query; values JSON cannot
 encode are written as their ``repr``.
+
+Retention (`tablequest.trace.retention`): before a trace named by `new_trace_path` creates its
+file, the folder's older traces beyond the limits are removed (a trace named otherwise, e.g.
+by the eval runner, prunes nothing); the traces of live `Trace` objects of this process are
+never removed (they may still be written). A bad retention setting is reported once on stderr
+and nothing is removed — tracing never breaks a query.
 """
 
 from __future__ import annotations
@@ -14,11 +20,18 @@ import json
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from tablequest.trace.latest import TRACE_DIR_ENV, default_trace_dir, new_trace_path
+from tablequest.trace.latest import (
+    TRACE_DIR_ENV,
+    default_trace_dir,
+    new_trace_path,
+    parse_file_name,
+)
+from tablequest.trace.retention import RetentionError, prune_traces
 
 EventKind = Literal[
     "llm_call",
@@ -58,6 +71,30 @@ def _jsonable(value: Any) -> Any:
     return repr(value)
 
 
+_LIVE: weakref.WeakSet[Trace] = weakref.WeakSet()
+_LIVE_LOCK = threading.Lock()
+_warned: set[str] = set()
+
+
+def live_trace_paths() -> set[Path]:
+    """The files of this process's `Trace` objects still in use (never pruned)."""
+    with _LIVE_LOCK:
+        return {t.path for t in list(_LIVE) if t.path is not None}
+
+
+def _prune_before(path: Path) -> None:
+    if parse_file_name(path.name) is None:  # a folder of named traces (eval, --out): not ours
+        return
+    try:
+        prune_traces(path.parent, protect=live_trace_paths())
+    except RetentionError as exc:
+        if str(exc) not in _warned:  # once per process and setting
+            _warned.add(str(exc))
+            print(f"tablequest: {exc}; old traces are not removed", file=sys.stderr)
+    except OSError:  # an unreadable folder: the write below reports it
+        pass
+
+
 class Trace:
     """Records events of one query; thread-safe.
 
@@ -71,6 +108,10 @@ class Trace:
         self._lock = threading.Lock()
         self._start = time.monotonic()
         self._failed = False
+        self._started = False
+        if self.path is not None:
+            with _LIVE_LOCK:
+                _LIVE.add(self)
 
     @classmethod
     def in_memory(cls) -> Trace:
@@ -117,6 +158,9 @@ class Trace:
     def _write(self, line: str) -> None:
         if self.path is None or self._failed:
             return
+        if not self._started:
+            self._started = True
+            _prune_before(self.path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with self.path.open("a", encoding="utf-8") as fh:

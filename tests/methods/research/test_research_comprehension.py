@@ -235,8 +235,23 @@ def test_header_row_with_a_year_in_the_stub_is_body() -> None:
     assert list(build_frame(graph).df.index) == [-1, 0]
 
 
-def test_degenerate_tables_do_not_crash() -> None:
-    for rows in ([["a"]], [["a", "b"]], [["a", "b"], ["", ""]], [["x", "1"], ["y", "2"]]):
-        graph = build_meta_graph(Table.from_rows(rows))
-        build_frame(graph)
-        triples(graph)
+@pytest.mark.parametrize(
+    ("rows", "columns", "frame_rows", "first_triple"),
+    [
+        ([["a"]], ["a"], [], "(table, has_column_header, a)"),
+        ([["a", "b"]], ["a", "b"], [], "(table, has_column_header, a)"),
+        ([["a", "b"], ["", ""]], ["a", "b"], [], "(table, has_column_header, a)"),
+        ([["x", "1"], ["y", "2"]], ["x", "1"], [["y", 2.0, False]],
+         "(table, has_row_dimension, x)"),
+    ],
+)  # fmt: skip
+def test_degenerate_tables_give_a_frame_and_triples(
+    rows: list[list[str]], columns: list[str], frame_rows: list[list[Any]], first_triple: str
+) -> None:
+    """A header-only, an empty-row and a one-row table: the header becomes the columns, the
+    frame holds only real data rows (an empty row is no data), triples name the headers."""
+    graph = build_meta_graph(Table.from_rows(rows))
+    frame = build_frame(graph).df
+    assert list(frame.columns) == [*columns, "_aggregate"]
+    assert frame.values.tolist() == frame_rows
+    assert triples(graph)[0] == first_triple

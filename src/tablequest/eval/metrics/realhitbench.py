@@ -17,9 +17,13 @@ re-implements what it computes:
   sorted, equal the reference's (pie references are normalised to fractions first).
   References are ``ProcessedAnswer`` strings such as ``"[[56787, 59091], [6260, 4744]]\\n"``.
 
-Structure Comprehending upstream compares a model's answer on a table with its answer on the
-table's ``_swap`` variant (``FinalAnswer`` is empty); those variants are not in the data
-folder, so `structure_consistency` takes the two answers and the runner must produce both.
+Structure Comprehending upstream (``inference/inference_llm.py`` and its siblings) asks the
+model twice: its answer on the table is the *reference*, its answer on the table's ``_swap``
+variant the prediction, then EM/F1 as above (``FinalAnswer`` is empty). The ``_swap`` tables
+are not in the released data, so these questions cannot be scored from it: `score_realhitbench`
+gives them no metric, the runner records them as not scored (`UNSCORED`) and the report lists
+them apart with their count; `structure_consistency` is the upstream rule for when both
+answers exist.
 
 Runner integration (one call per question, then one aggregation):
     ``score_realhitbench(question.extra["question_type"], question.extra["sub_type"],
@@ -40,6 +44,7 @@ from typing import Any
 
 __all__ = [
     "FAMILIES",
+    "UNSCORED",
     "aggregate_realhitbench",
     "chart_type",
     "chart_values",
@@ -52,6 +57,10 @@ __all__ = [
     "structure_consistency",
 ]
 
+UNSCORED = (
+    "Structure Comprehending is scored upstream against the model's own answer on the "
+    "table's _swap variant, which the released data does not include"
+)
 FAMILIES = (
     "Fact Checking",
     "Numerical Reasoning",
@@ -104,7 +113,11 @@ def rouge_l_tokens(prediction: Sequence[str], reference: Sequence[str]) -> float
 
 
 def qa_scores(prediction: str | None, reference: str) -> dict[str, float]:
-    """EM, F1 and ROUGE-L (each in [0, 1]) of one answer against one reference."""
+    """EM, F1 and ROUGE-L (each in [0, 1]) of one answer against one reference; an empty
+    answer (nothing left after pre-processing) scores 0 on all three, whatever the
+    reference (upstream's "#" for both would make it an exact match)."""
+    if not preprocess(prediction or "", count_blank=False):
+        return {"EM": 0.0, "F1": 0.0, "ROUGE-L": 0.0}
     pred = preprocess(prediction or "").split()
     ref = preprocess(reference).split()
     return {
@@ -196,6 +209,8 @@ def score_realhitbench(
         executed = bool(chart_data) and not (chart_data or {}).get("error")
         passed = pass_at_1(reference, chart_data, kind) if kind and executed else False
         return {"ECR": float(executed), "Pass@1": float(passed)}
+    if fam == "Structure Comprehending":
+        return {}  # scored against the `_swap` tables, not released: see `UNSCORED`
     scores = qa_scores(prediction, reference)
     if fam == "Data Analysis":
         return {"ROUGE-L": scores["ROUGE-L"]}

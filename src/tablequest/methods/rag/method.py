@@ -67,6 +67,9 @@ from tablequest.table import Table
 from tablequest.trace import Trace
 
 EMBEDDING_CACHE_FILE = "rag_embeddings.duckdb"
+ANSWER_SEPARATORS = (", ",)
+"""How a TableRAG answer lists items: the paper's prompt asks for "Final Answer: Answer1,
+Answer2, ..."."""
 
 
 def embedding_cache_path(cache_dir: str | Path | None = None) -> Path:
@@ -424,7 +427,7 @@ class TableRAG:
             details["databases"]["seconds"] = {k: round(v, 4) for k, v in seconds.items()}
         details["encoder"] = self._encoder_label()
         result.details = {**details, **result.details}
-        query.finish(result, self.name)
+        query.finish(result, self.name, ANSWER_SEPARATORS)
         query.trace.event(
             "decision",
             stage="end",

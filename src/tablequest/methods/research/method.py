@@ -20,6 +20,7 @@ errors only), else "insufficient".
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -58,8 +59,12 @@ from tablequest.methods.research.state import (
 from tablequest.sandbox import Sandbox, SandboxError
 from tablequest.table import Table
 from tablequest.trace import Trace
+from tablequest.trace.retention import RetentionError, prune_charts
 
-__all__ = ["DEFAULT_OPS", "DTR", "Comprehension", "Research"]
+__all__ = ["ANSWER_SEPARATORS", "DEFAULT_OPS", "DTR", "Comprehension", "Research"]
+
+ANSWER_SEPARATORS = (", ",)
+"""How a DTR answer lists items: its answer prompt asks for values "separated by ', '"."""
 
 DEFAULT_OPS: dict[str, list[str]] = {
     "lookup": ["SELECT"],
@@ -167,6 +172,8 @@ class DTR:
         if run.figures and directory is not None:
             paths = write_charts(run.figures, directory, stem="chart")
             result.details["charts"] = [str(p) for p in paths]
+            if not self.options.charts_dir:  # one folder per run next to its trace: bound them
+                prune_chart_folders(directory)
         elif run.figures:
             result.details["charts_unsaved"] = len(run.figures)
         return result
@@ -263,7 +270,7 @@ class DTR:
         report_text = report(run, question, result, figures)
         result.details["report"] = report_text
         q.trace.event("decision", stage="end", status=result.status, answer=result.answer)
-        return Research(q.finish(result, self.name), figures, report_text)
+        return Research(q.finish(result, self.name, ANSWER_SEPARATORS), figures, report_text)
 
     # -- steps of Algorithm 1 ------------------------------------------------------------
     def _memory(self, store: Any, trace: Trace) -> ExperienceMemory | None:
@@ -461,3 +468,15 @@ class DTR:
             memory.record(structure, run.query_type, run.records, run.learned)
         except MemoryUnavailable as exc:
             run.q.trace.event("fallback", stage="memory", reason=str(exc))
+
+
+def prune_chart_folders(written: Path) -> None:
+    """Keep the chart folders next to the traces within their retention limits
+    (`tablequest.trace.retention`), never removing `written`; a bad setting is reported on
+    stderr and nothing is removed (charts never break an answer)."""
+    try:
+        prune_charts(written.parent, protect=[written])
+    except RetentionError as exc:
+        print(f"tablequest: {exc}; old charts are not removed", file=sys.stderr)
+    except OSError:
+        pass

@@ -42,7 +42,11 @@ from tablequest.methods.scope.tokens import (
 from tablequest.table import Table
 from tablequest.trace import Trace
 
-__all__ = ["TabScope"]
+__all__ = ["ANSWER_SEPARATORS", "TabScope"]
+
+ANSWER_SEPARATORS = ("\n", " | ", "; ", ", ")
+"""How a TabScope answer lists items (ours: the paper's answer prompt names no list format):
+one item per line, else the first of " | ", "; ", ", " the answer contains."""
 
 
 class TabScope:
@@ -127,7 +131,8 @@ class TabScope:
         )
         q.budget.reserve = 1
         if q.llm is None:
-            return q.finish(self.preview(question, source, task=task, trace=q.trace), self.name)
+            shown = self.preview(question, source, task=task, trace=q.trace)
+            return q.finish(shown, self.name, ANSWER_SEPARATORS)
         text = linearize(table)
         counter = self.counter()
         tokens, tokenizer = safe_count(counter, text)
@@ -156,7 +161,7 @@ class TabScope:
             breakdown=result.details.get("breakdown"),
             subtable=result.details.get("subtable"),
         )
-        return q.finish(result, self.name)
+        return q.finish(result, self.name, ANSWER_SEPARATORS)
 
     def close(self) -> None:
         with self._lock:

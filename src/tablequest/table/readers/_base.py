@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from tablequest.table.budget import Meter, ReadBudget
 from tablequest.table.model import Source, Table
 
 __all__ = ["ReadInput", "Reader", "number_tables"]
@@ -19,12 +21,24 @@ class ReadInput:
     instead of copying the bytes into memory). A reader that repairs the input (drops NUL
     bytes, reads a broken quote as text, flattens a nested table) says so with `warn`, so
     the repair reaches the caller (`read_tables_report`) instead of passing in silence.
+    Readers spend `meter` (the file's `ReadBudget`, table/budget.py) before they
+    materialise what the file describes.
     """
 
     path: str
     data: bytes
     file: Path | None = None
     warnings: list[str] = field(default_factory=list, compare=False)
+    budget: ReadBudget = field(default_factory=ReadBudget, compare=False)
+    meter: Meter = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # One meter per input: every table of the file spends the same budget.
+        size = len(self.data)
+        if self.file is not None:
+            with contextlib.suppress(OSError):
+                size = max(size, self.file.stat().st_size)
+        object.__setattr__(self, "meter", self.budget.meter(self.path, size))
 
     def warn(self, message: str) -> None:
         """Record one repair, as a short sentence ("3 NUL bytes removed")."""

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from tablequest.table.budget import OverBudget, ReadBudget
 from tablequest.table.errors import UnreadableTable
 from tablequest.table.model import FORMATS, Format, Merge, Source, Table
 from tablequest.table.readers._base import Reader, ReadInput
@@ -168,7 +169,11 @@ class ReadReport:
 
 
 def read_tables(
-    path: str | Path, *, format: Format | None = None, data: bytes | None = None
+    path: str | Path,
+    *,
+    format: Format | None = None,
+    data: bytes | None = None,
+    budget: ReadBudget | None = None,
 ) -> list[Table]:
     """Read every table in a file (or in `data`, named `path`).
 
@@ -176,16 +181,29 @@ def read_tables(
     an `UnreadableTable` naming the path and the reason; no other exception escapes. Merges
     are returned sorted (top, left, bottom, right) so equal content hashes to equal values.
     `read_tables_report` also says what was repaired.
+
+    `budget` bounds the cells, decoded bytes, seconds and columns the file may cost
+    (table/budget.py; default: `ReadBudget.from_env()`); over it, `OverBudget` (an
+    `UnreadableTable`) names the limit and its setting.
     """
-    return read_tables_report(path, format=format, data=data).tables
+    return read_tables_report(path, format=format, data=data, budget=budget).tables
 
 
 def read_tables_report(
-    path: str | Path, *, format: Format | None = None, data: bytes | None = None
+    path: str | Path,
+    *,
+    format: Format | None = None,
+    data: bytes | None = None,
+    budget: ReadBudget | None = None,
 ) -> ReadReport:
     """`read_tables`, with the warnings of every repair (module docstring)."""
     name = str(path)
     try:
+        if budget is None:
+            try:
+                budget = ReadBudget.from_env()
+            except ValueError as exc:
+                raise UnreadableTable(name, f"bad reading budget: {exc}") from None
         file = None
         if data is None:
             data, file = _load(path, name)
@@ -197,16 +215,18 @@ def read_tables_report(
             raise UnreadableTable(
                 name, f"unrecognised format ({ext}; the content is not a table format we read)"
             )
-        inp = ReadInput(path=name, data=data, file=file)
+        inp = ReadInput(path=name, data=data, file=file, budget=budget)
         by_ext = None if format else format_for_extension(name)
         try:
             tables = _reader(fmt, name)(inp)
+        except OverBudget:
+            raise  # the budget, not the format, stopped it: a second reader would too
         except UnreadableTable as first:
             # The content looked like another format than the extension says: the
             # extension's reader gets a second chance (a CSV whose first cell starts "{").
             if by_ext is None or by_ext == fmt:
                 raise
-            inp = ReadInput(path=name, data=data, file=file)
+            inp = ReadInput(path=name, data=data, file=file, budget=budget)
             try:
                 tables = _reader(by_ext, name)(inp)
             except UnreadableTable:

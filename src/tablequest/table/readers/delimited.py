@@ -10,6 +10,8 @@ Choices (ours):
   other broken quoting is recovered by the lenient parser, or, when an unterminated quote
   swallows the rest of the file (fewer rows than half the lines), by reading quotes as
   plain characters unless that splits rows less consistently.
+- Reading budget (table/budget.py): rows × the widest row is spent before the grid is
+  padded, so one very wide line cannot make a small file a huge table.
 - Every recovery from broken quoting is reported as a warning (`ReadInput.warn`), naming the
   line where the strict parse failed and what was done.
 - Title lines above the header and note lines below the data ("Quelle: …", "Stand: …",
@@ -132,6 +134,7 @@ def _read(inp: ReadInput, preferred: str) -> list[Table]:
     rows = [r for r in rows if len(r) > 1 or (r and r[0].strip())]
     if not rows:
         raise UnreadableTable(inp.path, "no rows found (only blank lines)")
+    inp.meter.grid(rows)  # before ragged rows are padded to the widest
     framed = split_title_and_notes(rows, delimiter)
     _warn_framing(framed, inp)
     fmt: Format = "tsv" if delimiter == "\t" else "csv"

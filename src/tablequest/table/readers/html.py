@@ -15,6 +15,9 @@ range recorded as a `Merge`. Choices (ours):
   Dropped: `<script>`, `<style>`, hidden elements (`hidden`, `display:none`), and Wikipedia's
   sort keys (`span.sortkey`) and citation marks (`sup.reference`), which readers do not see.
 - `rowspan="0"` spans to the last row; colspans are capped at `MAX_COLSPAN`.
+- Reading budget (table/budget.py): one meter for the whole file, so many tables cannot
+  add up past it: every cell and every cell a span covers is spent as the grid is built,
+  and a table's padding (ragged rows filled to its width) before it is filled in.
 - Speed: the element clean-up above only runs when the raw text mentions the tag or attribute
   (in lower or upper case); one lxml parser is reused per thread.
 - Tables without any cell are skipped. The title is the caption plus any leading rows made of
@@ -30,6 +33,7 @@ from typing import Any
 
 from lxml import etree
 
+from tablequest.table.budget import Meter, ReadBudget
 from tablequest.table.errors import UnreadableTable
 from tablequest.table.model import Merge, Table
 from tablequest.table.readers._base import ReadInput, number_tables
@@ -38,7 +42,6 @@ from tablequest.table.readers._text import decode_text
 __all__ = ["parse_html", "read_html"]
 
 MAX_COLSPAN = 1000
-MAX_CELLS = 20_000_000
 _BLOCKS = ("p", "div", "li", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6")
 _BLOCK_TAG = re.compile(r"<(?:[pP]|div|DIV|li|LI|ul|UL|ol|OL|[hH][1-6])[\s>/]")
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>", re.IGNORECASE)
@@ -151,11 +154,13 @@ def _span(value: str | None, limit: int) -> int:
     return max(1, min(n, limit))
 
 
-def _table(el: Any, holders: dict[Any, bool]) -> Table | None:
-    grid, th, merges, header_like = _grid(el, holders)
+def _table(el: Any, holders: dict[Any, bool], meter: Meter) -> Table | None:
+    grid, th, merges, header_like = _grid(el, holders, meter)
     width = max((len(row) for row in grid), default=0)
     if width == 0:
         return None
+    meter.columns(width)
+    meter.spend(cells=len(grid) * width - sum(map(len, grid)))  # the padding
     banners: list[str] = []
     while len(grid) > 1 and width > 1 and Merge(0, 0, 0, width - 1) in merges:
         banners.append(grid[0][0])
@@ -187,7 +192,7 @@ def _table(el: Any, holders: dict[Any, bool]) -> Table | None:
 
 
 def _grid(
-    el: Any, holders: dict[Any, bool]
+    el: Any, holders: dict[Any, bool], meter: Meter
 ) -> tuple[list[list[str]], list[list[bool]], list[Merge], list[bool]]:
     """The cell grid with row and column spans filled in: (texts, is-th flags, merges,
     whether each row looks like a header row)."""
@@ -198,7 +203,6 @@ def _grid(
     th: list[list[bool]] = []
     merges: list[Merge] = []
     header_like: list[bool] = []
-    n_cells = 0
     for r, (tr, in_head) in enumerate(rows):
         row: list[str] = []
         row_th: list[bool] = []
@@ -223,16 +227,15 @@ def _grid(
             if rowspan is None and colspan is None:
                 row.append(text)
                 row_th.append(is_th)
+                meter.cells += 1  # checked once per row
                 continue
             c = len(row)
             rs = _span(rowspan, n_rows - r)
             cs = _span(colspan, MAX_COLSPAN)
             row.extend([text] * cs)
             row_th.extend([is_th] * cs)
+            meter.spend(cells=rs * cs)  # before the covered cells are made
             if rs > 1 or cs > 1:
-                n_cells += rs * cs
-                if n_cells > MAX_CELLS:
-                    raise ValueError(f"table larger than {MAX_CELLS:,} cells")
                 for rr in range(r + 1, r + rs):
                     below = pending.setdefault(rr, {})
                     for cc in range(c, c + cs):
@@ -242,6 +245,7 @@ def _grid(
             text, is_th = covered.pop(len(row), ("", False))
             row.append(text)
             row_th.append(is_th)
+        meter.spend()
         grid.append(row)
         th.append(row_th)
         header_like.append(in_head or (any_cell and only_th))
@@ -272,9 +276,16 @@ def _parser() -> Any:
 
 
 def parse_html(
-    text: str, *, nested: bool = False, warn: Callable[[str], None] | None = None
+    text: str,
+    *,
+    nested: bool = False,
+    warn: Callable[[str], None] | None = None,
+    meter: Meter | None = None,
 ) -> list[Table]:
     """Every non-empty top-level table of an HTML document (and nested ones if asked).
+
+    `meter` spends the reading budget for the whole document (default: a fresh one of
+    `ReadBudget()`).
 
     `warn` is told when nested tables were kept as the text of the cells holding them.
     """
@@ -293,14 +304,16 @@ def parse_html(
     elements = [
         el for el in root.iter("table") if nested or next(el.iterancestors("table"), None) is None
     ]
-    return [t for t in (_table(el, holders) for el in elements) if t is not None]
+    if meter is None:
+        meter = ReadBudget().meter("<html>")
+    return [t for t in (_table(el, holders, meter) for el in elements) if t is not None]
 
 
 def read_html(inp: ReadInput) -> list[Table]:
     """Read every table of an HTML file."""
     text = decode_text(inp.data, inp.path, inp.warn)
     try:
-        tables = parse_html(text, warn=inp.warn)
+        tables = parse_html(text, warn=inp.warn, meter=inp.meter)
     except (etree.ParserError, ValueError) as exc:
         raise UnreadableTable(inp.path, f"unparseable HTML ({exc})") from None
     if not tables:

@@ -15,6 +15,12 @@ and exact in others (unit rows such as "percent"), so the header rows are the to
 rows plus following rows up to that number that hold text but no number. Merged regions in HiTab
 hold their text in the top-left cell only; it is copied into the covered cells. AIT-QA paths
 shorter than the deepest one repeat their last level downwards (a vertical merge).
+
+Reading budget (table/budget.py): records with many different keys would make a grid of
+records × keys mostly empty cells (5,000 records, each with its own key: 25M cells from
+64 KB), so every grid's size is spent before it is built — records × keys (and the key
+count) for records, rows × widest row before ragged rows are padded. Reading stays linear
+in the input until the budget says no.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from tablequest.table.budget import Meter, ReadBudget
 from tablequest.table.errors import UnreadableTable
 from tablequest.table.model import Merge, Table
 from tablequest.table.readers._base import ReadInput, number_tables
@@ -37,9 +44,10 @@ class _Shape(ValueError):
     """The JSON value is valid but not a table shape we know."""
 
 
-def _str_rows(rows: Any, what: str) -> list[list[str]]:
+def _str_rows(rows: Any, what: str, meter: Meter) -> list[list[str]]:
     if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
         raise _Shape(f"{what} must be a list of lists")
+    meter.grid(rows)
     return [[value_text(v) for v in r] for r in rows]
 
 
@@ -58,11 +66,13 @@ def _notes(obj: dict[str, Any]) -> list[str]:
     return [value_text(n) for n in notes if value_text(n).strip()]
 
 
-def _records(records: Sequence[dict[str, Any]], title: str | None = None) -> Table:
+def _records(records: Sequence[dict[str, Any]], meter: Meter, title: str | None = None) -> Table:
     keys: dict[str, None] = {}
     for rec in records:
         keys.update(dict.fromkeys(rec))
     header = list(keys)
+    meter.columns(len(header))
+    meter.spend(cells=(len(records) + 1) * len(header))
     rows = [[value_text(rec.get(k)) for k in header] for rec in records]
     return Table.from_rows([header, *rows], title=title)
 
@@ -78,13 +88,14 @@ def _merge(m: Any) -> Merge:
     raise _Shape(f"a merge must be [top, left, bottom, right], got {m!r}")
 
 
-def _header_rows(obj: dict[str, Any]) -> Table:
+def _header_rows(obj: dict[str, Any], meter: Meter) -> Table:
     header = obj["header"]
     if not isinstance(header, list):
         raise _Shape('"header" must be a list')
-    levels = _str_rows(header, '"header"') if header and isinstance(header[0], list) else None
+    nested = bool(header) and isinstance(header[0], list)
+    levels = _str_rows(header, '"header"', meter) if nested else None
     head = levels if levels is not None else [[value_text(v) for v in header]]
-    body = _str_rows(obj["rows"], '"rows"')
+    body = _str_rows(obj["rows"], '"rows"', meter)
     height, width = len(head) + len(body), max((len(r) for r in [*head, *body]), default=0)
     merges = [_merge(m) for m in obj.get("merges") or []]
     merges = [
@@ -106,8 +117,9 @@ def _header_rows(obj: dict[str, Any]) -> Table:
     return table
 
 
-def _fill_merges(rows: list[list[str]], merges: list[Merge]) -> None:
+def _fill_merges(rows: list[list[str]], merges: list[Merge], meter: Meter) -> None:
     height, width = len(rows), max((len(r) for r in rows), default=0)
+    meter.spend(cells=height * width - sum(map(len, rows)))  # the padding
     for row in rows:
         row.extend([""] * (width - len(row)))
     for m in merges:
@@ -133,10 +145,10 @@ def _tree_depth(node: Any) -> int:
     return max(rows) + 1
 
 
-def _hitab(obj: dict[str, Any]) -> Table:
-    rows = _str_rows(obj["texts"], '"texts"')
+def _hitab(obj: dict[str, Any], meter: Meter) -> Table:
+    rows = _str_rows(obj["texts"], '"texts"', meter)
     merges = [_merge(m) for m in obj.get("merged_regions") or []]
-    _fill_merges(rows, merges)
+    _fill_merges(rows, merges, meter)
     width = len(rows[0]) if rows else 0
     n_left = max(0, min(int(obj.get("left_header_columns_num") or 0), max(0, width - 1)))
     declared = int(obj.get("top_header_rows_num") or 1)
@@ -152,10 +164,11 @@ def _hitab(obj: dict[str, Any]) -> Table:
     )
 
 
-def _aitqa(obj: dict[str, Any]) -> Table:
-    col_paths = _str_rows(obj["column_header"], '"column_header"')
-    row_paths = _str_rows(obj.get("row_header") or [], '"row_header"')
-    data = _str_rows(obj["data"], '"data"')
+def _aitqa(obj: dict[str, Any], meter: Meter) -> Table:
+    col_paths = _str_rows(obj["column_header"], '"column_header"', meter)
+    row_paths = _str_rows(obj.get("row_header") or [], '"row_header"', meter)
+    data = _str_rows(obj["data"], '"data"', meter)
+    meter.columns(len(col_paths))
     levels = max((len(p) for p in col_paths), default=1) or 1
     n_left = max((len(p) for p in row_paths), default=0)
     merges: list[Merge] = []
@@ -192,42 +205,53 @@ def _is_table_object(value: Any) -> bool:
     )
 
 
-def _object(obj: dict[str, Any]) -> list[Table]:
+def _object(obj: dict[str, Any], meter: Meter) -> list[Table]:
     if "header" in obj and "rows" in obj:
-        return [_header_rows(obj)]
+        return [_header_rows(obj, meter)]
     if "texts" in obj:
-        return [_hitab(obj)]
+        return [_hitab(obj, meter)]
     if "column_header" in obj and "data" in obj:
-        return [_aitqa(obj)]
+        return [_aitqa(obj, meter)]
     if "columns" in obj and "data" in obj:
-        header = [value_text(c) for c in obj["columns"]]
-        return [Table.from_rows([header, *_str_rows(obj["data"], '"data"')], title=_title(obj))]
+        data = obj["data"]
+        if not isinstance(data, list) or not all(isinstance(r, list) for r in data):
+            raise _Shape('"data" must be a list of lists')
+        meter.grid([obj["columns"], *data])
+        rows = [[value_text(v) for v in r] for r in [obj["columns"], *data]]
+        return [Table.from_rows(rows, title=_title(obj))]
     if isinstance(obj.get("tables"), list):
-        return [t for item in obj["tables"] for t in parse_json_value(item)]
+        return [t for item in obj["tables"] for t in parse_json_value(item, meter)]
     lists = {k: v for k, v in obj.items() if isinstance(v, list)}
     for value in lists.values():
         if value and all(isinstance(r, dict) for r in value):
-            return [_records(value, _title(obj))]
+            return [_records(value, meter, _title(obj))]
     if lists and len(lists) == len(obj) and len({len(v) for v in lists.values()}) == 1:
         columns = list(lists.values())
+        meter.columns(len(columns))
+        meter.spend(cells=(len(columns[0]) + 1) * len(columns))
         rows = [list(lists), *([c[i] for c in columns] for i in range(len(columns[0])))]
         return [Table.from_rows([[value_text(v) for v in r] for r in rows])]
     raise _Shape(f"no table in a JSON object with keys {sorted(obj)[:8]}")
 
 
-def parse_json_value(value: Any) -> list[Table]:
-    """Tables in a parsed JSON value; raises ValueError for shapes that hold none."""
+def parse_json_value(value: Any, meter: Meter | None = None) -> list[Table]:
+    """Tables in a parsed JSON value; raises ValueError for shapes that hold none.
+
+    `meter` spends the reading budget (default: a fresh one of `ReadBudget()`).
+    """
+    if meter is None:
+        meter = ReadBudget().meter("<json>")
     if isinstance(value, dict):
-        return _object(value)
+        return _object(value, meter)
     if isinstance(value, list):
         if not value:
             raise _Shape("an empty JSON list")
         if all(_is_table_object(v) for v in value):
-            return [t for v in value for t in _object(v)]
+            return [t for v in value for t in _object(v, meter)]
         if all(isinstance(v, dict) for v in value):
-            return [_records(value)]
+            return [_records(value, meter)]
         if all(isinstance(v, list) for v in value):
-            return [Table.from_rows(_str_rows(value, "rows"))]
+            return [Table.from_rows(_str_rows(value, "rows", meter))]
         raise _Shape("a JSON list mixing records, rows and scalars")
     raise _Shape(f"a JSON {type(value).__name__}, not a table")
 
@@ -254,9 +278,13 @@ def read_json(inp: ReadInput) -> list[Table]:
     """Read a JSON or JSON Lines file."""
     value = _load(decode_text(inp.data, inp.path, inp.warn).lstrip("\ufeff"), inp.path)
     try:
-        tables = parse_json_value(value)
+        tables = parse_json_value(value, inp.meter)
     except (ValueError, TypeError, KeyError) as exc:
         raise UnreadableTable(inp.path, f"no table in JSON ({exc})") from None
     if not tables:
         raise UnreadableTable(inp.path, "no table in JSON")
-    return number_tables(tables)
+    tables = number_tables(tables)
+    for t in tables:  # merges are cleaned by Table itself (table/merges.py); say so
+        if t.merge_repair:
+            inp.warn(f"{t.source.sheet}: " * bool(t.source.sheet) + t.merge_repair.describe())
+    return tables

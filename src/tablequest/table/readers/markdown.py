@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import re
 
+from tablequest.table.budget import Meter, ReadBudget
 from tablequest.table.errors import UnreadableTable
 from tablequest.table.model import Table
 from tablequest.table.readers._base import ReadInput, number_tables
@@ -87,8 +88,11 @@ def _blocks(lines: list[str]) -> list[tuple[str | None, list[str]]]:
     return blocks
 
 
-def parse_markdown(text: str) -> list[Table]:
-    """Every pipe table in `text`, header = first row."""
+def parse_markdown(text: str, meter: Meter | None = None) -> list[Table]:
+    """Every pipe table in `text`, header = first row; `meter` spends the reading budget
+    (table/budget.py) on each grid before its ragged rows are padded."""
+    if meter is None:
+        meter = ReadBudget().meter("<markdown>")
     tables = []
     for title, lines in _blocks(text.splitlines()):
         header_line = lines[0].rstrip()
@@ -101,13 +105,14 @@ def parse_markdown(text: str) -> list[Table]:
             if len(cells) != len(rows[0]) and len(stops) >= 2:
                 cells = _aligned_cells(line.rstrip(), stops) or cells
             rows.append(cells)
+        meter.grid(rows)
         tables.append(Table.from_rows(rows, title=title))
     return tables
 
 
 def read_markdown(inp: ReadInput) -> list[Table]:
     """Read every Markdown pipe table of a file."""
-    tables = parse_markdown(decode_text(inp.data, inp.path, inp.warn))
+    tables = parse_markdown(decode_text(inp.data, inp.path, inp.warn), inp.meter)
     if not tables:
         raise UnreadableTable(inp.path, "no Markdown table found (no lines starting with '|')")
     return number_tables(tables)

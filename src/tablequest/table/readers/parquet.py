@@ -1,9 +1,18 @@
-"""Parquet files via pyarrow: one table, header = column names, values rendered as text."""
+"""Parquet files via pyarrow: one table, header = column names, values rendered as text.
+
+Reading budget (table/budget.py): the footer's row count × column count and the row groups'
+uncompressed sizes are checked before any data page is read; then row groups are read one
+at a time, string columns as dictionaries, and each column's decoded size (dictionary
+values counted once per use) is spent before it becomes Python values. A dictionary
+column is expanded by reference, so two million equal strings are one Python string.
+"""
 
 from __future__ import annotations
 
 import io
+from typing import Any
 
+from tablequest.table.budget import Meter
 from tablequest.table.errors import UnreadableTable
 from tablequest.table.model import Table
 from tablequest.table.readers._base import ReadInput
@@ -15,15 +24,59 @@ __all__ = ["read_parquet"]
 def read_parquet(inp: ReadInput) -> list[Table]:
     """Read a Parquet file (nested values are rendered as JSON)."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     if not inp.data.startswith(b"PAR1") or not inp.data.endswith(b"PAR1"):
         raise UnreadableTable(inp.path, "not a valid Parquet file (PAR1 magic missing)")
     try:
-        arrow = pq.read_table(io.BytesIO(inp.data))
+        names, columns = _read(inp)
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise UnreadableTable(inp.path, f"corrupt Parquet file ({exc})") from None
-    columns = [arrow.column(i).to_pylist() for i in range(arrow.num_columns)]
-    rows = [list(arrow.column_names)]
-    rows += [[value_text(col[r]) for col in columns] for r in range(arrow.num_rows)]
+    rows = [names]
+    n_rows = len(columns[0]) if columns else 0
+    rows += [[col[r] for col in columns] for r in range(n_rows)]
     return [Table.from_rows(rows)]
+
+
+def _read(inp: ReadInput) -> tuple[list[str], list[list[str]]]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    meter = inp.meter
+    meta = pq.ParquetFile(io.BytesIO(inp.data)).metadata
+    schema = meta.schema.to_arrow_schema()
+    names = list(schema.names)
+    meter.columns(len(names))
+    cap = meter.remaining_cells()
+    if cap is not None and meta.num_rows * max(1, len(names)) > cap:
+        meter.spend(cells=meta.num_rows * max(1, len(names)))
+    stored = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    left = meter.remaining_bytes()
+    if left is not None and stored > left:
+        meter.spend(nbytes=stored)
+    strings = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_binary(f.type)]
+    pf = pq.ParquetFile(io.BytesIO(inp.data), read_dictionary=strings)
+    columns: list[list[str]] = [[] for _ in names]
+    for i in range(pf.num_row_groups):
+        group = pf.read_row_group(i)
+        meter.tick()
+        for j, chunked in enumerate(group.columns):
+            for chunk in chunked.chunks:
+                columns[j].extend(_texts(chunk, meter))
+        meter.spend(cells=group.num_rows * len(names))
+    return names, columns
+
+
+def _texts(array: Any, meter: Meter) -> list[str]:
+    """The cell texts of one Arrow array, its decoded size spent first."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_dictionary(array.type):
+        values = array.dictionary
+        if len(values):
+            used = pc.take(pc.binary_length(values), array.indices)
+            meter.spend(nbytes=int(pc.sum(used).as_py() or 0))
+        texts = [value_text(v) for v in values.to_pylist()]
+        return [texts[i] if i is not None else "" for i in array.indices.to_pylist()]
+    meter.spend(nbytes=array.nbytes)
+    return [value_text(v) for v in array.to_pylist()]

@@ -1,0 +1,124 @@
+"""`tablequest config trust | untrust | show`, and the one warning for an untrusted file.
+
+A ``tablequest.toml`` in the working directory that is neither named (``--config-file``,
+``$TABLEQUEST_CONFIG``) nor trusted cannot set the keys that choose where data and the key go
+or that weaken the sandbox (`tablequest.configfile`). Every command that reads the config
+declares ``--config-file`` (`tablequest.cli._options.ConfigFileOpt`); its callback names the
+file for the command and prints `untrusted_notes` once on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from tablequest import configfile
+from tablequest.cli._output import console, err_console, fail
+from tablequest.configfile import CONFIG_FILE, ConfigFile, ConfigFileError
+from tablequest.methods.configtrust import guarded_keys, untrusted_notes
+from tablequest.methods.options import OptionError
+
+app = typer.Typer(
+    help="Which tablequest.toml files are read, and which are trusted to choose where data goes.",
+    no_args_is_help=True,
+)
+
+PathArg = Annotated[
+    Path,
+    typer.Argument(metavar="PATH", help=f"The config file (default: ./{CONFIG_FILE})."),
+]
+
+
+def use_config_file(ctx: typer.Context, value: Path | None) -> Path | None:
+    """The ``--config-file`` callback: the file becomes the command's only config file
+    (``$TABLEQUEST_CONFIG`` until the command ends); without it, the untrusted-file warning."""
+    if value is not None:
+        if not value.expanduser().is_file():
+            raise typer.BadParameter(f"no file at {str(value)!r}", param_hint="--config-file")
+        ctx.with_resource(configfile.naming(value))
+    for note in untrusted_notes():
+        err_console.print(note, markup=False, highlight=False, soft_wrap=True)
+    return value
+
+
+@app.command("trust")
+def trust_command(path: PathArg = Path(CONFIG_FILE)) -> None:
+    """Trust PATH as it is now: it may then set the model URL, key, sandbox isolation and
+    server-side method options. Editing it withdraws the trust until you trust it again."""
+    try:
+        file, digest = configfile.trust(path)
+    except ConfigFileError as exc:
+        fail(str(exc))
+    console.print(f"trusted {file} (sha256 {digest[:12]}…)", highlight=False, soft_wrap=True)
+
+
+@app.command("untrust")
+def untrust_command(path: PathArg = Path(CONFIG_FILE)) -> None:
+    """Stop trusting PATH."""
+    try:
+        removed = configfile.untrust(path)
+    except ConfigFileError as exc:
+        fail(str(exc))
+    if not removed:
+        fail(f"{str(path)!r} was not trusted (`tablequest config show` lists the files read)")
+    console.print(f"no longer trusted: {Path(path).resolve()}", highlight=False, soft_wrap=True)
+
+
+def describe(file: ConfigFile) -> dict[str, Any]:
+    """What `config show` says of one file: path, trust, what it sets, what is ignored."""
+    try:
+        ignored = guarded_keys(file)
+    except (ConfigFileError, OptionError) as exc:
+        ignored = [f"(unreadable: {exc})"]
+    sets = [f"[{name}] {key}" if name else key for name, key in _keys(file.data)]
+    return {
+        "path": str(file.path),
+        "trusted": file.trusted,
+        "why": file.why,
+        "sets": sets,
+        "ignored": ignored,
+    }
+
+
+def _keys(data: dict[str, Any], prefix: str = "") -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for key, value in data.items():
+        name = f"{prefix}.{key}" if prefix else key
+        if isinstance(value, dict) and (not prefix or prefix == "methods"):
+            out += _keys(value, name)
+        elif prefix:
+            out.append((prefix, key))
+        else:
+            out.append(("", key))
+    return out
+
+
+@app.command("show")
+def show_command(
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List the config files read here, highest precedence first: trusted or not, the keys
+    each sets, and the keys ignored because the file is not trusted."""
+    try:
+        files = [describe(f) for f in configfile.find()]
+    except ConfigFileError as exc:
+        fail(str(exc), json_out=json_out)
+    if json_out:
+        typer.echo(json.dumps({"files": files, "trust_list": str(configfile.trust_path())}))
+        return
+    if not files:
+        console.print(f"no {CONFIG_FILE} here or in {configfile.user_dir()}", highlight=False)
+    for item in files:
+        state = "trusted" if item["trusted"] else "NOT trusted"
+        console.print(f"{item['path']}: {state} ({item['why']})", highlight=False, markup=False)
+        console.print(f"  sets: {', '.join(item['sets']) or 'nothing'}", markup=False)
+        if item["ignored"]:
+            console.print(f"  ignored: {', '.join(item['ignored'])}", markup=False)
+
+
+def register(root: typer.Typer) -> None:
+    """Add the ``config`` group to the root application."""
+    root.add_typer(app, name="config")

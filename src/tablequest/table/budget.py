@@ -1,0 +1,218 @@
+"""Reading budgets: how much one file (and one ingest) may cost to read.
+
+A small file can describe a huge table (a dictionary-encoded Parquet column, an SQLite
+generated column, JSON records that each bring a new key, HTML colspans). Readers therefore
+spend a `ReadBudget` while they read, and check it *before* they materialise what a file
+describes: Parquet from its metadata and each row group's decoded size, SQLite through a
+progress handler, a value-length limit and a row LIMIT, JSON/CSV/Markdown before padding
+ragged rows into a grid, HTML per cell across all tables of the file. A file over budget
+raises `OverBudget` (an `UnreadableTable`), whose reason names the limit, what the file
+needed, and the setting that raises the limit; an ingest reports such a file as failed and
+goes on with the rest.
+
+Defaults (ours; docs/reliability.md "Reading budgets" has the measurements):
+- Cells per file (all its tables): `free_cells` 1,000,000 whatever the file's size, more
+  only as the file is larger — `cells_per_byte` 1.0 cell per byte of the file — and never
+  past `max_cells` 20,000,000. A cell of a real file costs at least a byte (a value or a
+  separator; xlsx, which compresses, is bounded by its own reader), so a 50 MB CSV of 20M
+  cells reads, while 8 KB describing 2M cells (Parquet dictionary pages, JSON keys, HTML
+  spans) is refused. Python holds a read cell in roughly 150 bytes along the ingest path,
+  so a file under 1 MB stays under ~200 MB of memory.
+- Decoded bytes of cell values from binary formats (Parquet pages, SQLite records; text
+  formats are bounded by their file size already): `max_decoded_bytes` 32 MiB whatever the
+  file's size, or 32 bytes per byte of the file when that is more (compressed columns).
+- `max_seconds` 20 s of wall time per file (checked between rows, and by SQLite's
+  progress handler inside a statement).
+- `max_columns` 5,000 per table.
+- Per ingest: `ingest_cells` 100,000,000 cells in all (a file that would pass it is
+  skipped, the files after it still get their chance), `ingest_seconds` unlimited.
+Each is set by an environment variable (`ENV`), e.g. `TABLEQUEST_READ_MAX_CELLS=50000000`;
+0 or "none" removes a limit.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+
+from tablequest.table.errors import UnreadableTable
+
+__all__ = ["ENV", "Meter", "OverBudget", "ReadBudget"]
+
+ENV: dict[str, str] = {
+    "free_cells": "TABLEQUEST_READ_FREE_CELLS",
+    "cells_per_byte": "TABLEQUEST_READ_CELLS_PER_BYTE",
+    "max_cells": "TABLEQUEST_READ_MAX_CELLS",
+    "max_decoded_bytes": "TABLEQUEST_READ_MAX_BYTES",
+    "max_seconds": "TABLEQUEST_READ_MAX_SECONDS",
+    "max_columns": "TABLEQUEST_READ_MAX_COLUMNS",
+    "ingest_cells": "TABLEQUEST_INGEST_MAX_CELLS",
+    "ingest_seconds": "TABLEQUEST_INGEST_MAX_SECONDS",
+}
+_FLOAT_FIELDS = frozenset({"max_seconds", "ingest_seconds", "cells_per_byte"})
+DECODED_PER_BYTE = 32
+
+
+@dataclass(frozen=True, slots=True)
+class ReadBudget:
+    """Limits on reading one file (`max_*`) and one ingest (`ingest_*`); None: no limit."""
+
+    free_cells: int | None = 1_000_000
+    cells_per_byte: float | None = 1.0
+    max_cells: int | None = 20_000_000
+    max_decoded_bytes: int | None = 32 * 1024**2
+    max_seconds: float | None = 20.0
+    max_columns: int | None = 5_000
+    ingest_cells: int | None = 100_000_000
+    ingest_seconds: float | None = None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ReadBudget:
+        """The defaults, overridden by the `ENV` variables that are set.
+
+        Raises:
+            ValueError: a variable is not a non-negative number (the message names it).
+        """
+        env = os.environ if environ is None else environ
+        values: dict[str, int | float | None] = {}
+        for f in fields(cls):
+            raw = env.get(ENV[f.name], "").strip()
+            if raw:
+                values[f.name] = parse_limit(raw, ENV[f.name], f.name in _FLOAT_FIELDS)
+        return cls(**values)  # type: ignore[arg-type]
+
+    def meter(self, path: str, size: int | None = None) -> Meter:
+        """A fresh meter for reading `path` (`size` bytes, when known); its clock starts now."""
+        return Meter(self, path, size)
+
+    def cell_limit(self, size: int | None) -> tuple[int | None, str]:
+        """The cells a file of `size` bytes may describe, and the field that sets it."""
+        cap, name = self.max_cells, "max_cells"
+        if self.free_cells is None or self.cells_per_byte is None or size is None:
+            return cap, name
+        scaled = max(self.free_cells, int(self.cells_per_byte * size))
+        if cap is None or scaled < cap:
+            return scaled, "free_cells" if scaled == self.free_cells else "cells_per_byte"
+        return cap, name
+
+
+def parse_limit(raw: str, name: str, fractional: bool) -> int | float | None:
+    """`raw` as a limit for setting `name`: a non-negative number; 0 or "none" = no limit."""
+    if raw.lower() in ("none", "off", "unlimited"):
+        return None
+    try:
+        value: int | float = float(raw) if fractional else int(raw.replace("_", ""))
+    except ValueError:
+        kind = "a number of seconds" if fractional else "a whole number"
+        raise ValueError(f"{name}={raw!r}: expected {kind}, 0 or 'none' (no limit)") from None
+    if value < 0:
+        raise ValueError(f"{name}={raw!r}: must not be negative (0 or 'none': no limit)")
+    return value or None
+
+
+class OverBudget(UnreadableTable):
+    """A file that would cost more to read than its `ReadBudget` allows.
+
+    Attributes:
+        limit: the budget field exceeded ("max_cells", ...).
+        setting: the environment variable that raises it.
+    """
+
+    def __init__(self, path: str, limit: str, needed: str, allowed: str) -> None:
+        self.limit = limit
+        self.setting = ENV[limit]
+        self.needed = needed
+        self.allowed = allowed
+        reason = f"over the reading budget: {needed} exceeds {limit}={allowed}"
+        super().__init__(path, f"{reason} (set {self.setting})")
+
+    def __reduce__(self) -> tuple[type[OverBudget], tuple[str, str, str, str]]:  # type: ignore[override]
+        return (type(self), (self.path, self.limit, self.needed, self.allowed))
+
+
+class Meter:
+    """What reading one file has spent so far, checked against its budget on every call."""
+
+    __slots__ = (
+        "_deadline", "budget", "byte_cap", "bytes", "cell_cap", "cell_field", "cells", "path",
+        "size",
+    )  # fmt: skip
+
+    def __init__(self, budget: ReadBudget, path: str, size: int | None = None) -> None:
+        self.budget = budget
+        self.path = path
+        self.size = size
+        self.cells = 0
+        self.bytes = 0
+        self.cell_cap, self.cell_field = budget.cell_limit(size)
+        cap = budget.max_decoded_bytes
+        self.byte_cap = cap if cap is None or size is None else max(cap, DECODED_PER_BYTE * size)
+        seconds = budget.max_seconds
+        self._deadline = None if seconds is None else time.monotonic() + seconds
+
+    def remaining_cells(self) -> int | None:
+        """Cells left to this file, or None without a cell limit."""
+        cap = self.cell_cap
+        return None if cap is None else max(0, cap - self.cells)
+
+    def remaining_bytes(self) -> int | None:
+        """Decoded bytes left to this file, or None without a byte limit."""
+        cap = self.byte_cap
+        return None if cap is None else max(0, cap - self.bytes)
+
+    def spend(self, cells: int = 0, nbytes: int = 0) -> None:
+        """Count `cells` and `nbytes` more; raise `OverBudget` once past a limit."""
+        self.cells += cells
+        self.bytes += nbytes
+        cap = self.cell_cap
+        if cap is not None and self.cells > cap:
+            raise OverBudget(self.path, self.cell_field, self._cells_needed(), self._allowed())
+        cap = self.byte_cap
+        if cap is not None and self.bytes > cap:
+            raise OverBudget(
+                self.path, "max_decoded_bytes", f"{self.bytes:,}+ decoded bytes", f"{cap:,}"
+            )
+        self.tick()
+
+    def _cells_needed(self) -> str:
+        of = "" if self.size is None else f" from a file of {self.size:,} bytes"
+        return f"{self.cells:,}+ cells{of}"
+
+    def _allowed(self) -> str:
+        budget = self.budget
+        if self.cell_field == "max_cells":
+            return f"{self.cell_cap:,}"
+        if self.cell_field == "free_cells":
+            return f"{budget.free_cells:,} (cells any file may describe)"
+        return (
+            f"{budget.cells_per_byte:g} (a file may describe {budget.free_cells:,} cells, more "
+            f"at {budget.cells_per_byte:g} per byte: {self.cell_cap:,} for this one)"
+        )
+
+    def columns(self, n: int) -> None:
+        """Check a table's column count."""
+        cap = self.budget.max_columns
+        if cap is not None and n > cap:
+            raise OverBudget(self.path, "max_columns", f"a table of {n:,} columns", f"{cap:,}")
+
+    def grid(self, rows: Sequence[Sequence[object]]) -> None:
+        """Spend the cells of `rows` padded to their widest row (before padding them)."""
+        width = max(map(len, rows), default=0)
+        self.columns(width)
+        self.spend(cells=len(rows) * width)
+
+    def tick(self) -> None:
+        """Raise `OverBudget` once the file's time is spent."""
+        if self._deadline is not None and time.monotonic() > self._deadline:
+            self.out_of_time()
+
+    def expired(self) -> bool:
+        """True once the file's time is spent (for callbacks that must not raise)."""
+        return self._deadline is not None and time.monotonic() > self._deadline
+
+    def out_of_time(self) -> None:
+        """Raise the `max_seconds` `OverBudget`."""
+        limit = self.budget.max_seconds
+        raise OverBudget(self.path, "max_seconds", "reading time", f"{limit:g} s")
