@@ -14,6 +14,7 @@ from tablequest.llm.usage import StepBudget
 from tablequest.methods.base import MethodContext, Result, TableSet
 from tablequest.methods.registry import get_method
 from tablequest.methods.research import DTR, ExperienceMemory, ResearchOptions, run_research
+from tablequest.methods.research.conclude import DIRECT_TABLE_CHARS
 from tablequest.sandbox import Sandbox, SandboxUnavailable
 from tablequest.table import Table
 from tablequest.trace import Trace
@@ -306,6 +307,29 @@ def test_unavailable_sandbox_is_a_recorded_outcome(
         assert result.answer == "direct"
     else:
         assert result.status == "failed" and result.reason.startswith("sandbox unavailable")
+
+
+def test_the_fallback_never_cuts_a_big_table_silently(script: Any, sales: Table) -> None:
+    """DTR's non-code fallback shows the model at most DIRECT_TABLE_CHARS of the table; the
+    cut is at a row boundary and is a trace event and a result field, not silent."""
+    rows = [["City", "Year", "Sales"]] + [[f"City {i:05d}", "2019", str(i)] for i in range(2000)]
+    big = Table.from_rows(rows, title="sales by city")
+    llm = Scripted(script.replies(script.mod("aggregation", ["SELECT", "AGG"]), GOOD))
+    context = MethodContext(llm=llm, sandbox=BrokenSandbox())  # type: ignore[arg-type]
+    trace = Trace.in_memory()
+    result = DTR(ResearchOptions(memory="off"), context).answer(
+        QUESTION, TableSet([("t1", big)]), trace=trace
+    )
+    cut = result.details["direct_table_cut"]
+    assert cut["limit"] == DIRECT_TABLE_CHARS and cut["chars_shown"] <= DIRECT_TABLE_CHARS
+    assert cut["chars"] > DIRECT_TABLE_CHARS and 2 < cut["lines_shown"] < cut["lines"]
+    (event,) = events(trace, "decision", "direct_table_cut")
+    assert f"{cut['lines_shown']:,} of {cut['lines']:,} table lines" in event["reason"]
+    prompt = llm.calls[-1].prompt  # the fallback's prompt: whole rows only
+    shown = [line for line in prompt.splitlines() if line.startswith("| City ")]
+    assert shown and all(line.rstrip().endswith("|") for line in shown)
+    small = DTR(ResearchOptions(memory="off"), context).answer(QUESTION, TableSet([("t1", sales)]))
+    assert "direct_table_cut" not in small.details
 
 
 def test_registered_with_typed_options() -> None:

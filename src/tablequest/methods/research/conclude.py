@@ -20,7 +20,7 @@ from tablequest.methods.research.report import ReportInput, build_report
 from tablequest.methods.research.state import QuestionRun
 from tablequest.table import serialize
 
-__all__ = ["breakdown", "conclude", "details", "direct_answer", "report"]
+__all__ = ["breakdown", "conclude", "details", "direct_answer", "direct_table_text", "report"]
 
 DIRECT_TABLE_CHARS = 12_000
 
@@ -55,7 +55,7 @@ def direct_answer(
     q = run.q
     if q.llm is None or not q.budget.can_spend("qa"):
         return None
-    text = serialize(run.table, "markdown")[:DIRECT_TABLE_CHARS]
+    text = direct_table_text(run)
     q.budget.spend("qa")
     q.trace.event("fallback", stage="direct", reason="no path gave a valid answer")
     try:
@@ -73,6 +73,33 @@ def direct_answer(
         q.trace.event("fallback", stage="direct", reason=f"not an answer: {answer[:80]!r}")
         return None
     return answer or None
+
+
+def direct_table_text(run: QuestionRun) -> str:
+    """The table as the non-code fallback shows it: Markdown, cut at a row boundary after
+    `DIRECT_TABLE_CHARS` characters. A cut is never silent: a trace event and
+    ``details["direct_table_cut"]`` say how many rows and characters the model saw."""
+    full = serialize(run.table, "markdown")
+    if len(full) <= DIRECT_TABLE_CHARS:
+        return full
+    lines = full.splitlines(keepends=True)
+    kept: list[str] = []
+    size = 0
+    for line in lines:
+        if kept and size + len(line) > DIRECT_TABLE_CHARS:
+            break
+        kept.append(line)
+        size += len(line)
+    cut = {"lines_shown": len(kept), "lines": len(lines), "chars_shown": size,
+           "chars": len(full), "limit": DIRECT_TABLE_CHARS}  # fmt: skip
+    run.direct_cut = cut
+    run.q.trace.event(
+        "decision", stage="direct_table_cut",
+        reason=f"the fallback shows {len(kept):,} of {len(lines):,} table lines "
+        f"({size:,} of {len(full):,} characters; limit {DIRECT_TABLE_CHARS:,})",
+        **cut,
+    )  # fmt: skip
+    return "".join(kept)
 
 
 def details(
@@ -106,6 +133,8 @@ def details(
         "comprehension": run.comp.graph.summary(), "stop": run.stop,
         "replans": run.replans, "charts": [],
     }  # fmt: skip
+    if run.direct_cut is not None:
+        details["direct_table_cut"] = dict(run.direct_cut)
     if winner is not None and winner.chart_data is not None:
         details["chart_data"] = winner.chart_data
     elif run.query_type == "chart":

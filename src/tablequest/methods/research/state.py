@@ -56,6 +56,8 @@ class QuestionRun:
     replans: int = 0
     stop: str | None = None
     sandbox_error: str | None = None
+    direct_cut: dict[str, int] | None = None
+    """Set when the non-code fallback showed the model only part of the table."""
 
 
 def one_table(source: Any) -> tuple[str, Table]:
