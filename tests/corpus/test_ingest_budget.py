@@ -95,7 +95,7 @@ def test_cli_budget_option(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     assert out.exit_code == 0, out.output
     assert json.loads(out.stdout)["tables_stored"] == 1
     bad = runner.invoke(app, [*args, "--budget", "max_cells=lots"])
-    assert bad.exit_code == 2 and "TABLEQUEST_READ_MAX_CELLS='lots'" in bad.stdout
+    assert bad.exit_code == 2 and "--budget max_cells='lots'" in bad.stdout
     unknown = runner.invoke(app, [*args, "--budget", "cells=5"])
     assert (
         unknown.exit_code == 2

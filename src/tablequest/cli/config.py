@@ -113,10 +113,13 @@ def show_command(
         console.print(f"no {CONFIG_FILE} here or in {configfile.user_dir()}", highlight=False)
     for item in files:
         state = "trusted" if item["trusted"] else "NOT trusted"
-        console.print(f"{item['path']}: {state} ({item['why']})", highlight=False, markup=False)
-        console.print(f"  sets: {', '.join(item['sets']) or 'nothing'}", markup=False)
+        line = f"{item['path']}: {state} ({item['why']})"
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
+        console.print(
+            f"  sets: {', '.join(item['sets']) or 'nothing'}", markup=False, soft_wrap=True
+        )
         if item["ignored"]:
-            console.print(f"  ignored: {', '.join(item['ignored'])}", markup=False)
+            console.print(f"  ignored: {', '.join(item['ignored'])}", markup=False, soft_wrap=True)
 
 
 def register(root: typer.Typer) -> None:

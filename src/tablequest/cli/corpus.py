@@ -128,15 +128,20 @@ def _apply_budget(items: list[str], *, json_out: bool) -> None:
     variables, so worker processes, shards and Ray workers read the same budget."""
     import os
 
-    from tablequest.table.budget import ENV, ReadBudget
+    from tablequest.table.budget import ENV, FLOAT_FIELDS, ReadBudget, parse_limit
 
     env = dict(os.environ)
     for item in items:
         name, sep, value = item.partition("=")
-        if not sep or name.strip() not in ENV:
+        name = name.strip()
+        if not sep or name not in ENV:
             names = ", ".join(ENV)
             fail(f"--budget {item!r}: expected NAME=VALUE, NAME one of {names}", json_out=json_out)
-        env[ENV[name.strip()]] = value.strip()
+        try:  # the flag named in its own error, before it becomes the variable
+            parse_limit(value.strip(), f"--budget {name}", name in FLOAT_FIELDS)
+        except ValueError as exc:
+            fail(str(exc), json_out=json_out)
+        env[ENV[name]] = value.strip()
     try:
         ReadBudget.from_env(env)
     except ValueError as exc:

@@ -39,7 +39,7 @@ from dataclasses import dataclass, fields
 
 from tablequest.table.errors import UnreadableTable
 
-__all__ = ["ENV", "Meter", "OverBudget", "ReadBudget"]
+__all__ = ["ENV", "FLOAT_FIELDS", "Meter", "OverBudget", "ReadBudget", "parse_limit"]
 
 ENV: dict[str, str] = {
     "free_cells": "TABLEQUEST_READ_FREE_CELLS",
@@ -51,7 +51,7 @@ ENV: dict[str, str] = {
     "ingest_cells": "TABLEQUEST_INGEST_MAX_CELLS",
     "ingest_seconds": "TABLEQUEST_INGEST_MAX_SECONDS",
 }
-_FLOAT_FIELDS = frozenset({"max_seconds", "ingest_seconds", "cells_per_byte"})
+FLOAT_FIELDS = frozenset({"max_seconds", "ingest_seconds", "cells_per_byte"})
 DECODED_PER_BYTE = 32
 
 
@@ -80,7 +80,7 @@ class ReadBudget:
         for f in fields(cls):
             raw = env.get(ENV[f.name], "").strip()
             if raw:
-                values[f.name] = parse_limit(raw, ENV[f.name], f.name in _FLOAT_FIELDS)
+                values[f.name] = parse_limit(raw, ENV[f.name], f.name in FLOAT_FIELDS)
         return cls(**values)  # type: ignore[arg-type]
 
     def meter(self, path: str, size: int | None = None) -> Meter:
