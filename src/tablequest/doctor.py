@@ -58,6 +58,7 @@ from tablequest.corpus.encoders import (
     probe_embeddings,
     static_installed,
 )
+from tablequest.llm._openai_reply import connect_failure
 from tablequest.llm.base import LLM, DeadlineExceeded, LLMError
 from tablequest.llm.config import OPENAI_URL, ConfigError, LLMConfig, build_llm
 from tablequest.llm.deadline import Deadline, call_scope
@@ -241,6 +242,9 @@ def _embed(url: str, model: str | None, api_key: str | None, timeout: float) -> 
     except LLMError as exc:
         return Check("embeddings", False, str(exc))
     except httpx.HTTPError as exc:
+        cause = connect_failure(exc)  # refused, DNS, TLS: said as `ask` says it of the model
+        if cause is not None:
+            return Check("embeddings", False, f"cannot reach the embeddings server {base}: {cause}")
         return Check("embeddings", False, f"{base}: {type(exc).__name__}: {exc}")
     except (ValueError, KeyError, IndexError, TypeError) as exc:
         return Check("embeddings", False, f"{base} sent no embedding ({type(exc).__name__})")

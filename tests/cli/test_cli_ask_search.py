@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import time
 from pathlib import Path
 
@@ -283,3 +284,25 @@ def test_ask_deadline_bounds_a_silent_server(store: Path, tmp_path: Path) -> Non
     assert payload["status"] == "failed" and payload["answer"] is None
     assert "deadline of 2 s" in payload["reason"]
     assert elapsed < 20  # one silent call cut at the deadline, not 4 tries × 60 s
+
+
+def test_an_unreachable_model_ends_auto_at_its_first_table(store: Path, tmp_path: Path) -> None:
+    """auto neither tries the next ranked table nor reports it as consulted once the model
+    proved unreachable (issue 24, point 1: the question ends at once)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"  # closed: connection refused
+    result = runner.invoke(
+        app,
+        [
+            "ask", "Which nation won the most gold medals?", "--store", str(store),
+            "--llm-url", url, "--model", "m", "--trace-dir", str(tmp_path), "--json",
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    payload = json.loads(result.stdout)
+    assert payload["status"] == "failed" and f"{url}: connection refused" in payload["reason"]
+    assert payload["usage"]["requests"] == 1
+    consulted = payload["tables_consulted"]
+    assert len(consulted) == 1 and consulted[0]["source"].endswith("northern_games_medals.json")
+    assert payload["final_table"] == consulted[0]

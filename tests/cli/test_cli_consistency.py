@@ -98,6 +98,19 @@ def test_help_shows_the_toml_section_name() -> None:
         assert "under [scale] in tablequest.toml" in result.stdout, words
 
 
+def test_shared_options_show_what_they_take_not_a_type_name() -> None:
+    """``--table-id ID`` (repeatable), ``--llm-url URL``, ``--model NAME``: not typer's
+    ``<list[str]>`` or ``<str>``."""
+    for words in (["ask"], ["batch"], ["eval", "run"], ["doctor"]):
+        help_text = runner.invoke(app, [*words, "--help"], env={"COLUMNS": "300"}).stdout
+        assert re.search(r"--llm-url\s+URL\s", help_text), words
+        assert re.search(r"--model\s+NAME\s", help_text), words
+        assert "<list[" not in help_text, words
+    ask = runner.invoke(app, ["ask", "--help"], env={"COLUMNS": "300"}).stdout
+    assert re.search(r"--table-id\s+ID\s+A table to answer from \(repeatable\)", ask)
+    assert re.search(r"--api-key\s+KEY\s", ask)
+
+
 def test_methods_cites_the_paper_by_title_and_arxiv_id() -> None:
     result = runner.invoke(app, ["methods", "rag"], env={"COLUMNS": "200"})
     assert "TableRAG: Million-Token Table Understanding" in result.stdout

@@ -39,7 +39,9 @@ def test_not_a_store_is_refused_by_ingest_and_search(tmp_path: Path) -> None:
     _error(["search", str(csv), "gold", "--json"], "not_a_store", 2)
 
 
-def test_a_held_store_is_named_by_ask(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_held_store_is_named_by_ask_search_and_serve(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store = tmp_path / "s.duckdb"
     assert runner.invoke(app, ["ingest", str(EXAMPLES), "--store", str(store)]).exit_code == 0
     code = textwrap.dedent(
@@ -60,6 +62,11 @@ def test_a_held_store_is_named_by_ask(tmp_path: Path, monkeypatch: pytest.Monkey
         message = _error(["ask", str(store), "gold?", "--json"], "store_locked", 1)
         assert f"PID {holder.pid}" in message
         _error(["search", "--store", str(store), "gold", "--json"], "store_locked", 1)
+        token = tmp_path / "token"
+        served = runner.invoke(app, ["serve", "--store", str(store), "--token-file", str(token)])
+        assert isinstance(served.exception, SystemExit), served.exception  # no traceback
+        assert served.exit_code == 1 and f"PID {holder.pid}" in served.stderr
+        assert "error:" in served.stderr and "Traceback" not in served.output
     finally:
         holder.communicate("", timeout=120)
 

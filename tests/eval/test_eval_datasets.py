@@ -29,10 +29,13 @@ def copy(tmp_path: Path) -> Callable[[str], Path]:
 def test_registry_and_unknown_names() -> None:
     assert sorted(DATASETS) == [
         "aitqa",
+        "arcadeqa",
+        "birdqa",
         "fetaqa",
         "hitab",
         "realhitbench",
         "tabfact",
+        "tabfact-synth",
         "tablebench",
         "tcrbench",
         "wtq",

@@ -357,7 +357,7 @@ def test_method_options_validation(evalrun_wtq: Path) -> None:
 
 def test_rerank_run_against_a_stub_without_rerank(evalrun_wtq: Path, tmp_path: Path) -> None:
     ds, corpus = setup(evalrun_wtq)
-    with StubServer(default_reply="{}") as stub:
+    with StubServer(default_reply="{}", rerank=False) as stub:
         values = {"encoder": "hash", "rerank_url": stub.url, "rerank_model": "r"}
         answer = build("rerank", values, Scripted(oracle), corpus)
         s = RunSpec("wtq", "rerank", "hash+r", "csv")

@@ -145,3 +145,18 @@ def test_baselines_report_r_at_1_and_nan_is_clean(tmp_path: Path) -> None:
 def test_empty() -> None:
     with pytest.raises(ValueError, match="no records"):
         summarize([])
+
+
+def test_accuracy_without_claims_has_no_supported_refuted_split() -> None:
+    """ArcadeQA/BirdQA score `acc` on questions, not claims: no Acc-Sup/Acc-Ref columns."""
+    from tablequest.eval.report import summarize, to_markdown
+
+    records = [
+        {"id": "q1", "status": "answered", "metrics": {"acc": 1.0}, "run": {"dataset": "arcadeqa"}},
+        {"id": "q2", "status": "answered", "metrics": {"acc": 0.0}, "run": {"dataset": "arcadeqa"}},
+    ]
+    summary = summarize(records)
+    assert "tabfact" not in summary and summary["metrics"]["acc"] == 0.5
+    assert "Acc-Ref" not in to_markdown(summary)
+    claims = [{**r, "supported": i == 0} for i, r in enumerate(records)]
+    assert summarize(claims)["tabfact"]["acc_sup"] == 1.0

@@ -181,3 +181,33 @@ def test_corrupt_entries_and_files(tmp_path: Path) -> None:
         cache_stats(bad)
     with pytest.raises(CacheError):
         cache_clear(bad)
+
+
+def test_a_locked_file_is_waited_for_not_disabled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process holding the write lock past the busy timeout: the cache waits and
+    stays on (a loaded machine is not a broken cache)."""
+    import sqlite3
+    import threading
+
+    from tablequest.llm import cache as cache_mod
+
+    store = cache_mod.CacheFile(tmp_path / "c.sqlite")
+    store.put("k0", {"url": "u", "model": "m"}, [{"text": "zero"}])
+    holder = sqlite3.connect(tmp_path / "c.sqlite", timeout=0, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")  # the write lock, held by "another process"
+    assert store._conn is not None
+    store._conn.execute("PRAGMA busy_timeout = 50")  # the 10 s timeout, shortened
+    threading.Timer(0.5, holder.rollback).start()
+    store.put("k1", {"url": "u", "model": "m"}, [{"text": "one"}])
+    assert not store.disabled
+    assert store.get("k1") == [{"text": "one"}]
+    holder.execute("BEGIN IMMEDIATE")
+    monkeypatch.setattr(cache_mod, "BUSY_RETRY_S", 0.2)
+    store.put("k2", {"url": "u", "model": "m"}, [{"text": "two"}])  # gives up this entry only
+    holder.rollback()
+    holder.close()
+    assert not store.disabled
+    assert store.get("k2") is None and store.get("k0") == [{"text": "zero"}]
+    store.close()

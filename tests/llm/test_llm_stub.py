@@ -126,3 +126,16 @@ def test_fake_logprobs_shape() -> None:
     assert len(fake_logprobs("a b c")) == 3
     assert fake_logprobs("a b") == fake_logprobs("a b")
     assert len(fake_logprobs("")) == 1
+
+
+def test_rerank_scores_word_overlap_like_a_reranker() -> None:
+    from tablequest.corpus.rerank import APIReranker
+
+    with StubServer([]) as stub:
+        reranker = APIReranker(stub.url, "stub-reranker")
+        scores = reranker.scores(
+            "gold medals nation", ["nation gold", "city", "medals gold nation"]
+        )
+        assert scores == pytest.approx([2 / 3, 0.0, 1.0])
+        bad = httpx.post(f"{stub.url}/rerank", json={"query": 1})
+        assert bad.status_code == 400

@@ -216,3 +216,27 @@ def test_cli_missing_table_file_is_not_called_a_store(tmp_path: Path) -> None:
     assert out.exit_code == 2
     assert "no store, table file or folder at" in out.output
     assert not (tmp_path / "typo.csv").exists()
+
+
+@pytest.mark.parametrize("method", ["scope", "seek"])
+def test_an_ask_without_a_model_ends_its_trace_with_its_status(
+    method: str, store: Path, medals_id: str, tmp_path: Path
+) -> None:
+    """The trace list reads a trace's status from its last events: a method that never ran
+    (no model) still ends with one, not "unfinished"."""
+    from tablequest.serve.tracelist import trace_row
+
+    with Store(store, read_only=True) as st:
+        result = ask(QUESTION, st, method=method, table_ids=[medals_id], trace_dir=tmp_path)
+    assert result.status == "failed" and result.trace_path is not None
+    events = read_trace(result.trace_path)
+    assert events[-1]["kind"] == "decision" and events[-1]["stage"] in ("result", "end")
+    assert events[-1]["status"] == "failed"
+    assert trace_row("t", Path(result.trace_path)).status == "failed"
+
+
+def test_a_method_refused_at_build_starts_no_trace(store: Path, tmp_path: Path) -> None:
+    """A refused ask (rerank without its server) leaves no trace file to list as unfinished."""
+    with Store(store, read_only=True) as st, pytest.raises(ValueError, match="rerank"):
+        ask(QUESTION, st, method="rerank", trace_dir=tmp_path)
+    assert list(tmp_path.glob("*.jsonl")) == []

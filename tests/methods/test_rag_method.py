@@ -122,9 +122,13 @@ def test_insufficient_and_failed_statuses() -> None:
     failed = make(down).answer(Q, SHOP)
     assert failed.status == "failed" and "refused" in failed.details["reason"]
     assert failed.details["samples"][0]["query_sources"] == ["fallback", "fallback"]
-    no_box = make(Scripted(['["price"]', '["wallet"]']), FakeSandbox(fail=True))
+    action = "Thought: look\nAction: df['price'].head()"
+    no_box = make(Scripted(['["price"]', '["wallet"]', action]), FakeSandbox(fail=True))
     boxed = no_box.answer(Q, SHOP)
     assert boxed.status == "failed" and "sandbox unavailable" in boxed.details["reason"]
+    # a sample answered without code never starts the (here unavailable) sandbox
+    direct = make(Scripted(['["price"]', '["wallet"]', "Final Answer: 15"]), FakeSandbox(fail=True))
+    assert direct.answer(Q, SHOP).answer == "15"
     with pytest.raises(ValueError, match="needs an LLM"):
         TableRAG(None, RagConfig(encoder="bm25")).answer(Q, SHOP)
 

@@ -118,8 +118,9 @@ def test_cache_file_is_safe_across_processes(tmp_path: Path) -> None:
         for i in range(6)
     ]
     outputs = [p.communicate(timeout=300) for p in procs]
-    assert all(p.returncode == 0 for p in procs), outputs
-    assert [o.strip() for o, _ in outputs] == ["ok"] * 6, outputs
+    failed = [f"w{i}: rc {p.returncode}\n{out}{err}" for i, (p, (out, err)) in
+              enumerate(zip(procs, outputs, strict=True)) if out.strip() != "ok"]  # fmt: skip
+    assert not failed, "\n".join(failed)  # the whole stderr: the reason a child failed
     store = CacheFile(path)
     for i in range(6):
         for j in (0, 77, 149):

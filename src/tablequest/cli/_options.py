@@ -124,9 +124,11 @@ StepsOpt = Annotated[
     int | None,
     typer.Option(min=1, help="Cap on LLM calls per question (default: the method's)."),
 ]
-LLMUrlOpt = Annotated[str | None, typer.Option("--llm-url", help="OpenAI-compatible URL.")]
-ModelOpt = Annotated[str | None, typer.Option("--model", help="Model name.")]
-ApiKeyOpt = Annotated[str | None, typer.Option("--api-key", help="API key.")]
+LLMUrlOpt = Annotated[
+    str | None, typer.Option("--llm-url", metavar="URL", help="OpenAI-compatible URL.")
+]
+ModelOpt = Annotated[str | None, typer.Option("--model", metavar="NAME", help="Model name.")]
+ApiKeyOpt = Annotated[str | None, typer.Option("--api-key", metavar="KEY", help="API key.")]
 DeadlineOpt = Annotated[
     float | None,
     typer.Option(
@@ -145,8 +147,9 @@ TableIdOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--table-id",
-        help="Tables to answer from: an id (`tablequest tables` lists them, `search` prints "
-        "them), or a file's table index 0, 1, ….",
+        metavar="ID",
+        help="A table to answer from (repeatable): an id (`tablequest tables` lists them, "
+        "`search` prints them), or a file's table index 0, 1, ….",
     ),
 ]
 RayOpt = Annotated[
@@ -161,6 +164,7 @@ LLMUrlsOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--llm-url",
+        metavar="URL",
         help="OpenAI-compatible URL; repeat it to load-balance several servers "
         "(or `llm_urls = [...]` under \\[scale] in tablequest.toml).",
     ),

@@ -8,7 +8,17 @@ import typer
 from typer.core import TyperCommand
 
 from tablequest import __version__
-from tablequest.cli import cache, eval_compare, eval_run, eval_subtab, serve, tables, trace
+from tablequest.cli import (
+    cache,
+    eval_compare,
+    eval_judge,
+    eval_reproduce,
+    eval_run,
+    eval_subtab,
+    serve,
+    tables,
+    trace,
+)
 from tablequest.cli import config as config_cli
 from tablequest.cli import research as research_cli
 from tablequest.cli._options import PairCommand, UsageCommand
@@ -63,7 +73,9 @@ eval_app = typer.Typer(
 )
 eval_compare.register(eval_app)
 eval_run.register(eval_app)
+eval_reproduce.register(eval_app)
 eval_subtab.register(eval_app)
+eval_judge.register(eval_app)
 app.add_typer(eval_app, name="eval")
 
 

@@ -287,6 +287,7 @@ def run_command(
                 spec, options, model_llm, corpus, llm_config=llm_config, steps=steps,
                 cache=not no_cache, questions=chosen,
                 on_encoder=lambda enc: _dense(corpus, enc, cache_dir, not json_out),
+                state_dir=out.with_name(out.name.removesuffix(".jsonl") + ".state"),
             )  # fmt: skip
             try:
                 if ray_address(ray) is None:

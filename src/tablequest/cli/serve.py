@@ -24,7 +24,8 @@ from tablequest.cli._options import (
     TraceDirOpt,
     default_store_path,
 )
-from tablequest.cli._output import console, fail
+from tablequest.cli._output import console, fail, fail_on
+from tablequest.corpus.storefile import StoreError
 
 if TYPE_CHECKING:
     from tablequest.serve import ServeConfig as ServeConfigLike
@@ -134,7 +135,10 @@ def serve_command(
     except (ServeError, ConfigError) as exc:
         fail(str(exc))
     _banner(config, token, created=created)
-    run_server(config)
+    try:  # a store held by another process (an ingest, another serve): one line, exit 1
+        run_server(config)
+    except StoreError as exc:
+        fail_on(exc)
 
 
 def _banner(config: ServeConfigLike, token: str, *, created: bool) -> None:
@@ -163,7 +167,7 @@ def check_store(path: Path, *, create: bool) -> Path:
             return path
         fail(
             f"no store at {str(path)!r}: pass --create to serve a new empty store there, or "
-            f"build one first with `tablequest ingest PATH --store {path}`",
+            f"build one first with `tablequest ingest PATH... --store {path}`",
             code="no_store",
             status=_exit.USAGE,
         )

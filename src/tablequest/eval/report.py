@@ -69,7 +69,8 @@ def summarize(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
         r, gr = metrics.get(f"r_{level}"), metrics.get(f"gr_{level}")
         if r is not None and gr is not None:
             out["metrics"][f"ds_{level}"] = r / gr if gr > 0 else 0.0
-    if "acc" in metrics:  # Acc-Sup / Acc-Ref: accuracy over supported / refuted claims
+    if "acc" in metrics and any("supported" in r for r in rows):
+        # Acc-Sup / Acc-Ref: accuracy over supported / refuted claims (fact verification only)
         acc = [
             (r["metrics"]["acc"], bool(r.get("supported"))) for r in rows if "acc" in r["metrics"]
         ]

@@ -13,7 +13,8 @@ lock while it computes and releases it only while it waits for the LLM (`GatedLL
 calls overlap, everything else runs one thread at a time.
 
 Per-question metrics by dataset: WTQ `em` (official rules, `wtq_match`, on the item list the
-method parsed from its own answer format, `Result.items`); TabFact `acc`; TCR-Bench `f1`
+method parsed from its own answer format, `Result.items`); TabFact `acc`; ArcadeQA / BirdQA
+`acc` (TableRAG's `evaluate_qa`, `tablerag_match`); TCR-Bench `f1`
 (token F1 against the gold items joined) and `list_f1`; FeTaQA `rouge_l` and `bleu`; others
 `em` (item-wise, numbers compared as numbers) and `f1`. A failed or empty answer scores 0 on
 every answer metric. Retrieval: `r_all`, `r_final`, `r_at_1` (retrieve-then-QA baselines)
@@ -304,6 +305,11 @@ def answer_metrics(
     base = dataset.split("+")[0]
     if base == "wtq":
         return {"em": float(wtq_items_match(q, items, prediction))}
+    if base in ("arcadeqa", "birdqa"):  # TableRAG's evaluate_qa (exact-match accuracy)
+        from tablequest.eval.datasets.tablerag_eval import tablerag_match
+
+        answer: str | list[str] = items if len(items) > 1 else pred
+        return {"acc": float(prediction is not None and tablerag_match(answer, q.extra["label"]))}
     f1 = token_f1(pred, " ".join(q.answers)) if prediction else 0.0
     if base == "tcrbench":
         return {"f1": f1, "list_f1": list_f1(items, q.answers) if items else 0.0}

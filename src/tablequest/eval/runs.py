@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tablequest.eval.corpora import Corpus
@@ -66,18 +67,23 @@ def build_answer(
     cache: bool = True,
     questions: Sequence[Question] = (),
     on_encoder: Callable[[Any], None] | None = None,
+    state_dir: Path | None = None,
 ) -> Answerer:
     """The answer function of `spec` with `options` over `corpus`.
 
     A corpus method with a dense retriever gets the corpus encoded once (`on_encoder(encoder)`,
-    e.g. `ensure_dense`) and the vectors of `questions` computed in one batch.
+    e.g. `ensure_dense`) and the vectors of `questions` computed in one batch. `state_dir` is
+    where a method keeps what it learns over the run (DTR's experience memory: the corpus is
+    read-only), one folder per run.
 
     Raises:
         ValueError, EncoderUnavailable: the method cannot be built with these options here.
     """
     gate = Gate()
     gated = GatedLLM(llm, gate) if llm is not None else None
-    context = MethodContext(llm=gated, usage=UsageMeter(), llm_config=llm_config, cache=cache)
+    context = MethodContext(
+        llm=gated, usage=UsageMeter(), llm_config=llm_config, cache=cache, state_dir=state_dir
+    )
     method = spec.build(options, context)
     retriever = getattr(method, "retriever", None)
     encoder = getattr(retriever, "encoder", None)

@@ -10,13 +10,17 @@ n, logprobs, stop, response_format). Choices:
 - The file is ``llm-cache.sqlite`` in $TABLEQUEST_CACHE_DIR, else the user cache directory.
 - If the file cannot be opened or written, the cache says so once on stderr and is bypassed.
 - Processes may share the file: SQLite's WAL mode lets readers and one writer work at once
-  and the 10 s busy timeout queues writers (tests run many processes on one file). Ray
+  and the 10 s busy timeout queues writers (tests run many processes on one file). A
+  "database is locked" past that timeout (a machine so loaded that writers queue longer) is
+  retried for up to `BUSY_RETRY_S` seconds more and then taken as one miss or one unsaved
+  entry; only other errors disable the cache. Ray
   workers share one file through a cache actor instead (`tablequest.scale.batch`), which is
   also right when they run on other machines (SQLite over a network file system is not).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -34,6 +38,8 @@ import platformdirs
 from tablequest.llm.base import LLM, Completion, Message, check_chat_args, normalize_stop
 
 CACHE_FILE = "llm-cache.sqlite"
+BUSY_RETRY_S = 60.0
+"""Seconds a locked cache file is retried before an operation is given up (not the cache)."""
 CACHE_DIR_ENV = "TABLEQUEST_CACHE_DIR"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS completions (
@@ -79,6 +85,11 @@ class CacheStore(Protocol):
     def close(self) -> None: ...
 
 
+def _is_locked(exc: BaseException) -> bool:
+    text = str(exc)
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
+
+
 class CacheFile:
     """Thread-safe access to one SQLite file; disables itself after the first disk error."""
 
@@ -92,9 +103,13 @@ class CacheFile:
         if self._conn is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(self.path, check_same_thread=False, timeout=10)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute(_SCHEMA)
-            conn.commit()
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute(_SCHEMA)
+                conn.commit()
+            except BaseException:
+                conn.close()  # a later call connects afresh (e.g. after a lock is released)
+                raise
             self._conn = conn
         return self._conn
 
@@ -107,43 +122,64 @@ class CacheFile:
                 file=sys.stderr,
             )
 
+    def _busy(self, exc: BaseException, started: float) -> bool:
+        """Whether `exc` is a lock held by another process and there is time to wait more."""
+        locked = _is_locked(exc)
+        if locked and self._conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.rollback()
+        return locked and time.monotonic() - started < BUSY_RETRY_S
+
     def get(self, key: str) -> list[dict[str, Any]] | None:
         if self.disabled:
             return None
         with self._lock:
-            try:
-                conn = self._connect()
-                row = conn.execute("SELECT value FROM completions WHERE key = ?", (key,)).fetchone()
-                if row is None:
+            started = time.monotonic()
+            while True:
+                try:
+                    return self._get(key)
+                except (sqlite3.Error, OSError, ValueError) as exc:
+                    if self._busy(exc, started):
+                        time.sleep(0.05)
+                        continue
+                    if not _is_locked(exc):
+                        self._fail(exc)
                     return None
-                conn.execute("UPDATE completions SET hits = hits + 1 WHERE key = ?", (key,))
-                conn.commit()
-                value: list[dict[str, Any]] = json.loads(row[0])
-                return value
-            except (sqlite3.Error, OSError, ValueError) as exc:
-                self._fail(exc)
-                return None
+
+    def _get(self, key: str) -> list[dict[str, Any]] | None:
+        conn = self._connect()
+        row = conn.execute("SELECT value FROM completions WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        conn.execute("UPDATE completions SET hits = hits + 1 WHERE key = ?", (key,))
+        conn.commit()
+        value: list[dict[str, Any]] = json.loads(row[0])
+        return value
 
     def put(self, key: str, backend: dict[str, str], value: list[dict[str, Any]]) -> None:
         if self.disabled:
             return
+        row = (key, backend.get("url", ""), backend.get("model", ""), time.time(),
+               json.dumps(value, ensure_ascii=False))  # fmt: skip
         with self._lock:
-            try:
-                conn = self._connect()
-                conn.execute(
-                    "INSERT OR REPLACE INTO completions (key, backend, model, created, hits, value)"
-                    " VALUES (?, ?, ?, ?, 0, ?)",
-                    (
-                        key,
-                        backend.get("url", ""),
-                        backend.get("model", ""),
-                        time.time(),
-                        json.dumps(value, ensure_ascii=False),
-                    ),
-                )
-                conn.commit()
-            except (sqlite3.Error, OSError) as exc:
-                self._fail(exc)
+            started = time.monotonic()
+            while True:
+                try:
+                    conn = self._connect()
+                    conn.execute(
+                        "INSERT OR REPLACE INTO completions (key, backend, model, created, hits,"
+                        " value) VALUES (?, ?, ?, ?, 0, ?)",
+                        row,
+                    )
+                    conn.commit()
+                    return
+                except (sqlite3.Error, OSError) as exc:
+                    if self._busy(exc, started):
+                        time.sleep(0.05)
+                        continue
+                    if not _is_locked(exc):
+                        self._fail(exc)
+                    return
 
     def close(self) -> None:
         with self._lock:

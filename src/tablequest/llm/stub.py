@@ -11,9 +11,10 @@ drive the real `OpenAICompatible` client end to end without a model::
 Endpoints: ``POST /v1/chat/completions`` (whole JSON, or server-sent events when the
 request says ``"stream": true``), ``GET /v1/models``, ``GET /health`` (llama.cpp's: with
 ``?fail_on_no_slot=1`` it answers 503 while every slot is busy), ``POST /v1/embeddings``
-(deterministic hash-based unit vectors) and, with ``tokenize=True``, ``POST /tokenize`` (one
-token per whitespace-separated word of ``content`` or ``prompt``; ``max_model_len`` as vLLM
-reports it when set). Choices made to look like real servers: `stop`
+(deterministic hash-based unit vectors), ``POST /v1/rerank`` (Cohere/Jina shape; the score of a
+document is the share of the query's words it contains) and, with ``tokenize=True``,
+``POST /tokenize`` (one token per whitespace-separated word of ``content`` or ``prompt``;
+``max_model_len`` as vLLM reports it when set). Choices made to look like real servers: `stop`
 sequences cut the reply; a reply longer than ``max_tokens * 4`` characters is cut with
 finish_reason "length"; usage is estimated as ceil(chars / 4); a chat request holds a slot
 until its reply is written or the client is found gone (a silent stall ends, the next write
@@ -163,6 +164,7 @@ class StubServer:
         probe_delay: Seconds ``GET /health`` and ``GET /v1/models`` wait before answering
             (a hung server); settable while running.
         health_route: False answers 404 on ``/health`` (servers other than llama.cpp's).
+        rerank: False answers 404 on ``/v1/rerank`` (a chat-only server).
 
     Attributes:
         requests: Every request received: ``{"method", "path", "json"}``, in order.
@@ -185,6 +187,7 @@ class StubServer:
         slots: int | None = None,
         probe_delay: float = 0.0,
         health_route: bool = True,
+        rerank: bool = True,
     ) -> None:
         self._fn: StubFunction | None = replies if callable(replies) else None
         self._queue: deque[StubReply] = deque() if callable(replies) else deque(replies)
@@ -200,6 +203,7 @@ class StubServer:
         self.slots = slots
         self.probe_delay = probe_delay
         self.health_route = health_route
+        self.rerank = rerank
         self.busy = 0
         self._requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
@@ -315,6 +319,8 @@ class StubServer:
             return _json(200, {"object": "list", "data": [item]})
         if method == "POST" and route == "/v1/embeddings":
             return self._embeddings(body)
+        if method == "POST" and route == "/v1/rerank" and self.rerank:
+            return self._rerank(body)
         if method == "POST" and route == "/tokenize" and self.tokenize:
             return self._tokenize(body)
         if method == "POST" and route == "/v1/chat/completions":
@@ -335,6 +341,20 @@ class StubServer:
         tokens = sum(estimate_tokens(t) for t in texts)
         usage = {"prompt_tokens": tokens, "total_tokens": tokens}
         return _json(200, {"object": "list", "data": data, "model": self.model, "usage": usage})
+
+    def _rerank(self, body: Any) -> Response:
+        query = body.get("query") if isinstance(body, dict) else None
+        documents = body.get("documents") if isinstance(body, dict) else None
+        if not isinstance(query, str) or not isinstance(documents, list):
+            return _error(400, "'query' must be a string and 'documents' a list of strings")
+        words = set(query.lower().split())
+        results = []
+        for i, doc in enumerate(documents):
+            seen = set(str(doc).lower().split())
+            score = len(words & seen) / len(words) if words else 0.0
+            results.append({"index": i, "relevance_score": score})
+        results.sort(key=lambda r: -float(r["relevance_score"]))
+        return _json(200, {"model": self.model, "results": results})
 
     def _tokenize(self, body: Any) -> Response:
         text = body.get("content", body.get("prompt")) if isinstance(body, dict) else None

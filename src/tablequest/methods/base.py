@@ -86,6 +86,9 @@ class MethodContext:
         deadline: Seconds per question for all its LLM calls and retries; None takes
             `llm_config.deadline` (600 s by default; 0 = no deadline); a `Deadline` is shared
             as is (a router passes its question's deadline to the methods it runs).
+        state_dir: A folder for what a method learns during a run when its source is
+            read-only (an evaluation run: beside the run file, so runs do not share or
+            contaminate each other's learning); None: the method's own default place.
     """
 
     llm: LLM | None = None
@@ -95,6 +98,7 @@ class MethodContext:
     cache_dir: Path | None = None
     sandbox: Sandbox | None = None
     deadline: float | Deadline | None = None
+    state_dir: Path | None = None
 
     def question_deadline(self) -> Deadline:
         """The question's deadline: a given `Deadline` as is (a method that runs others

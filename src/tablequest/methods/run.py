@@ -345,14 +345,16 @@ def _run(
     budget: StepBudget,
     trace: Trace,
 ) -> Result:
+    method = spec.build(opts, context)  # refused (a missing option): no trace is started
     trace.event(
         "decision", stage="ask", method=spec.name, options=opts.label(), task=task,
         question=question,
     )  # fmt: skip
-    method = spec.build(opts, context)
     try:
         if context.llm is None and spec.needs_llm:
             result = _without_llm(method, opened, question, task, trace)
+            if not _ended(trace):  # the method never ran: say how the ask ended
+                trace.event("decision", stage="result", status=result.status, reason=result.reason)
         else:
             result = method.answer(question, opened.value, task=task, budget=budget, trace=trace)
     except EncoderUnavailable:
@@ -372,6 +374,12 @@ def _run(
         if table is not None:
             result.tables[result.final_table] = table
     return result
+
+
+def _ended(trace: Trace) -> bool:
+    """Whether the trace's last event states the ask's status (a method's ``end``)."""
+    events = trace.events
+    return bool(events) and events[-1].get("stage") in ("end", "result") and "status" in events[-1]
 
 
 def _without_llm(

@@ -124,3 +124,28 @@ def test_concurrent_processes_lose_no_record(tmp_path: Path) -> None:
     assert [stats[f"P{i}"].n for i in range(3)] == [5, 5, 5]
     lessons = ExperienceMemory(path=path).lessons("s", "lookup", limit=10)
     assert sorted(x.count for x in lessons) == [5, 5, 5]
+
+
+def test_a_run_over_a_read_only_corpus_learns_in_its_state_folder(tmp_path: Path) -> None:
+    """An evaluation run opens its corpus read-only: DTR then keeps its experience in the
+    run's own state folder (`MethodContext.state_dir`) and learns across questions."""
+    from tablequest.methods.base import MethodContext
+    from tablequest.methods.research import DTR, ResearchOptions
+    from tablequest.trace import Trace
+
+    path = tmp_path / "corpus.duckdb"
+    Store(path).close()
+    context = MethodContext(state_dir=tmp_path / "run.state")
+    method = DTR(ResearchOptions(), context)
+    with Store(path, read_only=True) as store:
+        memory = method._memory(store, Trace(None))
+        assert memory is not None and memory.writable
+        memory.record("s", "lookup", [fb("A", 1.0)])
+        memory.flush()
+        assert memory.stats("s", "lookup")["A"].n == 1
+    assert (tmp_path / "run.state" / "dtr_memory.duckdb").exists()
+    with Store(path, read_only=True) as store:  # without a state folder: the store, read-only
+        plain = DTR(ResearchOptions(), MethodContext())._memory(store, Trace(None))
+        assert plain is not None
+        with pytest.raises(MemoryUnavailable, match="cannot write"):
+            plain.record("s", "lookup", [fb("A", 1.0)])

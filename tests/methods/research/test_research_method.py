@@ -61,7 +61,10 @@ def test_answers_with_paths_vote_trace_and_report(
     assert all(p["f"][0] == 1 and p["f"][2] == 1 and p["valid"] for p in executed)
     assert result.details["votes"] == {"4200": 2} and result.details["stop"] == "converged"
     assert result.details["breakdown"] == {"task_family": "aggregation", "structure": "both-axis"}
-    assert result.steps == len(llm.calls) == 7 == len(events(trace, "llm_call"))
+    # MOD, two paths of three steps, then the report call (its reply is no report: template)
+    assert result.steps == len(llm.calls) == 8 == len(events(trace, "llm_call"))
+    assert result.details["report_source"] == "template"
+    assert "## Data Overview" in llm.calls[-1].prompt
     execs = events(trace, "exec")
     assert len(execs) == 6 and execs[2]["code"] == AGG and execs[2]["ok"]
     assert events(trace, "error", "mod")[0]["invented_columns"] == ["Invented"]
@@ -98,8 +101,12 @@ def test_failing_path_is_replanned_with_a_lesson(
     assert replan["failed"] == "SELECT>FILTER:raw>AGG" and replan["error"] == "missing_column"
     assert "header paths" in replan["lessons"][0]
     assert result.details["replans"] >= 1
-    # the lesson reaches the next path's prompts
-    assert "re-read the header paths" in llm.calls[2].prompt
+    # the lesson reaches the next path's prompts (after the experience call, whose reply
+    # was no Feedback Summary: the template lessons)
+    assert "Feedback Summary:" in llm.calls[2].prompt
+    assert result.details["experience"][0]["source"] == "template"
+    assert "re-read the header paths" in llm.calls[3].prompt
+    assert "Now carry out operation" in llm.calls[3].prompt
 
 
 def test_vote_counts_format_valid_answers_only(
@@ -325,7 +332,7 @@ def test_the_fallback_never_cuts_a_big_table_silently(script: Any, sales: Table)
     assert cut["chars"] > DIRECT_TABLE_CHARS and 2 < cut["lines_shown"] < cut["lines"]
     (event,) = events(trace, "decision", "direct_table_cut")
     assert f"{cut['lines_shown']:,} of {cut['lines']:,} table lines" in event["reason"]
-    prompt = llm.calls[-1].prompt  # the fallback's prompt: whole rows only
+    prompt = llm.calls[-2].prompt  # the fallback's prompt (the report's is last): whole rows
     shown = [line for line in prompt.splitlines() if line.startswith("| City ")]
     assert shown and all(line.rstrip().endswith("|") for line in shown)
     small = DTR(ResearchOptions(memory="off"), context).answer(QUESTION, TableSet([("t1", sales)]))

@@ -29,7 +29,9 @@ from tablequest.eval.datasets.fetaqa import load_fetaqa
 from tablequest.eval.datasets.hitab import load_hitab
 from tablequest.eval.datasets.realhitbench import load_realhitbench
 from tablequest.eval.datasets.tabfact import load_tabfact
+from tablequest.eval.datasets.tabfact_synth import load_tabfact_synth
 from tablequest.eval.datasets.tablebench import load_tablebench
+from tablequest.eval.datasets.tablerag import load_arcadeqa, load_birdqa
 from tablequest.eval.datasets.tcrbench import load_tcrbench
 from tablequest.eval.datasets.wtq import load_wtq
 
@@ -43,10 +45,13 @@ __all__ = [
     "TableRef",
     "load",
     "load_aitqa",
+    "load_arcadeqa",
+    "load_birdqa",
     "load_fetaqa",
     "load_hitab",
     "load_realhitbench",
     "load_tabfact",
+    "load_tabfact_synth",
     "load_tablebench",
     "load_tcrbench",
     "load_wtq",
@@ -63,6 +68,9 @@ DATASETS: dict[str, Callable[..., Dataset]] = {
     "aitqa": load_aitqa,
     "realhitbench": load_realhitbench,
     "tablebench": load_tablebench,
+    "arcadeqa": load_arcadeqa,
+    "birdqa": load_birdqa,
+    "tabfact-synth": load_tabfact_synth,
 }
 
 
@@ -75,6 +83,9 @@ QUESTION_FORMATS: dict[str, str] = {
     "aitqa": "JSON lines, like raw_data/aitqa_questions.jsonl",
     "realhitbench": "a JSON object with a queries list, like data/QA_final.json",
     "tablebench": "JSON lines, like TableBench.jsonl",
+    "arcadeqa": "JSON lines with table_text, question, label, like data/arcade/test.jsonl",
+    "birdqa": "JSON lines with table_text, question, label, like data/bird/test.jsonl",
+    "tabfact-synth": "a JSON object of table file: claims, labels, caption (test_examples.json)",
 }
 """What each benchmark's question file looks like (for messages)."""
 

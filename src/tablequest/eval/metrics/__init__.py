@@ -1,6 +1,7 @@
 """Metrics of the seed papers: WTQ exact match, F1/EM, TabFact accuracy, retrieval recall
 family (R@k, R@all, R@final, GR, DS), format robustness (FRS, WCD), efficiency, sub-table
-quality, ROUGE-L and BLEU. Each submodule documents the paper section it follows.
+quality, ROUGE-L and BLEU, and DTR's LLM-as-judge metrics (LLM-EVAL, Win / Score Rate).
+Each submodule documents the paper section it follows.
 """
 
 from tablequest.eval.metrics.answers import (
@@ -14,6 +15,13 @@ from tablequest.eval.metrics.answers import (
     tabfact_label,
     tabfact_scores,
     token_f1,
+)
+from tablequest.eval.metrics.judge import (
+    JudgeItem,
+    JudgeOutcome,
+    PairOutcome,
+    judge_records,
+    win_rate,
 )
 from tablequest.eval.metrics.retrieval import (
     UsageSummary,
@@ -36,6 +44,9 @@ from tablequest.eval.metrics.subtable import SubTableScores, set_prf, subtable_s
 from tablequest.eval.metrics.wtq import wtq_denotation, wtq_match, wtq_normalize
 
 __all__ = [
+    "JudgeItem",
+    "JudgeOutcome",
+    "PairOutcome",
     "SubTableScores",
     "TabFactScores",
     "UsageSummary",
@@ -48,6 +59,7 @@ __all__ = [
     "gr_final",
     "group_coverage_at_k",
     "group_recall_at_k",
+    "judge_records",
     "list_f1",
     "mean",
     "normalize_answer",
@@ -64,6 +76,7 @@ __all__ = [
     "top1_hit_rate_by_round",
     "usage_summary",
     "wcd",
+    "win_rate",
     "wtq_denotation",
     "wtq_match",
     "wtq_normalize",

@@ -20,7 +20,8 @@ None of the four papers routes between methods; this is ours (docs/methods.md):
 3. **Answerability around any method**: an answer that is insufficient, failed, or a
    refusal / tool syntax (`llm.parse` non-answers) moves on to the next candidate table of
    the ranking (at most `max_tables`) while the ``--steps`` budget lasts — TableSeek's
-   fallback, generalized to every route.
+   fallback, generalized to every route. A model that proved unreachable ends the question
+   there: no next table is tried (or reported as consulted).
 
 The budget is shared: retrieval's calls and every routed method's calls count against the
 one `StepBudget` of the question. Routing itself makes no LLM call, so ``auto`` adds no call
@@ -206,8 +207,8 @@ class AutoRouter:
             consulted.extend(t for t in last.tables_consulted or [tid] if t not in consulted)
             routes.append({"table_id": tid, "route": route.rule, "method": route.method,
                            "status": last.status, "reason": route.reason})  # fmt: skip
-            if is_answer(last) or not self.options.fallback:
-                break
+            if is_answer(last) or not self.options.fallback or query.deadline.unreachable:
+                break  # an unreachable model ends the question: no next table is tried
             query.trace.event("fallback", stage="route", reason=f"{route.method} said "
                               f"{last.status}", next_table=True)  # fmt: skip
         if last is None:

@@ -7,7 +7,8 @@
     Â ← ProgramAidedSolver(L, q, T, R_schema, R_cell)
 
 Self-consistency (official ``--sc N``): the whole pipeline — expansion, retrieval, solver — runs
-N times at the sampling temperature, each in a fresh sandbox session, and the answers are
+N times at the sampling temperature, each in a fresh sandbox session (started at the sample's
+first action: a sample answered without code starts none), and the answers are
 majority-voted (`solver.majority_vote`). The databases are built once per table and their
 embeddings cached in the store (`retrieval.encode_cached`).
 
@@ -61,7 +62,13 @@ from tablequest.methods.rag.prepared import (
     retrieve,
 )
 from tablequest.methods.rag.prompts import rag_solver_prompt, table_solver_prompt
-from tablequest.methods.rag.solver import SolveOutcome, solve, voted_result
+from tablequest.methods.rag.solver import (
+    LazySession,
+    SandboxStartFailed,
+    SolveOutcome,
+    solve,
+    voted_result,
+)
 from tablequest.sandbox import Sandbox, SandboxError
 from tablequest.table import Table
 from tablequest.trace import Trace
@@ -261,7 +268,7 @@ class TableRAG:
                 outcomes.append(
                     self._sample(query, prepared, question, task, context, details, sample)
                 )
-        except SandboxError as exc:
+        except (SandboxError, SandboxStartFailed) as exc:
             reason = f"sandbox unavailable: {exc}"
             trace.event("error", stage="sandbox", reason=reason)
             failed = Result(answer=None, status="failed", details={"reason": reason})
@@ -385,7 +392,8 @@ class TableRAG:
             prompt = self._rag_prompt(query, prepared, question, task, record)
         record["solver_prompt_tokens"] = estimate_tokens(prompt + "Thought: ")
         details.setdefault("solver_prompt_tokens", record["solver_prompt_tokens"])
-        with self._sandbox_for().session({"df": prepared.frame}) as session:
+        session = LazySession(lambda: self._sandbox_for().session({"df": prepared.frame}))
+        try:
             outcome = solve(
                 llm,
                 session,
@@ -398,6 +406,8 @@ class TableRAG:
                 timeout=cfg.action_timeout,
                 max_observation_chars=cfg.max_observation_chars,
             )
+        finally:
+            session.close()
         record.update(
             answer=outcome.answer,
             status=outcome.status,

@@ -29,7 +29,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from tablequest.llm.base import LLM, LLMError, estimate_tokens
 from tablequest.llm.parse import BadReAct, is_non_answer, parse_react
@@ -101,6 +101,38 @@ def extract_code(action: str) -> str:
 def _final_line(answer: str) -> str:
     lines = [line.strip() for line in answer.strip().splitlines() if line.strip()]
     return lines[0] if lines else answer.strip()
+
+
+class SandboxStartFailed(Exception):
+    """The sample's sandbox session could not start: the question fails (fail closed), unlike
+    an action's error, which is an observation. Not a `SandboxError`, so `solve` lets it out."""
+
+
+class LazySession:
+    """A sandbox session started at the sample's first action: a sample whose first reply is
+    a Final Answer starts no child (the solver's `Runner`)."""
+
+    def __init__(self, start: Callable[[], Any]) -> None:
+        self._start = start
+        self._session: Any = None
+
+    @property
+    def started(self) -> bool:
+        return self._session is not None
+
+    def run(self, code: str, timeout: float = 10.0) -> ExecResult:
+        if self._session is None:
+            try:
+                self._session = self._start()
+            except SandboxError as exc:
+                raise SandboxStartFailed(str(exc)) from exc
+        result: ExecResult = self._session.run(code, timeout=timeout)
+        return result
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.__exit__(None, None, None)  # the session's own context exit
+            self._session = None
 
 
 def solve(

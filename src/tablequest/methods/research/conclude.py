@@ -118,7 +118,7 @@ def details(
         o = by_path.get(c.key)
         paths.append({
             "path": c.key, "prior": c.prior, "expectation": scored[c.key],
-            "r_hat": c.stats.r_hat, "n": c.stats.n, "executed": c.executed,
+            "r_hat": c.stats.r_hat, "n": c.stats.n, "executed": c.executed, "runs": c.runs,
             "origin": c.origin, "reward": o.reward if o else None,
             "f": [o.feedback.f_exec, o.feedback.f_time, o.feedback.f_type] if o else None,
             "answer": o.answer if o else None, "valid": o.valid if o else None,
@@ -148,9 +148,18 @@ def details(
     return details
 
 
-def report(run: QuestionRun, question: str, result: Result, figures: list[bytes]) -> str:
+def report(
+    run: QuestionRun,
+    question: str,
+    result: Result,
+    figures: list[bytes],
+    *,
+    narrative: str | None = None,
+) -> str:
+    """The template report (`report.build_report`), with the model's `narrative` if any."""
     winner = next(
-        (o for o in run.outcomes if path_key(o.path) == result.details.get("winner")), None
+        (o for o in reversed(run.outcomes) if path_key(o.path) == result.details.get("winner")),
+        None,
     )
     return build_report(
         ReportInput(
@@ -160,6 +169,7 @@ def report(run: QuestionRun, question: str, result: Result, figures: list[bytes]
             lessons=result.details["lessons"],
             charts=[f"chart-{i}.png" for i in range(1, len(figures) + 1)],
             fallback=result.details.get("fallback"), usage=run.q.usage.totals.to_dict(),
+            narrative=narrative,
         )
     )  # fmt: skip
 

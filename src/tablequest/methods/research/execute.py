@@ -42,7 +42,12 @@ from tablequest.methods.research.feedback import (
     type_ok,
 )
 from tablequest.methods.research.operations import Path, base
-from tablequest.methods.research.prompts import parse_step, step_messages
+from tablequest.methods.research.prompts import (
+    parse_reflection,
+    parse_step,
+    reflect_messages,
+    step_messages,
+)
 from tablequest.sandbox import ExecResult, SandboxError
 from tablequest.trace import Trace
 
@@ -210,6 +215,8 @@ class StepContext:
     max_tokens: int = 1024
     w_type: float = 0.8
     time_scale: float = 10.0
+    prompting: str = "think_code"
+    plain: bool = False
 
 
 @dataclass
@@ -302,17 +309,15 @@ def run_path(path: Path, ctx: StepContext, workspace: Workspace) -> PathOutcome:
         if record is None:
             break
         out.ops.append(record)
-        history.append(_history_line(i, record, ctx.observation_chars))
         if record.code:
-            _execute(record, ctx, workspace, out)
-            seconds += record.seconds
-            ctx.trace.event(
-                "exec", op=op, index=i, path=list(path), code=record.code, ok=record.ok,
-                output=_cut(record.output, 2000), error=record.error,
-                seconds=round(record.seconds, 3),
-            )  # fmt: skip
+            seconds += _run_and_log(record, i, path, ctx, workspace, out)
+            if ctx.prompting == "reflection":
+                seconds += _reflect(record, i, path, ctx, workspace, out)
+                if out.stopped is not None:
+                    break
         else:
             ctx.trace.event("decision", stage="think", op=op, index=i, think=record.think)
+        history.append(_history_line(i, record, ctx.observation_chars))  # with its output
         if not record.ok:
             out.failed_op, out.error = op, record.error
             out.error_kind = error_kind(record.error or "")
@@ -325,12 +330,50 @@ def run_path(path: Path, ctx: StepContext, workspace: Workspace) -> PathOutcome:
     return out
 
 
+def _run_and_log(
+    record: OpRecord, i: int, path: Path, ctx: StepContext, ws: Workspace, out: PathOutcome
+) -> float:
+    _execute(record, ctx, ws, out)
+    ctx.trace.event(
+        "exec", op=record.op, index=i, path=list(path), code=record.code, ok=record.ok,
+        output=_cut(record.output, 2000), error=record.error, seconds=round(record.seconds, 3),
+    )  # fmt: skip
+    return record.seconds
+
+
+def _reflect(
+    record: OpRecord, i: int, path: Path, ctx: StepContext, ws: Workspace, out: PathOutcome
+) -> float:
+    """Table 4's multi-stage reflection: one more call checks the operation's output and may
+    give corrected code, which replaces the step's (ours: one check per operation, no
+    repair request; no step left or an unusable reply keeps the step as it ran)."""
+    if not ctx.budget.can_spend("step"):
+        return 0.0
+    messages = reflect_messages(
+        question=ctx.question, query_type=ctx.query_type, path=path, index=i,
+        code=record.code, observation=_observation(record, ctx.observation_chars),
+    )  # fmt: skip
+    ctx.budget.spend("step")
+    try:
+        code = parse_reflection(ctx.llm.chat(messages, temperature=ctx.temperature,
+                                             max_tokens=ctx.max_tokens)[0].text)  # fmt: skip
+    except LLMError as exc:
+        out.stopped = f"{type(exc).__name__}: {exc}"
+        return 0.0
+    ctx.trace.event("decision", stage="reflection", op=record.op, index=i, revised=bool(code))
+    if not code or code == record.code:
+        return 0.0
+    record.code = code
+    return _run_and_log(record, i, path, ctx, ws, out)
+
+
 def _step(
     op: str, index: int, path: Path, ctx: StepContext, history: list[str], out: PathOutcome
 ) -> OpRecord | None:
     messages = step_messages(
         question=ctx.question, query_type=ctx.query_type, path=path, index=index,
         triples=ctx.triples, frame=ctx.frame, lessons=ctx.lessons, history=history,
+        prompting=ctx.prompting, plain=ctx.plain,
     )  # fmt: skip
     try:
         step, attempts = ask_with_repair(

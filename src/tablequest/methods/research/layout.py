@@ -11,7 +11,9 @@ deterministic rules, in order:
    column is a stub when most of its body cells are text or temporal labels (a "Year" column
    is a row header). With two or more header rows, the stub extends to each next column that
    is mostly text, is not part of a column group (its top label does not head the next
-   column), and whose header has the stub's shape (one label over blank or merged levels).
+   column, unless that label is a merge of its own that ends at it), and whose header has the
+   stub's shape (one label over blank or merged levels; a header row that one merged label
+   spans from the first column on is a section row, not a level, and is ignored).
    Blank stub cells of an outer level take the label above them when an inner level has one
    (an unmerged left tree); equal neighbouring stub labels collapse only inside a merge.
 3. **Note rows.** Trailing body rows holding a single distinct non-numeric text (footnotes,
@@ -21,27 +23,44 @@ deterministic rules, in order:
    *spanning section* ("percent", "ROI 3") when the stub is blank, a stub section named by the
    stub when it is not (the spanning text is then the section's unit). Spanning sections are
    level 0 and last until the next spanning section; stub sections last until the next
-   section row; a stub section directly under another one nests inside it.
+   section row; a stub section directly under another one nests inside it, and one directly
+   above another is a new outermost section (a super-section: "Health characteristics" over
+   "Chronic conditions"), not a sibling of the section before it.
 5. **Row-axis unit rows in the header.** When the header has two or more rows and its last
-   row holds one value over every data column that is a unit word ("percent", "number") or
-   spans every data column under several labels, that row opens a section for the body (named
-   by its own stub label, else by the value), as HiTab and StatCan tables mean it.
+   row holds, over every data column (two or more: a lone data column keeps its unit in its
+   column path), one unit word ("percent", "number") or one merged label under several
+   labels, that row opens a section for the body (named by its own stub label, else by the
+   value), as HiTab and StatCan tables mean it. The same text repeated in unmerged cells
+   ("none" under each column) stays a column level.
 6. **Additive nesting** (`additive`): a data row that is the sum of the rows under it is their
-   parent; ancestors of a data row are ordered by where they start.
+   parent; ancestors of a data row are ordered by where they start. Nesting stays between
+   section rows (a "Total" row above "Age group" and "Sex" sections is their sibling, as
+   tables print it; it is still flagged as an aggregation row), keeps a grand total flush
+   with its subtotals only when they are labelled as totals, asks for evidence against a
+   chance match (`additive.MIN_EVIDENCE`) and allows for counts randomly rounded to a
+   multiple of 5 (`additive.rounding_steps`).
+7. **Total labels.** When the first data row after a section row is labelled as a total
+   ("All companies", "Total", "Provinces overall") and not found additive, it and each later
+   such row head the unnested rows up to the next one: rates and percentages do not add up,
+   yet the table still lists the parts of its total under it.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from tablequest.methods.research.additive import (
+    MIN_EVIDENCE,
     additive_columns,
     nest,
+    rounding_steps,
     row_numbers,
     trailing_totals,
 )
 from tablequest.methods.research.markers import (
     clean_label,
+    is_aggregate_label,
     is_missing,
     is_unit_label,
     parse_number,
@@ -52,6 +71,7 @@ from tablequest.table import Table
 __all__ = ["Layout", "analyze_layout"]
 
 MAX_STUB_SHARE = 0.5
+_TOTAL_LABEL = re.compile(r"^(?:all|total)\b|\b(?:overall|total)$", re.I)
 
 
 @dataclass
@@ -106,6 +126,8 @@ def _grouped(table: Table, col: int) -> bool:
     if table.n_header_rows == 0 or col + 1 >= table.n_cols:
         return False
     top = clean_label(table.cells[0][col])
+    if any(m.top == 0 and m.left <= col == m.right for m in table.merges):
+        return False  # its own merged label, which ends at this column
     return (
         bool(top)
         and top == clean_label(table.cells[0][col + 1])
@@ -121,7 +143,15 @@ def _stub_shaped(table: Table, col: int) -> bool:
     if table.n_header_rows < 2:
         return False
     top = clean_label(table.cells[0][col])
-    lower = {clean_label(table.cells[r][col]) for r in range(1, table.n_header_rows)}
+    spanning = {  # header rows that one label spans from the first column on (a section row)
+        r
+        for m in table.merges
+        if m.left == 0 and m.right >= col
+        for r in range(m.top, m.bottom + 1)
+    }
+    lower = {
+        clean_label(table.cells[r][col]) for r in range(1, table.n_header_rows) if r not in spanning
+    }
     return bool(top) and lower <= {"", top}
 
 
@@ -187,10 +217,11 @@ def _unit_header_row(table: Table, data_cols: tuple[int, ...]) -> int | None:
     distinct = {v for v in values if v}
     if not distinct or any(temporal_kind(v) or parse_number(v) is not None for v in distinct):
         return None
-    if all(is_unit_label(v) for v in distinct):
+    if all(is_unit_label(v) for v in distinct) and len(data_cols) > 1:
         return last
     above = {clean_label(table.cells[last - 1][c]) for c in data_cols} - {""}
-    if len(distinct) == 1 and all(values) and len(data_cols) > 1 and len(above) > 1:
+    merged = any(m.top <= last <= m.bottom and m.right > m.left for m in table.merges)
+    if len(distinct) == 1 and all(values) and len(data_cols) > 1 and len(above) > 1 and merged:
         return last
     return None
 
@@ -294,15 +325,40 @@ def _events(
     return events
 
 
-def _segments(events: list[Event]) -> list[list[int]]:
-    """Data rows between spanning sections (additive nesting stays inside one)."""
+def _segments(events: list[Event], breaks: tuple[str, ...]) -> list[list[int]]:
+    """Data rows between section rows of the `breaks` kinds ("span", "stub")."""
     out: list[list[int]] = [[]]
     for kind, _, pos in events:
-        if kind == "span":
+        if kind in breaks:
             out.append([])
         elif kind == "data":
             out[-1].append(pos)
     return [seg for seg in out if seg]
+
+
+def _total_heads(
+    segment: list[int],
+    stub_rows: list[tuple[str, ...]],
+    parent: dict[int, int],
+    skip: set[int],
+) -> dict[int, int]:
+    """Rule 7: a row labelled as a total ("All companies", "Provinces overall") heads the
+    unnested rows after it, up to the next such row, when there are two or more of them."""
+    out: dict[int, int] = {}
+    starts = [
+        i
+        for i, r in enumerate(segment)
+        if stub_rows[r] and _TOTAL_LABEL.search(stub_rows[r][-1]) and r not in parent
+    ]
+    if not starts or starts[0] != 0:
+        return {}
+    for n, i in enumerate(starts):
+        head = segment[i]
+        stop = starts[n + 1] if n + 1 < len(starts) else len(segment)
+        rows = [r for r in segment[i + 1 : stop] if r not in parent]
+        if head not in skip and len(rows) >= 2:
+            out.update(dict.fromkeys(rows, head))
+    return out
 
 
 def analyze_layout(table: Table) -> Layout:
@@ -322,13 +378,23 @@ def analyze_layout(table: Table) -> Layout:
     events = _events(table, layout, stub_rows, notes)
     cols = additive_columns(table, header_rows, data_cols)
     body = table.body
-    numbers = {pos: row_numbers(body[pos], cols) for k, _, pos in events if k == "data"}
+    numbers = rounding_steps(
+        {pos: row_numbers(body[pos], cols) for k, _, pos in events if k == "data"}
+    )
+    for segment in _segments(events, ("span",)):  # aggregation rows: totals over sections too
+        layout.additive_rows |= nest(segment, numbers, min_evidence=MIN_EVIDENCE)[1]
+        layout.additive_rows |= trailing_totals(segment, numbers, min_evidence=MIN_EVIDENCE)
     parent: dict[int, int] = {}
-    for segment in _segments(events):
-        found, heads = nest(segment, numbers)
-        layout.additive_rows |= heads
+
+    def subtotal(pos: int) -> bool:
+        return bool(stub_rows[pos]) and is_aggregate_label(stub_rows[pos][-1])
+
+    for segment in _segments(events, ("span", "stub")):  # parents: inside one section
+        found, heads = nest(segment, numbers, min_evidence=MIN_EVIDENCE, subtotal=subtotal)
         parent.update(found)
-        layout.additive_rows |= trailing_totals(segment, numbers)
+        trailing = trailing_totals(segment, numbers, min_evidence=MIN_EVIDENCE)
+        layout.additive_rows |= heads | trailing
+        parent.update(_total_heads(segment, stub_rows, found, heads | trailing))
     opened = None
     if unit_row is not None:
         opened = _unit_section(table, unit_row, stub, data_cols)
@@ -350,13 +416,16 @@ def _assign_paths(
         (span if opened[1] else inner).append((-1, opened[0]))
     previous = ""
     pending: list[int] = []  # stub sections waiting for their first data row
-    for kind, label, pos in events:
+    following = [kind for kind, _, _ in events[1:]] + [""] * bool(events)
+    for (kind, label, pos), after in zip(events, following, strict=True):
         if kind == "span":
             span, inner = [(pos, label)], []
             layout.section_rows[pos] = (label,)
         elif kind == "stub":
-            if previous == "stub" or len(inner) < 2:
-                inner = [*inner, (pos, label)] if previous == "stub" else [(pos, label)]
+            if previous == "stub":
+                inner = [*inner, (pos, label)]
+            elif len(inner) < 2 or after == "stub":  # a first or a super-section
+                inner = [(pos, label)]
             else:  # after data rows under nested sections: a sibling of the innermost one
                 inner = [*inner[:-1], (pos, label)]
             pending.append(pos)

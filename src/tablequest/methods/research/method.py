@@ -3,19 +3,23 @@
     T_meta ← comprehension of T (meta graph, frame)                 (LLM-free, §3.1)
     M_q ← MOD(q, T_meta)                                             (1 call, §3.2)
     Π ← K candidate paths under the operation map                    (§3.2)
-    while not converged and budget remains:                          (§3.3–3.5)
-        π* ← argmax E(π) over unexecuted paths that fit the budget   (Eq. 1)
-        execute π* operation by operation ([THINK]/[CODE])           (L calls)
-        f(π*) → r = φ(f); update R̂, N                               (Eq. 4, Alg. 1 l. 20 / Eq. 5)
-        if failed or invalid: lessons → replan (revise Π)            (Alg. 1 l. 21–23)
-    a* ← majority vote over format-valid answers                     (Eq. 6)
+    while not converged and budget remains:                          (§3.3–3.5, `explore`)
+        top-k paths by E(π) that may run and fit the budget          (Eq. 1, selection)
+        execute each operation by operation ([THINK]/[CODE])         (L calls)
+        f(π) → r = φ(f); update R̂, N                                (Eq. 4, Alg. 1 l. 20 / Eq. 5)
+        if failed or invalid: experience → replan (revise Π)         (≤ 1 call, Alg. 1 l. 21–23)
+    a* ← majority vote over format-valid ballots                     (Eq. 6)
+    report: analysis by the model, execution record generated       (≤ 1 call, §3.5)
 
-Choices (ours): convergence is k format-valid answers with a strict majority (one more path
-breaks a tie); paths that do not fit the remaining budget are skipped; when no path gives a
-valid answer, one non-code call answers from the table text (``fallback_direct``, the paper's
-"non-code mode" for RealHiTBench) using the QA reserve; experience is written to the memory
-once per question. Status: "answered" (vote or fallback), "failed" (no model, sandbox or model
-errors only), else "insufficient".
+Choices (ours): convergence is k format-valid ballots (one per distinct path) with a strict
+majority (one more path breaks a tie); paths that do not fit the remaining budget are
+skipped; when no path gives a valid answer, one non-code call answers from the table text
+(``fallback_direct``, the paper's "non-code mode" for RealHiTBench) using the QA reserve;
+experience is written to the memory once per question. Selection with repeats, the
+model-written experience and report with their template fallbacks, and the Table 3/4 ablation
+switches are documented in `explore`, `abstraction`, `narrate` and `prompts`. Status:
+"answered" (vote or fallback), "failed" (no model, sandbox or model errors only), else
+"insufficient".
 """
 
 from __future__ import annotations
@@ -30,34 +34,33 @@ from tablequest.llm.base import LLMError
 from tablequest.llm.repair import ask_with_repair
 from tablequest.llm.usage import StepBudget
 from tablequest.methods.base import MethodContext, Query, Result, Task, start_query
-from tablequest.methods.research.conclude import breakdown, conclude, report
-from tablequest.methods.research.execute import PathOutcome, StepContext, Workspace, run_path
+from tablequest.methods.research.conclude import breakdown, conclude
+from tablequest.methods.research.execute import StepContext, Workspace
+from tablequest.methods.research.explore import execute, rules_of, select
 from tablequest.methods.research.feedback import guess_query_type
-from tablequest.methods.research.frame import build_frame, describe_frame
+from tablequest.methods.research.frame import ExecFrame, build_frame, describe_frame
 from tablequest.methods.research.memory import ExperienceMemory, Lesson, MemoryUnavailable
 from tablequest.methods.research.meta import build_meta_graph, triples
+from tablequest.methods.research.narrate import write_report
 from tablequest.methods.research.operations import (
-    Rule,
+    DEFAULT_OPS,
     TableTraits,
     enumerate_paths,
     path_key,
-    prior,
 )
 from tablequest.methods.research.options import ResearchOptions
-from tablequest.methods.research.planner import Candidate, PathStats, propagate, rank, update
-from tablequest.methods.research.prompts import Plan, mod_messages, parse_mod
-from tablequest.methods.research.reflect import contrast, converged, lessons_from, revise
+from tablequest.methods.research.planner import Candidate, PathStats
+from tablequest.methods.research.prompts import FREE_OP, Plan, mod_messages, parse_mod
 from tablequest.methods.research.report import ReportInput, build_report, write_charts
 from tablequest.methods.research.state import (
     Comprehension,
     QuestionRun,
     Research,
     copy_stats,
-    feedback_record,
     one_table,
 )
 from tablequest.sandbox import Sandbox, SandboxError
-from tablequest.table import Table
+from tablequest.table import Table, serialize
 from tablequest.trace import Trace
 from tablequest.trace.retention import RetentionError, prune_charts
 
@@ -65,17 +68,8 @@ __all__ = ["ANSWER_SEPARATORS", "DEFAULT_OPS", "DTR", "Comprehension", "Research
 
 ANSWER_SEPARATORS = (", ",)
 """How a DTR answer lists items: its answer prompt asks for values "separated by ', '"."""
-
-DEFAULT_OPS: dict[str, list[str]] = {
-    "lookup": ["SELECT"],
-    "aggregation": ["SELECT", "FILTER", "AGG"],
-    "ranking": ["SELECT", "SORT"],
-    "comparison": ["SELECT", "COMPARE"],
-    "fact_check": ["SELECT", "COMPARE"],
-    "chart": ["SELECT", "CHART"],
-    "analysis": ["SELECT", "STAT"],
-}
-"""Operations per query type when the model's decomposition is unusable (keyword fallback)."""
+PLAIN_HEAD_ROWS = 15
+"""Rows of the plain table head that replace the triples with meta_graph=false."""
 
 
 class DTR:
@@ -127,28 +121,36 @@ class DTR:
 
     # -- comprehension -------------------------------------------------------------------
     def comprehend(self, table: Table) -> Comprehension:
-        """Meta graph, frame and triples of `table` (LLM-free; cached by content)."""
+        """Meta graph, frame and triples of `table` (LLM-free; cached by content).
+
+        With ``meta_graph=false`` (Table 3 without Meta) the model sees the plain table head
+        instead of triples, the frame is `Table.to_dataframe` (no ``_aggregate``, no unit or
+        section columns) and the prior gets no table traits; the graph is still built, for
+        the memory's structure key and the result's details only.
+        """
         key = table.content_hash
         with self._lock:
             if key in self._cache:
                 self._cache.move_to_end(key)
                 return self._cache[key]
         graph = build_meta_graph(table)
-        frame = build_frame(graph)
-        traits = TableTraits(
-            has_aggregates=bool(graph.aggregate_rows or graph.layout.additive_rows),
-            has_unparsed=bool(frame.unparsed),
-            hierarchical=graph.depth("column") >= 2
-            or graph.depth("row") >= 2
-            or bool(graph.layout.section_rows),
-        )
+        if self.options.meta_graph:
+            frame = build_frame(graph)
+            traits = TableTraits(
+                has_aggregates=bool(graph.aggregate_rows or graph.layout.additive_rows),
+                has_unparsed=bool(frame.unparsed),
+                hierarchical=graph.depth("column") >= 2
+                or graph.depth("row") >= 2
+                or bool(graph.layout.section_rows),
+            )
+            lines = triples(graph, max_chars=self.options.triples_chars)
+        else:
+            frame, traits = plain_frame(table), TableTraits()
+            lines = plain_head(table, self.options.triples_chars)
         comp = Comprehension(
-            graph=graph,
-            frame=frame,
-            triples=triples(graph, max_chars=self.options.triples_chars),
-            frame_text=describe_frame(frame),
+            graph=graph, frame=frame, triples=lines, frame_text=describe_frame(frame),
             traits=traits,
-        )
+        )  # fmt: skip
         with self._lock:
             self._cache[key] = comp
             while len(self._cache) > 8:
@@ -246,7 +248,8 @@ class DTR:
                     comprehension=result.details["comprehension"],
                 )
             )  # fmt: skip
-            result.details["report"] = text
+            result.details.update(report=text, report_source="template")
+            result.details["report_fallback"] = "no model"
             return Research(result, [], text)
         opts = self.options
         q = start_query(self.context, budget=budget, trace=trace, default_steps=opts.steps)
@@ -267,7 +270,8 @@ class DTR:
         self._explore(run, question)
         result, figures = conclude(run, self.options, question, task)
         self._remember(run, memory, structure)
-        report_text = report(run, question, result, figures)
+        result.details.update(ablation_details(run, opts))
+        report_text = write_report(run, question, result, figures, opts)
         result.details["report"] = report_text
         q.trace.event("decision", stage="end", status=result.status, answer=result.answer)
         return Research(q.finish(result, self.name, ANSWER_SEPARATORS), figures, report_text)
@@ -278,6 +282,10 @@ class DTR:
         if mode == "off":
             return None
         path = Path(self.options.memory_path).expanduser() if self.options.memory_path else None
+        state = self.context.state_dir
+        if state is not None and (store is None or getattr(store, "read_only", False)):
+            # a read-only corpus (an evaluation run): learn in the run's own memory file
+            store, path = None, path or state / "dtr_memory.duckdb"
         memory = ExperienceMemory(store=store, path=path, writable=mode == "readwrite")
         trace.event("decision", stage="memory", mode=mode, where=memory.where)
         return memory
@@ -285,35 +293,43 @@ class DTR:
     def _recall(
         self, memory: ExperienceMemory | None, structure: str, query_type: str, trace: Trace
     ) -> tuple[dict[str, PathStats], list[Lesson]]:
-        """Path statistics (R̂, N) and lessons remembered for this structure and query type."""
+        """Path statistics (R̂, N) and lessons remembered for this structure and query type
+        (none of the statistics with expectation=false, none of the lessons with
+        abstraction=false)."""
         if memory is None:
             return {}, []
         opts = self.options
         try:
-            return memory.recall(
+            stats, lessons = memory.recall(
                 structure, query_type, rule=opts.update, eta=opts.eta, limit=opts.lessons
             )
         except MemoryUnavailable as exc:
             trace.event("fallback", stage="memory", reason=str(exc))
             return {}, []
+        return (stats if opts.expectation else {}), (lessons if opts.abstraction else [])
 
     def _decompose(
         self, q: Query, question: str, task: Task, comp: Comprehension
     ) -> tuple[Plan | None, str]:
-        """MOD (Alg. 1 step 1): one call, one repair; keyword plan when unusable."""
+        """MOD (Alg. 1 step 1): one call, one repair; keyword plan when unusable.
+        With operations=false (Table 3 without QDO): no call, the keyword query type."""
         assert q.llm is not None
-        columns = [str(c) for c in comp.frame.df.columns]
-        messages = mod_messages(question, comp.triples, comp.frame_text, [])
+        opts = self.options
         plan: Plan | None = None
-        try:
-            plan, _ = ask_with_repair(
-                q.llm, messages, lambda text: parse_mod(text, columns=columns,
-                                                        max_ops=self.options.max_path_len),
-                budget=q.budget, kind="mod", trace=q.trace,
-                temperature=self.options.temperature, max_tokens=self.options.max_tokens,
-            )  # fmt: skip
-        except LLMError as exc:
-            q.trace.event("fallback", stage="mod", reason=f"{type(exc).__name__}: {exc}")
+        if opts.operations:
+            columns = [str(c) for c in comp.frame.df.columns]
+            messages = mod_messages(
+                question, comp.triples, comp.frame_text, [], plain=not opts.meta_graph
+            )
+            try:
+                plan, _ = ask_with_repair(
+                    q.llm, messages, lambda text: parse_mod(text, columns=columns,
+                                                            max_ops=opts.max_path_len),
+                    budget=q.budget, kind="mod", trace=q.trace,
+                    temperature=opts.temperature, max_tokens=opts.max_tokens,
+                )  # fmt: skip
+            except LLMError as exc:
+                q.trace.event("fallback", stage="mod", reason=f"{type(exc).__name__}: {exc}")
         if plan is not None and plan.invented_columns:
             q.trace.event("error", stage="mod", invented_columns=plan.invented_columns)
         if plan is not None and plan.unknown_ops:
@@ -321,25 +337,27 @@ class DTR:
         query_type = plan.query_type if plan is not None else guess_query_type(question, task)
         if task == "fact_verification":
             query_type = "fact_check"
-        if plan is None:
+        if plan is None and opts.operations:
             q.trace.event("fallback", stage="mod", reason="keyword plan", query_type=query_type)
+        operations = plan.operations if plan else DEFAULT_OPS[query_type]
         q.trace.event(
-            "decision", stage="mod", query_type=query_type,
-            operations=plan.operations if plan else DEFAULT_OPS[query_type],
+            "decision", stage="mod", query_type=query_type, qdo=opts.operations,
+            operations=operations if opts.operations else [FREE_OP],
             sub_queries=plan.sub_queries if plan else [],
         )  # fmt: skip
         return plan, query_type
 
-    def _rules(self, run: QuestionRun) -> list[Rule]:
-        return [x.rule for x in [*run.lessons, *run.learned] if x.rule is not None]
-
     def _candidates(self, run: QuestionRun, stats: dict[str, PathStats]) -> list[Candidate]:
-        """Alg. 1 step 2: K paths with priors; R̂ and N from the memory."""
-        ops = run.plan.operations if run.plan else DEFAULT_OPS[run.query_type]
-        scored = enumerate_paths(
-            ops, query_type=run.query_type, traits=run.comp.traits, k=self.options.k_paths,
-            max_len=self.options.max_path_len, rules=self._rules(run),
-        )  # fmt: skip
+        """Alg. 1 step 2: K paths with priors; R̂ and N from the memory. With
+        operations=false, the one free-form path (prior 1)."""
+        if self.options.operations:
+            ops = run.plan.operations if run.plan else DEFAULT_OPS[run.query_type]
+            scored = enumerate_paths(
+                ops, query_type=run.query_type, traits=run.comp.traits,
+                k=self.options.k_paths, max_len=self.options.max_path_len, rules=rules_of(run),
+            )  # fmt: skip
+        else:
+            scored = [((FREE_OP,), 1.0)]
         out = [Candidate(p, s, copy_stats(stats.get(path_key(p)))) for p, s in scored]
         run.q.trace.event(
             "decision", stage="candidates",
@@ -349,7 +367,7 @@ class DTR:
         return out
 
     def _explore(self, run: QuestionRun, question: str) -> None:
-        """Alg. 1 step 3: select by E(π), execute, update, replan; until converged."""
+        """Alg. 1 step 3 (`explore`): select, execute, update, replan; until converged."""
         q, opts = run.q, self.options
         assert q.llm is not None
         ctx = StepContext(
@@ -358,17 +376,17 @@ class DTR:
             frame=run.comp.frame_text, lessons=[x.text for x in run.lessons],
             exec_timeout=opts.exec_timeout, observation_chars=opts.observation_chars,
             temperature=opts.temperature, max_tokens=opts.max_tokens, w_type=opts.w_type,
-            time_scale=opts.time_scale,
+            time_scale=opts.time_scale, prompting=opts.prompting, plain=not opts.meta_graph,
         )  # fmt: skip
         key = run.table.content_hash
         workspace = self._checkout(key, run.comp)
         healthy = True
         try:
             while run.stop is None:
-                pick = self._select(run)
+                pick = select(run, opts)
                 if pick is None:
                     break
-                self._execute(run, pick, ctx, workspace)
+                execute(run, pick, ctx, workspace, opts)
         except SandboxError as exc:
             healthy = False
             run.sandbox_error = f"sandbox unavailable: {exc}"
@@ -394,80 +412,54 @@ class DTR:
         if not keep:
             workspace.close()
 
-    def _select(self, run: QuestionRun) -> Candidate | None:
-        remaining = run.q.budget.remaining_for("step")
-        ranked = rank(run.candidates, self.options.alpha)
-        run.q.trace.event(
-            "decision", stage="rank", remaining_steps=remaining,
-            expectations=[{"path": c.key, "E": round(e, 4), "r_hat": round(c.stats.r_hat, 4),
-                           "n": c.stats.n, "prior": c.prior, "executed": c.executed}
-                          for c, e in ranked],
-        )  # fmt: skip
-        for cand, _ in ranked:
-            if not cand.executed and len(cand.path) <= remaining:
-                return cand
-        waiting = any(not c.executed for c in run.candidates)
-        run.stop = "step budget exhausted" if waiting else "all candidate paths executed"
-        return None
-
-    def _execute(self, run: QuestionRun, cand: Candidate, ctx: StepContext, ws: Workspace) -> None:
-        run.q.trace.event("decision", stage="select", path=cand.key, origin=cand.origin)
-        outcome = run_path(cand.path, ctx, ws)
-        cand.executed = True
-        run.outcomes.append(outcome)
-        if outcome.learnable:
-            update(cand.stats, outcome.reward, rule=self.options.update, eta=self.options.eta)
-            if self.options.update == "lr":
-                propagate(run.candidates, cand, outcome.reward, eta=self.options.eta)
-            run.records.append(feedback_record(outcome))
-        run.q.trace.event(
-            "decision", stage="feedback", path=cand.key, f_exec=outcome.feedback.f_exec,
-            f_time=outcome.feedback.f_time, f_type=outcome.feedback.f_type,
-            reward=round(outcome.reward, 4), answer=outcome.answer, valid=outcome.valid,
-            error=outcome.error, stopped=outcome.stopped,
-        )  # fmt: skip
-        if outcome.stopped is not None:
-            run.stop = outcome.stopped
-        elif not outcome.valid:
-            self._replan(run, outcome, ctx)
-        ordered = run.query_type == "ranking"
-        if run.stop is None and converged(run.outcomes, self.options.top_k, ordered=ordered):
-            run.stop = "converged"
-
-    def _replan(self, run: QuestionRun, failed: PathOutcome, ctx: StepContext) -> None:
-        """Alg. 1 lines 21–23: learn from the failure, revise Π, restart with the best path."""
-        run.replans += 1
-        new = lessons_from(failed, run.query_type)
-        for good in (o for o in run.outcomes if o.valid):
-            new += contrast(good, failed)
-        known = {x.text for x in [*run.lessons, *run.learned]}
-        new = [x for x in new if x.text not in known]
-        run.learned += new
-        ctx.lessons = [x.text for x in [*run.lessons, *run.learned]][-8:]
-        rules = self._rules(run)
-        added = revise([c.path for c in run.candidates], rules, self.options.max_path_len)
-        proposed = tuple(run.plan.operations) if run.plan else tuple(DEFAULT_OPS[run.query_type])
-        for cand in run.candidates:
-            cand.prior = prior(cand.path, proposed=proposed, query_type=run.query_type,
-                               traits=run.comp.traits, rules=rules)  # fmt: skip
-        for path in added:
-            score = prior(path, proposed=proposed, query_type=run.query_type,
-                          traits=run.comp.traits, rules=rules)  # fmt: skip
-            run.candidates.append(Candidate(path, score, origin="replan"))
-        run.q.trace.event(
-            "decision", stage="replan", failed=path_key(failed.path), error=failed.error_kind,
-            lessons=[x.text for x in new], added=[path_key(p) for p in added],
-        )  # fmt: skip
-        if run.replans > self.options.max_replans:
-            run.stop = "replan limit reached"
-
     def _remember(self, run: QuestionRun, memory: ExperienceMemory | None, structure: str) -> None:
         if memory is None or not memory.writable:
             return
+        learned = run.learned if self.options.abstraction else []
         try:
-            memory.record(structure, run.query_type, run.records, run.learned)
+            memory.record(structure, run.query_type, run.records, learned)
         except MemoryUnavailable as exc:
             run.q.trace.event("fallback", stage="memory", reason=str(exc))
+
+
+def plain_frame(table: Table) -> ExecFrame:
+    """The frame without meta information (meta_graph=false): `Table.to_dataframe`."""
+    df = table.to_dataframe()
+    numeric = [str(c) for c in df.columns if str(df[c].dtype).startswith(("int", "float"))]
+    return ExecFrame(df, numeric=numeric)
+
+
+def plain_head(table: Table, max_chars: int) -> list[str]:
+    """The table's first rows as stored (Markdown lines), in place of the triples."""
+    head = table.sub_table(rows=list(table.row_ids[:PLAIN_HEAD_ROWS]))
+    lines: list[str] = []
+    size = 0
+    for line in serialize(head, "markdown").splitlines():
+        if lines and size + len(line) > max_chars:
+            break
+        lines.append(line)
+        size += len(line) + 1
+    return lines
+
+
+def ablation_details(run: QuestionRun, opts: ResearchOptions) -> dict[str, Any]:
+    """What the result says about selection, the ablation switches and the experience."""
+    sources = {x["source"] for x in run.experience}
+    if not opts.abstraction:
+        experience = "off"
+    elif not sources:
+        experience = "none"
+    else:
+        experience = sources.pop() if len(sources) == 1 else "mixed"
+    return {
+        "selection": opts.selection if opts.expectation else "prior",
+        "iterations": run.iteration,
+        "components": {"meta_graph": opts.meta_graph, "operations": opts.operations,
+                       "expectation": opts.expectation, "abstraction": opts.abstraction,
+                       "prompting": opts.prompting},
+        "experience_source": experience,
+        "experience": list(run.experience),
+    }  # fmt: skip
 
 
 def prune_chart_folders(written: Path) -> None:

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "BANK",
+    "DEFAULT_OPS",
     "Path",
     "Rule",
     "TableTraits",
@@ -64,6 +65,16 @@ BANK: dict[str, str] = {
     "SORT": "order by a value (head/tail for top-k)",
     "CHART": "draw the chart with matplotlib",
 }
+DEFAULT_OPS: dict[str, list[str]] = {
+    "lookup": ["SELECT"],
+    "aggregation": ["SELECT", "FILTER", "AGG"],
+    "ranking": ["SELECT", "SORT"],
+    "comparison": ["SELECT", "COMPARE"],
+    "fact_check": ["SELECT", "COMPARE"],
+    "chart": ["SELECT", "CHART"],
+    "analysis": ["SELECT", "STAT"],
+}
+"""Operations per query type when the model's decomposition is unusable (keyword fallback)."""
 FILTER_TARGETS = ("raw", "agg")
 Path = tuple[str, ...]
 """Operations in order, e.g. ("SELECT", "FILTER:raw", "AGG")."""

@@ -4,7 +4,10 @@ The paper gives the formulas but few values: K (candidate paths), k (paths execu
 have no published values, so ours are documented as such (``paper=`` says where the knob
 comes from). The call budget follows §4.3: DTR averages 4.78 LLM calls per question; our cap
 (8) leaves room for one comprehension call (MOD), two paths of up to three operations and the
-non-code fallback answer.
+non-code fallback answer — or, when the vote succeeded, the report call (`narrate`). The
+model-written experience (`abstraction`) only runs when a call still leaves room for the
+next path. The Table 3/4 ablation switches (``meta_graph``, ``operations``, ``expectation``,
+``abstraction``, ``prompting``) default to the full method.
 """
 
 from __future__ import annotations
@@ -13,10 +16,12 @@ from typing import Literal
 
 from tablequest.methods.options import MethodOptions, option
 
-__all__ = ["MemoryMode", "ResearchOptions", "UpdateRule"]
+__all__ = ["MemoryMode", "Prompting", "ResearchOptions", "Selection", "UpdateRule"]
 
 UpdateRule = Literal["incremental", "lr"]
 MemoryMode = Literal["off", "read", "readwrite"]
+Selection = Literal["repeat", "once"]
+Prompting = Literal["think_code", "direct", "hint", "reflection"]
 
 
 class ResearchOptions(MethodOptions):
@@ -109,6 +114,55 @@ class ResearchOptions(MethodOptions):
     )
     observation_chars: int = option(
         1500, "characters of an operation's output fed back to the model", ge=100
+    )
+    llm_experience: bool = option(
+        True,
+        "abstracted experience written by the model (Feedback Summary / Execution Reflection) "
+        "after a failed path; off or unusable: the rule-based template lessons",
+        paper="DTR §3.4 Abstracted Experience Feedback",
+    )
+    llm_report: bool = option(
+        True,
+        "the report's analysis written by the model (one call after the vote); off, unusable "
+        "or no budget left: the template report",
+        paper="DTR §3.5 (analysis reports), App. E/F",
+    )
+    selection: Selection = option(
+        "repeat",
+        "repeat: each iteration runs the top-k paths by E(π), executed ones included (a path "
+        "runs again once its context changed); once: each path at most once",
+        paper="DTR §3.3 Path Selection, Alg. 1 lines 11-15",
+    )
+    meta_graph: bool = option(
+        True,
+        "ablation: off shows the model the plain table head instead of meta-graph triples, "
+        "units and total-row markers",
+        paper="DTR Table 3 (Meta)",
+    )
+    operations: bool = option(
+        True,
+        "ablation: off skips query-to-operation decomposition (no MOD call, no operation map): "
+        "one free-form program path",
+        paper="DTR Table 3 (QDO)",
+    )
+    expectation: bool = option(
+        True,
+        "ablation: off ranks paths by their prior only (no Eq. 1, no remembered R̂/N), each "
+        "path once",
+        paper="DTR Table 3 (Exp.)",
+    )
+    abstraction: bool = option(
+        True,
+        "ablation: off keeps no abstracted lessons (none shown, learned, stored or used to "
+        "revise paths)",
+        paper="DTR Table 3 (Abst.)",
+    )
+    prompting: Prompting = option(
+        "think_code",
+        "step prompt: think_code ([THINK] then [CODE]), direct (code only), hint (a one-line "
+        "reasoning hint, free format) or reflection (think_code plus one check call per "
+        "operation that may correct its code)",
+        paper="DTR Table 4 (prompt strategy)",
     )
     charts_dir: str | None = option(
         None, "directory for chart PNGs (default: next to the trace file, if any)", request=False

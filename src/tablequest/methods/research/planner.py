@@ -9,7 +9,9 @@ Choices (ours; the paper is silent):
 - The sum Σ N(π′) runs over the candidate set of the current question, whose counts start from
   the experience memory (executions of the same path on tables of the same structure for the
   same query type). While Σ N ≤ 1 the logarithm is ≤ 0, so the exploration term is taken as 0
-  (no evidence yet); ties in E are broken by the prior P, then by enumeration order.
+  (no evidence yet); ties in E are broken by the smaller N(π) (the exploration term's own
+  preference, Eq. 3, which a zero logarithm cannot express: after one failed run every E is
+  0, and the untried path goes first), then by the prior P, then by enumeration order.
 - R_max = 1: rewards r = φ(f) lie in [0, 1] (`feedback`).
 - Rewards are path level (§3.3: "not decomposable"), so a path's statistics are updated once
   per execution, with the reward of the whole path; per-operation outcomes go to the trace and
@@ -59,6 +61,10 @@ class Candidate:
     stats: PathStats = field(default_factory=PathStats)
     executed: bool = False
     origin: str = "enumerated"
+    runs: int = 0
+    """Executions in the current question (selection=repeat may run a path again)."""
+    context: int = -1
+    """The question's lesson-context version at the path's last execution (-1: never ran)."""
 
     @property
     def key(self) -> str:
@@ -78,10 +84,15 @@ def expectation_bound(total_n: int, alpha: float, r_max: float = R_MAX) -> float
 
 
 def rank(candidates: Sequence[Candidate], alpha: float) -> list[tuple[Candidate, float]]:
-    """Candidates with their E(π), best first (ties: higher prior, then given order)."""
+    """Candidates with their E(π), best first (ties: smaller N, higher prior, given order)."""
     total = sum(c.stats.n for c in candidates)
     scored = [(c, expectation(c.stats, c.prior, total, alpha)) for c in candidates]
-    order = sorted(range(len(scored)), key=lambda i: (-scored[i][1], -scored[i][0].prior, i))
+
+    def key(i: int) -> tuple[float, int, float, int]:
+        cand, score = scored[i]
+        return (-score, cand.stats.n, -cand.prior, i)
+
+    order = sorted(range(len(scored)), key=key)
     return [scored[i] for i in order]
 
 

@@ -12,6 +12,19 @@ flags; the templates are ours:
   the step needs no code, ``[CODE]`` followed by one Python block that assigns ``result``.
 - **Direct** (non-code mode, §4.1): the table as text and the question, answered in one line,
   used only when no path produced a valid answer.
+- **Step variants** (Table 4's prompt strategies, option ``prompting``): ``direct`` asks for
+  one Python block and nothing else ("No [THINK]"), ``hint`` adds a one-line hint to reason
+  briefly first, in free format ("Simple [THINK] Hint"); ``think_code`` is the default above.
+  With ``operations=false`` (Table 3 without QDO) the path is the one pseudo-operation
+  `FREE_OP`: the whole question in one program.
+- **Experience** (§3.4 "Abstracted Experience Feedback"): the executed paths of the question
+  with their step summaries and errors, and the rule-based findings; the model answers in the
+  paper's example format, ``Feedback Summary:`` bullets then ``Execution Reflection:`` (the
+  paper's example is quoted in the prompt), value-agnostic.
+- **Report** (§3.5 outputs, the "detailed analysis" of App. F.1.3): the question, the answer,
+  the executed program with its key intermediate outputs and what comprehension found; the
+  model writes Markdown sections Data Overview, Calculation Process, Key Figures, Insights,
+  using only numbers from the execution record.
 """
 
 from __future__ import annotations
@@ -28,12 +41,17 @@ from tablequest.methods.research.feedback import EXPECTED, QUERY_TYPES, QueryTyp
 from tablequest.methods.research.operations import BANK, Path, parse_op
 
 __all__ = [
+    "FREE_OP",
     "Plan",
     "Step",
     "direct_messages",
+    "experience_messages",
     "mod_messages",
     "parse_mod",
+    "parse_reflection",
     "parse_step",
+    "reflect_messages",
+    "report_messages",
     "step_messages",
 ]
 
@@ -46,7 +64,7 @@ MOD_SYSTEM = (
 
 MOD_USER = """Question: {question}
 
-The table as triples of its meta graph (headers on both axes, units, totals, notes):
+{structure}:
 {triples}
 
 The table is loaded for execution as a pandas DataFrame `df`:
@@ -78,7 +96,54 @@ result = ...
 ```
 Assign this operation's output to `result`. Omit [CODE] only when the operation needs no code. \
 The last operation's `result` is the answer, so it must be {expected}. Use the exact column \
-names of `df`. Rows with `_aggregate == True` are totals or subtotals."""
+names of `df`.{aggregate}"""
+
+STEP_SYSTEM_DIRECT = """You carry out an analysis plan over a pandas DataFrame `df`, one operation \
+per reply, in a Python sandbox whose variables persist between operations (pandas as pd, \
+numpy as np, matplotlib.pyplot as plt are imported; no files, no network).
+
+Reply with one Python code block only, no explanation:
+```python
+result = ...
+```
+Assign this operation's output to `result`. The last operation's `result` is the answer, so it \
+must be {expected}. Use the exact column names of `df`.{aggregate}"""
+
+STEP_SYSTEM_HINT = """You carry out an analysis plan over a pandas DataFrame `df`, one operation \
+per reply, in a Python sandbox whose variables persist between operations (pandas as pd, \
+numpy as np, matplotlib.pyplot as plt are imported; no files, no network).
+
+Think briefly about the last output before you write the code. Give the code in one Python \
+block that assigns this operation's output to `result`. The last operation's `result` is the \
+answer, so it must be {expected}. Use the exact column names of `df`.{aggregate}"""
+
+STEP_SYSTEMS = {
+    "think_code": STEP_SYSTEM,
+    "reflection": STEP_SYSTEM,
+    "direct": STEP_SYSTEM_DIRECT,
+    "hint": STEP_SYSTEM_HINT,
+}
+REFLECT_SYSTEM = (
+    "You check one step of a pandas analysis: whether its output is correct and has the shape "
+    "the next operation (or the final answer) needs."
+)
+REFLECT_USER = """Question: {question}
+Query type: {query_type}. The final `result` must be {expected}.
+
+Plan:
+{plan}
+
+Operation {index} ran this code:
+```python
+{code}
+```
+→ {observation}
+
+Reflect on this output. If it is correct, reply [OK]. Otherwise reply [CODE] followed by one \
+corrected Python block that assigns `result` (the sandbox state of earlier operations persists)."""
+AGGREGATE_NOTE = " Rows with `_aggregate == True` are totals or subtotals."
+FREE_OP = "PROGRAM"
+FREE_MEANING = "answer the whole question in one program (no operation plan)"
 
 STEP_USER = """Question: {question}
 Query type: {query_type}. The final `result` must be {expected}.
@@ -86,7 +151,7 @@ Query type: {query_type}. The final `result` must be {expected}.
 Plan:
 {plan}
 
-Table structure (triples):
+Table structure ({structure}):
 {triples}
 
 {frame}
@@ -132,11 +197,24 @@ def _lessons_block(lessons: Sequence[str]) -> str:
     return f"\nLessons from earlier runs on similar tables:\n{items}\n"
 
 
+MOD_STRUCTURE = (
+    "The table as triples of its meta graph (headers on both axes, units, totals, notes)"
+)
+PLAIN_STRUCTURE = "The table's first rows, as stored (no structure analysis)"
+
+
 def mod_messages(
-    question: str, triples: Sequence[str], frame: str, lessons: Sequence[str]
+    question: str,
+    triples: Sequence[str],
+    frame: str,
+    lessons: Sequence[str],
+    *,
+    plain: bool = False,
 ) -> list[Message]:
+    """MOD's messages; `plain`: `triples` are the table's first rows (meta_graph=false)."""
     bank = "\n".join(f"- {name}: {meaning}" for name, meaning in BANK.items())
     user = MOD_USER.format(
+        structure=PLAIN_STRUCTURE if plain else MOD_STRUCTURE,
         question=question,
         triples="\n".join(triples),
         frame=frame,
@@ -196,11 +274,16 @@ def step_messages(
     frame: str,
     lessons: Sequence[str],
     history: Sequence[str],
+    prompting: str = "think_code",
+    plain: bool = False,
 ) -> list[Message]:
-    """The messages for operation `index` (1-based) of `path`."""
+    """The messages for operation `index` (1-based) of `path` (`prompting`: Table 4's strategy;
+    `plain`: `triples` are the table's first rows and the frame has no ``_aggregate``)."""
     expected = EXPECTED.get(query_type, EXPECTED["lookup"])
     op = path[index - 1]
+    name = op.split(":", 1)[0]
     user = STEP_USER.format(
+        structure="the first rows as stored" if plain else "triples",
         question=question,
         query_type=query_type,
         expected=expected,
@@ -211,9 +294,10 @@ def step_messages(
         history="\n".join(history) or "(nothing yet)",
         index=index,
         op=op,
-        meaning=BANK[op.split(":", 1)[0]],
+        meaning=FREE_MEANING if name == FREE_OP else BANK[name],
     )
-    system = STEP_SYSTEM.format(expected=expected)
+    template = STEP_SYSTEMS.get(prompting, STEP_SYSTEM)
+    system = template.format(expected=expected, aggregate="" if plain else AGGREGATE_NOTE)
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
@@ -255,3 +339,123 @@ def direct_messages(question: str, table_text: str, *, task: str) -> list[Messag
 def dumps(value: Any) -> str:
     """Compact JSON for prompts and traces."""
     return json.dumps(value, ensure_ascii=False, default=str)
+
+
+EXPERIENCE_SYSTEM = (
+    "You review the execution of table-analysis programs and distil abstracted experience: "
+    "reusable, value-agnostic lessons about which operation orders, checks and header readings "
+    "work on tables of this structure, for later executions on similar tables."
+)
+
+EXPERIENCE_USER = """Query: {question}
+Query type: {query_type}
+
+Executed operation paths (operations of the bank, step summaries, outcome):
+{paths}
+
+Automatic checks found:
+{findings}
+
+Write the abstracted experience in exactly this format:
+Feedback Summary:
+- one observation per line: what a path did, what went wrong, and the action that avoids it
+Execution Reflection: one line: how the next execution should proceed.
+
+Rules: at most 4 lines in the summary. Lessons must be agnostic to specific table values: name
+operations ({ops}) and header or column names, never cell values or numbers from the table.
+
+Example (from another table):
+Query: What are the top-selling categories in Q3?
+Feedback Summary:
+- Path π1 first grouped seasons to compute total sales, then filtered Q3; filtering operation \
+should be executed first to avoid computation of irrelevant data.
+- Error: category not found. Action: re-read table samples and derive sub-column product category.
+- Repeated sorting operations before and after grouping do not contribute and can be skipped.
+Execution Reflection: maintaining the correct filter-then-aggregate order; reading the sub-column \
+product category; sorting operation placed at the end."""
+
+REPORT_SYSTEM = (
+    "You are DTR, a data analyst. You write the analysis report of a completed table analysis "
+    "for a reader who asked the question: clear, factual, grounded in the executed program's "
+    "results."
+)
+
+REPORT_USER = """Question: {question}
+Answer: {answer}
+Query type: {query_type}
+
+The table: {table}
+
+The executed program, operation by operation, with its key outputs:
+{record}
+
+Write the analysis report in Markdown with these sections:
+## Data Overview
+(what data was used: columns, rows, units)
+## Calculation Process
+(numbered steps of how the answer was computed)
+## Key Figures
+(bullets with the key numbers)
+## Insights
+(what the result means; patterns, outliers, caveats)
+
+Use only numbers that appear above; do not invent values. Do not repeat the code, the title or \
+the answer line; start with "## Data Overview"."""
+
+
+def experience_messages(
+    *, question: str, query_type: str, paths: Sequence[str], findings: Sequence[str]
+) -> list[Message]:
+    """The abstracted-experience request (§3.4, the paper's example format)."""
+    user = EXPERIENCE_USER.format(
+        question=question,
+        query_type=query_type,
+        paths="\n".join(paths) or "(none)",
+        findings="\n".join(f"- {x}" for x in findings) or "- (nothing specific)",
+        ops=", ".join(BANK),
+    )
+    return [{"role": "system", "content": EXPERIENCE_SYSTEM}, {"role": "user", "content": user}]
+
+
+def report_messages(
+    *, question: str, answer: str, query_type: str, table: str, record: Sequence[str]
+) -> list[Message]:
+    """The report request (§3.5, App. F.1.3's section layout)."""
+    user = REPORT_USER.format(
+        question=question,
+        answer=answer,
+        query_type=query_type,
+        table=table,
+        record="\n".join(record) or "(no program ran: answered from the table text)",
+    )
+    return [{"role": "system", "content": REPORT_SYSTEM}, {"role": "user", "content": user}]
+
+
+def reflect_messages(
+    *,
+    question: str,
+    query_type: str,
+    path: Path,
+    index: int,
+    code: str,
+    observation: str,
+) -> list[Message]:
+    """The multi-stage reflection check of operation `index` (Table 4)."""
+    user = REFLECT_USER.format(
+        question=question,
+        query_type=query_type,
+        expected=EXPECTED.get(query_type, EXPECTED["lookup"]),
+        plan=_plan_text(path, index),
+        index=index,
+        code=code,
+        observation=observation,
+    )
+    return [{"role": "system", "content": REFLECT_SYSTEM}, {"role": "user", "content": user}]
+
+
+def parse_reflection(text: str) -> str:
+    """The corrected code of a reflection reply; "" for [OK] or a reply without code."""
+    body = strip_think(text)
+    flag = _CODE_FLAG.search(body)
+    fence = _CODE_FENCE.search(body[flag.end() :] if flag else body)
+    return fence.group(1).strip() if fence else ""

@@ -16,6 +16,10 @@
   (case, spaces, thousands separators, numbers to 6 significant digits; item order kept for
   rankings, ignored otherwise); a tie goes to the answer of the path executed first (the one
   with the highest expectation when chosen).
+- **Ballots** (`ballots`, ours: the paper counts "multiple executed paths"): one vote per
+  distinct path, its latest execution's answer. A path executed again (selection=repeat) does
+  not vote twice for the same answer; its new answer replaces its old one (the later run had
+  more lessons). Convergence counts distinct paths the same way.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from tablequest.methods.research.feedback import EXPECTED
 from tablequest.methods.research.memory import Lesson
 from tablequest.methods.research.operations import Path, Rule, base, violations
 
-__all__ = ["lessons_from", "normalize", "revise", "vote"]
+__all__ = ["ballots", "converged", "lessons_from", "normalize", "revise", "vote"]
 
 _BY_KIND: dict[str, tuple[str, Rule | None]] = {
     "missing_column": (
@@ -152,9 +156,16 @@ def normalize(answer: str, *, ordered: bool) -> str:
     return "|".join(items if ordered else sorted(items))
 
 
+def ballots(outcomes: Sequence[PathOutcome]) -> list[PathOutcome]:
+    """One outcome per distinct path, its latest, in the order the paths first ran."""
+    latest: dict[Path, PathOutcome] = {o.path: o for o in outcomes}  # later runs overwrite
+    return [latest[p] for p in dict.fromkeys(o.path for o in outcomes)]
+
+
 def vote(outcomes: Sequence[PathOutcome], *, ordered: bool) -> tuple[str | None, dict[str, int]]:
-    """Eq. 6 over format-valid outcomes: (winning answer as first written, votes per key)."""
-    valid = [(normalize(o.answer, ordered=ordered), o.answer) for o in outcomes if o.valid]
+    """Eq. 6 over the format-valid ballots: (winning answer as first written, votes per key)."""
+    cast = ballots(outcomes)
+    valid = [(normalize(o.answer, ordered=ordered), o.answer) for o in cast if o.valid]
     if not valid:
         return None, {}
     votes = Counter(key for key, _ in valid)
@@ -164,8 +175,8 @@ def vote(outcomes: Sequence[PathOutcome], *, ordered: bool) -> tuple[str | None,
 
 
 def converged(outcomes: Sequence[PathOutcome], top_k: int, *, ordered: bool) -> bool:
-    """k format-valid answers with a strict majority, or k + 1 of them (one tie-break run)."""
-    valid = [normalize(o.answer, ordered=ordered) for o in outcomes if o.valid]
+    """k format-valid ballots with a strict majority, or k + 1 of them (one tie-break run)."""
+    valid = [normalize(o.answer, ordered=ordered) for o in ballots(outcomes) if o.valid]
     if len(valid) < top_k:
         return False
     if len(valid) > top_k:

@@ -5,6 +5,11 @@ The report is Markdown: the question and answer, the path taken operation by ope
 links to PNG files written next to it), the candidate paths with their expectation statistics,
 what comprehension found in the table, and the lessons learned. The paper shows report
 examples but no template; this one is ours.
+
+With ``llm_report`` the model writes the analysis part (`narrate`): its sections go between
+the answer and the execution record (`ReportInput.narrative`); the record (path, code, key
+numbers, charts, candidate paths, table, lessons) stays generated, so every report can be
+checked against what ran.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from typing import Any
 
 from tablequest.methods.research.execute import PathOutcome
 
-__all__ = ["ReportInput", "build_report", "write_charts"]
+__all__ = ["ReportInput", "build_report", "execution_record", "write_charts"]
 
 
 @dataclass
@@ -35,6 +40,8 @@ class ReportInput:
     charts: list[str] = field(default_factory=list)
     fallback: str | None = None
     usage: dict[str, Any] = field(default_factory=dict)
+    narrative: str | None = None
+    """The model's analysis sections (Markdown), when it wrote them."""
 
 
 def write_charts(figures: Sequence[bytes], directory: Path, *, stem: str = "chart") -> list[Path]:
@@ -68,6 +75,20 @@ def _numbers(outcome: PathOutcome) -> list[str]:
     return out
 
 
+def execution_record(outcome: PathOutcome, *, code_chars: int = 600) -> list[str]:
+    """The winning path as the report prompt shows it: each operation's summary, code and
+    key output (the numbers the model may use)."""
+    lines = []
+    for i, record in enumerate(outcome.ops, start=1):
+        lines.append(f"{i}. {record.op}: {record.think or '(no summary)'}")
+        if record.code:
+            lines.append(f"   code: {record.code[:code_chars]}")
+        if record.output.strip():
+            lines.append(f"   printed: {' '.join(record.output.split())[:300]}")
+    lines += [x.replace("- after", "   result after", 1) for x in _numbers(outcome)]
+    return lines
+
+
 def _path_section(outcome: PathOutcome) -> list[str]:
     lines = [f"Path taken: **{' → '.join(outcome.path)}** (reward r = {outcome.reward:.3f})", ""]
     for i, record in enumerate(outcome.ops, start=1):
@@ -89,6 +110,8 @@ def build_report(data: ReportInput) -> str:
     if data.fallback:
         lines.append(f"Answered in non-code mode ({data.fallback}): no path gave a valid result.")
     lines.append("")
+    if data.narrative:
+        lines += [data.narrative.strip(), ""]
     if data.winner is not None:
         lines += ["## How it was answered", "", *_path_section(data.winner)]
         numbers = _numbers(data.winner)

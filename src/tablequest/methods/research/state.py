@@ -58,6 +58,15 @@ class QuestionRun:
     sandbox_error: str | None = None
     direct_cut: dict[str, int] | None = None
     """Set when the non-code fallback showed the model only part of the table."""
+    context: int = 0
+    """Version of the lessons the step prompts show; +1 whenever they change."""
+    batch: list[Candidate] = field(default_factory=list)
+    """The current iteration's selected paths still to run (selection=repeat)."""
+    iteration: int = 0
+    experience: list[dict[str, Any]] = field(default_factory=list)
+    """One entry per reflection: its source ("llm" | "template"), why, refused lessons."""
+    values: Any = None
+    """The frame's `abstraction.ValueIndex`, built when a model lesson is first checked."""
 
 
 def one_table(source: Any) -> tuple[str, Table]:

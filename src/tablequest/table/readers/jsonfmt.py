@@ -11,9 +11,11 @@ Shapes understood (a file may hold one, a list of them, or {"tables": [...]}):
 - AIT-QA `{"column_header": [[path]], "row_header": [[path]], "data": [[...]]}`.
 
 Choices (ours): HiTab's `top_header_rows_num` is one more than the header rows in most tables
-and exact in others (unit rows such as "percent"), so the header rows are the top header tree's
-rows plus following rows up to that number that hold text but no number. Merged regions in HiTab
-hold their text in the top-left cell only; it is copied into the covered cells. AIT-QA paths
+and exact in others (unit rows such as "percent"), so the header rows are the first row plus
+following rows up to that number that a merge from above reaches or that hold text, years
+("2013", "2006-16") but no other number. The header trees (`top_root`, `left_root`) are not
+read: they are the answer key of benchmarks/dtr_header_paths.py. Merged regions in HiTab hold
+their text in the top-left cell only; it is copied into the covered cells. AIT-QA paths
 shorter than the deepest one repeat their last level downwards (a vertical merge).
 
 Reading budget (table/budget.py): records with many different keys would make a grid of
@@ -26,6 +28,7 @@ in the input until the budget says no.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -132,17 +135,12 @@ def _fill_merges(rows: list[list[str]], merges: list[Merge], meter: Meter) -> No
                     rows[r][c] = value
 
 
-def _tree_depth(node: Any) -> int:
-    if not isinstance(node, dict):
-        return 0
-    rows = [int(node.get("row_index", -1))]
-    stack = list(node.get("children") or [])
-    while stack:
-        child = stack.pop()
-        if isinstance(child, dict):
-            rows.append(int(child.get("row_index", -1)))
-            stack.extend(child.get("children") or [])
-    return max(rows) + 1
+_YEAR = re.compile(r"^(?:18|19|20)\d{2}(?:\s*[-/]\s*(?:\d{2}|\d{4}))?[a-z*]?$")
+
+
+def _data_value(text: str) -> bool:
+    """A number that is not a year label (header rows of HiTab tables hold years)."""
+    return looks_numeric(text) and not _YEAR.match(text.strip())
 
 
 def _hitab(obj: dict[str, Any], meter: Meter) -> Table:
@@ -152,10 +150,11 @@ def _hitab(obj: dict[str, Any], meter: Meter) -> Table:
     width = len(rows[0]) if rows else 0
     n_left = max(0, min(int(obj.get("left_header_columns_num") or 0), max(0, width - 1)))
     declared = int(obj.get("top_header_rows_num") or 1)
-    n_head = max(1, min(_tree_depth(obj.get("top_root")) or declared, len(rows)))
+    n_head = 1
     while n_head < min(declared, len(rows)):
         values = [v for v in rows[n_head][n_left:] if v.strip()]
-        if not values or any(looks_numeric(v) for v in values):
+        reached = any(m.top < n_head <= m.bottom for m in merges)
+        if not reached and (not values or any(_data_value(v) for v in values)):
             break
         n_head += 1
     merges = [m for m in merges if m.top < len(rows) and m.left < width]
