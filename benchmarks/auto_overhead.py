@@ -31,7 +31,7 @@ from tablequest.llm import OpenAICompatible
 from tablequest.llm.config import LLMConfig
 from tablequest.llm.stub import Fault, StubServer
 from tablequest.llm.usage import StepBudget
-from tablequest.methods import TableSet
+from tablequest.methods import MethodContext, TableSet
 from tablequest.methods.auto.router import _seek_options
 from tablequest.methods.run import ask
 from tablequest.methods.seek import TableSeek
@@ -83,7 +83,7 @@ def routed_alone(llm: OpenAICompatible, config: LLMConfig, question: str, method
                  tables: TableSet) -> int:  # fmt: skip
     """Calls the routed method makes on its own (TableSeek's QA for the qa route)."""
     if method == "qa":
-        seek = TableSeek(llm, _seek_options())
+        seek = TableSeek(_seek_options(), MethodContext(llm=llm))
         return seek.answer_tables(question, tables, budget=StepBudget(STEPS, reserve=0)).steps
     result = ask(question, tables, method=method, llm=llm, llm_config=config, steps=STEPS,
                  cache=False)  # fmt: skip
@@ -95,7 +95,7 @@ def baseline(llm: OpenAICompatible, config: LLMConfig, question: str,
     calls = 0
     if isinstance(source, Store):
         budget = StepBudget(STEPS, reserve=0)
-        TableSeek(llm, _seek_options()).select(question, source, budget=budget)
+        TableSeek(_seek_options(), MethodContext(llm=llm)).select(question, source, budget=budget)
         calls += budget.calls
     for route in routes:
         tid = route["table_id"]

@@ -176,7 +176,7 @@ def retrieved(
                         store=store, content_hash=table.content_hash)  # fmt: skip
         return set(ctx.columns), bl.shown_cells(table, ctx.rows, ctx.columns)
     words = keywords(item.question) or [item.question]
-    rag = TableRAG(None, rag_config(kind), encoder=encoder, store=store)
+    rag = TableRAG(rag_config(kind), encoder=encoder, store=store)
     found = rag.retrieve(rag.prepare(table), words, [w for w in words if not is_numeric(w)])
     return {c.name for c, _, _ in found.columns}, {(e.column, e.value) for e, _, _ in found.cells}
 

@@ -35,6 +35,7 @@ import numpy as np
 
 from tablequest.corpus.encoders import HashEncoder, MiniLMEncoder
 from tablequest.llm import Scripted
+from tablequest.methods.base import MethodContext
 from tablequest.methods.rag import RagConfig, TableRAG
 from tablequest.methods.rag.cell_db import build_cell_db
 from tablequest.methods.rag.schema_db import build_schema_db, raw_frame
@@ -117,7 +118,8 @@ def main() -> None:
             )
             db = build_cell_db(raw, columns=columns)
             script = Scripted(['["product", "price"]', '["wallet"]', "Final Answer: 1"])
-            with TableRAG(script, RagConfig(encoder="minilm"), encoder=HashEncoder(),
+            context = MethodContext(llm=script, cache=False)
+            with TableRAG(RagConfig(encoder="minilm"), context, encoder=HashEncoder(),
                           sandbox=sandbox) as rag:  # fmt: skip
                 result = rag.answer("What is the average price for wallets?", table)
             tokens[str(size)] = int(result.details["solver_prompt_tokens"])

@@ -21,6 +21,7 @@ from typing import Any
 from tablequest.corpus import Store, grep_rank, ingest
 from tablequest.llm import OpenAICompatible
 from tablequest.llm.stub import Fault, StubServer
+from tablequest.methods.base import MethodContext
 from tablequest.methods.seek import SeekConfig, TableSeek
 from tablequest.trace import Trace
 
@@ -63,7 +64,7 @@ def main() -> None:
         shares, walls, frameworks = [], [], []
         with StubServer(make_reply(args.latency)) as server:
             llm = OpenAICompatible(server.url, "stub", timeout=args.latency + 30)
-            seek = TableSeek(llm, SeekConfig.named("5step-5s1-small"))
+            seek = TableSeek(SeekConfig.named("5step-5s1-small"), MethodContext(llm=llm))
             for i in range(args.queries):
                 question = QUESTIONS[i % len(QUESTIONS)] + f" (#{i})"
                 trace = Trace(Path(tmp) / f"q{i}.jsonl")

@@ -245,3 +245,20 @@ def write_realhitbench_table(root: Path) -> Path:
 def realhitbench_tables() -> object:
     """`write_realhitbench_table`, for tests that copy the RealHiTBench fixture."""
     return write_realhitbench_table
+
+
+def _varna_reply(request: dict[str, object]) -> str:
+    """A stub model for the README's examples: TableSeek picks the first candidate and
+    answers 412 (the river Varna's length in examples/corpus)."""
+    prompt = request["messages"][-1]["content"]  # type: ignore[index]
+    if "Candidate tables" in prompt:
+        return json.dumps({"action": "select", "selected_tables": ["Table_0"]})
+    if "grep patterns" in prompt:
+        return json.dumps({"patterns": ["Varna", "river"]})
+    return json.dumps({"status": "answered", "answer": "412", "evidence": []})
+
+
+@pytest.fixture
+def varna_reply() -> object:
+    """`_varna_reply`, for tests that put a stub server behind the README's examples."""
+    return _varna_reply

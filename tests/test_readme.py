@@ -3,10 +3,10 @@ top-level command is documented in the README."""
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -23,23 +23,14 @@ def quickstart_commands() -> list[list[str]]:
     return [shlex.split(line)[1:] for line in block.splitlines() if line.startswith("tablequest ")]
 
 
-def reply(request: dict[str, object]) -> str:
-    prompt = request["messages"][-1]["content"]  # type: ignore[index]
-    if "Candidate tables" in prompt:
-        return json.dumps({"action": "select", "selected_tables": ["Table_0"]})
-    if "grep patterns" in prompt:
-        return json.dumps({"patterns": ["Varna", "river"]})
-    return json.dumps({"status": "answered", "answer": "412", "evidence": []})
-
-
-def test_quickstart_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_quickstart_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, varna_reply: Any) -> None:
     monkeypatch.chdir(ROOT)
     monkeypatch.setenv("TABLEQUEST_TRACE_DIR", str(tmp_path / "traces"))
     commands = quickstart_commands()
     assert [c[0] for c in commands] == ["ingest", "search", "ask", "trace"]
     runner = CliRunner()
     outputs = {}
-    with StubServer(reply) as server:
+    with StubServer(varna_reply) as server:
         for args in commands:
             args = [a.replace("/tmp/demo.duckdb", str(tmp_path / "demo.duckdb")) for a in args]
             args = [server.url if a.startswith("http://localhost") else a for a in args]

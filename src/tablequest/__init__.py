@@ -3,11 +3,24 @@
 The public API is what `__all__` lists; submodules are implementation details.
 """
 
-from tablequest.corpus import Hit, IngestReport, Store, StoreError, grep_rank, ingest, search
+from tablequest.corpus import (
+    EncoderUnavailable,
+    Hit,
+    IngestReport,
+    Store,
+    StoreError,
+    grep_rank,
+    ingest,
+)
+from tablequest.corpus.ingest import IngestAborted
+from tablequest.corpus.store import NoStore, NotAStore, StoreLocked, StoreWriteError
+from tablequest.errors import TablequestError
 from tablequest.llm import (
     LLM,
     Completion,
+    ConfigError,
     LLMError,
+    ModelUnreachable,
     OpenAICompatible,
     Scripted,
     StubServer,
@@ -19,8 +32,10 @@ from tablequest.methods import (
     MethodContext,
     MethodOptions,
     MethodSpec,
+    OptionError,
     Result,
     TableSet,
+    UnknownMethod,
     get_method,
     list_methods,
     option,
@@ -28,8 +43,10 @@ from tablequest.methods import (
 )
 from tablequest.methods.direct import DirectQA, RetrieveThenQA
 from tablequest.methods.rag import RagConfig, TableRAG
-from tablequest.methods.run import ask
+from tablequest.methods.run import SourceError
 from tablequest.methods.seek import SeekConfig, TableSeek
+from tablequest.notebook import Corpus, ask, open, search
+from tablequest.sandbox import SandboxError
 from tablequest.table import (
     CellRef,
     Merge,
@@ -48,8 +65,12 @@ __all__ = [
     "LLM",
     "CellRef",
     "Completion",
+    "ConfigError",
+    "Corpus",
     "DirectQA",
+    "EncoderUnavailable",
     "Hit",
+    "IngestAborted",
     "IngestReport",
     "LLMError",
     "Merge",
@@ -57,21 +78,31 @@ __all__ = [
     "MethodContext",
     "MethodOptions",
     "MethodSpec",
+    "ModelUnreachable",
+    "NoStore",
+    "NotAStore",
     "OpenAICompatible",
+    "OptionError",
     "RagConfig",
     "Result",
     "RetrieveThenQA",
+    "SandboxError",
     "Scripted",
     "SeekConfig",
     "Source",
+    "SourceError",
     "Store",
     "StoreError",
+    "StoreLocked",
+    "StoreWriteError",
     "StubServer",
     "Table",
     "TableRAG",
     "TableSeek",
     "TableSet",
+    "TablequestError",
     "Trace",
+    "UnknownMethod",
     "UnreadableTable",
     "__version__",
     "ask",
@@ -80,6 +111,7 @@ __all__ = [
     "grep_rank",
     "ingest",
     "list_methods",
+    "open",
     "option",
     "preview",
     "read_tables",

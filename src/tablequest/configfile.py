@@ -48,6 +48,8 @@ from typing import Any
 
 import platformdirs
 
+from tablequest.errors import TablequestError
+
 CONFIG_FILE = "tablequest.toml"
 ENV = "TABLEQUEST_CONFIG"
 TRUST_FILE = "trusted.json"
@@ -58,7 +60,7 @@ UNTRUSTED = "in the working directory, never trusted"
 CHANGED = "changed since it was trusted"
 
 
-class ConfigFileError(ValueError):
+class ConfigFileError(TablequestError, ValueError):
     """A config file or the trust list that cannot be read; the message names the file."""
 
 

@@ -28,12 +28,13 @@ LLM_API = {
     "ParseError", "NoJSONFound", "WrongJSONType", "TruncatedOutput", "BadCall", "NoAnswer",
     "BadReAct", "ReactStep", "extract_json", "extract_answer", "strip_think", "parse_f_row",
     "parse_f_col", "parse_react", "ask_with_repair", "DEFAULT_REPAIR_PROMPT", "is_non_answer",
+    "ask_json", "Asked",
 }  # fmt: skip
 
 TRACE_API = {
     "Trace", "EventKind", "KINDS", "TRACE_DIR_ENV", "UnreadableTrace", "default_trace_dir",
     "new_trace_path", "read_trace", "render_trace", "summarize", "latest_trace",
-    "parse_trace_name",
+    "parse_trace_name", "describe_event", "run_trace_dir",
 }  # fmt: skip
 
 

@@ -49,7 +49,7 @@ def slow_llm(clock: Clock, seconds: float) -> Scripted:
 def test_calls_after_the_deadline_are_refused_and_the_question_fails() -> None:
     clock = Clock()
     llm = slow_llm(clock, 40.0)
-    seek = TableSeek(llm)
+    seek = TableSeek(context=MethodContext(llm=llm))
     seek.context.deadline = Deadline(60.0, clock=clock)
     trace = Trace.in_memory()
     result = seek.answer("Which nation won 16 golds?", store(), trace=trace)
@@ -64,7 +64,7 @@ def test_calls_after_the_deadline_are_refused_and_the_question_fails() -> None:
 
 def test_an_answer_within_the_deadline_stands() -> None:
     clock = Clock()
-    seek = TableSeek(slow_llm(clock, 1.0))
+    seek = TableSeek(context=MethodContext(llm=slow_llm(clock, 1.0)))
     seek.context.deadline = Deadline(60.0, clock=clock)
     result = seek.answer("Which nation won 16 golds?", store())
     assert result.status == "answered" and result.answer == "Norway"

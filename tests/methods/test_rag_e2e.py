@@ -156,7 +156,7 @@ def test_minilm_finds_the_wallet_pairs() -> None:
     from tablequest.table import Table
 
     table = Table.from_rows(rows)
-    rag = TableRAG(None, RagConfig(encoder="minilm-st", top_k=1))
+    rag = TableRAG(RagConfig(encoder="minilm-st", top_k=1))
     prepared = rag.prepare(table)
     found = rag.retrieve(prepared, ["item name"], ["wallets"])
     assert [(e.column, e.value) for e, _, _ in found.cells] == [("product", "wallet")]

@@ -12,6 +12,7 @@ from tablequest.corpus.encoders import EncoderUnavailable, HashEncoder, Matrix
 from tablequest.llm import Scripted
 from tablequest.llm.base import LLMUnavailable
 from tablequest.methods import get_method
+from tablequest.methods.base import MethodContext
 from tablequest.methods.rag import BASELINES, RagConfig, TableRAG
 from tablequest.methods.rag import baselines as bl
 from tablequest.methods.rag.schema_db import build_schema_db, raw_frame
@@ -65,7 +66,8 @@ class FakeSandbox:
 
 def make(llm: Scripted, sandbox: FakeSandbox | None = None, **cfg: Any) -> TableRAG:
     config = RagConfig(encoder=cfg.pop("encoder", "bm25"), **cfg)
-    return TableRAG(llm, config, encoder=HashEncoder(), sandbox=sandbox or FakeSandbox())  # type: ignore[arg-type]
+    context = MethodContext(llm=llm, cache=False)
+    return TableRAG(config, context, encoder=HashEncoder(), sandbox=sandbox or FakeSandbox())  # type: ignore[arg-type]
 
 
 def test_algorithm_1_in_order() -> None:
@@ -130,7 +132,7 @@ def test_insufficient_and_failed_statuses() -> None:
     direct = make(Scripted(['["price"]', '["wallet"]', "Final Answer: 15"]), FakeSandbox(fail=True))
     assert direct.answer(Q, SHOP).answer == "15"
     with pytest.raises(ValueError, match="needs an LLM"):
-        TableRAG(None, RagConfig(encoder="bm25")).answer(Q, SHOP)
+        TableRAG(RagConfig(encoder="bm25")).answer(Q, SHOP)
 
 
 def test_ablations_and_evidence() -> None:
@@ -154,7 +156,8 @@ class BrokenEncoder:
 def test_encoder_failure_falls_back_to_bm25() -> None:
     llm = Scripted(['["price"]', '["wallet"]', "Final Answer: 15"])
     trace = Trace.in_memory()
-    rag = TableRAG(llm, RagConfig(encoder="minilm"), encoder=BrokenEncoder(),
+    rag = TableRAG(RagConfig(encoder="minilm"), MethodContext(llm=llm, cache=False),
+                   encoder=BrokenEncoder(),
                    sandbox=FakeSandbox())  # type: ignore[arg-type]  # fmt: skip
     assert rag.answer(Q, SHOP, trace=trace).answer == "15"
     assert any(e["kind"] == "fallback" and e.get("encoder") == "bm25" for e in trace.events)

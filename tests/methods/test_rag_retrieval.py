@@ -112,18 +112,18 @@ def test_vectors_round_trip_through_the_store() -> None:
 def test_second_question_on_the_same_table_does_not_re_encode() -> None:
     table = Table.from_rows([["product", "price"], *[[f"item {i % 7}", str(i)] for i in range(50)]])
     store, enc = Store(), CountingEncoder()
-    first = TableRAG(None, RagConfig(budget=5), encoder=enc, store=store)
+    first = TableRAG(RagConfig(budget=5), encoder=enc, store=store)
     prepared = first.prepare(table)
     first.retrieve(prepared, ["product"], ["item"])
     assert enc.batches[:2] == [2, 5]  # schema DB (2 columns) and cell DB (B = 5 pairs)
     assert prepared.cache_hits == {"schema": False, "cell": False}
     encoded_db = len(enc.batches)
-    second = TableRAG(None, RagConfig(budget=5), encoder=enc, store=store)  # fresh instance
+    second = TableRAG(RagConfig(budget=5), encoder=enc, store=store)  # fresh instance
     again = second.prepare(table)
     second.retrieve(again, ["price"], ["item 3"])
     assert again.cache_hits == {"schema": True, "cell": True}
     assert enc.batches[encoded_db:] == [1, 1]  # only the two queries were encoded
-    third = TableRAG(None, RagConfig(budget=6), encoder=enc, store=store)
+    third = TableRAG(RagConfig(budget=6), encoder=enc, store=store)
     third.retrieve(third.prepare(table), ["price"], ["item"])
     assert third.prepare(table).cache_hits == {"schema": True, "cell": False}  # new budget
 

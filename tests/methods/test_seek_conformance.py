@@ -10,6 +10,7 @@ import pytest
 from tablequest.corpus import Store
 from tablequest.llm import Scripted
 from tablequest.llm.base import LLMTimeout
+from tablequest.methods.base import MethodContext
 from tablequest.methods.seek import SeekConfig, TableSeek
 from tablequest.table import Source, Table
 from tablequest.trace import Trace
@@ -71,7 +72,8 @@ def run(
 ) -> tuple[Scripted, object, Trace]:
     llm = Scripted(replies)  # type: ignore[arg-type]
     trace = Trace.in_memory()
-    result = TableSeek(llm, config).answer(question, store, task=task, trace=trace)  # type: ignore[arg-type]
+    seek = TableSeek(config, MethodContext(llm=llm))
+    result = seek.answer(question, store, task=task, trace=trace)  # type: ignore[arg-type]
     return llm, result, trace
 
 
@@ -170,7 +172,7 @@ def test_fallback_stops_when_budget_is_spent(store: Store) -> None:
 def test_budget_never_exceeded_with_garbage(store: Store, steps: int) -> None:
     llm = Scripted(lambda m, p: "I think the answer is somewhere {not json")
     trace = Trace.in_memory()
-    result = TableSeek(llm, SeekConfig(max_steps=steps)).answer(
+    result = TableSeek(SeekConfig(max_steps=steps), MethodContext(llm=llm)).answer(
         "usl league year", store, trace=trace
     )
     assert len(llm.calls) <= steps
@@ -222,7 +224,7 @@ def test_unparsable_qa_short_text_is_the_answer(store: Store) -> None:
 
 def test_llm_errors_never_crash(store: Store) -> None:
     llm = Scripted([LLMTimeout("slow"), LLMTimeout("slow"), LLMTimeout("slow")] * 4)
-    result = TableSeek(llm).answer("usl league", store)
+    result = TableSeek(context=MethodContext(llm=llm)).answer("usl league", store)
     assert result.status in ("failed", "insufficient")
 
 
@@ -282,7 +284,7 @@ def test_rerank_strategy_reorders_and_forwards_top(store: Store) -> None:
 
     llm = Scripted(reply)
     trace = Trace.in_memory()
-    result = TableSeek(llm, SeekConfig.named("10step-r5-medium")).answer(
+    result = TableSeek(SeekConfig.named("10step-r5-medium"), MethodContext(llm=llm)).answer(
         "usl league", store, trace=trace
     )
     ranked = [h["table_id"] for h in next(e for e in trace.events if e["kind"] == "rank")["hits"]]
@@ -312,7 +314,7 @@ def test_no_prompt_reveals_paths_or_formats(store: Store) -> None:
         return answer("insufficient", "")
 
     llm = Scripted(reply)
-    TableSeek(llm, SeekConfig(max_steps=10)).answer("usl league gold", store)
+    TableSeek(SeekConfig(max_steps=10), MethodContext(llm=llm)).answer("usl league gold", store)
     text = "\n".join(m["content"] for c in llm.calls for m in c.messages)
     for leak in ("/secret", "secret", "league.csv", ".csv", ".md", ".html", "cities"):
         assert leak not in text
@@ -322,7 +324,7 @@ def test_no_prompt_reveals_paths_or_formats(store: Store) -> None:
 
 def test_empty_ranking_still_refines_then_insufficient_without_qa() -> None:
     llm = Scripted([j(patterns=["x"]), j(action="regenerate", patterns=["y"]), j(action="none")])
-    result = TableSeek(llm).answer("anything", Store())
+    result = TableSeek(context=MethodContext(llm=llm)).answer("anything", Store())
     assert result.status == "insufficient" and len(llm.calls) == 3
     assert "(no table matches the current patterns)" in llm.calls[1].messages[-1]["content"]
     assert result.details["action_counts"] == {

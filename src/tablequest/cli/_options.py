@@ -137,7 +137,14 @@ DeadlineOpt = Annotated[
         help="Seconds per question for all LLM calls and retries (0 = none; default 600).",
     ),
 ]
-LLMSpecOpt = Annotated[str | None, typer.Option("--llm", help="gguf:/path/model.gguf")]
+LLMSpecOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--llm",
+        help="An LLM backend instead of a server: NAME[:ARG][,KEY=VALUE...], e.g. "
+        "gguf:/path/model.gguf,n_ctx=4096 (plugins add backends: tablequest.llms).",
+    ),
+]
 NoCacheOpt = Annotated[
     bool, typer.Option("--no-cache", help="Do not use the LLM and embedding caches.")
 ]

@@ -29,10 +29,13 @@ from rich.progress import (
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from tablequest.cli._exit import USAGE
 from tablequest.corpus.encoder_base import encoding_progress, with_rate
+from tablequest.corpus.hits import search_hit
 from tablequest.corpus.rank import question_patterns
 from tablequest.corpus.retrievers import preview_hit
-from tablequest.corpus.store import Hit, NoStore, NotAStore, Store, StoreError, text_format
+from tablequest.corpus.store import Hit, Store, StoreError, text_format
+from tablequest.errors import exit_code
 from tablequest.methods.base import Result
 from tablequest.table.preview import preview
 
@@ -98,18 +101,18 @@ def fail(
 def fail_on(
     exc: BaseException, *, json_out: bool = False, extra: dict[str, Any] | None = None
 ) -> NoReturn:
-    """`fail` with an exception's message. A store error in its chain (cause or context)
-    gives the code, and the status: 2 for bad input (no store, not a DuckDB file), 1 for a
-    run that could not complete (store held by another process, disk full, media)."""
+    """`fail` with an exception's message and the exit status `tablequest.errors.ERRORS`
+    gives it. A store error in its chain (cause or context) gives the code, and the status:
+    2 for bad input (no store, not a DuckDB file), 1 for a run that could not complete (store
+    held by another process, disk full, media); any other error is bad input (code usage)."""
     cause: BaseException | None = exc
     for _ in range(4):
         if cause is None or isinstance(cause, StoreError):
             break
         cause = cause.__cause__ or cause.__context__
     if not isinstance(cause, StoreError):
-        fail(str(exc), json_out=json_out, extra=extra)
-    status = 2 if isinstance(cause, (NotAStore, NoStore)) else 1
-    fail(str(exc), json_out=json_out, code=cause.code, status=status, extra=extra)
+        fail(str(exc), json_out=json_out, status=exit_code(exc, default=USAGE), extra=extra)
+    fail(str(exc), json_out=json_out, code=cause.code, status=exit_code(cause), extra=extra)
 
 
 def print_json(payload: Any) -> None:
@@ -126,14 +129,8 @@ def usage_line(usage: dict[str, Any]) -> str:
 def hit_json(store: Store, hit: Hit) -> dict[str, Any]:
     """A ranked table as ``search --json`` prints it."""
     src = store.source(hit.table_id)
-    rows = sorted({r for rs in hit.matched_rows.values() for r in rs})
-    return {
-        "table_id": hit.table_id,
-        "score": round(hit.score, 6),
-        "source": src.path if src.sheet is None else f"{src.path}#{src.sheet}",
-        "format": src.format,
-        "matched_rows": rows,
-    }
+    shown = src.path if src.sheet is None else f"{src.path}#{src.sheet}"
+    return search_hit(hit, source=shown, format=src.format).as_json()
 
 
 def show_hits(store: Store, question: str, hits: list[Hit]) -> None:
@@ -224,9 +221,10 @@ def show_preview(title: str, text: str, question: str) -> None:
 def show_result(result: Result, question: str) -> None:
     """Answer, reason, what the method found, evidence, tables consulted, usage, trace."""
     data = result.to_json()
+    details = result.typed_details
     colour = _COLOUR[result.status]
     label = data["method"] or "?"
-    config = data["details"].get("config")
+    config = details.get("config")
     console.print(
         Panel(
             Text(result.answer or "(no answer)", style="bold"),
@@ -239,13 +237,13 @@ def show_result(result: Result, question: str) -> None:
     if data["reason"] and result.status != "answered":
         # one unwrapped line, so the URL and the cause stay whole (and greppable)
         console.print(f"  reason: {escape(data['reason'])}", highlight=False, soft_wrap=True)
-    if data["details"].get("encoder"):
-        console.print(f"  encoder: {data['details']['encoder']}", highlight=False)
-    for candidate in data["details"].get("candidates", []):
+    if details.get("encoder"):
+        console.print(f"  encoder: {details['encoder']}", highlight=False)
+    for candidate in details.get("candidates", []):
         source = result.sources.get(candidate["table_id"], candidate["table_id"])
         title = f"score {candidate['score']:.2f}  {source}  ({candidate['table_id']})"
         show_preview(title, plain_markup(candidate.get("preview", "")), question)
-    for route in data["details"].get("routes", []):
+    for route in details.get("routes", []):
         source = result.sources.get(route["table_id"], route["table_id"])
         status = f" → {route['status']}" if route.get("status") else ""
         console.print(
@@ -254,7 +252,7 @@ def show_result(result: Result, question: str) -> None:
             highlight=False,
             soft_wrap=True,
         )
-    retrieval = data["details"].get("retrieval")
+    retrieval = details.get("retrieval")
     if isinstance(retrieval, dict):
         console.print(retrieval_view(retrieval))
     # a table is shown only for an answer: a failed or insufficient ask has no evidence

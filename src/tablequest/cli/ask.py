@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 
 from tablequest.cli import _exit
+from tablequest.cli._llm import LLMFlags, model_or_fail
 from tablequest.cli._options import (
     ApiKeyOpt,
     ConfigFileOpt,
@@ -41,7 +42,7 @@ from tablequest.cli._options import (
 from tablequest.cli._output import console, encoding_bar, fail, fail_on, print_json, show_result
 from tablequest.corpus.encoders import EncoderUnavailable
 from tablequest.llm.base import LLMError
-from tablequest.llm.config import NOT_CONFIGURED_HINT, ConfigError, build_llm, resolve_config
+from tablequest.llm.config import NOT_CONFIGURED_HINT
 from tablequest.methods.base import Result
 from tablequest.methods.run import NO_LLM, ask
 
@@ -97,17 +98,8 @@ def ask_command(
     from tablequest.corpus.shards import is_manifest
     from tablequest.scale.cluster import ray_address
 
-    try:
-        llm_config = resolve_config(
-            url=llm_url,
-            model=model,
-            api_key=api_key,
-            cache=False if no_cache else None,
-            deadline=deadline,
-        )
-        model_llm = build_llm(llm_config, llm_spec=llm)
-    except (ConfigError, LLMError) as exc:
-        fail(str(exc), json_out=json_out)
+    flags = LLMFlags(llm_url, model, api_key, llm, no_cache=no_cache, deadline=deadline)
+    llm_config, model_llm = model_or_fail(flags, json_out=json_out)
     corpus = None
     if ray_address(ray) is not None and source.is_file() and is_manifest(source):
         corpus = open_corpus(source, ray, json_out=json_out)  # ranks on shard actors

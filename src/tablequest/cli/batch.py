@@ -30,6 +30,7 @@ from tablequest.cli._options import (
 from tablequest.cli._output import err_console, fail
 from tablequest.cli._scale import endpoint_urls
 from tablequest.eval.report import not_answered, not_answered_lines
+from tablequest.trace.runs import run_trace_dir
 
 if TYPE_CHECKING:
     from tablequest.scale.batchrun import BatchOutcome
@@ -73,15 +74,16 @@ def batch_command(
     Exit status 0 when every question ran and none failed (insufficient evidence is not a
     failure); 1 when one failed or was lost (the summary names them); 2 on bad input.
     """
+    from tablequest.cli._llm import LLMFlags
     from tablequest.eval.runner import RecordLog, RunnerError, RunSpec
-    from tablequest.llm.config import ConfigError, resolve_config
+    from tablequest.llm.config import ConfigError
     from tablequest.scale.batch import BatchError, Endpoint, read_questions
     from tablequest.scale.batchrun import BatchJob, run_batch
     from tablequest.scale.cluster import RayUnavailable, ray_address
 
     try:
         chosen = read_questions(questions)
-        llm_config = resolve_config(model=model, api_key=api_key, cache=False if no_cache else None)
+        llm_config = LLMFlags(model=model, api_key=api_key, no_cache=no_cache).config()
     except (BatchError, ConfigError) as exc:
         fail(str(exc), json_out=json_out)
     urls = endpoint_urls(llm_url, llm_config.url)
@@ -97,7 +99,7 @@ def batch_command(
         source=source,
         llm=llm_config,
         cache=llm_config.cache,
-        trace_dir=str(out.with_name(out.name.removesuffix(".jsonl") + ".traces")),
+        trace_dir=str(run_trace_dir(out)),
     )
     spec = RunSpec(f"batch:{questions.name}", method, config or "", "", llm_config.model)
     shown = {"n": 0}

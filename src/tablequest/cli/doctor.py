@@ -19,6 +19,7 @@ import typer
 from rich.markup import escape
 
 from tablequest.cli._exit import FAILED, NO_MODEL, OK
+from tablequest.cli._llm import LLMFlags
 from tablequest.cli._options import (
     ApiKeyOpt,
     ConfigFileOpt,
@@ -31,7 +32,7 @@ from tablequest.cli._options import (
 )
 from tablequest.cli._output import console, fail
 from tablequest.doctor import CHECKS, MODEL_TIMEOUT, Check, CheckGroup, run_checks
-from tablequest.llm.config import ConfigError, LLMConfig, resolve_config
+from tablequest.llm.config import ConfigError, LLMConfig
 
 _MARKS = {True: "[green]✓[/green]", False: "[red]✗[/red]", None: "[dim]–[/dim]"}
 
@@ -101,7 +102,7 @@ def doctor_command(
             _print(item)
 
     try:
-        config = resolve_config(url=llm_url, model=model, api_key=api_key)
+        config = LLMFlags(llm_url, model, api_key, llm).config()
     except ConfigError as exc:
         config = LLMConfig()
         if "model" in groups:

@@ -22,6 +22,7 @@ from typing import Annotated, Any
 import typer
 
 from tablequest.cli._exit import FAILED
+from tablequest.cli._llm import LLMFlags, required_model
 from tablequest.cli._options import ApiKeyOpt, ConfigFileOpt, LLMSpecOpt, LLMUrlOpt, ModelOpt
 from tablequest.cli._output import fail
 from tablequest.eval.datasets import Dataset, DatasetError, load
@@ -38,7 +39,6 @@ from tablequest.eval.metrics.judge import (
     win_rate,
 )
 from tablequest.eval.report import report_paths
-from tablequest.llm.base import LLM
 
 __all__ = ["judge_command", "judgment_path", "register", "render"]
 
@@ -111,22 +111,6 @@ def _judgeable(item: JudgeItem) -> bool:
     return True
 
 
-def _llm(llm_url: str | None, model: str | None, api_key: str | None, spec: str | None,
-         no_cache: bool, json_out: bool) -> LLM:  # fmt: skip
-    from tablequest.llm.base import LLMError
-    from tablequest.llm.config import NOT_CONFIGURED_HINT, ConfigError, build_llm, resolve_config
-
-    try:
-        config = resolve_config(url=llm_url, model=model, api_key=api_key,
-                                cache=False if no_cache else None)  # fmt: skip
-        judge = build_llm(config, llm_spec=spec)
-    except (ConfigError, LLMError) as exc:
-        fail(str(exc), json_out=json_out)
-    if judge is None:
-        fail(NOT_CONFIGURED_HINT, json_out=json_out)
-    return judge
-
-
 def judge_command(
     run: Annotated[Path, typer.Argument(help="Run file (JSONL) from `tablequest eval run`.")],
     against: Annotated[
@@ -173,7 +157,8 @@ def judge_command(
              "sub-types): pass --data with the benchmark folder, or --prompt TYPE",
              json_out=json_out)  # fmt: skip
     path = out or judgment_path(run, against)
-    judge = _llm(llm_url, model, api_key, llm, no_cache, json_out)
+    flags = LLMFlags(llm_url, model, api_key, llm, no_cache=no_cache)
+    judge = required_model(flags, json_out=json_out)[1]
     try:
         with judge, JudgeLog(path) as log:
             if other is None:

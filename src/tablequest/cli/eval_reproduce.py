@@ -104,18 +104,16 @@ def reproduce_command(
         fail("name a configuration (see `tablequest eval reproduce --list`)", json_out=json_out)
     if out is None:
         fail("--out is required: the folder of the runs and the report", json_out=json_out)
+    from tablequest.cli._llm import LLMFlags
     from tablequest.eval.reproduce import get_reproduction
     from tablequest.llm.base import LLMError
-    from tablequest.llm.config import ConfigError, build_llm, resolve_config
+    from tablequest.llm.config import ConfigError
 
     try:
         rep = get_reproduction(name)
         chosen = rep.select(rows)
-        llm_config = resolve_config(
-            url=llm_url, model=model, api_key=api_key, cache=False if no_cache else None,
-            deadline=deadline,
-        )  # fmt: skip
-        llm = build_llm(llm_config)
+        flags = LLMFlags(llm_url, model, api_key, no_cache=no_cache, deadline=deadline)
+        llm_config, llm = flags.build()
     except KeyError as exc:
         fail(str(exc.args[0]), json_out=json_out)
     except (ValueError, ConfigError, LLMError) as exc:

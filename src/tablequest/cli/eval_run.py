@@ -27,6 +27,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from tablequest.cli._llm import LLMFlags
 from tablequest.cli._options import (
     ApiKeyOpt,
     ConfigFileOpt,
@@ -56,15 +57,16 @@ from tablequest.corpus.retrievers import RETRIEVERS, RetrieverSettings
 from tablequest.corpus.shards import ShardedStore
 from tablequest.eval.corpora import Corpus, CorpusError, build_corpus, ensure_dense
 from tablequest.eval.datasets import DATASETS, Dataset, DatasetError, load
+from tablequest.eval.pipeline import answer_questions, prepared_answer
 from tablequest.eval.report import write_report
 from tablequest.eval.retrieval import evaluate_retrieval, make_ranker
 from tablequest.eval.runner import RecordLog, RunnerError, RunSpec, select_questions
-from tablequest.eval.runs import build_answer
 from tablequest.eval.siblings import with_siblings
 from tablequest.methods.registry import get_method
 from tablequest.methods.run import resolve_options
 from tablequest.scale.cluster import ray_address
 from tablequest.scale.evalrun import EvalJob
+from tablequest.trace.runs import run_trace_dir
 
 __all__ = ["register", "retrieval_command", "run_command"]
 
@@ -255,18 +257,16 @@ def run_command(
 ) -> None:
     """Answer a benchmark's questions with a method; append records to --out; write a report."""
     from tablequest.llm.base import LLMError
-    from tablequest.llm.config import NOT_CONFIGURED_HINT, ConfigError, build_llm, resolve_config
+    from tablequest.llm.config import NOT_CONFIGURED_HINT, ConfigError
 
     try:
         spec = get_method(method)
         options = resolve_options(spec, config=config, options=option_pairs(option))
         ds = load_dataset(dataset, data, split)
         chosen = select_questions(ds, ids_file=questions, limit=limit)
-        llm_config = resolve_config(
-            url=llm_url[0] if llm_url else None, model=model, api_key=api_key,
-            cache=False if no_cache else None, deadline=deadline,
-        )  # fmt: skip
-        model_llm = build_llm(llm_config, llm_spec=llm)
+        flags = LLMFlags(llm_url[0] if llm_url else None, model, api_key, llm,
+                         no_cache=no_cache, deadline=deadline)  # fmt: skip
+        llm_config, model_llm = flags.build()
     except (DatasetError, RunnerError, ConfigError, LLMError, ValueError) as exc:
         _fail(str(exc), json_out)
     if model_llm is None and spec.needs_llm:
@@ -283,25 +283,21 @@ def run_command(
             stack.enter_context(model_llm)
         try:
             log = RecordLog(out, run_spec)
-            answer = build_answer(
-                spec, options, model_llm, corpus, llm_config=llm_config, steps=steps,
+            with prepared_answer(
+                spec, options, model_llm, corpus, out, llm_config=llm_config, steps=steps,
                 cache=not no_cache, questions=chosen,
                 on_encoder=lambda enc: _dense(corpus, enc, cache_dir, not json_out),
-                state_dir=out.with_name(out.name.removesuffix(".jsonl") + ".state"),
-            )  # fmt: skip
-            try:
+            ) as answer:  # fmt: skip
                 if ray_address(ray) is None:
                     ran = _run(chosen, answer, log, run_spec, corpus, concurrency, out, json_out)
                 else:  # `answer` was built here to prepare the corpus (vectors) once
                     job = EvalJob.detached(
                         corpus, spec=run_spec, method=spec.name, options=options,
                         llm=llm_config, steps=steps, cache=not no_cache,
-                        trace_dir=str(out.with_name(out.name.removesuffix(".jsonl") + ".traces")),
+                        trace_dir=str(run_trace_dir(out)),
                     )  # fmt: skip
                     urls = endpoint_urls(llm_url, llm_config.url)
                     ran = _run_ray(chosen, job, log, urls, concurrency, ray_address(ray), json_out)
-            finally:
-                answer.close()
         except (RunnerError, CorpusError, LLMError, ValueError, EncoderUnavailable) as exc:
             _fail(exc, json_out)
         except OSError as exc:  # --out on read-only media, a full disk, …
@@ -333,10 +329,8 @@ def _run(
     out: Path,
     json_out: bool,
 ) -> int:
-    from tablequest.eval.runner import run_questions
     from tablequest.eval.runs import running_metric
 
-    trace_dir = out.with_name(out.name.removesuffix(".jsonl") + ".traces")
     wanted = {q.id for q in chosen}
     seen = [r for qid, r in log.records.items() if qid in wanted]
     with log, _progress(f"{spec.method} on {spec.dataset}", not json_out) as update:
@@ -346,17 +340,10 @@ def _run(
             seen.append(record)
             update(len(seen), len(chosen), running_metric(seen))
 
-        return run_questions(
-            chosen,
-            answer.fn,
-            log,
-            spec=spec,
-            corpus=corpus,
-            gate=answer.gate,
-            concurrency=concurrency,
-            trace_dir=trace_dir,
+        return answer_questions(
+            chosen, answer, log, spec=spec, corpus=corpus, out=out, concurrency=concurrency,
             on_record=on_record,
-        )
+        )  # fmt: skip
 
 
 def _run_ray(

@@ -49,18 +49,16 @@ def build_subtab_command(
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Build silver reference sub-tables (WTQ-SubTab, App. E.3) for a benchmark's questions."""
+    from tablequest.cli._llm import LLMFlags
     from tablequest.llm.base import LLMError
-    from tablequest.llm.config import NOT_CONFIGURED_HINT, ConfigError, build_llm, resolve_config
+    from tablequest.llm.config import NOT_CONFIGURED_HINT, ConfigError
 
     try:
         ds = load(dataset, data, **({"split": split} if split else {}))
         chosen = select_questions(ds, ids_file=questions, limit=limit)
         model_llm = None
         if not approx:
-            config = resolve_config(
-                url=llm_url, model=model, api_key=api_key, cache=False if no_cache else None
-            )
-            model_llm = build_llm(config, llm_spec=llm)
+            model_llm = LLMFlags(llm_url, model, api_key, llm, no_cache=no_cache).build()[1]
             if model_llm is None:
                 fail(
                     NOT_CONFIGURED_HINT + " (or pass --approx for the LLM-free references)",

@@ -16,6 +16,7 @@ from tablequest.cli._options import JsonOpt
 from tablequest.cli._output import console, fail, print_json
 from tablequest.methods.options import describe_options
 from tablequest.methods.registry import UnknownMethod, get_method, list_methods, plugin_errors
+from tablequest.plugins import all_plugin_errors
 
 
 def cite(paper: str | None) -> str | None:
@@ -51,8 +52,13 @@ def methods_command(
                 f"{_INPUT[spec.input]})[/dim]",
                 highlight=False,
             )
-        for hook, error in plugin_errors().items():
-            console.print(f"[yellow]plugin {hook} failed to load:[/yellow] {error}")
+        plugin_errors()  # loads the methods' hooks; then every extension point's failures
+        for group, errors in all_plugin_errors().items():
+            for hook, error in errors.items():
+                console.print(
+                    f"[yellow]plugin {hook} ({group}) failed to load:[/yellow] {error}",
+                    highlight=False,
+                )
         return
     try:
         spec = get_method(name)

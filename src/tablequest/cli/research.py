@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
+from tablequest.cli._llm import LLMFlags, model_or_fail
 from tablequest.cli._options import (
     ApiKeyOpt,
     ConfigFileOpt,
@@ -32,8 +33,7 @@ from tablequest.cli._options import (
 )
 from tablequest.cli._output import console, err_console, fail, fail_on, print_json
 from tablequest.corpus import Store, StoreError
-from tablequest.llm.base import LLM, LLMError
-from tablequest.llm.config import NOT_CONFIGURED_HINT, ConfigError, build_llm, resolve_config
+from tablequest.llm.config import NOT_CONFIGURED_HINT
 from tablequest.llm.usage import StepBudget
 from tablequest.methods.options import OptionError, merge_options
 from tablequest.methods.research.api import run_research
@@ -56,24 +56,6 @@ def _options(pairs: list[str] | None, *, json_out: bool) -> ResearchOptions:
     return options
 
 
-def _llm(
-    url: str | None,
-    model: str | None,
-    key: str | None,
-    spec: str | None,
-    no_cache: bool,
-    *,
-    json_out: bool,
-) -> LLM | None:
-    try:
-        config = resolve_config(
-            url=url, model=model, api_key=key, cache=False if no_cache else None
-        )
-        return build_llm(config, llm_spec=spec)
-    except (ConfigError, LLMError) as exc:
-        fail(str(exc), json_out=json_out)
-
-
 def research_command(
     file: Annotated[Path, typer.Argument(help="The table file (xlsx, csv, html, json, …).")],
     task: Annotated[str, typer.Argument(help="The question or analytical task.")],
@@ -93,7 +75,8 @@ def research_command(
 ) -> None:
     """Research a table: answer, a Markdown report and charts, written to --out."""
     options = _options(option, json_out=json_out)
-    model_llm = _llm(llm_url, model, api_key, llm, no_cache, json_out=json_out)
+    flags = LLMFlags(llm_url, model, api_key, llm, no_cache=no_cache)
+    model_llm = model_or_fail(flags, json_out=json_out)[1]
     if model_llm is None:
         err_console.print(
             f"no model configured: comprehension only. {NOT_CONFIGURED_HINT}",

@@ -89,7 +89,8 @@ def serve_command(
         )
     except ImportError:
         fail(SERVE_EXTRA_HINT)
-    from tablequest.llm.config import ConfigError, resolve_config
+    from tablequest.cli._llm import LLMFlags
+    from tablequest.llm.config import ConfigError
     from tablequest.serve import default_token_file
     from tablequest.trace import default_trace_dir
     from tablequest.trace.retention import RetentionError, chart_retention, trace_retention
@@ -102,13 +103,8 @@ def serve_command(
     token_path = (token_file or default_token_file()).expanduser()
     try:
         token, created = load_or_create_token(token_path)
-        llm_config = resolve_config(
-            url=llm_url,
-            model=model,
-            api_key=api_key,
-            cache=False if no_cache else None,
-            max_concurrency=llm_concurrency,
-        )
+        flags = LLMFlags(llm_url, model, api_key, llm, no_cache, max_concurrency=llm_concurrency)
+        llm_config = flags.config()  # the server builds the model (`serve.state`)
         limits = Limits(
             max_asks=max_asks,
             ask_timeout=ask_timeout,

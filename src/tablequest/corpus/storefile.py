@@ -30,11 +30,13 @@ from pathlib import Path
 
 import duckdb
 
+from tablequest.errors import TablequestError
+
 LOCK_TIMEOUT_ENV = "TABLEQUEST_LOCK_TIMEOUT"
 DEFAULT_LOCK_TIMEOUT = 10.0
 
 
-class StoreError(Exception):
+class StoreError(TablequestError):
     """The store cannot be opened or written; the message names the file and the fix."""
 
     code = "store"

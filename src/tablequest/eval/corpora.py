@@ -56,6 +56,7 @@ import duckdb
 
 from tablequest.corpus.rank import ensure_indexes, missing_indexes
 from tablequest.corpus.store import Store, StoreError, StoreLocked, table_id_for, table_row
+from tablequest.errors import TablequestError
 from tablequest.eval.datasets.common import Dataset, DatasetError
 from tablequest.table.model import Format, Source, Table
 
@@ -80,7 +81,7 @@ CORPUS_FORMATS: tuple[str, ...] = ("csv", "markdown", "html", "mixed", "transpos
 _BATCH = 256
 
 
-class CorpusError(Exception):
+class CorpusError(TablequestError):
     """A corpus cannot be built or opened; the message names the input and the fix."""
 
 
@@ -123,7 +124,7 @@ def corpus_table(table: Table, *, key: str, fmt: str, transposed: bool = False) 
     """The table as stored in a corpus: optionally transposed, serialized as `fmt`."""
     if transposed:
         table = table.transpose()
-    fmt_name: Format = fmt  # type: ignore[assignment]
+    fmt_name: Format = fmt
     return dataclasses.replace(table, source=Source(path=key, format=fmt_name))
 
 

@@ -31,12 +31,13 @@ import re
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from tablequest.errors import TablequestError
 from tablequest.eval.corpora import Corpus
 from tablequest.eval.datasets import (
     QUESTION_FORMATS,
@@ -60,6 +61,7 @@ from tablequest.eval.metrics import (
 from tablequest.llm.base import LLM, Completion, Message
 from tablequest.methods.base import Result, Task
 from tablequest.trace import Trace
+from tablequest.waits import Turns
 
 __all__ = [
     "AnswerFn",
@@ -83,7 +85,7 @@ __all__ = [
 AnswerFn = Callable[[Question, Trace], Result]
 
 
-class RunnerError(Exception):
+class RunnerError(TablequestError):
     """A run cannot start or resume; the message names the file or option and the fix."""
 
 
@@ -233,34 +235,20 @@ class RecordLog:
 
 
 # -- one lock for everything but LLM waits -----------------------------------------------------
-class Gate:
-    """One lock: held while a worker computes, released while it waits for the LLM."""
+class Gate(Turns):
+    """One lock: held while a worker computes (`held`), released while it waits for the LLM
+    (`released`). One turn of `tablequest.waits.Turns`."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._local = threading.local()
+        super().__init__(1)
 
-    @contextlib.contextmanager
-    def held(self) -> Iterator[None]:
-        with self._lock:
-            self._local.held = True
-            try:
-                yield
-            finally:
-                self._local.held = False
+    def held(self) -> contextlib.AbstractContextManager[None]:
+        """Hold the lock for the block."""
+        return self.turn()
 
-    @contextlib.contextmanager
-    def released(self) -> Iterator[None]:
-        if not getattr(self._local, "held", False):
-            yield
-            return
-        self._local.held = False
-        self._lock.release()
-        try:
-            yield
-        finally:
-            self._lock.acquire()
-            self._local.held = True
+    def released(self) -> contextlib.AbstractContextManager[None]:
+        """Release the lock for the block if this thread holds it (else a no-op)."""
+        return self.waiting()
 
 
 class GatedLLM(LLM):

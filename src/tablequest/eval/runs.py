@@ -24,7 +24,14 @@ from tablequest.eval.runner import AnswerFn, Gate, GatedLLM, task_of
 from tablequest.llm.base import LLM
 from tablequest.llm.config import LLMConfig
 from tablequest.llm.usage import StepBudget, UsageMeter
-from tablequest.methods.base import Method, MethodContext, Result, TableSet
+from tablequest.methods.base import (
+    HasRetriever,
+    Method,
+    MethodContext,
+    Priming,
+    Result,
+    TableSet,
+)
 from tablequest.methods.options import MethodOptions
 from tablequest.methods.registry import MethodSpec
 from tablequest.trace import Trace
@@ -85,14 +92,11 @@ def build_answer(
         llm=gated, usage=UsageMeter(), llm_config=llm_config, cache=cache, state_dir=state_dir
     )
     method = spec.build(options, context)
-    retriever = getattr(method, "retriever", None)
-    encoder = getattr(retriever, "encoder", None)
-    if spec.input == "corpus" and encoder is not None:
+    retriever = method.retriever if isinstance(method, HasRetriever) else None
+    if spec.input == "corpus" and isinstance(retriever, Priming):
         if on_encoder is not None:
-            on_encoder(encoder)
-        prime = getattr(retriever, "prime", None)
-        if callable(prime):
-            prime([q.question for q in questions])
+            on_encoder(retriever.encoder)
+        retriever.prime([q.question for q in questions])
     cap = steps if steps is not None else options.default_steps()
 
     def answer(q: Question, trace: Trace) -> Result:

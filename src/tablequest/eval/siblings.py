@@ -35,6 +35,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from tablequest.errors import TablequestError
 from tablequest.eval.datasets.common import Dataset, Question, TableRef
 from tablequest.table.model import Table
 
@@ -52,7 +53,7 @@ SiblingKind = Literal["rename", "reformat", "resample"]
 SIBLING_KINDS: tuple[SiblingKind, ...] = ("rename", "reformat", "resample")
 
 
-class SiblingError(ValueError):
+class SiblingError(TablequestError, ValueError):
     """Siblings cannot be made as asked (no answer rows, unknown kind, bad count)."""
 
 

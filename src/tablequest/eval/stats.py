@@ -25,6 +25,8 @@ from typing import Any, TypedDict
 import numpy as np
 import numpy.typing as npt
 
+from tablequest.errors import TablequestError
+
 __all__ = [
     "AUTO_METRICS",
     "BootstrapResult",
@@ -136,7 +138,7 @@ def paired_t(a: Sequence[float], b: Sequence[float]) -> PairedTestResult:
 AUTO_METRICS = ("f1", "em", "exact_match", "acc", "accuracy", "correct", "rouge_l", "bleu")
 
 
-class ComparisonError(ValueError):
+class ComparisonError(TablequestError, ValueError):
     """Two run files cannot be compared; the message names the file and the fix."""
 
 

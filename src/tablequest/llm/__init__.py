@@ -58,7 +58,7 @@ from tablequest.llm.parse import (
     parse_react,
     strip_think,
 )
-from tablequest.llm.repair import DEFAULT_REPAIR_PROMPT, ask_with_repair
+from tablequest.llm.repair import DEFAULT_REPAIR_PROMPT, Asked, ask_json, ask_with_repair
 from tablequest.llm.scripted import Scripted, ScriptedCall, ScriptExhausted
 from tablequest.llm.stub import Fault, StubServer
 from tablequest.llm.usage import BudgetExhausted, StepBudget, UsageMeter, UsageTotals
@@ -68,6 +68,7 @@ __all__ = [
     "DEFAULT_REPAIR_PROMPT",
     "LLM",
     "NOT_CONFIGURED_HINT",
+    "Asked",
     "BadCall",
     "BadReAct",
     "BudgetExhausted",
@@ -104,6 +105,7 @@ __all__ = [
     "UsageMeter",
     "UsageTotals",
     "WrongJSONType",
+    "ask_json",
     "ask_with_repair",
     "build_llm",
     "cache_clear",

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
+from tablequest.errors import TablequestError
+
 Message = dict[str, str]
 """One chat message: ``{"role": "system" | "user" | "assistant", "content": "..."}``."""
 
@@ -81,7 +83,7 @@ class Completion:
         )
 
 
-class LLMError(Exception):
+class LLMError(TablequestError):
     """Base class of every error raised by an LLM backend.
 
     Attributes:

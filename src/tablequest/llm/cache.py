@@ -35,6 +35,7 @@ from typing import Any, Protocol
 
 import platformdirs
 
+from tablequest.errors import TablequestError
 from tablequest.llm.base import LLM, Completion, Message, check_chat_args, normalize_stop
 
 CACHE_FILE = "llm-cache.sqlite"
@@ -265,7 +266,7 @@ class CachedLLM(LLM):
         return completions
 
 
-class CacheError(RuntimeError):
+class CacheError(TablequestError, RuntimeError):
     """The cache file exists but cannot be read or cleared (corrupt, locked, no permission)."""
 
     def __init__(self, path: Path, reason: str):

@@ -21,6 +21,11 @@ keys of the first override keys of the second. Layout::
 Choices: a model without a URL means OpenAI's API when an API key is set; a URL without a
 model is a configuration error (servers differ in what they would pick).
 
+Backends (`tablequest.llm.backends`): ``--llm NAME[:ARG][,KEY=VALUE...]`` builds the
+registered backend NAME from validated options instead of the server above; built in:
+``gguf``; installed distributions add backends under the entry-point group
+``tablequest.llms``, loaded on the first lookup (`tablequest.plugins`).
+
 Trust (`tablequest.configfile`): an untrusted ``tablequest.toml`` in the working directory
 cannot set ``url``, ``model`` or ``api_key`` (where the prompts and the key go); they are
 ignored and `LLMConfig.notes` says so, for the caller to show.
@@ -37,13 +42,23 @@ from typing import Any
 
 from tablequest import configfile
 from tablequest.configfile import ConfigFile, ConfigFileError
+from tablequest.errors import TablequestError
+from tablequest.llm.backends import (
+    BackendFactory,
+    BackendOptions,
+    GGUFOptions,
+    LLMBackend,
+    NoBackendOptions,
+    SpecArgOptions,
+    build_gguf,
+)
 from tablequest.llm.base import LLM
 from tablequest.llm.cache import CachedLLM
 from tablequest.llm.deadline import DEFAULT_DEADLINE, Deadline
 from tablequest.llm.instrument import Instrumented
-from tablequest.llm.local import LlamaCppLocal
 from tablequest.llm.openai_compat import OpenAICompatible
 from tablequest.llm.usage import UsageMeter
+from tablequest.plugins import LLMS_GROUP, Plugins
 from tablequest.trace import Trace
 
 CONFIG_FILE = configfile.CONFIG_FILE
@@ -56,20 +71,73 @@ NOT_CONFIGURED_HINT = (
 )
 
 
-class ConfigError(ValueError):
+class ConfigError(TablequestError, ValueError):
     """A configuration value or file that cannot be used; the message names it and the fix."""
 
 
 SpecFactory = Callable[[str], LLM]
-_SPECS: dict[str, SpecFactory] = {}
+_SPECS: dict[str, LLMBackend] = {}
+_PLUGINS = Plugins(LLMS_GROUP)
+
+
+def register_llm_backend(
+    name: str,
+    factory: BackendFactory,
+    options: type[BackendOptions] = NoBackendOptions,
+    *,
+    description: str = "",
+) -> LLMBackend:
+    """Make ``--llm NAME[:ARG][,KEY=VALUE...]`` build ``factory(options)`` (or replace it).
+
+    Raises:
+        ValueError: a bad name, or options that are not a `BackendOptions` subclass.
+    """
+    key = name.lower()
+    if not key or not all(c.isalnum() or c in "-_" for c in key):
+        raise ValueError(f"bad LLM backend name {name!r}: use letters, digits, '-', '_'")
+    if not (isinstance(options, type) and issubclass(options, BackendOptions)):
+        raise ValueError(f"LLM backend {name}: options must be a BackendOptions subclass")
+    backend = LLMBackend(key, factory, options, description)
+    _SPECS[key] = backend
+    return backend
 
 
 def register_llm_spec(prefix: str, factory: SpecFactory) -> None:
-    """Make ``--llm PREFIX:ARG`` build ``factory(ARG)`` (built-in: ``gguf``)."""
-    _SPECS[prefix.lower()] = factory
+    """Make ``--llm PREFIX:ARG`` build ``factory(ARG)`` (a backend whose one option is ARG)."""
+    register_llm_backend(prefix, lambda options: factory(options.arg), SpecArgOptions)
 
 
-register_llm_spec("gguf", LlamaCppLocal)
+def llm_backends() -> list[LLMBackend]:
+    """Every registered backend (built in and plugins), by name."""
+    _PLUGINS.load()
+    return [_SPECS[name] for name in sorted(_SPECS)]
+
+
+def _backend_llm(spec: str, options: Mapping[str, Any] | None) -> LLM:
+    """The model of a ``--llm`` spec; options given here override the spec's."""
+    _PLUGINS.load()
+    name, _, arg = spec.partition(":")
+    backend = _SPECS.get(name.lower())
+    if backend is None:
+        known = ", ".join(
+            f"{b.name}:..." if b.options.ARG else b.name
+            for b in map(_SPECS.get, sorted(_SPECS))
+            if b is not None
+        )
+        raise ConfigError(
+            f"unknown --llm {spec!r}; expected one of {known} (e.g. gguf:/path/to/model.gguf)"
+        )
+    try:
+        values = {**backend.parse_arg(arg), **(options or {})}
+        validated = backend.make_options(values)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    return backend.factory(validated)
+
+
+register_llm_backend(
+    "gguf", build_gguf, GGUFOptions, description="a local GGUF model file through llama.cpp"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,6 +342,7 @@ def build_llm(
     config: LLMConfig,
     *,
     llm_spec: str | None = None,
+    llm_options: Mapping[str, Any] | None = None,
     trace: Trace | None = None,
     usage: UsageMeter | None = None,
     cache_dir: str | Path | None = None,
@@ -282,8 +351,10 @@ def build_llm(
 
     Args:
         config: From `resolve_config`.
-        llm_spec: ``PREFIX:ARG`` for a registered backend; built in:
+        llm_spec: ``NAME[:ARG][,KEY=VALUE...]`` for a registered backend
+            (`register_llm_backend`, entry points ``tablequest.llms``); built in:
             ``gguf:/path/model.gguf`` (local llama.cpp).
+        llm_options: Backend options over the spec's (validated by its options model).
         trace: Gets an ``llm_call`` event per call.
         usage: Gets every call.
         cache_dir: Cache directory (default: `default_cache_dir()`); unused if config.cache
@@ -293,20 +364,13 @@ def build_llm(
         The model, or None when nothing is configured (print `NOT_CONFIGURED_HINT`).
 
     Raises:
-        ConfigError: an unknown spec, a URL without a model, or a model without a URL or key.
+        ConfigError: an unknown spec or backend option, a URL without a model, or a model
+            without a URL or key.
         LLMUnavailable: the local backend is requested but unusable (extra or file missing).
     """
     base: LLM
     if llm_spec:
-        kind, _, rest = llm_spec.partition(":")
-        factory = _SPECS.get(kind.lower())
-        if factory is None or not rest:
-            known = ", ".join(f"{k}:..." for k in sorted(_SPECS))
-            raise ConfigError(
-                f"unknown --llm {llm_spec!r}; expected one of {known} "
-                "(e.g. gguf:/path/to/model.gguf)"
-            )
-        base = factory(rest)
+        base = _backend_llm(llm_spec, llm_options)
     elif not config.configured:
         return None
     else:

@@ -57,6 +57,7 @@ from typing import Any, NoReturn
 import openai
 from openai.types.chat import ChatCompletion
 
+from tablequest.errors import TablequestError
 from tablequest.llm import _openai_reply
 from tablequest.llm._openai_reply import UNKNOWN_MODEL, connect_failure, parse_retry_after
 from tablequest.llm.base import (
@@ -83,7 +84,7 @@ _LOGPROBS_PARAM = re.compile(r"logprob", re.I)
 NO_KEY = "sk-no-key"  # the SDK insists on a key; local servers ignore it
 
 
-class _Retryable(Exception):
+class _Retryable(TablequestError):
     """A failed attempt that may be retried; `error(attempts)` is what to raise if not."""
 
     def __init__(
@@ -99,7 +100,7 @@ class _Retryable(Exception):
         self.timeout = timeout
 
 
-class _Unsupported(Exception):
+class _Unsupported(TablequestError):
     def __init__(self, param: str):
         super().__init__(param)
         self.param = param

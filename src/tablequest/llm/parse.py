@@ -32,10 +32,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from tablequest.errors import TablequestError
+
 _EXCERPT = 200
 
 
-class ParseError(ValueError):
+class ParseError(TablequestError, ValueError):
     """Model output that could not be parsed.
 
     Attributes:

@@ -7,14 +7,21 @@ documented fallback; LLM errors (unavailable, timeout) propagate. Every attempt 
 of the budget, when one is given (the repair as `repair_kind`, default the same kind); without a
 step left the function returns (None, attempts). Each unusable reply is an ``error`` trace
 event (stage, parse error, the reply's start).
+
+`ask_json` is the pattern every method's structured call follows: `ask_with_repair`, with an
+`LLMError` (unavailable, timeout, budget) taken as a fallback instead of raised — a
+``fallback`` trace event (stage = the call's kind, reason "Type: message") unless the caller
+records it itself (`on_error`) — and an `Asked` result: the value (None: apply the
+documented fallback), the calls made, and the error when one stopped it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
-from tablequest.llm.base import LLM, Message
+from tablequest.llm.base import LLM, LLMError, Message
 from tablequest.llm.parse import ParseError
 from tablequest.llm.usage import StepBudget
 from tablequest.trace import Trace
@@ -55,19 +62,97 @@ def ask_with_repair(
     Returns:
         (value or None, number of LLM calls made).
     """
+    calls = [0]
+    value = _ask(
+        llm, messages, parse, repair_prompt, budget, kind, repair_kind, trace, calls, chat_kwargs
+    )
+    return value, calls[0]
+
+
+@dataclass(frozen=True)
+class Asked(Generic[T]):
+    """What `ask_json` got back.
+
+    Attributes:
+        value: The parsed value; None when the replies were unusable, no step was left, or
+            an LLM error stopped the call (the caller applies its fallback).
+        attempts: LLM calls made (the one an error stopped included).
+        error: The `LLMError` that stopped the call, if one did.
+    """
+
+    value: T | None
+    attempts: int
+    error: LLMError | None = None
+
+    @property
+    def reason(self) -> str | None:
+        """``"Type: message"`` of the error, None when there was none."""
+        return None if self.error is None else f"{type(self.error).__name__}: {self.error}"
+
+
+def ask_json(
+    llm: LLM,
+    messages: Sequence[Message],
+    parse: Callable[[str], T],
+    *,
+    kind: str,
+    trace: Trace | None,
+    repair_prompt: str = DEFAULT_REPAIR_PROMPT,
+    budget: StepBudget | None = None,
+    repair_kind: str | None = None,
+    on_error: Callable[[str], None] | None = None,
+    fallback_fields: Mapping[str, Any] | None = None,
+    **chat_kwargs: Any,
+) -> Asked[T]:
+    """A structured call: `ask_with_repair`, with an `LLMError` taken as a fallback.
+
+    On an LLM error, `on_error(reason)` is called when given (the caller records the
+    fallback its own way); otherwise `trace` receives ``fallback`` (stage `kind`, the
+    reason, and `fallback_fields`). Arguments as for `ask_with_repair`.
+    """
+    calls = [0]
+    try:
+        value = _ask(
+            llm, messages, parse, repair_prompt, budget, kind, repair_kind, trace, calls,
+            chat_kwargs,
+        )  # fmt: skip
+    except LLMError as exc:
+        asked: Asked[T] = Asked(None, calls[0], exc)
+        reason = asked.reason or ""
+        if on_error is not None:
+            on_error(reason)
+        elif trace is not None:
+            trace.event("fallback", stage=kind, reason=reason, **dict(fallback_fields or {}))
+        return asked
+    return Asked(value, calls[0])
+
+
+def _ask(
+    llm: LLM,
+    messages: Sequence[Message],
+    parse: Callable[[str], T],
+    repair_prompt: str,
+    budget: StepBudget | None,
+    kind: str,
+    repair_kind: str | None,
+    trace: Trace | None,
+    calls: list[int],
+    chat_kwargs: Mapping[str, Any],
+) -> T | None:
+    """The call and its one repair; `calls[0]` counts the calls made, so that a caller
+    that catches an `LLMError` still knows how many there were."""
     conversation = list(messages)
-    attempts = 0
     error: ParseError | None = None
     for step_kind in (kind, repair_kind or kind):
         if budget is not None:
             if not budget.can_spend(step_kind):
-                _fallback(trace, kind, "step budget exhausted", error, attempts)
-                return None, attempts
+                _fallback(trace, kind, "step budget exhausted", error, calls[0])
+                return None
             budget.spend(step_kind)
-        attempts += 1
+        calls[0] += 1
         text = llm.chat(conversation, **chat_kwargs)[0].text
         try:
-            return parse(text), attempts
+            return parse(text)
         except ParseError as exc:
             error = exc
             if trace is not None:
@@ -76,8 +161,8 @@ def ask_with_repair(
                 {"role": "assistant", "content": text},
                 {"role": "user", "content": repair_prompt.replace("{error}", str(exc))},
             ]
-    _fallback(trace, kind, "output unusable after one repair request", error, attempts)
-    return None, attempts
+    _fallback(trace, kind, "output unusable after one repair request", error, calls[0])
+    return None
 
 
 def _fallback(

@@ -1,6 +1,18 @@
 """Question-answering methods over a corpus or a single table, and their registry."""
 
-from tablequest.methods.base import Method, MethodContext, Result, Status, TableSet, Task
+from tablequest.methods.base import (
+    HasRetriever,
+    Method,
+    MethodContext,
+    Previewing,
+    Priming,
+    Result,
+    ResultDetails,
+    Status,
+    TableSet,
+    Task,
+    failed,
+)
 from tablequest.methods.options import MethodOptions, OptionError, option
 from tablequest.methods.registry import (
     MethodSpec,
@@ -12,16 +24,21 @@ from tablequest.methods.registry import (
 )
 
 __all__ = [
+    "HasRetriever",
     "Method",
     "MethodContext",
     "MethodOptions",
     "MethodSpec",
     "OptionError",
+    "Previewing",
+    "Priming",
     "Result",
+    "ResultDetails",
     "Status",
     "TableSet",
     "Task",
     "UnknownMethod",
+    "failed",
     "get_method",
     "list_methods",
     "option",

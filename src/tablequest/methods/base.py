@@ -14,6 +14,25 @@ in (`tablequest.methods.run.ask`) and the eval runner build the right source.
 The Result carries the answer, a status, the cells that support it, the tables the method
 consulted (ids; `sources` maps them to the user's paths), usage and the trace path;
 `Result.to_json()` is the ``ask --json`` payload for every method.
+
+The method contract (every registered method, built-in or plugin):
+
+- **One constructor.** The registry builds a method as ``factory(options, context)``
+  (`MethodSpec.build`); a method class takes the same two arguments,
+  ``Cls(options=None, context=None)`` (None: the options' defaults, ``MethodContext()``), so a
+  class is its own factory. Any further constructor argument is keyword-only and optional
+  (test doubles: an encoder, a sandbox, a store).
+- **One interface** (`Method`): ``answer(question, source, *, task, budget, trace) -> Result``
+  and ``close()``; a question starts with `start_query` and ends with `Query.finish`.
+- **Optional capabilities, typed** (checked with ``isinstance``, never by attribute name):
+  `Previewing` (an LLM-free ``preview`` the one way in runs without a model), `HasRetriever`
+  (a corpus method's table retriever) whose retriever may be `Priming` (its encoder encodes
+  the corpus once and the questions in one batch, before an evaluation run).
+- **Typed details**: `Result.details` stays an open dict (each method records its own
+  keys); the keys the CLI and the web read are listed with their types in `ResultDetails`,
+  and readers go through `Result.typed_details`.
+- **Failures** are Results, never exceptions: `failed` builds every "failed" Result that is
+  not a method's own answer (an unexpected error, no model, a broken route).
 """
 
 from __future__ import annotations
@@ -24,7 +43,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict, cast, runtime_checkable
 
 from tablequest.llm.base import LLM
 from tablequest.llm.deadline import Deadline
@@ -111,9 +130,74 @@ class MethodContext:
         return Deadline(seconds or None)
 
 
+class CandidateRecord(TypedDict, total=False):
+    """One candidate table of an LLM-free search (``details["candidates"]``)."""
+
+    table_id: str
+    score: float
+    preview: str
+    """The table's preview around the question's words (plain text, rich markup escaped)."""
+    matched_rows: list[int]
+    """Body row ids the question's words match (the web highlights them)."""
+
+
+class RouteRecord(TypedDict, total=False):
+    """One routing decision of ``auto`` (``details["routes"]``)."""
+
+    table_id: str
+    route: str
+    """The rule that held: big | analytical | messy | lookup | default."""
+    method: str
+    status: str
+    """The routed method's status (absent in an LLM-free preview: nothing ran)."""
+    reason: str
+
+
+class ResultDetails(TypedDict, total=False):
+    """The `Result.details` keys that readers outside the method (the CLI, the web, the
+    Result itself) rely on, with their types. Methods record more keys (their own trace of
+    the run); those are shown as-is in ``ask --json`` and read by nobody else."""
+
+    reason: str
+    """Why the status is not "answered" (`Result.reason`)."""
+    error: str
+    """The unexpected error a failed run ended with ("Type: message")."""
+    action_counts: dict[str, int]
+    """LLM calls per kind and agent decisions (``ask --json``'s ``action_counts``)."""
+    partial_answer: str
+    """An answer reached before the question's deadline or model stopped it."""
+    config: str
+    """The method's configuration label (CLI answer panel title)."""
+    encoder: str
+    """The dense encoder that ran (TableRAG; CLI ``encoder:`` line)."""
+    candidates: list[CandidateRecord]
+    """LLM-free search hits when no model ran (CLI previews, web candidate cards)."""
+    routes: list[RouteRecord]
+    """``auto``'s route per candidate table (CLI ``route:`` lines, web route list)."""
+    selected: list[str]
+    """The tables TableSeek's refinement selected (``auto`` over a corpus too)."""
+    breakdown: dict[str, str]
+    """What the answer went through: ``auto``'s route, DTR's query type and structure."""
+    retrieval: dict[str, Any]
+    """TableRAG's LLM-free retrieval (queries, schema entries, cells; CLI table)."""
+    report: str
+    """DTR's Markdown report (the web renders it)."""
+    charts: list[str]
+    """Paths of DTR's saved chart PNGs (the web serves them by index)."""
+    chart_data: dict[str, Any]
+    """The data behind DTR's chart, as the generated code printed it."""
+    direct_table_cut: dict[str, int]
+    """Rows and characters of the table DTR's non-code fallback showed the model."""
+    dropped_patterns: list[dict[str, str]]
+    """TableSeek patterns left out of Eq. 1 for running past their time budget, and why."""
+
+
 @dataclass
 class Result:
-    """What a method found. `tables_consulted` are the tables given to QA, in order."""
+    """What a method found. `tables_consulted` are the tables given to QA, in order.
+
+    `details` is the method's open record of its run; the keys other layers read are typed
+    in `ResultDetails` (read them through `typed_details`)."""
 
     answer: str | None
     status: Status
@@ -131,6 +215,21 @@ class Result:
     items: list[str] = field(default_factory=list)
     """The answer as a list of items, split by the method in its own prompt's list format
     (`Query.finish` with the method's `separators`); empty when there is no answer."""
+
+    def _repr_html_(self) -> str:
+        from tablequest.display import result_html  # notebooks only: loaded on first display
+
+        return result_html(self)
+
+    def _repr_markdown_(self) -> str:
+        from tablequest.display import result_markdown
+
+        return result_markdown(self)
+
+    @property
+    def typed_details(self) -> ResultDetails:
+        """`details` seen through `ResultDetails` (the same dict, for typed readers)."""
+        return cast(ResultDetails, self.details)
 
     @property
     def reason(self) -> str | None:
@@ -184,6 +283,34 @@ class Method(Protocol):
     ) -> Result: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class Previewing(Protocol):
+    """A method with an LLM-free ``preview`` (what it would do, without a model): the one
+    way in (`tablequest.methods.run.ask`) runs it when no model is configured."""
+
+    def preview(
+        self, question: str, source: Any, *, task: Task = "tableqa", trace: Trace | None = None
+    ) -> Result: ...
+
+
+@runtime_checkable
+class Priming(Protocol):
+    """A retriever whose `encoder` encodes the corpus once and whose ``prime`` encodes many
+    questions in one batch (dense, hybrid, rerank), before an evaluation run."""
+
+    encoder: Any
+
+    def prime(self, questions: Sequence[str]) -> None: ...
+
+
+@runtime_checkable
+class HasRetriever(Protocol):
+    """A corpus method that ranks tables with a `corpus.retrievers` retriever (the
+    retrieve-then-QA baselines); it may be `Priming`."""
+
+    retriever: Any
 
 
 @dataclass
@@ -327,9 +454,23 @@ def locate_evidence(table: Table, table_id: str, answer: str, *, limit: int = 20
     return found
 
 
-def failed(reason: str, *, trace: Trace | None = None, **details: Any) -> Result:
-    """A "failed" Result with its reason (and the trace path, when there is one)."""
+def failed(
+    reason: str,
+    *,
+    trace: Trace | None = None,
+    tables_consulted: Sequence[str] = (),
+    method: str | None = None,
+    **details: Any,
+) -> Result:
+    """A "failed" Result with its reason (and the trace path, when there is one): the one
+    builder of the failed Results no method answered (an unexpected error, no model, a
+    routed method that broke). `details` are further `ResultDetails` keys."""
     path = str(trace.path) if trace is not None and trace.path else None
     return Result(
-        answer=None, status="failed", trace_path=path, details={"reason": reason, **details}
+        answer=None,
+        status="failed",
+        tables_consulted=list(tables_consulted),
+        trace_path=path,
+        details={"reason": reason, **details},
+        method=method,
     )

@@ -14,7 +14,7 @@ status is "failed" (ours; same parser as TableSeek's QA).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import field_validator
 
@@ -22,7 +22,7 @@ from tablequest.corpus.encoders import ENCODERS, EncoderSettings
 from tablequest.corpus.retrievers import Retriever, RetrieverSettings, make_retriever
 from tablequest.corpus.store import Store
 from tablequest.llm.base import LLM, LLMError, Message
-from tablequest.llm.usage import QA, StepBudget, UsageMeter
+from tablequest.llm.usage import QA, StepBudget
 from tablequest.methods.base import (
     MethodContext,
     Result,
@@ -64,6 +64,9 @@ class NoTableOptions(QAOptions):
 class RetrievalQAOptions(QAOptions):
     """Retrieve-then-QA: the retriever's top-k tables go to QA."""
 
+    RETRIEVER: ClassVar[str] = "bm25"
+    """The `corpus.retrievers` name these options build (one options class per baseline)."""
+
     top_k: int = option(1, "tables given to QA", paper=_QA_PAPER, ge=1)
 
     def label(self) -> str:
@@ -73,6 +76,7 @@ class RetrievalQAOptions(QAOptions):
 class DenseQAOptions(RetrievalQAOptions):
     """Dense retrieval, then QA."""
 
+    RETRIEVER: ClassVar[str] = "dense"
     encoder: str = option("minilm", "encoder: minilm | hash | api | auto (corpus.encoders)")
     embed_url: str | None = option(
         None, "encoder api/auto: /v1 URL (default: the LLM's)", request=False
@@ -93,6 +97,7 @@ class DenseQAOptions(RetrievalQAOptions):
 class HybridQAOptions(DenseQAOptions):
     """BM25 and dense fused, then QA."""
 
+    RETRIEVER: ClassVar[str] = "hybrid"
     fusion: Literal["score", "rrf"] = option("score", "score (weighted) or rrf fusion")
     alpha: float = option(0.7, "weight of the dense score (docs/results.md)", ge=0.0, le=1.0)
 
@@ -100,6 +105,7 @@ class HybridQAOptions(DenseQAOptions):
 class RerankQAOptions(DenseQAOptions):
     """Dense top-`rerank_pool` reranked by a server, then QA."""
 
+    RETRIEVER: ClassVar[str] = "rerank"
     rerank_url: str | None = option(
         None, "server with /v1/rerank (default: the LLM's)", request=False
     )
@@ -120,23 +126,17 @@ class DirectQA:
     """Answer from the given tables with the standalone QA prompt.
 
     Args:
-        llm: The model.
         options: `DirectOptions` (a `QAOptions`).
-        usage: Meter every question's calls roll up into.
+        context: The model and the meter every question's calls roll up into.
     """
 
     name = "direct"
 
     def __init__(
-        self,
-        llm: LLM | None,
-        options: QAOptions | None = None,
-        *,
-        usage: UsageMeter | None = None,
-        context: MethodContext | None = None,
+        self, options: QAOptions | None = None, context: MethodContext | None = None
     ) -> None:
         self.options = options or DirectOptions()
-        self.context = context or MethodContext(llm=llm, usage=usage or UsageMeter())
+        self.context = context or MethodContext()
 
     def close(self) -> None:
         """Nothing to release."""
@@ -215,22 +215,29 @@ class NoTableQA(DirectQA):
 
 
 class RetrieveThenQA:
-    """A retriever picks the top-k tables; `DirectQA` answers from them."""
+    """A retriever picks the top-k tables; `DirectQA` answers from them.
+
+    Args:
+        options: The baseline's options (`RetrievalQAOptions` or a subclass).
+        context: The model, its server (embeddings, rerank) and the meter.
+        name: The retriever's registered name (default: the options', `RETRIEVER`).
+        retriever: A ready retriever (tests); default: `name`'s, built from the options.
+    """
 
     def __init__(
         self,
-        llm: LLM | None,
-        retriever: Retriever,
-        *,
-        name: str,
         options: RetrievalQAOptions | None = None,
-        usage: UsageMeter | None = None,
         context: MethodContext | None = None,
+        *,
+        name: str | None = None,
+        retriever: Retriever | None = None,
     ) -> None:
-        self.name = name
-        self.retriever = retriever
         self.options = options or RetrievalQAOptions()
-        self.qa = DirectQA(llm, self.options, usage=usage, context=context)
+        self.name = name or self.options.RETRIEVER
+        self.context = context or MethodContext()
+        settings = _settings(self.options, self.context)
+        self.retriever = retriever or make_retriever(self.name, settings)
+        self.qa = DirectQA(self.options, self.context)
 
     def close(self) -> None:
         """Nothing to release."""
@@ -290,14 +297,6 @@ def _settings(options: RetrievalQAOptions, context: MethodContext) -> RetrieverS
     return RetrieverSettings(**values)
 
 
-def _retrieve_then_qa(name: str) -> Any:
-    def build(options: RetrievalQAOptions, context: MethodContext) -> RetrieveThenQA:
-        retriever = make_retriever(name, _settings(options, context))
-        return RetrieveThenQA(context.llm, retriever, name=name, options=options, context=context)
-
-    return build
-
-
 BASELINES: dict[str, tuple[type[RetrievalQAOptions], str, str]] = {
     "bm25": (RetrievalQAOptions, "BM25", "BM25 top-k tables, then standalone QA"),
     "dense": (DenseQAOptions, "Dense", "dense top-k tables, then standalone QA"),
@@ -316,7 +315,7 @@ def register() -> None:
     )
     register_method(
         "direct",
-        lambda o, c: DirectQA(c.llm, o, context=c),
+        DirectQA,
         DirectOptions,
         input="tables",
         description="Direct QA over given tables (the oracle setting with gold tables)",
@@ -325,7 +324,7 @@ def register() -> None:
     )
     register_method(
         "no-table",
-        lambda o, c: NoTableQA(c.llm, o, context=c),
+        NoTableQA,
         NoTableOptions,
         input="none",
         description="No-table QA: the question alone (a parametric-knowledge check)",
@@ -334,6 +333,6 @@ def register() -> None:
     )
     for name, (options, title, description) in BASELINES.items():
         register_method(
-            name, _retrieve_then_qa(name), options, input="corpus", description=description,
+            name, RetrieveThenQA, options, input="corpus", description=description,
             title=title, paper=paper,
         )  # fmt: skip

@@ -32,6 +32,7 @@ from pydantic.config import JsonDict
 
 from tablequest import configfile
 from tablequest.configfile import ConfigFile, ConfigFileError
+from tablequest.errors import TablequestError
 
 __all__ = [
     "MethodOptions",
@@ -49,7 +50,7 @@ __all__ = [
 _NONE_WORDS = frozenset({"none", "null"})
 
 
-class OptionError(ValueError):
+class OptionError(TablequestError, ValueError):
     """An option that does not exist or has a value of the wrong type or range."""
 
 

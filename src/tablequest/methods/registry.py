@@ -22,15 +22,16 @@ Hooks run once, on the first lookup; a plugin that fails to load is reported by
 
 from __future__ import annotations
 
-import importlib
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any
 
+from tablequest.errors import TablequestError
 from tablequest.methods.base import Input, Method, MethodContext
-from tablequest.methods.options import MethodOptions, NoOptions, merge_options
+from tablequest.methods.options import MethodOptions, NoOptions, merge_options, toml_options
+from tablequest.plugins import METHODS_GROUP, Plugins
 
 __all__ = [
     "DEFAULT_METHODS",
@@ -45,7 +46,7 @@ __all__ = [
     "unregister_method",
 ]
 
-ENTRY_POINT_GROUP = "tablequest.methods"
+ENTRY_POINT_GROUP = METHODS_GROUP
 DEFAULT_METHODS: tuple[str, ...] = (
     "tablequest.methods.seek:register",
     "tablequest.methods.direct:register",
@@ -59,7 +60,7 @@ MethodFactory = Callable[[Any, MethodContext], Method]
 """``factory(options, context) -> Method`` (options: the method's own `MethodOptions`)."""
 
 
-class UnknownMethod(ValueError):
+class UnknownMethod(TablequestError, ValueError):
     """No method of that name is registered; the message lists the known ones."""
 
 
@@ -92,6 +93,25 @@ class MethodSpec:
         """This method's options from layers, lowest precedence first (see `merge_options`)."""
         return merge_options(self.name, self.options, *layers)
 
+    def resolve_options(
+        self,
+        *,
+        config: str | None = None,
+        options: Mapping[str, Any] | MethodOptions | None = None,
+        config_paths: Sequence[Path] | None = None,
+    ) -> MethodOptions:
+        """This method's options: defaults < ``[methods.NAME]`` in tablequest.toml < the
+        named `config` < `options` (an untrusted toml file is guarded; see
+        `tablequest.methods.options`).
+
+        Raises:
+            OptionError: unknown option, bad value, or unknown config name.
+        """
+        files = None if config_paths is None else list(config_paths)
+        from_files = toml_options(self.name, files, self.options)
+        named = self.options.from_config(config) if config else None
+        return self.make_options(from_files, named, options)
+
     def build(
         self, options: MethodOptions | None = None, context: MethodContext | None = None
     ) -> Method:
@@ -105,9 +125,8 @@ class MethodSpec:
 
 
 _REGISTRY: dict[str, MethodSpec] = {}
-_ERRORS: dict[str, str] = {}
 _LOCK = threading.RLock()
-_loaded = False
+_PLUGINS = Plugins(ENTRY_POINT_GROUP, DEFAULT_METHODS)
 
 
 def register_method(
@@ -145,36 +164,8 @@ def unregister_method(name: str) -> None:
         _REGISTRY.pop(name, None)
 
 
-def _run_hook(label: str, target: str | Callable[[], Any]) -> None:
-    try:
-        if isinstance(target, str):
-            module_name, _, attr = target.partition(":")
-            hook = getattr(importlib.import_module(module_name), attr or "register")
-        else:
-            hook = target
-        if callable(hook):
-            hook()
-    except Exception as exc:  # a broken plugin must not break every command
-        _ERRORS[label] = f"{type(exc).__name__}: {exc}"
-
-
 def _load() -> None:
-    global _loaded
-    with _LOCK:
-        if _loaded:
-            return
-        _loaded = True
-        for target in DEFAULT_METHODS:
-            _run_hook(target, target)
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
-            if ep.value in DEFAULT_METHODS:
-                continue
-            try:
-                loaded = ep.load()
-            except Exception as exc:
-                _ERRORS[ep.name] = f"{type(exc).__name__}: {exc}"
-                continue
-            _run_hook(ep.name, loaded if callable(loaded) else (lambda: None))
+    _PLUGINS.load()
 
 
 def get_method(name: str) -> MethodSpec:
@@ -201,5 +192,4 @@ def list_methods() -> list[MethodSpec]:
 
 def plugin_errors() -> dict[str, str]:
     """Registration hooks that failed: hook name → error."""
-    _load()
-    return dict(_ERRORS)
+    return _PLUGINS.errors

@@ -40,11 +40,22 @@ from tablequest.corpus.rank import ensure_indexes
 from tablequest.corpus.retrievers import preview_hit, search
 from tablequest.corpus.shards import ShardedStore, is_manifest
 from tablequest.corpus.store import Store, StoreError, table_id_for
+from tablequest.errors import TablequestError
 from tablequest.llm.base import LLM
 from tablequest.llm.config import LLMConfig
 from tablequest.llm.usage import StepBudget, UsageMeter
-from tablequest.methods.base import Input, MethodContext, Result, TableSet, Task
-from tablequest.methods.options import MethodOptions, merge_options, toml_options
+from tablequest.methods.base import (
+    CandidateRecord,
+    Input,
+    Method,
+    MethodContext,
+    Previewing,
+    Result,
+    TableSet,
+    Task,
+    failed,
+)
+from tablequest.methods.options import MethodOptions
 from tablequest.methods.registry import MethodSpec, get_method
 from tablequest.sandbox import Sandbox
 from tablequest.table import Table, UnreadableTable, read_tables
@@ -56,7 +67,7 @@ NO_LLM = "no LLM configured"
 LIST_IDS = "`tablequest tables --store STORE` lists the ids"
 
 
-class SourceError(ValueError):
+class SourceError(TablequestError, ValueError):
     """The source or table id cannot be used; the message names it and the fix."""
 
 
@@ -259,15 +270,12 @@ def resolve_options(
     config_paths: Sequence[Path] | None = None,
 ) -> MethodOptions:
     """The method's options: defaults < ``[methods.NAME]`` in tablequest.toml < the named
-    config < `options` (see `tablequest.methods.options`).
+    config < `options` (`MethodSpec.resolve_options`; see `tablequest.methods.options`).
 
     Raises:
         OptionError: unknown option, bad value, or unknown config name.
     """
-    files = None if config_paths is None else list(config_paths)
-    from_files = toml_options(spec.name, files, spec.options)  # an untrusted file: guarded
-    named = spec.options.from_config(config) if config else None
-    return merge_options(spec.name, spec.options, from_files, named, options)
+    return spec.resolve_options(config=config, options=options, config_paths=config_paths)
 
 
 def ask(
@@ -366,8 +374,9 @@ def _run(
     result.method = result.method or spec.name
     result.trace_path = result.trace_path or (str(trace.path) if trace.path else None)
     ids = [*result.tables_consulted, *([result.final_table] if result.final_table else [])]
-    for key in ("candidates", "routes"):
-        ids += [str(c["table_id"]) for c in result.details.get(key, [])]
+    details = result.typed_details
+    ids += [str(c["table_id"]) for c in details.get("candidates", [])]
+    ids += [str(r["table_id"]) for r in details.get("routes", [])]
     result.sources = {tid: name for tid in ids if (name := opened.name_of(tid)) is not None}
     if result.final_table and result.final_table not in result.tables:
         table = opened.table(result.final_table)
@@ -383,14 +392,13 @@ def _ended(trace: Trace) -> bool:
 
 
 def _without_llm(
-    method: Any, opened: OpenSource, question: str, task: Task, trace: Trace
+    method: Method, opened: OpenSource, question: str, task: Task, trace: Trace
 ) -> Result:
-    preview = getattr(method, "preview", None)
-    if callable(preview) and opened.value is not None:
-        result = preview(question, opened.value, task=task, trace=trace)
-        if isinstance(result, Result):
+    if isinstance(method, Previewing) and opened.value is not None:
+        result = method.preview(question, opened.value, task=task, trace=trace)
+        if isinstance(result, Result):  # a plugin's preview may return something else
             return result
-    candidates: list[dict[str, Any]] = []
+    candidates: list[CandidateRecord] = []
     if isinstance(opened.value, Store):
         hits = search(opened.value, question, k=5)
         trace.event(
@@ -403,12 +411,7 @@ def _without_llm(
             for h in hits
         ]  # fmt: skip
     trace.event("fallback", stage="ask", reason=f"{NO_LLM}; LLM-free search only")
-    return Result(
-        answer=None,
-        status="failed",
-        trace_path=str(trace.path) if trace.path else None,
-        details={"reason": NO_LLM, "candidates": candidates},
-    )
+    return failed(NO_LLM, trace=trace, candidates=candidates)
 
 
 def failed_result(trace: Trace, exc: BaseException) -> Result:
@@ -421,9 +424,4 @@ def failed_result(trace: Trace, exc: BaseException) -> Result:
         message=str(exc),
         traceback=traceback.format_exc(limit=8),
     )
-    return Result(
-        answer=None,
-        status="failed",
-        trace_path=str(trace.path) if trace.path else None,
-        details={"reason": reason, "error": reason},
-    )
+    return failed(reason, trace=trace, error=reason)

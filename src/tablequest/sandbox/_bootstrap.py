@@ -29,6 +29,14 @@ import signal
 import sys
 from typing import Any
 
+if __package__:  # imported as part of tablequest, in the host
+    from tablequest.errors import TablequestError
+else:  # loaded by path in the sandbox child before lock-down: the standard library only
+
+    class TablequestError(Exception):  # type: ignore[no-redef]
+        """The child's stand-in: its errors reach the host as messages, not exceptions."""
+
+
 PR_SET_PDEATHSIG, PR_SET_KEEPCAPS, PR_CAPBSET_DROP, PR_CAP_AMBIENT = 1, 8, 24, 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
 SYS_CAPSET = 126
@@ -39,7 +47,7 @@ CAP_FIELDS = ("CapInh", "CapPrm", "CapEff", "CapAmb")
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-class LockdownFailed(RuntimeError):
+class LockdownFailed(TablequestError, RuntimeError):
     """A step that must not be skipped failed; the child exits instead of running code."""
 
 

@@ -18,6 +18,14 @@ from __future__ import annotations
 import os
 import struct
 
+if __package__:  # imported as part of tablequest, in the host
+    from tablequest.errors import TablequestError
+else:  # loaded by path in the sandbox child before lock-down: the standard library only
+
+    class TablequestError(Exception):  # type: ignore[no-redef]
+        """The child's stand-in: its errors reach the host as messages, not exceptions."""
+
+
 SYS_CREATE_RULESET, SYS_ADD_RULE, SYS_RESTRICT_SELF = 444, 445, 446
 
 EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
@@ -41,7 +49,7 @@ READ_ONLY = (
 READ_WRITE = ("/dev/null",)
 
 
-class LandlockUnsupported(RuntimeError):
+class LandlockUnsupported(TablequestError, RuntimeError):
     """Landlock is not available (old kernel, disabled LSM, or blocked syscalls)."""
 
 

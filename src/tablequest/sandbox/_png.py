@@ -15,6 +15,8 @@ from __future__ import annotations
 import struct
 import zlib
 
+from tablequest.errors import TablequestError
+
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 #: colour type -> (channels, allowed bit depths)
 _COLOUR = {
@@ -27,7 +29,7 @@ _COLOUR = {
 _CHUNK = 1 << 20  # inflate at most this many bytes per step
 
 
-class InvalidPNG(ValueError):
+class InvalidPNG(TablequestError, ValueError):
     """The bytes are not a PNG image within the limits."""
 
 

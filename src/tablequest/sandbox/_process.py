@@ -28,6 +28,8 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
+from tablequest.errors import TablequestError
+
 from . import _launch, _protocol, _uids
 from ._budget import Reservation
 from ._cleanup import measure, remove_tree
@@ -37,7 +39,7 @@ from ._types import SandboxUnavailable
 HARD_KILL_GRACE = 0.5
 
 
-class LimitExceeded(Exception):
+class LimitExceeded(TablequestError):
     """The child went past a limit the host enforces itself; it must be killed."""
 
 

@@ -22,6 +22,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from tablequest.errors import TablequestError
+
 from ._png import InvalidPNG, check_png
 
 #: deepest JSON nesting accepted from the child (a run reply needs 2, the facts 4)
@@ -32,15 +34,15 @@ _STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"')
 _BRACKET = re.compile(rb"[\[\]{}]")
 
 
-class ChannelClosed(Exception):
+class ChannelClosed(TablequestError):
     """The child closed its end (it exited or was killed)."""
 
 
-class ChannelTimeout(Exception):
+class ChannelTimeout(TablequestError):
     """No complete message before the deadline."""
 
 
-class ProtocolViolation(Exception):
+class ProtocolViolation(TablequestError):
     """The child sent something malformed or oversized."""
 
 

@@ -34,6 +34,14 @@ from __future__ import annotations
 import platform
 import struct
 
+if __package__:  # imported as part of tablequest, in the host
+    from tablequest.errors import TablequestError
+else:  # loaded by path in the sandbox child before lock-down: the standard library only
+
+    class TablequestError(Exception):  # type: ignore[no-redef]
+        """The child's stand-in: its errors reach the host as messages, not exceptions."""
+
+
 AUDIT_ARCH_X86_64 = 0xC000003E
 X32_SYSCALL_BIT = 0x40000000
 CLONE_THREAD = 0x00010000
@@ -256,7 +264,7 @@ SELF_ONLY = ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
 SELF_OR_ZERO = ("prlimit64", "sched_setaffinity")
 
 
-class SeccompUnsupported(RuntimeError):
+class SeccompUnsupported(TablequestError, RuntimeError):
     """The filter cannot be built or installed on this machine."""
 
 

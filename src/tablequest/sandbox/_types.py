@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tablequest.errors import TablequestError
 
-class SandboxError(RuntimeError):
+
+class SandboxError(TablequestError, RuntimeError):
     """A sandbox operation failed on the host side (closed session, bad frames, ...).
 
     Every exception that leaves the sandbox API is a `SandboxError` (or a subclass).

@@ -22,12 +22,13 @@ from typing import Any
 
 from tablequest.corpus.shardrank import ShardIndexes
 from tablequest.corpus.shards import ShardedStore
+from tablequest.errors import TablequestError
 from tablequest.scale.cluster import connect, import_ray
 
 __all__ = ["RayShards", "ShardActor", "ShardUnavailable", "attach"]
 
 
-class ShardUnavailable(RuntimeError):
+class ShardUnavailable(TablequestError, RuntimeError):
     """A shard's actor died twice for one call."""
 
 

@@ -22,6 +22,8 @@ import warnings
 from types import ModuleType
 from typing import Any
 
+from tablequest.errors import TablequestError
+
 __all__ = [
     "RAY_ENV",
     "RAY_EXTRA_HINT",
@@ -37,7 +39,7 @@ _QUIET_ENV = {"RAY_USAGE_STATS_ENABLED": "0"}  # no usage-stats notice
 _REMOTE = re.compile(r"^(ray://)?[\w.-]+:\d+$")  # a client server, or a head's GCS address
 
 
-class RayUnavailable(Exception):
+class RayUnavailable(TablequestError):
     """Ray is not installed, or the cluster cannot be reached; the message says what to do."""
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tablequest.corpus.hits import all_matched_rows
 from tablequest.corpus.rank import question_patterns
 from tablequest.methods.base import Result
 from tablequest.serve.names import short_name
@@ -106,7 +107,7 @@ def _tables(state: ServerState, result: Result) -> list[TableRef]:
 def _candidates(
     state: ServerState, question: str, result: Result
 ) -> list[tuple[dict[str, Any], TableView]]:
-    raw = result.details.get("candidates") or []
+    raw = result.typed_details.get("candidates") or []
     patterns = question_patterns(question)
     out = []
     with state.stores.reader() as store:
@@ -116,8 +117,8 @@ def _candidates(
                 table = store.get(tid)
             except KeyError:
                 continue
-            matched = [int(r) for r in item.get("matched_rows") or []] or sorted(
-                {r for rs in matched_rows_fast(store, tid, patterns).values() for r in rs}
+            matched = [int(r) for r in item.get("matched_rows") or []] or all_matched_rows(
+                matched_rows_fast(store, tid, patterns)
             )
             rows = matched[:10] or list(table.row_ids[:5])
             view = table_view(table, tid, rows=rows, limit=10, matched=matched, patterns=patterns)
@@ -129,7 +130,7 @@ def _candidates(
 
 
 def _routes(result: Result) -> list[dict[str, str]]:
-    raw = result.details.get("routes") or []
+    raw = result.typed_details.get("routes") or []
     routes = []
     for route in raw if isinstance(raw, list) else []:
         tid = str(route.get("table_id", ""))

@@ -20,18 +20,19 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 import tablequest
+from tablequest.corpus.hits import search_hit
 from tablequest.corpus.rank import question_patterns
 from tablequest.corpus.retrievers import RETRIEVERS, preview_hit
 from tablequest.methods.options import describe_options
 from tablequest.methods.registry import MethodSpec, get_method, list_methods
 from tablequest.serve import models as m
 from tablequest.serve.asks import AskJob
-from tablequest.serve.events import Names, describe_event
 from tablequest.serve.public import Scrubber
 from tablequest.serve.state import AskSpec, ServerState
 from tablequest.serve.tables import matched_rows_fast, structure
 from tablequest.serve.uploads import discard, save_uploads
 from tablequest.trace import UnreadableTrace, read_trace, summarize
+from tablequest.trace.describe import Names, describe_event
 
 router = APIRouter(
     prefix="/v1", responses={400: {"model": m.ErrorBody}, 401: {"model": m.ErrorBody}}
@@ -137,14 +138,12 @@ def run_search(
         out = []
         for hit in hits:
             info = store.snapshot.info[hit.table_id]
-            rows = sorted(
-                {r for rs in matched_rows_fast(store, hit.table_id, patterns).values() for r in rs}
-            )
-            out.append(
-                {"table_id": hit.table_id, "score": round(hit.score, 6), "source": info.name,
-                 "format": info.format, "title": info.title, "matched_rows": rows,
-                 "preview": preview_hit(store, hit, q) if preview else None}
+            record = search_hit(
+                hit, source=info.name, format=info.format, title=info.title,
+                matched=matched_rows_fast(store, hit.table_id, patterns),
+                preview=preview_hit(store, hit, q) if preview else None,
             )  # fmt: skip
+            out.append(record.as_json(full=True))
     return {"question": q, "method": method, "hits": out}
 
 

@@ -24,6 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 import tablequest
 from tablequest.corpus.encoders import EncoderUnavailable
 from tablequest.corpus.store import StoreError
+from tablequest.errors import error_kind
 from tablequest.llm.base import LLM
 from tablequest.methods.options import OptionError
 from tablequest.methods.registry import UnknownMethod
@@ -52,7 +53,12 @@ CODES = {
     422: "unprocessable",
     429: "busy",
 }
-BAD_CODES: dict[type[Exception], str] = {UnknownMethod: "unknown_method", OptionError: "bad_option"}
+API_ERRORS: tuple[type[Exception], ...] = (
+    StoreError, UnknownMethod, OptionError, ServerOnlyOption, SourceError, EncoderUnavailable,
+    UploadRejected, Busy, ValueError,
+)  # fmt: skip
+"""The errors the API answers, with the status and code `tablequest.errors.ERRORS` gives
+(an `UploadRejected` its own status, `Busy` a Retry-After); a test checks they agree."""
 
 
 def _is_api(request: Request) -> bool:
@@ -95,29 +101,16 @@ def _install_handlers(app: FastAPI) -> None:
             message = f"{request.method} is not allowed on {request.url.path!r}"
         return error_response(request, exc.status_code, message, headers=exc.headers)
 
-    async def bad(request: Request, exc: Exception) -> Response:
-        code = BAD_CODES.get(type(exc))
-        return error_response(request, 400, str(exc), code)
+    async def answer(request: Request, exc: Exception) -> Response:
+        kind = error_kind(exc)
+        if kind is None or kind.http_status is None:  # never: each of API_ERRORS has a row
+            raise exc
+        status = exc.status if isinstance(exc, UploadRejected) else kind.http_status
+        headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, Busy) else None
+        return error_response(request, status, str(exc), kind.api_code, headers=headers)
 
-    for kind in (UnknownMethod, OptionError, SourceError, EncoderUnavailable, ValueError):
-        app.add_exception_handler(kind, bad)
-
-    @app.exception_handler(ServerOnlyOption)
-    async def server_only(request: Request, exc: ServerOnlyOption) -> Response:
-        return error_response(request, 422, str(exc), "server_only_option")
-
-    @app.exception_handler(UploadRejected)
-    async def rejected(request: Request, exc: UploadRejected) -> Response:
-        return error_response(request, exc.status, str(exc))
-
-    @app.exception_handler(Busy)
-    async def busy(request: Request, exc: Busy) -> Response:
-        headers = {"Retry-After": str(exc.retry_after)}
-        return error_response(request, 429, str(exc), "busy", headers=headers)
-
-    @app.exception_handler(StoreError)
-    async def store_error(request: Request, exc: StoreError) -> Response:
-        return error_response(request, 503, str(exc), "store")
+    for cls in API_ERRORS:
+        app.add_exception_handler(cls, answer)
 
 
 def _openapi(app: FastAPI) -> dict[str, Any]:

@@ -26,26 +26,27 @@ import contextlib
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tablequest.errors import TablequestError
 from tablequest.methods.base import Result
 from tablequest.trace import EventKind, Trace
-from tablequest.waits import on_wait
+from tablequest.waits import Turns, on_wait
 
 __all__ = [
     "AskCancelled", "AskJob", "AskManager", "Busy", "CpuTurns", "StreamingTrace",
 ]  # fmt: skip
 
 
-class AskCancelled(Exception):
+class AskCancelled(TablequestError):
     """Raised into a running method at its next trace event when its ask was stopped."""
 
 
-class Busy(Exception):
+class Busy(TablequestError):
     """Too many asks are running; `retry_after` is a hint in seconds."""
 
     def __init__(self, running: int, retry_after: int) -> None:
@@ -144,37 +145,8 @@ class StreamingTrace(Trace):
         return event
 
 
-class CpuTurns:
-    """At most `n` threads hold a turn; a holder gives it up while it waits (`waiting`)."""
-
-    def __init__(self, n: int) -> None:
-        self._turns = threading.BoundedSemaphore(n)
-        self._held = threading.local()
-
-    @contextlib.contextmanager
-    def turn(self) -> Iterator[None]:
-        self._turns.acquire()
-        self._held.value = True
-        try:
-            yield
-        finally:
-            self._held.value = False
-            self._turns.release()
-
-    @contextlib.contextmanager
-    def waiting(self) -> Iterator[None]:
-        """Give the turn up for the block (a no-op in a thread that holds none, e.g. a
-        method's own helper threads)."""
-        if not getattr(self._held, "value", False):
-            yield
-            return
-        self._held.value = False
-        self._turns.release()
-        try:
-            yield
-        finally:
-            self._turns.acquire()
-            self._held.value = True
+CpuTurns = Turns
+"""At most `n` ask threads hold a turn; a holder gives it up while it waits (`waiting`)."""
 
 
 Runner = Callable[[AskJob, StreamingTrace], Result]

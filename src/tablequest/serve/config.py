@@ -17,6 +17,7 @@ from pathlib import Path
 
 import platformdirs
 
+from tablequest.errors import TablequestError
 from tablequest.llm.config import LLMConfig
 
 __all__ = [
@@ -32,7 +33,7 @@ __all__ = [
 MIB = 1024 * 1024
 
 
-class ServeError(ValueError):
+class ServeError(TablequestError, ValueError):
     """The server cannot start as configured; the message names the setting and the fix."""
 
 

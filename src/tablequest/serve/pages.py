@@ -235,8 +235,8 @@ def ask_result(
 ) -> HTMLResponse:
     state, question, result = _result(request, ask_id)
     data = result.to_json()
-    report = result.details.get("report")
-    charts = result.details.get("charts") or []
+    report = result.typed_details.get("report")
+    charts = result.typed_details.get("charts") or []
     return render(
         "ask_result.html",
         ask_id=ask_id,
@@ -257,7 +257,7 @@ def ask_chart(
     """The n-th chart (PNG) of a finished ask: a path from the method's result, never the
     request; it must be a PNG file."""
     _, _, result = _result(request, ask_id)
-    charts = result.details.get("charts") or []
+    charts = result.typed_details.get("charts") or []
     if not isinstance(charts, list) or n >= len(charts):
         raise HTTPException(404, f"ask {ask_id!r} has no chart {n}")
     path = FilePath(str(charts[n]))

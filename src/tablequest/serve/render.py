@@ -14,10 +14,10 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from tablequest.serve.events import Names, describe_event, number
 from tablequest.serve.names import short_name
 from tablequest.serve.tracelist import question_of
 from tablequest.trace import summarize
+from tablequest.trace.describe import Names, describe_event, number
 
 __all__ = ["STATIC_DIR", "TEMPLATE_DIR", "environment", "render_trace_html", "trace_context"]
 

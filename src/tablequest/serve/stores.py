@@ -227,7 +227,7 @@ class ReadStore(Store):
         if info is None:
             raise KeyError(f"no table {table_id!r} in the store")
         # The path clients see (module doc): `Result.sources` of the server's asks come here.
-        return Source(info.shown or info.path, info.format, info.sheet)  # type: ignore[arg-type]
+        return Source(info.shown or info.path, info.format, info.sheet)
 
     def fingerprint(self) -> str:
         return self.snapshot.fingerprint

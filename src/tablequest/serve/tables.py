@@ -10,33 +10,25 @@ for wide tables), and its spans come from the merges of that window only (`Table
 selects them vectorised), so a page costs the cells it shows, whatever the table's size or
 merges. The API's `structure` likewise returns only the merges meeting its rows.
 
-`matched_rows_fast` answers `corpus.rank.matched_rows` for the whole-word patterns of
-`question_patterns` by finding the word's case fold in the table's folded rows (a plain
-substring search, cached per table) and confirming only those rows with the regex; other
-patterns go line by line. Exact for the reason `corpus.grep` gives: a literal that re finds
-case-insensitively has its fold inside the text's fold. Property-tested against
-`matched_rows`.
+`matched_rows_fast` is `corpus.rank.matched_rows` (one algorithm: `corpus.rowmatch`) over a
+table's lines and their case folds kept in the store generation's cache, so repeated searches
+of a table fold its text once.
 """
 
 from __future__ import annotations
 
-import bisect
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tablequest.corpus.rank import matched_rows
+from tablequest.corpus.rowmatch import TableLines, rows_matching, table_lines
 from tablequest.serve.stores import ReadStore
 from tablequest.table import Table, compile_pattern
 from tablequest.table.merges import span_map
-from tablequest.table.patterns import fold_text
 
 __all__ = ["CellView", "RowView", "TableView", "matched_rows_fast", "table_view"]
 
-_ESCAPED_WORD = re.compile(r"^\\b(?:\\[^\w\s]|\w)+\\b$")
-"""``\b`` + word characters and escaped punctuation + ``\b``: what `question_patterns` makes."""
-_UNESCAPE = re.compile(r"\\(.)")
 MAX_COLS = 100
 """Columns a table view shows at most (the first ones); the page says how many there are."""
 MAX_CELLS = 15_000
@@ -90,11 +82,6 @@ class TableView:
     @property
     def truncated_cols(self) -> bool:
         return self.shown_cols < self.n_cols
-
-
-def spans(table: Table) -> tuple[dict[tuple[int, int], tuple[int, int]], set[tuple[int, int]]]:
-    """Top-left cell → (rowspan, colspan), and the cells merges cover, per section."""
-    return span_map(table.merges, table.n_header_rows)
 
 
 def mark(text: str, patterns: Sequence[re.Pattern[str]]) -> list[tuple[str, bool]]:
@@ -162,7 +149,7 @@ def table_view(
         patterns: Regexes whose matches are marked inside cells.
     """
     part = _window(table, rows, limit)
-    starts, covered = spans(part)
+    starts, covered = span_map(part.merges, part.n_header_rows)
     cited = set(evidence)
     hit_rows = set(matched)
     compiled = [compile_pattern(p) for p in patterns]
@@ -236,58 +223,12 @@ def structure(table: Table, table_id: str, *, offset: int, limit: int) -> dict[s
     }
 
 
-@dataclass(frozen=True)
-class _Lines:
-    """A table's body rows as matching sees them, and their case folds joined by newlines."""
-
-    lines: list[str]
-    folded: str
-    starts: list[int]
-    row_ids: tuple[int, ...]
-
-
-def _lines(store: ReadStore, table_id: str) -> _Lines:
-    def build() -> _Lines:
-        table = store.get(table_id)
-        lines = [" | ".join(row) for row in table.body]
-        folds = [fold_text(line) for line in lines]
-        starts, pos = [], 0
-        for fold in folds:
-            starts.append(pos)
-            pos += len(fold) + 1
-        return _Lines(lines, "\n".join(folds), starts, table.row_ids)
-
-    value: _Lines = store.snapshot.extras.get_or(("lines", table_id), build)
-    return value
-
-
-def _candidates(data: _Lines, literal: str) -> list[int]:
-    """Positions of the lines whose fold contains `literal`'s fold (a superset of the lines
-    the whole-word pattern matches: a literal that re finds has its fold inside the fold)."""
-    needle = fold_text(literal)
-    found: list[int] = []
-    at = data.folded.find(needle)
-    while at >= 0:
-        i = bisect.bisect_right(data.starts, at) - 1
-        if not found or found[-1] != i:
-            found.append(i)
-        nxt = data.starts[i + 1] if i + 1 < len(data.starts) else len(data.folded)
-        at = data.folded.find(needle, max(nxt, at + 1))
-    return found
-
-
 def matched_rows_fast(
     store: ReadStore, table_id: str, patterns: Sequence[str]
 ) -> dict[str, list[int]]:
-    """`corpus.rank.matched_rows` (same result), fast for whole-word patterns (module doc)."""
-    if not all(_ESCAPED_WORD.match(p) for p in patterns):
-        return matched_rows(store, table_id, patterns)
-    data = _lines(store, table_id)
-    out: dict[str, list[int]] = {}
-    for p in dict.fromkeys(patterns):
-        rx = compile_pattern(p)
-        literal = _UNESCAPE.sub(r"\1", p[2:-2])
-        rows = [data.row_ids[i] for i in _candidates(data, literal) if rx.search(data.lines[i])]
-        if rows:
-            out[p] = rows
-    return out
+    """`corpus.rank.matched_rows` (the same algorithm, `corpus.rowmatch.rows_matching`) over
+    the table's lines cached in the store generation (module doc)."""
+    data: TableLines = store.snapshot.extras.get_or(
+        ("lines", table_id), lambda: table_lines(store.get(table_id))
+    )
+    return rows_matching(data, patterns)

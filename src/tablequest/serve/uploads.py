@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 
+from tablequest.errors import TablequestError
 from tablequest.serve.config import Limits
 from tablequest.table.readers import format_for_extension
 
@@ -42,7 +43,7 @@ CHUNK = 1024 * 1024
 PART = ".part-"
 
 
-class UploadRejected(ValueError):
+class UploadRejected(TablequestError, ValueError):
     """An upload the limits refuse; `status` is the HTTP status to answer with."""
 
     def __init__(self, status: int, message: str) -> None:

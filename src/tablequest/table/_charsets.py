@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from tablequest.errors import TablequestError
+
 Ranges = tuple[tuple[int, int], ...]  # sorted, disjoint, non-adjacent, inclusive
 
 MAX_CODE = 0x10FFFF
@@ -47,7 +49,7 @@ _NEGATED = {
 _FLAGS = re.IGNORECASE | re.ASCII | re.DOTALL
 
 
-class Unsupported(Exception):
+class Unsupported(TablequestError):
     """A construct the target engine cannot express with `re`'s exact meaning."""
 
 

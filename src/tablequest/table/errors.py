@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from tablequest.errors import TablequestError
+
 __all__ = ["UnreadableTable"]
 
 
-class UnreadableTable(Exception):
+class UnreadableTable(TablequestError):
     """A file (or byte string) that holds no readable table, with the precise reason.
 
     Attributes:

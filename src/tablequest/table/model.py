@@ -27,7 +27,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from tablequest.table.merges import Merge, MergeRepair, normalize_merge_array
 
@@ -49,7 +49,10 @@ __all__ = [
     "unique_names",
 ]
 
-Format = Literal["csv", "tsv", "markdown", "html", "json", "xlsx", "parquet", "sqlite"]
+Format = str
+"""A format name (``Source.format``). Formats are open: any name a reader registered
+(`tablequest.table.readers.register_reader`, `registered_formats`); `FORMATS` are the
+built-in ones."""
 FORMATS: tuple[Format, ...] = (
     "csv",
     "tsv",
@@ -121,6 +124,16 @@ class Table:
         object.__setattr__(self, "_merge_array", None if coords is None else coords.T.copy())
         if repair:
             object.__setattr__(self, "merge_repair", self.merge_repair + repair)
+
+    def _repr_html_(self) -> str:
+        from tablequest.table.display import table_html  # notebooks: loaded on first display
+
+        return table_html(self)
+
+    def _repr_markdown_(self) -> str:
+        from tablequest.table.display import table_markdown
+
+        return table_markdown(self)
 
     # -- construction -------------------------------------------------------------------
     @classmethod

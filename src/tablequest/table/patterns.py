@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
+from tablequest.errors import TablequestError
 from tablequest.table._charsets import Unsupported
 from tablequest.table._translate import Emitter, Shape, backtrack_cost
 
@@ -113,7 +114,7 @@ class DroppedPattern:
     reason: str
 
 
-class PatternDropped(Exception):
+class PatternDropped(TablequestError):
     """A pattern could not be searched within its bound; callers drop it and report `reason`."""
 
     def __init__(self, pattern: str, reason: str) -> None:

@@ -1,5 +1,7 @@
-"""Trace recording (JSONL, one file per query), naming ("latest") and terminal rendering."""
+"""Trace recording (JSONL, one file per query), naming ("latest"), run folders, event
+descriptions (`describe_event`) and terminal rendering."""
 
+from tablequest.trace.describe import describe_event
 from tablequest.trace.latest import (
     TRACE_DIR_ENV,
     default_trace_dir,
@@ -9,6 +11,7 @@ from tablequest.trace.latest import (
 )
 from tablequest.trace.recorder import KINDS, EventKind, Trace, UnreadableTrace, read_trace
 from tablequest.trace.render import render_trace, summarize
+from tablequest.trace.runs import run_trace_dir
 
 __all__ = [
     "KINDS",
@@ -17,10 +20,12 @@ __all__ = [
     "Trace",
     "UnreadableTrace",
     "default_trace_dir",
+    "describe_event",
     "latest_trace",
     "new_trace_path",
     "parse_trace_name",
     "read_trace",
     "render_trace",
+    "run_trace_dir",
     "summarize",
 ]

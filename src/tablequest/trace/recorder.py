@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from tablequest.errors import TablequestError
 from tablequest.trace.latest import (
     TRACE_DIR_ENV,
     default_trace_dir,
@@ -174,7 +175,7 @@ class Trace:
             )
 
 
-class UnreadableTrace(Exception):
+class UnreadableTrace(TablequestError):
     """A trace file that is missing or not JSON lines."""
 
     def __init__(self, path: str | Path, reason: str):

@@ -47,6 +47,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from tablequest.errors import TablequestError
 from tablequest.trace.latest import parse_file_name, running_elsewhere
 
 __all__ = [
@@ -72,7 +73,7 @@ _UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": GIB}
 _BYTES = re.compile(r"^(\d+)\s*([KMG]?)(?:I?B)?$", re.IGNORECASE)
 
 
-class RetentionError(ValueError):
+class RetentionError(TablequestError, ValueError):
     """A retention setting that cannot be read; the message names the variable."""
 
 

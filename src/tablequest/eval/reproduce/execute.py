@@ -29,13 +29,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tablequest.errors import TablequestError
 from tablequest.eval.corpora import Corpus, CorpusError, build_corpus, ensure_dense
 from tablequest.eval.datasets import DATASETS, Dataset, DatasetError, Question, load
+from tablequest.eval.pipeline import answer_questions, prepared_answer
 from tablequest.eval.report import summarize, write_report
 from tablequest.eval.reproduce.spec import Reproduction, Row
 from tablequest.eval.retrieval import evaluate_retrieval, make_ranker
-from tablequest.eval.runner import RecordLog, RunnerError, RunSpec, run_questions, select_questions
-from tablequest.eval.runs import build_answer
+from tablequest.eval.runner import RecordLog, RunnerError, RunSpec, select_questions
 from tablequest.eval.siblings import with_siblings
 from tablequest.llm.base import LLM, LLMError
 from tablequest.llm.config import LLMConfig
@@ -44,7 +45,7 @@ from tablequest.methods.registry import get_method
 __all__ = ["ReproduceError", "RowOutcome", "RunContext", "metric_value", "run_reproduction"]
 
 
-class ReproduceError(Exception):
+class ReproduceError(TablequestError):
     """A row cannot run here (the message names the row and what is missing)."""
 
 
@@ -187,21 +188,15 @@ def _answer_row(
     corpus = _corpus(row, ctx, dataset)
     run_spec = RunSpec(dataset.name, spec.name, options.label(), corpus.format, ctx.model)
     path = ctx.out_dir / f"{row.key}.jsonl"
-    with corpus.store:
-        answer = build_answer(
-            spec, options, ctx.llm, corpus, llm_config=ctx.llm_config, steps=ctx.steps,
-            questions=questions,
-            on_encoder=lambda enc: _dense(corpus, enc, ctx),
-            state_dir=ctx.out_dir / f"{row.key}.state",
+    answering = prepared_answer(  # built once the store is open, closed before it
+        spec, options, ctx.llm, corpus, path, llm_config=ctx.llm_config, steps=ctx.steps,
+        questions=questions, on_encoder=lambda enc: _dense(corpus, enc, ctx),
+    )  # fmt: skip
+    with corpus.store, answering as answer, RecordLog(path, run_spec) as log:
+        ran = answer_questions(
+            questions, answer, log, spec=run_spec, corpus=corpus, out=path,
+            concurrency=ctx.concurrency,
         )  # fmt: skip
-        try:
-            with RecordLog(path, run_spec) as log:
-                ran = run_questions(
-                    questions, answer.fn, log, spec=run_spec, corpus=corpus, gate=answer.gate,
-                    concurrency=ctx.concurrency, trace_dir=ctx.out_dir / f"{row.key}.traces",
-                )  # fmt: skip
-        finally:
-            answer.close()
     records = [log.records[q.id] for q in questions if q.id in log.records]
     md_path, _ = write_report(path, records)
     if any(cell.metric.startswith("llm_eval") for cell in row.cells):

@@ -2,7 +2,6 @@
 
 from tablequest.methods.auto.router import AutoOptions, AutoRouter, Route, choose_route
 from tablequest.methods.auto.signals import question_signals, table_signals
-from tablequest.methods.base import MethodContext
 
 __all__ = [
     "AutoOptions",
@@ -15,17 +14,13 @@ __all__ = [
 ]
 
 
-def _build(options: AutoOptions, context: MethodContext) -> AutoRouter:
-    return AutoRouter(options, context)
-
-
 def register() -> None:
     """Register ``auto`` (a built-in, through the same call a plugin makes)."""
     from tablequest.methods.registry import register_method
 
     register_method(
         "auto",
-        _build,
+        AutoRouter,
         AutoOptions,
         input="any",
         description="picks the method: corpus → table → TableRAG | DTR | TabScope | QA",

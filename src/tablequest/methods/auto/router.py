@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
 
+from tablequest.corpus.retrievers import preview_hit, search
 from tablequest.corpus.store import Store
 from tablequest.llm.parse import is_non_answer
 from tablequest.llm.server import context_length
@@ -45,7 +45,17 @@ from tablequest.methods.auto.signals import (
     question_signals,
     table_signals,
 )
-from tablequest.methods.base import MethodContext, Query, Result, TableSet, Task, start_query
+from tablequest.methods.base import (
+    CandidateRecord,
+    MethodContext,
+    Query,
+    Result,
+    RouteRecord,
+    TableSet,
+    Task,
+    failed,
+    start_query,
+)
 from tablequest.methods.options import MethodOptions, option
 from tablequest.methods.registry import UnknownMethod, get_method
 from tablequest.methods.seek import SeekConfig, TableSeek
@@ -130,9 +140,11 @@ class AutoRouter:
 
     name = "auto"
 
-    def __init__(self, options: AutoOptions, context: MethodContext) -> None:
-        self.options = options
-        self.context = context
+    def __init__(
+        self, options: AutoOptions | None = None, context: MethodContext | None = None
+    ) -> None:
+        self.options = options or AutoOptions()
+        self.context = context or MethodContext()
 
     def close(self) -> None:
         """Routed methods are built per question and closed there."""
@@ -161,8 +173,7 @@ class AutoRouter:
             self.context, budget=budget, trace=trace, default_steps=self.options.default_steps()
         )
         context = dataclasses.replace(self.context, usage=query.usage, deadline=query.deadline)
-        seek = TableSeek(context.llm, _seek_options())
-        seek.context = context
+        seek = TableSeek(_seek_options(), context)
         selected: list[str] = []
         if isinstance(source, Store):
             selection = seek.select(question, source, task=task, budget=query.budget,
@@ -194,7 +205,7 @@ class AutoRouter:
         given: dict[str, Table],
     ) -> Result:
         asked = question_signals(question)
-        routes: list[dict[str, Any]] = []
+        routes: list[RouteRecord] = []
         consulted: list[str] = []
         last: Result | None = None
         for tid in candidates[: self.options.max_tables]:
@@ -265,18 +276,14 @@ class AutoRouter:
         if route.method == QA_ROUTE:
             return seek.answer_tables(question, tables, task=task, budget=query.budget,
                                       trace=query.trace)  # fmt: skip
-        from tablequest.methods.run import resolve_options
-
         spec = get_method(route.method)
-        method = spec.build(resolve_options(spec), context)
+        method = spec.build(spec.resolve_options(), context)
         try:
             return method.answer(question, tables, task=task, budget=query.budget,
                                  trace=query.trace)  # fmt: skip
         except Exception as exc:  # a routed method that breaks is a failed route
             query.trace.event("error", stage="route", method=route.method, error=repr(exc))
-            reason = f"{route.method}: {type(exc).__name__}: {exc}"
-            return Result(answer=None, status="failed", tables_consulted=[tid],
-                          details={"reason": reason})  # fmt: skip
+            return failed(f"{route.method}: {type(exc).__name__}: {exc}", tables_consulted=[tid])
         finally:
             method.close()
 
@@ -286,11 +293,9 @@ def preview_routes(
 ) -> Result:
     """Without a model: the LLM-free search (for a corpus) and the route each candidate
     table would take, with the reason."""
-    from tablequest.corpus.retrievers import preview_hit, search
-
     asked = question_signals(question)
-    routes: list[dict[str, Any]] = []
-    candidates: list[dict[str, Any]] = []
+    routes: list[RouteRecord] = []
+    candidates: list[CandidateRecord] = []
     if isinstance(source, Store):
         hits = search(source, question, k=3)
         trace.event("rank", method="grep", hits=[{"table_id": h.table_id, "score": h.score}
@@ -307,20 +312,13 @@ def preview_routes(
         routes.append({"table_id": tid, "route": route.rule, "method": route.method,
                        "reason": route.reason})  # fmt: skip
     trace.event("fallback", stage="ask", reason="no LLM configured; routes only")
-    return Result(
-        answer=None,
-        status="failed",
-        tables_consulted=[],
-        trace_path=str(trace.path) if trace.path else None,
-        method=router.name,
-        details={"reason": "no LLM configured", "candidates": candidates, "routes": routes},
+    return failed(
+        "no LLM configured", trace=trace, method=router.name, candidates=candidates, routes=routes
     )
 
 
 def _seek_options() -> SeekConfig:
     """TableSeek's options for the corpus stage: defaults < ``[methods.seek]``."""
-    from tablequest.methods.run import resolve_options
-
-    options = resolve_options(get_method("seek"))
+    options = get_method("seek").resolve_options()
     assert isinstance(options, SeekConfig)
     return options

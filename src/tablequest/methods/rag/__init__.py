@@ -25,7 +25,7 @@ def _build(options: RagConfig, context: MethodContext) -> TableRAG:
             "encoder api needs -o embed_model NAME and an embeddings URL (-o embed_url URL "
             "or --llm-url)"
         )
-    return TableRAG(context.llm, options, context=context)
+    return TableRAG(options, context)
 
 
 def register() -> None:

@@ -4,7 +4,7 @@ The LLM proposes schema queries (column names that might hold the data) and cell
 (keywords that might appear in cells), each as a JSON list (prompts: `prompts.py`).
 
 Choices: a reply that is not a JSON list of strings gets one repair request
-(`ask_with_repair`), then the question's content words are used instead (a ``fallback``
+(`ask_json`), then the question's content words are used instead (a ``fallback``
 trace event says so); an LLM error gives the same fallback. As in the official code, numeric
 cell queries are dropped ("keywords should be categorical values"). Queries are de-duplicated
 and at most `max_queries` of each kind kept. An empty cell-query list is a valid answer (no
@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from tablequest.corpus.rank import tokenize
-from tablequest.llm.base import LLM, LLMError, Message
+from tablequest.llm.base import LLM, Message
 from tablequest.llm.parse import WrongJSONType, extract_json
-from tablequest.llm.repair import ask_with_repair
+from tablequest.llm.repair import ask_json
 from tablequest.methods.rag.prompts import Task, cell_query_prompt, schema_query_prompt
 from tablequest.trace import Trace
 
@@ -92,19 +92,16 @@ def _ask(
     trace: Trace,
     stage: str,
 ) -> tuple[list[str] | None, int]:
-    try:
-        return ask_with_repair(
-            llm,
-            messages,
-            query_parser(limit),
-            trace=trace,
-            kind=stage,
-            temperature=temperature,
-            max_tokens=max_tokens,
-        )
-    except LLMError as exc:
-        trace.event("fallback", stage=stage, reason=f"{type(exc).__name__}: {exc}")
-        return None, 1
+    asked = ask_json(
+        llm,
+        messages,
+        query_parser(limit),
+        trace=trace,
+        kind=stage,
+        temperature=temperature,
+        max_tokens=max_tokens,
+    )
+    return asked.value, asked.attempts
 
 
 def expand(

@@ -88,31 +88,29 @@ class TableRAG:
     """TableRAG over one (large) table, or one of its baselines with the same solver.
 
     Args:
-        llm: The model (None only for LLM-free retrieval with `retrieve` / `preview`).
-        config: Options (`RagConfig`).
-        usage: Meter the calls are added to.
+        options: `RagConfig` (the paper's defaults when None).
+        context: The method context: the model (None only for LLM-free retrieval with
+            `retrieve` / `preview`), its server for the ``auto``/``api`` encoders, caches;
+            default: no model and no on-disk cache (``MethodContext(cache=False)``).
         encoder: A ready dense encoder (tests); default: `config.encoder` from the registry.
         store: Where database embeddings are cached (default: the cache file when
             `context.cache`, else a private in-memory store).
         sandbox: Where actions run (default: the context's, else a private `Sandbox()`).
-        context: The method context (LLM server for the ``auto``/``api`` encoders, caches).
     """
 
     name = "rag"
 
     def __init__(
         self,
-        llm: LLM | None,
-        config: RagConfig | None = None,
+        options: RagConfig | None = None,
+        context: MethodContext | None = None,
         *,
-        usage: UsageMeter | None = None,
         encoder: Encoder | None = None,
         store: Store | None = None,
         sandbox: Sandbox | None = None,
-        context: MethodContext | None = None,
     ) -> None:
-        self.config = config or RagConfig()
-        self.context = context or MethodContext(llm=llm, usage=usage or UsageMeter(), cache=False)
+        self.config = options or RagConfig()
+        self.context = context or MethodContext(cache=False)
         self._encoder = encoder
         self._encoder_ready = encoder is not None
         self.notes: dict[str, str] = {}  # stage → why a resource fell back (traced)

@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from tablequest.errors import TablequestError
 from tablequest.llm.base import LLM, LLMError, estimate_tokens
 from tablequest.llm.parse import BadReAct, is_non_answer, parse_react
 from tablequest.methods.base import Result, Status
@@ -103,7 +104,7 @@ def _final_line(answer: str) -> str:
     return lines[0] if lines else answer.strip()
 
 
-class SandboxStartFailed(Exception):
+class SandboxStartFailed(TablequestError):
     """The sample's sandbox session could not start: the question fails (fail closed), unlike
     an action's error, which is an observation. Not a `SandboxError`, so `solve` lets it out."""
 

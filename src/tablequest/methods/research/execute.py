@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from tablequest.llm.base import LLM, LLMError
-from tablequest.llm.repair import ask_with_repair
+from tablequest.llm.repair import ask_json
 from tablequest.llm.usage import StepBudget
 from tablequest.methods.research.feedback import (
     CHART_MARK,
@@ -375,17 +375,16 @@ def _step(
         triples=ctx.triples, frame=ctx.frame, lessons=ctx.lessons, history=history,
         prompting=ctx.prompting, plain=ctx.plain,
     )  # fmt: skip
-    try:
-        step, attempts = ask_with_repair(
-            ctx.llm, messages, parse_step, budget=ctx.budget, kind="step", trace=ctx.trace,
-            temperature=ctx.temperature, max_tokens=ctx.max_tokens,
-        )  # fmt: skip
-    except LLMError as exc:
-        out.stopped = f"{type(exc).__name__}: {exc}"
-        ctx.trace.event("fallback", stage="step", op=op, reason=out.stopped)
+    asked = ask_json(
+        ctx.llm, messages, parse_step, budget=ctx.budget, kind="step", trace=ctx.trace,
+        fallback_fields={"op": op}, temperature=ctx.temperature, max_tokens=ctx.max_tokens,
+    )  # fmt: skip
+    step = asked.value
+    if asked.reason is not None:  # an LLM error (its fallback event is recorded)
+        out.stopped = asked.reason
         return None
     if step is None:
-        if attempts == 0:
+        if asked.attempts == 0:
             out.stopped = "step budget exhausted"
             return None
         return OpRecord(op, ok=False, error="unusable step reply (no [THINK] or [CODE])")

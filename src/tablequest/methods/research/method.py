@@ -30,8 +30,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from tablequest.llm.base import LLMError
-from tablequest.llm.repair import ask_with_repair
+from tablequest.llm.repair import ask_json
 from tablequest.llm.usage import StepBudget
 from tablequest.methods.base import MethodContext, Query, Result, Task, start_query
 from tablequest.methods.research.conclude import breakdown, conclude
@@ -321,15 +320,12 @@ class DTR:
             messages = mod_messages(
                 question, comp.triples, comp.frame_text, [], plain=not opts.meta_graph
             )
-            try:
-                plan, _ = ask_with_repair(
-                    q.llm, messages, lambda text: parse_mod(text, columns=columns,
-                                                            max_ops=opts.max_path_len),
-                    budget=q.budget, kind="mod", trace=q.trace,
-                    temperature=opts.temperature, max_tokens=opts.max_tokens,
-                )  # fmt: skip
-            except LLMError as exc:
-                q.trace.event("fallback", stage="mod", reason=f"{type(exc).__name__}: {exc}")
+            plan = ask_json(
+                q.llm, messages, lambda text: parse_mod(text, columns=columns,
+                                                        max_ops=opts.max_path_len),
+                budget=q.budget, kind="mod", trace=q.trace,
+                temperature=opts.temperature, max_tokens=opts.max_tokens,
+            ).value  # fmt: skip
         if plan is not None and plan.invented_columns:
             q.trace.event("error", stage="mod", invented_columns=plan.invented_columns)
         if plan is not None and plan.unknown_ops:

@@ -25,9 +25,8 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from tablequest.llm.base import LLMError
 from tablequest.llm.parse import ParseError, extract_json
-from tablequest.llm.repair import ask_with_repair
+from tablequest.llm.repair import ask_json
 from tablequest.methods.scope import prompts
 from tablequest.methods.scope.state import ScopeRun, linearize
 
@@ -120,21 +119,18 @@ def classify(run: ScopeRun) -> str | None:
     if not fit.ok:
         run.fallback("classify", "classifier prompt does not fit the model context")
         return None
-    try:
-        value, _ = ask_with_repair(
-            run.query.llm,  # type: ignore[arg-type]
-            messages,
-            _parse_type,
-            repair_prompt=prompts.REPAIR_JSON,
-            budget=run.query.budget,
-            kind="classify",
-            trace=run.query.trace,
-            temperature=opts.temperature,
-            max_tokens=fit.max_tokens,
-        )
-    except LLMError as exc:
-        run.fallback("classify", f"{type(exc).__name__}: {exc}")
-        return None
-    if value is None:
+    asked = ask_json(
+        run.query.llm,  # type: ignore[arg-type]
+        messages,
+        _parse_type,
+        repair_prompt=prompts.REPAIR_JSON,
+        budget=run.query.budget,
+        kind="classify",
+        trace=run.query.trace,
+        on_error=lambda reason: run.fallback("classify", reason),
+        temperature=opts.temperature,
+        max_tokens=fit.max_tokens,
+    )
+    if asked.value is None and asked.error is None:
         run.fallback("classify", "no usable question type after one repair → full table")
-    return value
+    return asked.value

@@ -16,9 +16,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tablequest.llm.base import LLMError
 from tablequest.llm.parse import extract_json
-from tablequest.llm.repair import ask_with_repair
+from tablequest.llm.repair import ask_json
 from tablequest.methods.scope import prompts
 from tablequest.methods.scope.policy import BadOutput
 from tablequest.methods.scope.retrieval import match_columns, match_rows
@@ -75,20 +74,20 @@ def refine(
     if not fit.ok:
         run.fallback("refine", "the refinement prompt does not fit the model context → keep")
         return rows, cols, report
-    try:
-        value, _ = ask_with_repair(
-            run.query.llm,  # type: ignore[arg-type]
-            messages,
-            parse_refinement,
-            repair_prompt=prompts.REPAIR_JSON,
-            budget=run.query.budget,
-            kind="refine",
-            trace=run.query.trace,
-            temperature=opts.temperature,
-            max_tokens=fit.max_tokens,
-        )
-    except LLMError as exc:
-        run.fallback("refine", f"{type(exc).__name__}: {exc} → keep")
+    asked = ask_json(
+        run.query.llm,  # type: ignore[arg-type]
+        messages,
+        parse_refinement,
+        repair_prompt=prompts.REPAIR_JSON,
+        budget=run.query.budget,
+        kind="refine",
+        trace=run.query.trace,
+        on_error=lambda reason: run.fallback("refine", f"{reason} → keep"),
+        temperature=opts.temperature,
+        max_tokens=fit.max_tokens,
+    )
+    value = asked.value
+    if asked.error is not None:
         return rows, cols, report
     if value is None:
         run.fallback("refine", "no usable refinement after one repair → keep")

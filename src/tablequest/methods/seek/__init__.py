@@ -1,16 +1,9 @@
 """TableSeek: agentic grep search over a table corpus (papers/tableseek.txt)."""
 
-from tablequest.methods.base import MethodContext
 from tablequest.methods.seek.agent import TableSeek
 from tablequest.methods.seek.config import SeekConfig
 
 __all__ = ["SeekConfig", "TableSeek", "register"]
-
-
-def _build(options: SeekConfig, context: MethodContext) -> TableSeek:
-    seek = TableSeek(context.llm, options, usage=context.usage)
-    seek.context = context
-    return seek
 
 
 def register() -> None:
@@ -19,7 +12,7 @@ def register() -> None:
 
     register_method(
         "seek",
-        _build,
+        TableSeek,
         SeekConfig,
         input="corpus",
         description="TableSeek: agentic grep search over a corpus, refine, QA, fallback",

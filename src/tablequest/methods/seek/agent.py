@@ -35,7 +35,7 @@ from tablequest.corpus.shardrank import grep_ranking
 from tablequest.corpus.store import Store, text_format
 from tablequest.llm.base import LLM, LLMError, Message
 from tablequest.llm.parse import ParseError, extract_json
-from tablequest.llm.repair import ask_with_repair
+from tablequest.llm.repair import ask_json
 from tablequest.llm.usage import QA, StepBudget, UsageMeter
 from tablequest.methods.base import (
     MethodContext,
@@ -98,22 +98,17 @@ class TableSeek:
     """Agentic grep search over a Store, then QA with an answerability check.
 
     Args:
-        llm: The model.
-        config: Options (`SeekConfig`; the paper's defaults when None).
-        usage: Meter every question's calls roll up into.
+        options: `SeekConfig` (the paper's defaults when None).
+        context: The model and the meter every question's calls roll up into.
     """
 
     name = "seek"
 
     def __init__(
-        self,
-        llm: LLM | None,
-        config: SeekConfig | None = None,
-        *,
-        usage: UsageMeter | None = None,
+        self, options: SeekConfig | None = None, context: MethodContext | None = None
     ) -> None:
-        self.config = config or SeekConfig()
-        self.context = MethodContext(llm=llm, usage=usage or UsageMeter())
+        self.config = options or SeekConfig()
+        self.context = context or MethodContext()
 
     @property
     def usage(self) -> UsageMeter:
@@ -239,8 +234,8 @@ class TableSeek:
     def _ask_json(
         self, run: _Run, kind: str, messages: list[Message], validate: Callable[[Any], Any]
     ) -> Any | None:
-        """Call, parse and validate with one repair request (`ask_with_repair`); None when
-        no usable value came back (the caller applies its fallback)."""
+        """Call, parse and validate with one repair request (`ask_json`); None when no
+        usable value came back or the model failed (the caller applies its fallback)."""
 
         def parse(text: str) -> Any:
             try:
@@ -250,23 +245,18 @@ class TableSeek:
             except ValueError as exc:
                 raise ParseError(str(exc), text) from None
 
-        try:
-            value, _ = ask_with_repair(
-                run.llm,
-                messages,
-                parse,
-                repair_prompt=prompts.REPAIR,
-                budget=run.budget,
-                kind=kind,
-                repair_kind="repair",
-                trace=run.trace,
-                temperature=self.config.temperature,
-                max_tokens=self.config.max_tokens,
-            )
-        except LLMError as exc:
-            run.trace.event("fallback", stage=kind, reason=f"{type(exc).__name__}: {exc}")
-            return None
-        return value
+        return ask_json(
+            run.llm,
+            messages,
+            parse,
+            repair_prompt=prompts.REPAIR,
+            budget=run.budget,
+            kind=kind,
+            repair_kind="repair",
+            trace=run.trace,
+            temperature=self.config.temperature,
+            max_tokens=self.config.max_tokens,
+        ).value
 
     # -- stages ------------------------------------------------------------------------
     def _generate_patterns(self, run: _Run) -> list[str]:

@@ -11,6 +11,12 @@ Repairs are not silent: `read_tables_report` returns, with the tables, one warni
 the reader made (NUL bytes removed, broken quoting read as text, nested tables kept as cell
 text) and one per table left with no data rows (a header-only file; a layout table whose only
 row held a nested table). `read_tables` is the same without the warnings.
+
+Formats are open: a reader declares its format itself (`register_reader`: name, extensions,
+magic numbers, binary or text, and the serialization its tables are stored and shown in), so
+the format list, the magic numbers and the store's text formats all derive from this
+registry. Installed distributions add readers under the entry-point group
+``tablequest.readers`` (`tablequest.plugins`), loaded on the first lookup.
 """
 
 from __future__ import annotations
@@ -20,54 +26,143 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from tablequest.plugins import READERS_GROUP, Plugins
 from tablequest.table.budget import OverBudget, ReadBudget
 from tablequest.table.errors import UnreadableTable
-from tablequest.table.model import FORMATS, Format, Merge, Source, Table
+from tablequest.table.model import Format, Merge, Source, Table
 from tablequest.table.readers._base import Reader, ReadInput
 from tablequest.table.readers._text import binary_kind, count_control_bytes
 from tablequest.table.readers.delimited import _consistency, sniff_delimiter
+from tablequest.table.serialize import SERIAL_FORMATS, SerialFormat
 
 __all__ = [
+    "FormatSpec",
     "ReadReport",
     "detect_format",
     "format_for_extension",
+    "format_spec",
     "read_tables",
     "read_tables_report",
     "register_reader",
     "registered_formats",
     "sniff_format",
+    "text_format_for",
 ]
 
 MAX_FILE_BYTES = 1024**3
 SNIFF_BYTES = 64 * 1024
-BINARY_FORMATS: frozenset[Format] = frozenset({"xlsx", "parquet", "sqlite"})
-_MAGIC: dict[Format, bytes] = {
-    "xlsx": b"PK\x03\x04",
-    "parquet": b"PAR1",
-    "sqlite": b"SQLite format 3\x00",
-}
-_READERS: dict[Format, Reader] = {}
+
+
+@dataclass(frozen=True)
+class FormatSpec:
+    """A registered format: what its reader declares about it.
+
+    Attributes:
+        name: The format name (``Source.format``; lower-case letters, digits, ``-``, ``_``).
+        reader: Its `Reader`.
+        magic: Prefixes of the file content that identify the format for sure.
+        binary: True when the content is not text (an extension that names a binary format
+            never loses to text sniffing, and text never reads as this format).
+        text_format: The serialization its tables are stored as in a corpus (what grep
+            searches and previews show): one of `SERIAL_FORMATS`.
+    """
+
+    name: Format
+    reader: Reader
+    magic: tuple[bytes, ...] = ()
+    binary: bool = False
+    text_format: SerialFormat = "markdown"
+
+
+_SPECS: dict[Format, FormatSpec] = {}
 _EXTENSIONS: dict[str, Format] = {}
+_PLUGINS = Plugins(READERS_GROUP)
 
 
-def register_reader(fmt: Format, func: Reader, extensions: Iterable[str] = ()) -> None:
-    """Register (or replace) the reader of `fmt` and the file extensions that select it."""
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
-    _READERS[fmt] = func
+def _valid_name(fmt: str) -> bool:
+    return bool(fmt) and fmt == fmt.lower() and all(c.isalnum() or c in "-_" for c in fmt)
+
+
+def register_reader(
+    fmt: Format,
+    func: Reader,
+    extensions: Iterable[str] = (),
+    *,
+    magic: bytes | Iterable[bytes] = (),
+    binary: bool | None = None,
+    text_format: SerialFormat | None = None,
+) -> None:
+    """Register (or replace) the reader of `fmt` and the file extensions that select it.
+
+    Replacing the reader of a registered format keeps what the format declared (magic,
+    binary, text format) unless given again. A new format must declare its `text_format`.
+
+    Raises:
+        ValueError: a bad name, an unknown `text_format`, or a new format without one.
+    """
+    if not _valid_name(fmt):
+        raise ValueError(f"bad format name {fmt!r}: use lower-case letters, digits, '-', '_'")
+    old = _SPECS.get(fmt)
+    if old is None and text_format is None:
+        raise ValueError(
+            f"unknown format {fmt!r}; a new format declares how its tables are stored: "
+            f"register_reader({fmt!r}, reader, extensions, text_format=one of "
+            f"{', '.join(SERIAL_FORMATS)})"
+        )
+    if text_format is not None and text_format not in SERIAL_FORMATS:
+        raise ValueError(
+            f"format {fmt!r}: unknown text_format {text_format!r}; one of "
+            f"{', '.join(SERIAL_FORMATS)}"
+        )
+    magics = (magic,) if isinstance(magic, bytes) else tuple(magic)
+    _SPECS[fmt] = FormatSpec(
+        fmt,
+        func,
+        magics or (old.magic if old else ()),
+        binary if binary is not None else (old.binary if old else False),
+        text_format or (old.text_format if old else "markdown"),
+    )
     for ext in extensions:
         ext = ext.lower()
         _EXTENSIONS[ext if ext.startswith(".") else "." + ext] = fmt
 
 
+def _specs() -> dict[Format, FormatSpec]:
+    _PLUGINS.load()
+    return _SPECS
+
+
 def registered_formats() -> dict[Format, tuple[str, ...]]:
-    """Each registered format with its extensions."""
-    return {f: tuple(e for e, g in _EXTENSIONS.items() if g == f) for f in _READERS}
+    """Each registered format with its extensions (built-ins first, then plugins)."""
+    specs = _specs()
+    return {f: tuple(e for e, g in _EXTENSIONS.items() if g == f) for f in specs}
+
+
+def format_spec(fmt: Format) -> FormatSpec | None:
+    """What the reader of `fmt` declared, or None for a format no reader registered."""
+    return _specs().get(fmt)
+
+
+def text_format_for(fmt: Format | None) -> SerialFormat:
+    """The serialization tables of `fmt` are stored and shown in (Markdown when unknown)."""
+    spec = _specs().get(fmt) if fmt else None
+    return spec.text_format if spec is not None else "markdown"
 
 
 def format_for_extension(path: str | Path) -> Format | None:
     """The format registered for the file's extension, or None."""
+    _specs()
     return _EXTENSIONS.get(Path(path).suffix.lower())
+
+
+def _magic_of(fmt: Format, head: bytes) -> bool:
+    spec = _SPECS.get(fmt)
+    return spec is not None and any(head.startswith(m) for m in spec.magic)
+
+
+def _binary(fmt: Format | None) -> bool:
+    spec = _SPECS.get(fmt) if fmt else None
+    return spec is not None and spec.binary
 
 
 def _head_text(head: bytes) -> str | None:
@@ -87,8 +182,8 @@ def _head_text(head: bytes) -> str | None:
 
 def sniff_format(head: bytes) -> Format | None:
     """The format the content looks like, or None when it is not confidently a table format."""
-    for fmt, magic in _MAGIC.items():
-        if head.startswith(magic):
+    for fmt in _specs():
+        if _magic_of(fmt, head):
             return fmt
     if binary_kind(head) is not None:
         return None
@@ -120,12 +215,12 @@ def sniff_format(head: bytes) -> Format | None:
 def detect_format(path: str | Path, head: bytes) -> Format | None:
     """The format to read `path` with, from its extension and its first bytes."""
     by_ext = format_for_extension(path)
-    if by_ext is not None and by_ext in _MAGIC and head.startswith(_MAGIC[by_ext]):
+    if by_ext is not None and _magic_of(by_ext, head):
         return by_ext
     sniffed = sniff_format(head)
     if by_ext is None or sniffed is None or sniffed == by_ext:
         return sniffed or by_ext
-    if by_ext in BINARY_FORMATS or sniffed in BINARY_FORMATS:
+    if _binary(by_ext) or _binary(sniffed) or _magic_of(sniffed, head):  # sure of the content
         return sniffed
     if {by_ext, sniffed} == {"csv", "tsv"}:
         return by_ext
@@ -154,10 +249,10 @@ def _load(path: str | Path, name: str) -> tuple[bytes, Path]:
 
 
 def _reader(fmt: Format, name: str) -> Reader:
-    reader = _READERS.get(fmt)
-    if reader is None:
+    spec = _specs().get(fmt)
+    if spec is None:
         raise UnreadableTable(name, f"no reader registered for format {fmt!r}")
-    return reader
+    return spec.reader
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from tablequest.errors import TablequestError
 from tablequest.table.budget import Meter, ReadBudget
 from tablequest.table.errors import UnreadableTable
 from tablequest.table.model import Merge, Table
@@ -43,7 +44,7 @@ from tablequest.table.readers._text import decode_text
 __all__ = ["parse_json_value", "read_json"]
 
 
-class _Shape(ValueError):
+class _Shape(TablequestError, ValueError):
     """The JSON value is valid but not a table shape we know."""
 
 
