@@ -233,12 +233,14 @@ def test_deadline_ends_retries_of_a_failing_server(make: Any) -> None:
             llm.chat(MSG)
         sent = len(stub.chat_requests)
     assert "HTTP 503" in str(info.value)  # the last failure is named
-    assert 1 <= sent < 50
+    requests = usage.totals.requests  # sent by the client: one first attempt, then retries
+    # the last request may be cut by the deadline before the server has logged it
+    assert 1 <= sent < 50 and requests - 1 <= sent <= requests
     retries = [e for e in trace.events if e["kind"] == "llm_retry"]
-    assert len(retries) == sent - 1
-    assert usage.totals.requests == sent and usage.totals.calls == 1 and usage.totals.errors == 1
+    assert len(retries) == requests - 1
+    assert usage.totals.calls == 1 and usage.totals.errors == 1
     [call] = [e for e in trace.events if e["kind"] == "llm_call"]
-    assert call["error"] == "DeadlineExceeded" and call["requests"] == sent
+    assert call["error"] == "DeadlineExceeded" and call["requests"] == requests
 
 
 def test_deadline_ends_a_stream_that_keeps_going(make: Any) -> None:
