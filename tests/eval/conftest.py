@@ -40,6 +40,18 @@ def stub_reply(body: dict[str, Any]) -> str:
     return 'Final Answer: 1\n<answer>1</answer>\n{"status": "answered", "answer": "1"}'
 
 
+@pytest.fixture
+def copy(tmp_path: Path) -> Callable[[str], Path]:
+    """Copy the fixture benchmark folder NAME into the test's tmp folder; return the copy."""
+
+    def _copy(name: str) -> Path:
+        target = tmp_path / name
+        shutil.copytree(FIXTURES / name, target)
+        return target
+
+    return _copy
+
+
 @pytest.fixture(scope="module")
 def reproduce_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One folder per test file: the fixtures as benchmark folders, shared output, corpora."""
@@ -72,3 +84,34 @@ def reproduce(
             return result.exit_code, result.output, payload
 
         yield run
+
+
+@pytest.fixture
+def reproduction_runs(
+    reproduce: Callable[[str], tuple[int, str, dict[str, Any]]],
+) -> Callable[[str], None]:
+    """Check that configuration NAME runs with the stub: every row ran its questions (each
+    with a status), the report shows every row, the rows not implemented with why, and at
+    least one measured cell. The stub tests are split by paper so they run in parallel."""
+    from tablequest.eval.reproduce import all_reproductions
+
+    def check(name: str) -> None:
+        rep = all_reproductions()[name]
+        code, output, report = reproduce(name)
+        assert code == 0, output[-3000:]
+        assert [row["key"] for row in report["rows"]] == [row.key for row in rep.rows]
+        kinds = {row.key: row.kind for row in rep.rows}
+        for row in report["rows"]:
+            outcome = row["outcome"]
+            assert outcome["error"] is None and 1 <= outcome["n"] <= 3, row["key"]
+            if kinds[row["key"]] == "answer":  # every question ended with a status
+                assert sum(outcome["status"].values()) == outcome["n"]
+        for row in rep.rows:
+            assert f"| {row.label} |" in output
+        assert len(report["not_implemented"]) == len(rep.missing)
+        for missing in rep.missing:
+            assert f"**{missing.label}**: {missing.why}" in output
+        measured = [c["ours"] for row in report["rows"] for c in row["cells"]]
+        assert any(value is not None for value in measured), "no cell was filled"
+
+    return check

@@ -16,16 +16,6 @@ from tablequest.eval.metrics import wtq_match
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-@pytest.fixture
-def copy(tmp_path: Path) -> Callable[[str], Path]:
-    def _copy(name: str) -> Path:
-        target = tmp_path / name
-        shutil.copytree(FIXTURES / name, target)
-        return target
-
-    return _copy
-
-
 def test_registry_and_unknown_names() -> None:
     assert sorted(DATASETS) == [
         "aitqa",

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,16 +24,6 @@ from tablequest.eval.runner import answer_metrics
 FIXTURES = Path(__file__).parent / "fixtures"
 ARCADE = "data/arcade/test.jsonl"
 ORDERS = f"{ARCADE}#amazon_seller_order_status_prediction_orders_data"
-
-
-@pytest.fixture
-def copy(tmp_path: Path) -> Callable[[str], Path]:
-    def _copy(name: str) -> Path:
-        target = tmp_path / name
-        shutil.copytree(FIXTURES / name, target)
-        return target
-
-    return _copy
 
 
 def write_jsonl(path: Path, rows: list[dict[str, object]]) -> Path:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,16 +14,6 @@ import pytest
 from tablequest.eval.datasets import DATASETS, DatasetError, load
 
 FIXTURES = Path(__file__).parent / "fixtures"
-
-
-@pytest.fixture
-def copy(tmp_path: Path) -> Callable[[str], Path]:
-    def _copy(name: str) -> Path:
-        target = tmp_path / name
-        shutil.copytree(FIXTURES / name, target)
-        return target
-
-    return _copy
 
 
 def write_jsonl(path: Path, rows: list[dict[str, object]]) -> Path:

@@ -25,68 +25,25 @@ from __future__ import annotations
 
 import ast
 import re
-import unicodedata
 from collections.abc import Sequence
-from math import isinf, isnan
+
+from tablequest.eval.metrics.wtq import normalize_text, parse_date, parse_number
 
 __all__ = ["tablerag_answer_key", "tablerag_label_items", "tablerag_match", "tablerag_normalize"]
 
-_SINGLE_QUOTES = re.compile(r"[‘’´`]")
-_DOUBLE_QUOTES = re.compile(r"[“”]")
-_DASHES = re.compile(r"[‐‑‒–—−]")
-_CITATIONS = re.compile(r"((?<!^)\[[^\]]*\]|\[\d+\]|[•♦†‡*#+])*$")
-_PARENTHESES = re.compile(r"(?<!^)( \([^)]*\))*$")
-_OUTER_QUOTES = re.compile(r'^"([^"]*)"$')
-_WHITESPACE = re.compile(r"\s+", flags=re.U)
 _AND = re.compile(" and ", flags=re.IGNORECASE)  # upstream: " and " after lower()
 
 
 def tablerag_normalize(text: str) -> str:
-    """Upstream `normalize` (the WTQ evaluator's string normalization, Python 3 `re`)."""
-    x = "".join(c for c in unicodedata.normalize("NFKD", text) if unicodedata.category(c) != "Mn")
-    x = _SINGLE_QUOTES.sub("'", x)
-    x = _DOUBLE_QUOTES.sub('"', x)
-    x = _DASHES.sub("-", x)
-    while True:
-        old_x = x
-        x = _CITATIONS.sub("", x.strip())
-        x = _PARENTHESES.sub("", x.strip())
-        x = _OUTER_QUOTES.sub(r"\1", x.strip())
-        if x == old_x:
-            break
-    if x and x[-1] == ".":
-        x = x[:-1]
-    return _WHITESPACE.sub(" ", x).lower().strip()
+    """Upstream `normalize`: the WTQ evaluator's string normalization under Python 3 `re`."""
+    return normalize_text(text, py3=True)
 
 
 def _parse_number(text: str) -> int | float | None:
+    """Upstream's number reading: a leading ``$`` dropped, then Python 3 `int`/`float`."""
     if text.startswith("$"):
         text = text[1:].strip()
-    try:
-        return int(text)
-    except ValueError:
-        try:
-            amount = float(text)
-        except ValueError:
-            return None
-        return None if isnan(amount) or isinf(amount) else amount
-
-
-def _parse_date(text: str) -> tuple[int, int, int] | None:
-    try:
-        ymd = text.lower().split("-")
-        if len(ymd) != 3:
-            return None
-        year = -1 if ymd[0] in ("xx", "xxxx") else int(ymd[0])
-        month = -1 if ymd[1] == "xx" else int(ymd[1])
-        day = -1 if ymd[2] == "xx" else int(ymd[2])
-    except ValueError:
-        return None
-    if year == month == day == -1 or not (month == -1 or 1 <= month <= 12):
-        return None
-    if not (day == -1 or 1 <= day <= 31):
-        return None
-    return year, month, day
+    return parse_number(text, py3=True)
 
 
 def _number_text(amount: int | float) -> str:
@@ -98,7 +55,7 @@ def _value_text(original: str) -> str:
     amount = _parse_number(original)
     if amount is not None:
         return _number_text(amount)
-    ymd = _parse_date(original)
+    ymd = parse_date(original, py3=True)
     if ymd is not None:
         if ymd[1] == ymd[2] == -1:
             return _number_text(ymd[0])

@@ -24,12 +24,20 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["wtq_denotation", "wtq_match", "wtq_normalize"]
+__all__ = [
+    "normalize_text",
+    "parse_date",
+    "parse_number",
+    "wtq_denotation",
+    "wtq_match",
+    "wtq_normalize",
+]
 
 _SINGLE_QUOTES = re.compile(r"[‘’´`]")
 _DOUBLE_QUOTES = re.compile(r"[“”]")
 _DASHES = re.compile(r"[‐‑‒–—−]")
 _CITATIONS = re.compile(r"((?<!^)\[[^\]]*\]|\[\d+\]|[•♦†‡*#+])*$", re.ASCII)
+_CITATIONS_PY3 = re.compile(r"((?<!^)\[[^\]]*\]|\[\d+\]|[•♦†‡*#+])*$")  # \d: any digit
 _PARENTHESES = re.compile(r"(?<!^)( \([^)]*\))*$")
 _OUTER_QUOTES = re.compile(r'^"([^"]*)"$')
 _WHITESPACE = re.compile(r"\s+")
@@ -37,13 +45,20 @@ _WHITESPACE = re.compile(r"\s+")
 
 def wtq_normalize(text: str) -> str:
     """The official string normalization (diacritics, quotes, citations, parentheses…)."""
+    return normalize_text(text)
+
+
+def normalize_text(text: str, *, py3: bool = False) -> str:
+    """`normalize` of the evaluator; `py3`: as the same code runs under Python 3 (its `\\d`
+    matches any Unicode digit), as TableRAG's `evaluate.py` runs it."""
+    citations = _CITATIONS_PY3 if py3 else _CITATIONS
     x = "".join(c for c in unicodedata.normalize("NFKD", text) if unicodedata.category(c) != "Mn")
     x = _SINGLE_QUOTES.sub("'", x)
     x = _DOUBLE_QUOTES.sub('"', x)
     x = _DASHES.sub("-", x)
     while True:
         old_x = x
-        x = _CITATIONS.sub("", x.strip())
+        x = citations.sub("", x.strip())
         x = _PARENTHESES.sub("", x.strip())
         x = _OUTER_QUOTES.sub(r"\1", x.strip())
         if x == old_x:
@@ -104,18 +119,20 @@ class _Date:
 _Value = _String | _Number | _Date
 
 
-def _py2_int(text: str) -> int:
-    if "_" in text:
+def _int(text: str, py3: bool) -> int:
+    if "_" in text and not py3:  # Python 2's int() refused digit-group underscores
         raise ValueError(text)
     return int(text)
 
 
-def _parse_number(text: str) -> int | float | None:
+def parse_number(text: str, *, py3: bool = False) -> int | float | None:
+    """The evaluator's number reading (`int`, else a finite `float`); `py3`: Python 3's
+    `int`/`float`, which accept digit-group underscores."""
     try:
-        return _py2_int(text)
+        return _int(text, py3)
     except ValueError:
         pass
-    if "_" in text:
+    if "_" in text and not py3:
         return None
     try:
         amount = float(text)
@@ -126,14 +143,15 @@ def _parse_number(text: str) -> int | float | None:
     return amount
 
 
-def _parse_date(text: str) -> tuple[int, int, int] | None:
+def parse_date(text: str, *, py3: bool = False) -> tuple[int, int, int] | None:
+    """The evaluator's ``yyyy-mm-dd`` reading (``xx`` for unknown parts), else None."""
     parts = text.lower().split("-")
     if len(parts) != 3:
         return None
     try:
-        year = -1 if parts[0] in ("xx", "xxxx") else _py2_int(parts[0])
-        month = -1 if parts[1] == "xx" else _py2_int(parts[1])
-        day = -1 if parts[2] == "xx" else _py2_int(parts[2])
+        year = -1 if parts[0] in ("xx", "xxxx") else _int(parts[0], py3)
+        month = -1 if parts[1] == "xx" else _int(parts[1], py3)
+        day = -1 if parts[2] == "xx" else _int(parts[2], py3)
     except ValueError:
         return None
     if year == month == day == -1:
@@ -152,10 +170,10 @@ def _number(amount: int | float, original: str) -> _Number:
 
 def _to_value(original: str, canon: str | None = None) -> _Value:
     source = canon if canon else original
-    amount = _parse_number(source)
+    amount = parse_number(source)
     if amount is not None:
         return _number(amount, original)
-    ymd = _parse_date(source)
+    ymd = parse_date(source)
     if ymd is not None:
         if ymd[1] == ymd[2] == -1:
             return _number(ymd[0], original)
