@@ -28,8 +28,8 @@ import bm25s
 import numpy as np
 from bm25s.stopwords import STOPWORDS_EN
 
-from tablequest.corpus.rank import _WORD
-from tablequest.corpus.words import STOPWORDS
+from tablequest.corpus.lexical.rank import _WORD
+from tablequest.corpus.lexical.words import STOPWORDS
 
 Tokenizer = Callable[[str], list[str]]
 

@@ -71,7 +71,7 @@ def cell_texts(pairs: int) -> list[str]:
 def run_backend(name: str, texts: list[str], sample: list[int], *, sampled: bool) -> dict[str, Any]:
     """Encode (after a warm-up that builds the model) and time; runs in a child process.
     minilm-st and `sampled` backends encode the sample only (times scaled to the set)."""
-    from tablequest.corpus.encoders import make_encoder
+    from tablequest.corpus.dense.encoders import make_encoder
 
     encoder = make_encoder(name)
     assert encoder is not None

@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 
 from tablequest.corpus import Store, ingest, question_patterns
-from tablequest.corpus.grep import GrepIndex, naive_scores
-from tablequest.corpus.rank import grep_index
+from tablequest.corpus.lexical.grep import GrepIndex, naive_scores
+from tablequest.corpus.lexical.rank import grep_index
 from tablequest.table.patterns import compile_pattern
 
 

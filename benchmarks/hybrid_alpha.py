@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from tablequest.corpus.dense import corpus_vectors
-from tablequest.corpus.encoders import make_encoder
-from tablequest.corpus.rank import RRF_K, bm25_index
+from tablequest.corpus.dense.encoders import make_encoder
+from tablequest.corpus.dense.index import corpus_vectors
+from tablequest.corpus.lexical.rank import RRF_K, bm25_index
 from tablequest.eval.corpora import build_corpus, ensure_dense
 from tablequest.eval.datasets import load
 

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from tablequest.corpus import Store
-from tablequest.corpus.encoders import Encoder, make_encoder
+from tablequest.corpus.dense.encoders import Encoder, make_encoder
 from tablequest.methods.rag import RagConfig, TableRAG
 from tablequest.methods.rag import baselines as bl
 from tablequest.methods.rag.expansion import is_numeric, keywords

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from tablequest.corpus.encoders import HashEncoder, MiniLMEncoder
+from tablequest.corpus.dense.encoders import HashEncoder, MiniLMEncoder
 from tablequest.llm import Scripted
 from tablequest.methods.base import MethodContext
 from tablequest.methods.rag import RagConfig, TableRAG

@@ -121,7 +121,7 @@ def latency(fn: Any, qs: list[list[str]]) -> dict[str, float]:
 
 def phase_single(args: argparse.Namespace) -> dict[str, Any]:
     from tablequest.corpus import Store, ingest
-    from tablequest.corpus.rank import bm25_rank, grep_index, grep_rank
+    from tablequest.corpus.lexical.rank import bm25_rank, grep_index, grep_rank
 
     folder, work = Path(args.folder), Path(args.work)
     path = work / f"single-{args.tables}.duckdb"
@@ -158,7 +158,7 @@ def phase_reopen(args: argparse.Namespace) -> dict[str, Any]:
     """The single store's queries again, on the store reopened read-only (as shard actors
     open their shards: the fingerprint is computed once, not before every query)."""
     from tablequest.corpus import Store
-    from tablequest.corpus.rank import bm25_rank, grep_index, grep_rank
+    from tablequest.corpus.lexical.rank import bm25_rank, grep_index, grep_rank
 
     folder, work = Path(args.folder), Path(args.work)
     result: dict[str, Any] = {"phase": "single-read-only", "tables": args.tables}
@@ -179,8 +179,8 @@ def phase_reopen(args: argparse.Namespace) -> dict[str, Any]:
 def phase_sharded(args: argparse.Namespace) -> dict[str, Any]:
     import ray
 
-    from tablequest.corpus.shardrank import sharded_bm25, sharded_grep
-    from tablequest.corpus.shards import ShardedStore
+    from tablequest.corpus.retrieval.shardrank import sharded_bm25, sharded_grep
+    from tablequest.corpus.storage.shards import ShardedStore
     from tablequest.scale.actors import attach
     from tablequest.scale.ingest import ingest_ray
 

@@ -21,7 +21,7 @@ import tablequest
 from tablequest.cli import _exit, app
 from tablequest.cli._output import fail_on
 from tablequest.corpus import Store, ingest
-from tablequest.corpus.store import NoStore, NotAStore, StoreError, StoreLocked
+from tablequest.corpus.storage.store import NoStore, NotAStore, StoreError, StoreLocked
 from tablequest.errors import ERRORS, TablequestError, error_kind, exit_code, http_status
 from tablequest.llm.base import LLMError, ModelUnreachable
 from tablequest.llm.config import ConfigError

@@ -12,8 +12,8 @@ from tablequest.corpus import (
     grep_rank,
     ingest,
 )
-from tablequest.corpus.ingest import IngestAborted
-from tablequest.corpus.store import NoStore, NotAStore, StoreLocked, StoreWriteError
+from tablequest.corpus.storage.ingest import IngestAborted
+from tablequest.corpus.storage.store import NoStore, NotAStore, StoreLocked, StoreWriteError
 from tablequest.errors import TablequestError
 from tablequest.llm import (
     LLM,

@@ -52,7 +52,7 @@ from packaging.utils import canonicalize_name
 
 from tablequest import configfile
 from tablequest.configfile import ConfigFileError
-from tablequest.corpus.encoders import (
+from tablequest.corpus.dense.encoders import (
     EncoderSettings,
     minilm_installed,
     probe_embeddings,
@@ -375,9 +375,9 @@ def check_extras() -> list[Check]:
 
 def check_store(path: str | Path) -> Check:
     """Whether the store at `path` opens read-only, with its table count and indexes."""
-    from tablequest.corpus.rank import missing_indexes
-    from tablequest.corpus.shards import ShardedStore, is_manifest
-    from tablequest.corpus.store import Store, StoreError
+    from tablequest.corpus.lexical.rank import missing_indexes
+    from tablequest.corpus.storage.shards import ShardedStore, is_manifest
+    from tablequest.corpus.storage.store import Store, StoreError
 
     path = Path(path).expanduser()
     if not path.exists():

@@ -42,11 +42,11 @@ from typing import Any, overload
 
 import httpx
 
-from tablequest.corpus.ingest import IngestReport, ingest
-from tablequest.corpus.retrievers import RetrieverSettings
-from tablequest.corpus.retrievers import search as corpus_search
-from tablequest.corpus.shards import ShardedStore, is_manifest
-from tablequest.corpus.store import Hit, Store
+from tablequest.corpus.retrieval.retrievers import RetrieverSettings
+from tablequest.corpus.retrieval.retrievers import search as corpus_search
+from tablequest.corpus.storage.ingest import IngestReport, ingest
+from tablequest.corpus.storage.shards import ShardedStore, is_manifest
+from tablequest.corpus.storage.store import Hit, Store
 from tablequest.llm._openai_reply import connect_failure
 from tablequest.llm.base import LLM, ModelUnreachable
 from tablequest.llm.cache import default_cache_dir

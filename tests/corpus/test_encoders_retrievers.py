@@ -11,14 +11,19 @@ from typer.testing import CliRunner
 
 from tablequest.cli import app
 from tablequest.corpus import Store, ingest
-from tablequest.corpus import encoders as enc
-from tablequest.corpus.encoders import (
+from tablequest.corpus.dense import encoders as enc
+from tablequest.corpus.dense.encoders import (
     ENCODERS,
     EncoderSettings,
     make_encoder,
     probe_embeddings,
 )
-from tablequest.corpus.retrievers import RETRIEVERS, RetrieverSettings, make_retriever, search
+from tablequest.corpus.retrieval.retrievers import (
+    RETRIEVERS,
+    RetrieverSettings,
+    make_retriever,
+    search,
+)
 from tablequest.llm import StubServer
 
 runner = CliRunner()

@@ -15,11 +15,11 @@ from typer.testing import CliRunner
 
 from tablequest.cli import app
 from tablequest.corpus import Store, ingest
-from tablequest.corpus.dense import ensure_embeddings
-from tablequest.corpus.encoder_base import cut_at_whitespace, encoding_progress, with_rate
-from tablequest.corpus.encoders import HashEncoder, Matrix, make_encoder, minilm_installed
-from tablequest.corpus.minilm_files import build_once
-from tablequest.corpus.onnx_minilm import length_batches
+from tablequest.corpus.dense.encoder_base import cut_at_whitespace, encoding_progress, with_rate
+from tablequest.corpus.dense.encoders import HashEncoder, Matrix, make_encoder, minilm_installed
+from tablequest.corpus.dense.index import ensure_embeddings
+from tablequest.corpus.dense.minilm_files import build_once
+from tablequest.corpus.dense.onnx_minilm import length_batches
 from tablequest.methods.rag.retrieval import encode_cached
 
 pytestmark = pytest.mark.skipif(
@@ -41,7 +41,7 @@ TEXTS = [
 @pytest.fixture(scope="session")
 def onnx_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A cache dir holding the fp32 ONNX export of the shipped weights (built once)."""
-    from tablequest.corpus.onnx_minilm import ONNXMiniLMEncoder
+    from tablequest.corpus.dense.onnx_minilm import ONNXMiniLMEncoder
 
     cache = tmp_path_factory.mktemp("encoders-cache")
     ONNXMiniLMEncoder(cache_dir=cache).encode(["warm up"])
@@ -58,7 +58,7 @@ def st_vectors() -> Matrix:
 def test_onnx_vectors_agree_with_sentence_transformers(
     onnx_cache: Path, st_vectors: Matrix
 ) -> None:
-    from tablequest.corpus.onnx_minilm import ONNXMiniLMEncoder
+    from tablequest.corpus.dense.onnx_minilm import ONNXMiniLMEncoder
 
     encoder = ONNXMiniLMEncoder(cache_dir=onnx_cache, batch_size=2)  # several length batches
     vectors = encoder.encode(TEXTS)
@@ -71,8 +71,8 @@ def test_onnx_vectors_agree_with_sentence_transformers(
 def test_long_texts_are_tokenized_by_prefix_exactly(onnx_cache: Path) -> None:
     from tokenizers import Tokenizer
 
-    from tablequest.corpus.minilm_files import shipped_model_dir
-    from tablequest.corpus.onnx_minilm import token_ids
+    from tablequest.corpus.dense.minilm_files import shipped_model_dir
+    from tablequest.corpus.dense.onnx_minilm import token_ids
 
     tokenizer = Tokenizer.from_file(str(shipped_model_dir() / "tokenizer.json"))
     tokenizer.enable_truncation(128)
@@ -159,7 +159,7 @@ def test_the_cache_never_serves_one_backends_vectors_to_another(tmp_path: Path) 
 def test_progress_reaches_the_callback_and_the_cli_stays_quiet_with_json(
     onnx_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tablequest.corpus.onnx_minilm import ONNXMiniLMEncoder
+    from tablequest.corpus.dense.onnx_minilm import ONNXMiniLMEncoder
 
     seen: list[tuple[int, int, str]] = []
     with encoding_progress(with_rate(lambda d, n, m: seen.append((d, n, m)))):
@@ -190,7 +190,7 @@ def test_sentence_transformers_loads_without_bars_or_chatter(
 
 @pytest.mark.slow
 def test_static_model_retrieves_like_sentence_transformers(tmp_path: Path) -> None:
-    from tablequest.corpus.static_minilm import StaticMiniLMEncoder
+    from tablequest.corpus.dense.static_minilm import StaticMiniLMEncoder
 
     static = StaticMiniLMEncoder(cache_dir=tmp_path)  # distilled here, from the shipped weights
     exact = make_encoder("minilm-st")
@@ -213,7 +213,7 @@ def test_the_encoding_bar_shows_rate_only_when_encoding_and_not_with_json(
     from rich.console import Console
 
     from tablequest.cli import _output
-    from tablequest.corpus.encoder_base import report_progress
+    from tablequest.corpus.dense.encoder_base import report_progress
 
     def shown(enabled: bool, reports: int) -> str:
         sink = io.StringIO()

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from tablequest.corpus.grep import GrepIndex, GrepRanking, naive_scores
+from tablequest.corpus.lexical.grep import GrepIndex, GrepRanking, naive_scores
 from tablequest.table import patterns as patterns_mod
 from tablequest.table.patterns import DroppedPattern, PatternDropped
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tablequest.corpus.grep import MARK, GrepIndex, naive_scores, plan, required_literals
+from tablequest.corpus.lexical.grep import MARK, GrepIndex, naive_scores, plan, required_literals
 
 TEXTS = [
     "| Year | Team | League |\n| 2004 | Boston | USL A-League |",
@@ -148,7 +148,7 @@ def test_phrase_needs_every_bounded_word() -> None:
 
 
 def test_postings_built_in_chunks_equal_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tablequest.corpus import trigrams
+    from tablequest.corpus.lexical import trigrams
 
     texts = [f"row {i} and {'x' * (i % 7)} team{i}" for i in range(50)]
     whole = GrepIndex.build([str(i) for i in range(50)], texts)

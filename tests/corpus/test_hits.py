@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tablequest.corpus.hits import SearchHit, all_matched_rows, search_hit
-from tablequest.corpus.store import Hit
+from tablequest.corpus.retrieval.hits import SearchHit, all_matched_rows, search_hit
+from tablequest.corpus.storage.store import Hit
 
 
 def test_search_hit_rounds_the_score_and_merges_the_rows() -> None:

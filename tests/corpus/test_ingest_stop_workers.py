@@ -1,4 +1,4 @@
-"""Stopping ingest workers early without killing one mid-send (corpus/reading.py).
+"""Stopping ingest workers early without killing one mid-send (corpus/storage/reading.py).
 
 A worker killed while it sent a chunk's result left half a message in the pool's result
 pipe and the ingest hung at shutdown. Now the parent tells the workers to stop (a shared
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tablequest.corpus import reading
+from tablequest.corpus.storage import reading
 
 
 def _pool(stop: Any) -> ProcessPoolExecutor:

@@ -15,10 +15,10 @@ from typer.testing import CliRunner
 
 from tablequest.cli import app
 from tablequest.corpus import Store, ingest
-from tablequest.corpus.store import StoreWriteError
+from tablequest.corpus.storage.store import StoreWriteError
 
-ingest_mod = importlib.import_module("tablequest.corpus.ingest")
-reading = importlib.import_module("tablequest.corpus.reading")
+ingest_mod = importlib.import_module("tablequest.corpus.storage.ingest")
+reading = importlib.import_module("tablequest.corpus.storage.reading")
 
 REPAIRED = {
     "quote.csv": b'a,b\n1,"2\n3,4\n5,6\n',

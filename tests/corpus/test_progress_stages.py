@@ -16,13 +16,14 @@ import pytest
 from rich.console import Console
 
 from tablequest.cli import _output
-from tablequest.corpus import Store, ingest, rank
-from tablequest.corpus.encoder_base import (
+from tablequest.corpus import Store, ingest
+from tablequest.corpus.dense.encoder_base import (
     announce_stage,
     encoding_progress,
     progress_stages,
 )
-from tablequest.corpus.encoders import minilm_installed
+from tablequest.corpus.dense.encoders import minilm_installed
+from tablequest.corpus.lexical import rank
 
 dense = pytest.mark.skipif(not minilm_installed(), reason="needs the [dense] extra")
 
@@ -47,8 +48,8 @@ def test_static_distillation_is_announced_before_it_runs(
 ) -> None:
     from safetensors.numpy import save_file
 
-    from tablequest.corpus import static_minilm
-    from tablequest.corpus.minilm_files import shipped_model_dir
+    from tablequest.corpus.dense import static_minilm
+    from tablequest.corpus.dense.minilm_files import shipped_model_dir
 
     events: list[str] = []
 
@@ -73,7 +74,7 @@ def test_static_distillation_is_announced_before_it_runs(
 def test_onnx_export_is_announced_before_it_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tablequest.corpus import onnx_minilm
+    from tablequest.corpus.dense import onnx_minilm
 
     events: list[str] = []
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tablequest.corpus.rank import question_patterns
-from tablequest.corpus.rowmatch import rows_matching, table_lines
+from tablequest.corpus.lexical.rank import question_patterns
+from tablequest.corpus.lexical.rowmatch import rows_matching, table_lines
 from tablequest.table import Table
 from tablequest.table.patterns import PatternDropped, matching_lines
 

@@ -11,19 +11,19 @@ import numpy as np
 import pytest
 
 from tablequest.corpus import Store, StoreError, ingest
-from tablequest.corpus.bm25global import GlobalStats, ShardBM25
-from tablequest.corpus.dense import cosine_scores, dense_rank
-from tablequest.corpus.encoders import HashEncoder
-from tablequest.corpus.rank import BM25Index, bm25_rank, grep_rank, hybrid_rank, tokenize
-from tablequest.corpus.retrievers import make_retriever, search
-from tablequest.corpus.shardrank import (
+from tablequest.corpus.dense.encoders import HashEncoder
+from tablequest.corpus.dense.index import cosine_scores, dense_rank
+from tablequest.corpus.lexical.bm25global import GlobalStats, ShardBM25
+from tablequest.corpus.lexical.rank import BM25Index, bm25_rank, grep_rank, hybrid_rank, tokenize
+from tablequest.corpus.retrieval.retrievers import make_retriever, search
+from tablequest.corpus.retrieval.shardrank import (
     grep_hits,
     sharded_bm25,
     sharded_dense,
     sharded_grep,
     sharded_hybrid,
 )
-from tablequest.corpus.shards import (
+from tablequest.corpus.storage.shards import (
     ShardedStore,
     home_shard,
     ingest_sharded,
@@ -230,7 +230,7 @@ def test_dense_and_hybrid_equal(corpus: tuple[Store, list[ShardedStore], Path], 
 
 
 def test_retriever_registry_accepts_sharded(corpus: tuple[Store, list[ShardedStore], Path]) -> None:
-    from tablequest.corpus.retrievers import RetrieverSettings
+    from tablequest.corpus.retrieval.retrievers import RetrieverSettings
 
     single, shards, _ = corpus
     settings = RetrieverSettings(encoder="hash")
@@ -283,7 +283,7 @@ def test_grep_drops_a_pattern_on_every_shard_when_one_shard_drops_it(
 ) -> None:
     # Eq. 1 divides by the patterns evaluated: a pattern over budget on one shard only
     # must leave every shard's denominator, or its tables would score 1/2 here, 1/1 there
-    from tablequest.corpus.grep import GrepIndex
+    from tablequest.corpus.lexical.grep import GrepIndex
 
     root = tmp_path / "t"
     root.mkdir()

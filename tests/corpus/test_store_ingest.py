@@ -11,13 +11,13 @@ import duckdb
 import pytest
 
 from tablequest.corpus import Store, StoreError, ingest
-from tablequest.corpus.ingest import read_file, walk
-from tablequest.corpus.rank import GREP, bm25_rank, grep_index, grep_rank, matched_rows
-from tablequest.corpus.store import table_id_for
+from tablequest.corpus.lexical.rank import GREP, bm25_rank, grep_index, grep_rank, matched_rows
+from tablequest.corpus.storage.ingest import read_file, walk
+from tablequest.corpus.storage.store import table_id_for
 from tablequest.table import Table
 
-ingest_mod = importlib.import_module("tablequest.corpus.ingest")
-reading = importlib.import_module("tablequest.corpus.reading")
+ingest_mod = importlib.import_module("tablequest.corpus.storage.ingest")
+reading = importlib.import_module("tablequest.corpus.storage.reading")
 
 
 def write(folder: Path, name: str, text: str | bytes) -> Path:
@@ -170,7 +170,7 @@ def test_parallel_ingest_matches_serial(tmp_path: Path, monkeypatch: pytest.Monk
 def test_failed_batch_is_retried_file_by_file(monkeypatch: pytest.MonkeyPatch) -> None:
     store = Store()
     good = Table.from_rows([["a"], ["1"]])
-    from tablequest.corpus.store import table_row
+    from tablequest.corpus.storage.store import table_row
 
     row = table_row(good, path="/g", file_hash="h", idx=0)
     bad = (*row[:9], "not-an-int", *row[10:])  # n_cols must be an integer
@@ -213,8 +213,8 @@ def test_index_is_rebuilt_after_changes(corpus: Path) -> None:
 
 
 def test_embeddings_cached_by_content(corpus: Path) -> None:
-    from tablequest.corpus.dense import dense_rank, ensure_embeddings
-    from tablequest.corpus.encoders import HashEncoder
+    from tablequest.corpus.dense.encoders import HashEncoder
+    from tablequest.corpus.dense.index import dense_rank, ensure_embeddings
 
     class Counting(HashEncoder):
         calls = 0

@@ -16,10 +16,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from tablequest.corpus import Store, StoreError, ingest
-from tablequest.corpus.ingest import IngestAborted
-from tablequest.corpus.rank import BM25, GREP, bm25_rank, grep_rank, missing_indexes
-from tablequest.corpus.store import NotAStore, StoreWriteError
-from tablequest.corpus.storefile import describe_process, lock_holder, resolve_lock_timeout
+from tablequest.corpus.lexical.rank import BM25, GREP, bm25_rank, grep_rank, missing_indexes
+from tablequest.corpus.storage.ingest import IngestAborted
+from tablequest.corpus.storage.store import NotAStore, StoreWriteError
+from tablequest.corpus.storage.storefile import describe_process, lock_holder, resolve_lock_timeout
 
 
 def _csvs(folder: Path, n: int) -> Path:

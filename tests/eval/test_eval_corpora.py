@@ -10,8 +10,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tablequest.corpus.encoders import HashEncoder
-from tablequest.corpus.store import table_id_for
+from tablequest.corpus.dense.encoders import HashEncoder
+from tablequest.corpus.storage.store import table_id_for
 from tablequest.eval import corpora
 from tablequest.eval.corpora import (
     CorpusError,

@@ -11,8 +11,8 @@ import typer
 from typer.testing import CliRunner
 
 from tablequest.cli import eval_run
-from tablequest.corpus.encoders import EncoderUnavailable, HashEncoder, make_encoder
-from tablequest.corpus.retrievers import RetrieverSettings
+from tablequest.corpus.dense.encoders import EncoderUnavailable, HashEncoder, make_encoder
+from tablequest.corpus.retrieval.retrievers import RetrieverSettings
 from tablequest.eval.corpora import build_corpus, ensure_dense
 from tablequest.eval.datasets import load
 from tablequest.eval.retrieval import KS, RetrievalResult, evaluate_retrieval, make_ranker
@@ -118,7 +118,7 @@ def test_hybrid_fusions(evalrun_wtq: Path) -> None:
     q = "how high is the eiger?"
     assert len(score(corpus.store, q, 3)) == 3 and len(rrf(corpus.store, q, 3)) == 3
     assert lexical(corpus.store, q, 1) == bm25(corpus.store, q, 1)
-    from tablequest.corpus.rank import hybrid_rank
+    from tablequest.corpus.lexical.rank import hybrid_rank
 
     with pytest.raises(ValueError, match="unknown fusion"):
         hybrid_rank(corpus.store, q, 3, encoder=enc, fusion="max")

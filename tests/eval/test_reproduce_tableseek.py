@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tablequest.corpus.retrievers import RETRIEVERS, RetrieverSettings
+from tablequest.corpus.retrieval.retrievers import RETRIEVERS, RetrieverSettings
 from tablequest.eval.corpora import parse_format
 from tablequest.eval.datasets import DATASETS
 from tablequest.eval.report import summarize

@@ -129,7 +129,7 @@ def test_fake_logprobs_shape() -> None:
 
 
 def test_rerank_scores_word_overlap_like_a_reranker() -> None:
-    from tablequest.corpus.rerank import APIReranker
+    from tablequest.corpus.retrieval.rerank import APIReranker
 
     with StubServer([]) as stub:
         reranker = APIReranker(stub.url, "stub-reranker")

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from tablequest.corpus import Store
-from tablequest.corpus.encoders import minilm_installed
+from tablequest.corpus.dense.encoders import minilm_installed
 from tablequest.llm import Fault, OpenAICompatible, StubServer
 from tablequest.methods.rag import RagConfig, TableRAG
 from tablequest.methods.run import SourceError, ask
@@ -171,7 +171,7 @@ def test_api_encoder_cache_path_and_store_instance(tmp_path: Path, sandbox: Sand
     with StubServer(answers, embedding_dim=8) as stub:
         llm = OpenAICompatible(stub.url, "stub-model", max_retries=0)
         tables = read_tables(tmp_path / "orders.csv")
-        from tablequest.corpus.store import table_id_for
+        from tablequest.corpus.storage.store import table_id_for
 
         tid = table_id_for(str((tmp_path / "orders.csv").resolve()), 0)
         result = ask(Q, tmp_path / "orders.csv", method="rag", table_ids=[tid], llm=llm,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tablequest.corpus.encoders import EncoderUnavailable, HashEncoder, Matrix
+from tablequest.corpus.dense.encoders import EncoderUnavailable, HashEncoder, Matrix
 from tablequest.llm import Scripted
 from tablequest.llm.base import LLMUnavailable
 from tablequest.methods import get_method

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tablequest.corpus import Store
-from tablequest.corpus.encoders import HashEncoder, Matrix, make_encoder
+from tablequest.corpus.dense.encoders import HashEncoder, Matrix, make_encoder
 from tablequest.methods.rag import RagConfig, TableRAG
 from tablequest.methods.rag.retrieval import (
     BM25Retriever,

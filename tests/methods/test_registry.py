@@ -281,9 +281,11 @@ def _is_package_init(module: str) -> bool:
 def test_corpus_store_is_storage_only() -> None:
     # storefile is the store's own file handling (what a path holds, locks, write failures)
     graph = _graph()
-    store = {t for t in graph["tablequest.corpus.store"] if t.startswith("tablequest.corpus")}
-    assert store <= {"tablequest.corpus.storefile"}
-    leaf = {t for t in graph["tablequest.corpus.storefile"] if t.startswith("tablequest")}
+    store = {
+        t for t in graph["tablequest.corpus.storage.store"] if t.startswith("tablequest.corpus")
+    }
+    assert store <= {"tablequest.corpus.storage.storefile"}
+    leaf = {t for t in graph["tablequest.corpus.storage.storefile"] if t.startswith("tablequest")}
     assert leaf <= {"tablequest.errors"}  # the exception base, the lowest layer
 
 

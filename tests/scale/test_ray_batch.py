@@ -21,7 +21,7 @@ import ray  # in the dev extra: a missing Ray fails these tests, it never skips 
 from typer.testing import CliRunner
 
 from tablequest.cli.app import app
-from tablequest.corpus.shards import ShardedStore, ingest_sharded
+from tablequest.corpus.storage.shards import ShardedStore, ingest_sharded
 from tablequest.eval.runner import RecordLog
 from tablequest.llm.config import LLMConfig
 from tablequest.llm.stub import StubServer

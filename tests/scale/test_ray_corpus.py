@@ -18,16 +18,16 @@ from typer.testing import CliRunner
 
 from tablequest.cli.app import app
 from tablequest.corpus import Store, ingest
-from tablequest.corpus.dense import dense_rank
-from tablequest.corpus.encoders import HashEncoder
-from tablequest.corpus.rank import bm25_rank, grep_rank, hybrid_rank
-from tablequest.corpus.shardrank import (
+from tablequest.corpus.dense.encoders import HashEncoder
+from tablequest.corpus.dense.index import dense_rank
+from tablequest.corpus.lexical.rank import bm25_rank, grep_rank, hybrid_rank
+from tablequest.corpus.retrieval.shardrank import (
     sharded_bm25,
     sharded_dense,
     sharded_grep,
     sharded_hybrid,
 )
-from tablequest.corpus.shards import ShardedStore
+from tablequest.corpus.storage.shards import ShardedStore
 from tablequest.scale.actors import attach
 from tablequest.scale.ingest import ingest_ray
 

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from tablequest.cli import app
 from tablequest.corpus import Store, ingest
-from tablequest.corpus.rank import matched_rows, question_patterns
+from tablequest.corpus.lexical.rank import matched_rows, question_patterns
 from tablequest.serve import ServeError, check_bind, is_loopback, load_or_create_token
 from tablequest.serve.answer import cell_names, short_name
 from tablequest.serve.asks import AskCancelled, AskJob, StreamingTrace

@@ -28,8 +28,8 @@ from typer.core import TyperCommand
 from tablequest.cli._exit import USAGE
 from tablequest.cli._output import err_console, fail
 from tablequest.cli.config import use_config_file
-from tablequest.corpus.shards import is_manifest
-from tablequest.corpus.storefile import what_is
+from tablequest.corpus.storage.shards import is_manifest
+from tablequest.corpus.storage.storefile import what_is
 from tablequest.methods.base import Task
 from tablequest.methods.options import option_name
 

@@ -30,11 +30,11 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from tablequest.cli._exit import USAGE
-from tablequest.corpus.encoder_base import encoding_progress, with_rate
-from tablequest.corpus.hits import search_hit
-from tablequest.corpus.rank import question_patterns
-from tablequest.corpus.retrievers import preview_hit
-from tablequest.corpus.store import Hit, Store, StoreError, text_format
+from tablequest.corpus.dense.encoder_base import encoding_progress, with_rate
+from tablequest.corpus.lexical.rank import question_patterns
+from tablequest.corpus.retrieval.hits import search_hit
+from tablequest.corpus.retrieval.retrievers import preview_hit
+from tablequest.corpus.storage.store import Hit, Store, StoreError, text_format
 from tablequest.errors import exit_code
 from tablequest.methods.base import Result
 from tablequest.table.preview import preview

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from tablequest.cli._output import fail, fail_on
 from tablequest.configfile import ConfigFileError
-from tablequest.corpus.shards import ShardedStore, is_manifest
-from tablequest.corpus.store import Store, StoreError
+from tablequest.corpus.storage.shards import ShardedStore, is_manifest
+from tablequest.corpus.storage.store import Store, StoreError
 from tablequest.llm.config import ConfigError, config_files
 from tablequest.scale.cluster import RayUnavailable, ray_address
 

@@ -40,7 +40,7 @@ from tablequest.cli._options import (
     task_name,
 )
 from tablequest.cli._output import console, encoding_bar, fail, fail_on, print_json, show_result
-from tablequest.corpus.encoders import EncoderUnavailable
+from tablequest.corpus.dense.encoders import EncoderUnavailable
 from tablequest.llm.base import LLMError
 from tablequest.llm.config import NOT_CONFIGURED_HINT
 from tablequest.methods.base import Result
@@ -95,7 +95,7 @@ def ask_command(
         fail("the question is empty", json_out=json_out, status=_exit.USAGE)
     require_store(source, json_out=json_out, kinds="store, table file or folder")
     from tablequest.cli._scale import open_corpus
-    from tablequest.corpus.shards import is_manifest
+    from tablequest.corpus.storage.shards import is_manifest
     from tablequest.scale.cluster import ray_address
 
     flags = LLMFlags(llm_url, model, api_key, llm, no_cache=no_cache, deadline=deadline)

@@ -49,11 +49,11 @@ from tablequest.cli._output import (
 )
 from tablequest.cli._scale import open_corpus
 from tablequest.corpus import IngestReport, Store, StoreError, ingest
-from tablequest.corpus.encoder_base import progress_stages
-from tablequest.corpus.encoders import ENCODERS, EncoderUnavailable
-from tablequest.corpus.ingest import IngestAborted, StopSignals
-from tablequest.corpus.retrievers import RETRIEVERS, RetrieverSettings, make_retriever
-from tablequest.corpus.shards import ShardedStore, ingest_sharded, is_manifest
+from tablequest.corpus.dense.encoder_base import progress_stages
+from tablequest.corpus.dense.encoders import ENCODERS, EncoderUnavailable
+from tablequest.corpus.retrieval.retrievers import RETRIEVERS, RetrieverSettings, make_retriever
+from tablequest.corpus.storage.ingest import IngestAborted, StopSignals
+from tablequest.corpus.storage.shards import ShardedStore, ingest_sharded, is_manifest
 
 
 def open_store(path: Path, *, json_out: bool = False) -> Store:

@@ -46,15 +46,15 @@ from tablequest.cli._options import (
 )
 from tablequest.cli._output import err_console, fail, fail_on
 from tablequest.cli._scale import endpoint_urls
-from tablequest.corpus.encoders import (
+from tablequest.corpus.dense.encoders import (
     ENCODERS,
     EncoderUnavailable,
     encoding_progress,
     with_rate,
 )
-from tablequest.corpus.rank import HYBRID_ALPHA
-from tablequest.corpus.retrievers import RETRIEVERS, RetrieverSettings
-from tablequest.corpus.shards import ShardedStore
+from tablequest.corpus.lexical.rank import HYBRID_ALPHA
+from tablequest.corpus.retrieval.retrievers import RETRIEVERS, RetrieverSettings
+from tablequest.corpus.storage.shards import ShardedStore
 from tablequest.eval.corpora import Corpus, CorpusError, build_corpus, ensure_dense
 from tablequest.eval.datasets import DATASETS, Dataset, DatasetError, load
 from tablequest.eval.pipeline import answer_questions, prepared_answer

@@ -25,7 +25,7 @@ from tablequest.cli._options import (
     default_store_path,
 )
 from tablequest.cli._output import console, fail, fail_on
-from tablequest.corpus.storefile import StoreError
+from tablequest.corpus.storage.storefile import StoreError
 
 if TYPE_CHECKING:
     from tablequest.serve import ServeConfig as ServeConfigLike
@@ -155,7 +155,7 @@ def _banner(config: ServeConfigLike, token: str, *, created: bool) -> None:
 
 def check_store(path: Path, *, create: bool) -> Path:
     """`path` when it is a store (or may be created); exit 2 naming the fix otherwise."""
-    from tablequest.corpus.storefile import what_is
+    from tablequest.corpus.storage.storefile import what_is
 
     path = path.expanduser()
     if not path.exists():

@@ -1,6 +1,6 @@
 """`tablequest tables` and `tablequest show`: what a store holds, and one table.
 
-`tables` lists id, name, rows × cols, format and source (`tablequest.corpus.catalog`);
+`tables` lists id, name, rows × cols, format and source (`tablequest.corpus.storage.catalog`);
 `show ID` prints one table readably (header levels as bold rows above a rule, row headers
 bold, a merged range's value once in its first cell, the body-row ids in a dim first column),
 or exports it with `--format csv|tsv|json|markdown` through `tablequest.table.serialize`.
@@ -24,9 +24,9 @@ from rich.text import Text
 from tablequest.cli._exit import USAGE
 from tablequest.cli._options import JsonOpt, StoreOpt, require_store, store_and_words
 from tablequest.cli._output import console, fail, fail_on, print_json
-from tablequest.corpus.catalog import catalog
-from tablequest.corpus.shards import ShardedStore, is_manifest
-from tablequest.corpus.store import Store, StoreError
+from tablequest.corpus.storage.catalog import catalog
+from tablequest.corpus.storage.shards import ShardedStore, is_manifest
+from tablequest.corpus.storage.store import Store, StoreError
 from tablequest.table import Table, serialize
 
 __all__ = ["register", "show_command", "table_notes", "table_view", "tables_command"]

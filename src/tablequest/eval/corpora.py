@@ -5,7 +5,7 @@ A corpus format is ``csv``, ``markdown``, ``html``, ``mixed`` or ``transposed[-B
 that marks the transposed table's header column, as ``<th>``). The format only changes the
 table's serialized text (what grep and previews see; `Store` keys it on `source.format`); the
 words indexed by BM25 and the dense encoder are the same in every format, so their rankings
-do not depend on it (choice of the store, see `tablequest.corpus.store`).
+do not depend on it (choice of the store, see `tablequest.corpus.storage.store`).
 
 Mixed (TableSeek §Robustness, "Mixed" corpus): each table gets one of csv / markdown / html.
 When the benchmark says how a table is rendered in its mixed corpus (TCR-Bench's
@@ -54,8 +54,8 @@ from typing import Any
 
 import duckdb
 
-from tablequest.corpus.rank import ensure_indexes, missing_indexes
-from tablequest.corpus.store import Store, StoreError, StoreLocked, table_id_for, table_row
+from tablequest.corpus.lexical.rank import ensure_indexes, missing_indexes
+from tablequest.corpus.storage.store import Store, StoreError, StoreLocked, table_id_for, table_row
 from tablequest.errors import TablequestError
 from tablequest.eval.datasets.common import Dataset, DatasetError
 from tablequest.table.model import Format, Source, Table
@@ -431,10 +431,10 @@ def ensure_dense(corpus: Corpus, encoder: Any, *, cache_dir: str | Path | None =
     """Make sure every table of the corpus has a vector of `encoder`; return how many were new.
 
     Vectors already in the shared cache of `cache_dir` are copied; the rest are encoded
-    (`tablequest.corpus.dense.ensure_embeddings`) and added to the shared cache. A read-only
+    (`tablequest.corpus.dense.index.ensure_embeddings`) and added to the shared cache. A read-only
     corpus is reopened for writing while this runs, then reopened read-only.
     """
-    from tablequest.corpus.dense import ensure_embeddings
+    from tablequest.corpus.dense.index import ensure_embeddings
 
     model = str(encoder.name)
     missing = _missing_hashes(corpus.store, model)
@@ -480,7 +480,7 @@ def ensure_dense(corpus: Corpus, encoder: Any, *, cache_dir: str | Path | None =
 def _reopen_for_writing(corpus: Corpus, encoder: Any) -> bool:
     """Reopen a read-only corpus for writing; False when another process holds it, in
     which case the vectors are encoded into memory for this run (with a note)."""
-    from tablequest.corpus.dense import corpus_vectors
+    from tablequest.corpus.dense.index import corpus_vectors
 
     try:
         corpus.reopen(read_only=False)

@@ -1,10 +1,10 @@
 """LLM-free retrieval evaluation: R@k (and GR@k / DS@k with sibling groups) over a corpus.
 
-Methods: the retrievers of `tablequest.corpus.retrievers` (``grep``: Eq. 1 over the LLM-free
-`question_patterns(question)`, i.e. TableSeek's ranking without the LLM's patterns; ``bm25``;
-``dense``; ``hybrid``; ``rerank``), so a name means the same ranking as in ``search``. A
-question is a hit at k when a gold table is among the first k ranked tables; GR@k counts a
-hit on any table of its sibling group and DS@k = mean R@k / mean GR@k (TCR-Bench;
+Methods: the retrievers of `tablequest.corpus.retrieval.retrievers` (``grep``: Eq. 1 over the
+LLM-free `question_patterns(question)`, i.e. TableSeek's ranking without the LLM's patterns;
+``bm25``; ``dense``; ``hybrid``; ``rerank``), so a name means the same ranking as in ``search``.
+A question is a hit at k when a gold table is among the first k ranked tables; GR@k counts a hit
+on any table of its sibling group and DS@k = mean R@k / mean GR@k (TCR-Bench;
 `eval.metrics.retrieval`).
 """
 
@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tablequest.corpus.retrievers import RetrieverSettings, make_retriever
-from tablequest.corpus.store import Store
+from tablequest.corpus.retrieval.retrievers import RetrieverSettings, make_retriever
+from tablequest.corpus.storage.store import Store
 from tablequest.eval.corpora import Corpus
 from tablequest.eval.datasets.common import Question
 from tablequest.eval.metrics.retrieval import (

@@ -53,7 +53,7 @@ from tablequest.table import CellRef, Table
 from tablequest.trace import Trace
 
 if TYPE_CHECKING:
-    from tablequest.corpus.store import Store
+    from tablequest.corpus.storage.store import Store
     from tablequest.llm.config import LLMConfig
     from tablequest.sandbox import Sandbox
 

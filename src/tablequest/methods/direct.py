@@ -5,7 +5,8 @@
 - ``no-table`` (`NoTableQA`): the question alone, no table (App. G, "No-Table QA": a check
   that answers come from the tables, not from the model's memory).
 - ``bm25`` / ``dense`` / ``hybrid`` / ``rerank`` (`RetrieveThenQA`): a retriever of
-  `tablequest.corpus.retrievers` picks the top-k tables, then the same standalone QA prompt.
+  `tablequest.corpus.retrieval.retrievers` picks the top-k
+  tables, then the same standalone QA prompt.
 
 One LLM call per question. An unparsable reply is taken as the answer when short, else the
 status is "failed" (ours; same parser as TableSeek's QA).
@@ -18,9 +19,9 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import field_validator
 
-from tablequest.corpus.encoders import ENCODERS, EncoderSettings
-from tablequest.corpus.retrievers import Retriever, RetrieverSettings, make_retriever
-from tablequest.corpus.store import Store
+from tablequest.corpus.dense.encoders import ENCODERS, EncoderSettings
+from tablequest.corpus.retrieval.retrievers import Retriever, RetrieverSettings, make_retriever
+from tablequest.corpus.storage.store import Store
 from tablequest.llm.base import LLM, LLMError, Message
 from tablequest.llm.usage import QA, StepBudget
 from tablequest.methods.base import (

@@ -6,7 +6,7 @@ the same way (`resolve_options`, `MethodSpec.build`) over a benchmark's corpus.
 
 Sources (`open_source`), by what the method answers from (`MethodSpec.input`):
 
-- a DuckDB store file, a sharded corpus's manifest (`tablequest.corpus.shards`) or a
+- a DuckDB store file, a sharded corpus's manifest (`tablequest.corpus.storage.shards`) or a
   `Store`: corpus methods get the store (opened read-only when it is a path), or with
   `table_ids` an in-memory store of just those tables (`Store.subset`: the same ids and
   sources), so an answer never comes from a table the user did not name; table methods get
@@ -34,12 +34,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tablequest.corpus.encoders import EncoderUnavailable
-from tablequest.corpus.ingest import ingest
-from tablequest.corpus.rank import ensure_indexes
-from tablequest.corpus.retrievers import preview_hit, search
-from tablequest.corpus.shards import ShardedStore, is_manifest
-from tablequest.corpus.store import Store, StoreError, table_id_for
+from tablequest.corpus.dense.encoders import EncoderUnavailable
+from tablequest.corpus.lexical.rank import ensure_indexes
+from tablequest.corpus.retrieval.retrievers import preview_hit, search
+from tablequest.corpus.storage.ingest import ingest
+from tablequest.corpus.storage.shards import ShardedStore, is_manifest
+from tablequest.corpus.storage.store import Store, StoreError, table_id_for
 from tablequest.errors import TablequestError
 from tablequest.llm.base import LLM
 from tablequest.llm.config import LLMConfig

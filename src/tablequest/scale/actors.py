@@ -1,9 +1,10 @@
 """Ranking on Ray: one long-lived actor per shard holds that shard's indexes in memory.
 
-`RayShards` is a `ShardBackend` (`tablequest.corpus.shards`): `attach(store, address)` puts
+`RayShards` is a `ShardBackend` (`tablequest.corpus.storage.shards`): `attach(store, address)` puts
 it behind a `ShardedStore`, after which every retriever (`search`, `ask`, `eval`) fans its
 per-shard calls out to the actors and merges exactly as in one process
-(`tablequest.corpus.shardrank`). Actors open their shard read-only (any number of processes
+(`tablequest.corpus.retrieval.shardrank`).
+Actors open their shard read-only (any number of processes
 may), are spread over the cluster's nodes, and keep the grep index, BM25 postings and vectors
 across queries.
 
@@ -20,8 +21,8 @@ import resource
 from collections.abc import Sequence
 from typing import Any
 
-from tablequest.corpus.shardrank import ShardIndexes
-from tablequest.corpus.shards import ShardedStore
+from tablequest.corpus.retrieval.shardrank import ShardIndexes
+from tablequest.corpus.storage.shards import ShardedStore
 from tablequest.errors import TablequestError
 from tablequest.scale.cluster import connect, import_ray
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tablequest.corpus.shards import ShardedStore, is_manifest
-from tablequest.corpus.store import Store
+from tablequest.corpus.storage.shards import ShardedStore, is_manifest
+from tablequest.corpus.storage.store import Store
 from tablequest.eval.runner import RecordLog
 from tablequest.llm.base import LLM, Completion, Message
 from tablequest.llm.cache import CachedLLM

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tablequest.corpus.rank import grep_index
-from tablequest.corpus.shards import ShardedStore
-from tablequest.corpus.store import ROW_COLUMNS, Store
+from tablequest.corpus.lexical.rank import grep_index
+from tablequest.corpus.storage.shards import ShardedStore
+from tablequest.corpus.storage.store import ROW_COLUMNS, Store
 from tablequest.eval.corpora import Corpus
 from tablequest.eval.datasets.common import Question
 from tablequest.eval.runner import RecordLog, RunSpec, question_record, trace_file
@@ -75,7 +75,7 @@ def _copy_into_shards(store: Store, manifest: Path, n: int) -> None:
     final_folder = manifest.with_name(f"{manifest.stem}.shards")
     folder.rename(final_folder)
     meta["shards"] = [f"{final_folder.name}/{Path(s).name}" for s in meta["shards"]]
-    from tablequest.corpus.shards import write_manifest
+    from tablequest.corpus.storage.shards import write_manifest
 
     write_manifest(manifest, meta)
     tmp.unlink()
@@ -84,7 +84,7 @@ def _copy_into_shards(store: Store, manifest: Path, n: int) -> None:
 def persist_sharded_vectors(corpus: Corpus, encoder: Any) -> None:
     """Encode the sharded corpus's missing `encoder` vectors into its shards (the store is
     reopened for writing meanwhile), so that every process that opens it has them."""
-    from tablequest.corpus.shardrank import sharded_dense
+    from tablequest.corpus.retrieval.shardrank import sharded_dense
 
     store = corpus.store
     if not isinstance(store, ShardedStore):

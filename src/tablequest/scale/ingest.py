@@ -23,9 +23,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from tablequest.corpus.ingest import FileFailure, IngestReport, ingest
-from tablequest.corpus.shards import ShardedStore, merge_reports, plan_ingest
-from tablequest.corpus.store import Store
+from tablequest.corpus.storage.ingest import FileFailure, IngestReport, ingest
+from tablequest.corpus.storage.shards import ShardedStore, merge_reports, plan_ingest
+from tablequest.corpus.storage.store import Store
 from tablequest.scale.cluster import connect
 
 __all__ = ["ingest_ray", "ingest_shard"]
@@ -37,7 +37,7 @@ def ingest_shard(shard_path: str, files: list[str]) -> dict[str, Any]:
     Returns the shard's `IngestReport.to_json()` plus ``timing``: seconds spent reading and
     writing, seconds building the grep index, and the worker's peak memory (MB).
     """
-    from tablequest.corpus.rank import grep_index
+    from tablequest.corpus.lexical.rank import grep_index
 
     start = time.perf_counter()
     with Store(shard_path) as store:

@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tablequest.corpus.hits import all_matched_rows
-from tablequest.corpus.rank import question_patterns
+from tablequest.corpus.lexical.rank import question_patterns
+from tablequest.corpus.retrieval.hits import all_matched_rows
 from tablequest.methods.base import Result
 from tablequest.serve.names import short_name
 from tablequest.serve.state import ServerState

@@ -20,9 +20,9 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 import tablequest
-from tablequest.corpus.hits import search_hit
-from tablequest.corpus.rank import question_patterns
-from tablequest.corpus.retrievers import RETRIEVERS, preview_hit
+from tablequest.corpus.lexical.rank import question_patterns
+from tablequest.corpus.retrieval.hits import search_hit
+from tablequest.corpus.retrieval.retrievers import RETRIEVERS, preview_hit
 from tablequest.methods.options import describe_options
 from tablequest.methods.registry import MethodSpec, get_method, list_methods
 from tablequest.serve import models as m

@@ -22,8 +22,8 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import tablequest
-from tablequest.corpus.encoders import EncoderUnavailable
-from tablequest.corpus.store import StoreError
+from tablequest.corpus.dense.encoders import EncoderUnavailable
+from tablequest.corpus.storage.store import StoreError
 from tablequest.errors import error_kind
 from tablequest.llm.base import LLM
 from tablequest.methods.options import OptionError

@@ -19,9 +19,9 @@ from fastapi import APIRouter, Form, HTTPException, Path, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from tablequest.corpus.encoders import ENCODERS
-from tablequest.corpus.rank import question_patterns
-from tablequest.corpus.retrievers import RETRIEVERS
+from tablequest.corpus.dense.encoders import ENCODERS
+from tablequest.corpus.lexical.rank import question_patterns
+from tablequest.corpus.retrieval.retrievers import RETRIEVERS
 from tablequest.methods.base import Result
 from tablequest.methods.registry import list_methods
 from tablequest.serve.answer import answer_context, short_name

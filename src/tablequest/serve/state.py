@@ -24,8 +24,8 @@ from typing import Any
 
 import anyio
 
-from tablequest.corpus.encoders import EncoderSettings
-from tablequest.corpus.retrievers import Retriever, RetrieverSettings, make_retriever
+from tablequest.corpus.dense.encoders import EncoderSettings
+from tablequest.corpus.retrieval.retrievers import Retriever, RetrieverSettings, make_retriever
 from tablequest.llm.base import LLM
 from tablequest.llm.config import build_llm
 from tablequest.methods.base import Result, Task

@@ -48,9 +48,9 @@ from typing import Any, Generic, TypeVar
 
 import duckdb
 
-from tablequest.corpus.ingest import IngestReport, ingest
-from tablequest.corpus.rank import BM25, GREP, bm25_index, grep_index
-from tablequest.corpus.store import Store, StoreError
+from tablequest.corpus.lexical.rank import BM25, GREP, bm25_index, grep_index
+from tablequest.corpus.storage.ingest import IngestReport, ingest
+from tablequest.corpus.storage.store import Store, StoreError
 from tablequest.table import Source, Table
 
 __all__ = [

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tablequest.corpus.rowmatch import TableLines, rows_matching, table_lines
+from tablequest.corpus.lexical.rowmatch import TableLines, rows_matching, table_lines
 from tablequest.serve.stores import ReadStore
 from tablequest.table import Table, compile_pattern
 from tablequest.table.merges import span_map

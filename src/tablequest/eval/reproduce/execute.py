@@ -259,7 +259,7 @@ def _dense(corpus: Corpus, encoder: Any, ctx: RunContext) -> None:
 def _retrieval_row(
     row: Row, ctx: RunContext, dataset: Dataset, questions: list[Question]
 ) -> RowOutcome:
-    from tablequest.corpus.retrievers import RetrieverSettings
+    from tablequest.corpus.retrieval.retrievers import RetrieverSettings
 
     path = ctx.out_dir / f"{row.key}.retrieval.json"
     ids = [q.id for q in questions]

@@ -34,8 +34,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from tablequest.corpus.retrievers import preview_hit, search
-from tablequest.corpus.store import Store
+from tablequest.corpus.retrieval.retrievers import preview_hit, search
+from tablequest.corpus.storage.store import Store
 from tablequest.llm.parse import is_non_answer
 from tablequest.llm.server import context_length
 from tablequest.llm.usage import QA, StepBudget

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tablequest.corpus.encoders import Encoder
-from tablequest.corpus.store import Store
+from tablequest.corpus.dense.encoders import Encoder
+from tablequest.corpus.storage.store import Store
 from tablequest.methods.rag.retrieval import (
     RetrievalKind,
     build_retriever,

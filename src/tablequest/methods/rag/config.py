@@ -5,7 +5,7 @@ experiment majority-votes 10 runs. Official code (google-research/table_rag): Re
 sampling temperature 0.8 (top-p 0.95, which our LLM interface does not expose), stop at
 "Observation:", 128 tokens per step, self-consistency ``--sc`` (default 1) by majority vote.
 
-Encoders come from `tablequest.corpus.encoders`: ``auto`` (default) takes the configured
+Encoders come from `tablequest.corpus.dense.encoders`: ``auto`` (default) takes the configured
 server's ``/v1/embeddings`` when it serves one (the paper used an API embedding model), else
 a static model distilled from the shipped MiniLM (``minilm-static``: the same cell recall at
 ~100× the speed), else BM25; ``bm25`` retrieves lexically; ``retrieval = hybrid`` fuses the
@@ -26,7 +26,7 @@ from typing import Literal, Self
 
 from pydantic import field_validator
 
-from tablequest.corpus.encoders import ENCODERS
+from tablequest.corpus.dense.encoders import ENCODERS
 from tablequest.methods.options import MethodOptions, OptionError, option
 
 Baseline = Literal["read-table", "read-schema", "rand-rows", "rowcol"]

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from tablequest.corpus.rank import tokenize
+from tablequest.corpus.lexical.rank import tokenize
 from tablequest.llm.base import LLM, Message
 from tablequest.llm.parse import WrongJSONType, extract_json
 from tablequest.llm.repair import ask_json

@@ -31,13 +31,13 @@ from typing import Any
 
 import duckdb
 
-from tablequest.corpus.encoders import (
+from tablequest.corpus.dense.encoders import (
     Encoder,
     EncoderSettings,
     EncoderUnavailable,
     make_encoder,
 )
-from tablequest.corpus.store import Store, StoreError
+from tablequest.corpus.storage.store import Store, StoreError
 from tablequest.llm.base import LLM, ModelUnreachable, estimate_tokens
 from tablequest.llm.cache import default_cache_dir
 from tablequest.llm.usage import StepBudget, UsageMeter

@@ -21,8 +21,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tablequest.corpus.encoders import Encoder, EncoderUnavailable
-from tablequest.corpus.store import Store
+from tablequest.corpus.dense.encoders import Encoder, EncoderUnavailable
+from tablequest.corpus.storage.store import Store
 from tablequest.methods.rag.cell_db import CellDB, CellEntry, build_cell_db
 from tablequest.methods.rag.config import RagConfig
 from tablequest.methods.rag.retrieval import (

@@ -4,7 +4,7 @@ Each query retrieves its top-K entries from a database; the results of all queri
 and "ranked by their similarity to the closest query": score(e) = max over queries of
 sim(q, e), ties by database order (for the cell DB: the more frequent pair first).
 
-Retrieval kinds (`RetrievalKind`): ``dense`` (an encoder of `tablequest.corpus.encoders`),
+Retrieval kinds (`RetrievalKind`): ``dense`` (an encoder of `tablequest.corpus.dense.encoders`),
 ``bm25`` (bm25s, no vectors) and ``hybrid`` (dense + BM25, the paper's ablation, Table 5).
 
 Embeddings of a table's databases are stored in the corpus `Store` (table ``embeddings``)
@@ -34,9 +34,9 @@ import duckdb
 import numpy as np
 import numpy.typing as npt
 
-from tablequest.corpus.encoders import Encoder, Matrix
-from tablequest.corpus.rank import tokenize
-from tablequest.corpus.store import Store
+from tablequest.corpus.dense.encoders import Encoder, Matrix
+from tablequest.corpus.lexical.rank import tokenize
+from tablequest.corpus.storage.store import Store
 
 RetrievalKind = Literal["dense", "bm25", "hybrid"]
 CACHE_VERSION = "tablerag-v1"

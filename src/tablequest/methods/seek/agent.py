@@ -30,9 +30,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tablequest.corpus.rank import question_patterns
-from tablequest.corpus.shardrank import grep_ranking
-from tablequest.corpus.store import Store, text_format
+from tablequest.corpus.lexical.rank import question_patterns
+from tablequest.corpus.retrieval.shardrank import grep_ranking
+from tablequest.corpus.storage.store import Store, text_format
 from tablequest.llm.base import LLM, LLMError, Message
 from tablequest.llm.parse import ParseError, extract_json
 from tablequest.llm.repair import ask_json

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tablequest.corpus.store import text_format
+from tablequest.corpus.storage.store import text_format
 from tablequest.llm.parse import ParseError, extract_json, is_non_answer
 from tablequest.methods.base import locate_evidence
 from tablequest.table import CellRef, Table

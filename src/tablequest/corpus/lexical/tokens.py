@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from tablequest.corpus.trigrams import Trigrams
+from tablequest.corpus.lexical.trigrams import Trigrams
 from tablequest.table.patterns import fold_text
 
 IntArray = npt.NDArray[np.int32]

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tablequest.corpus.store import Hit
+from tablequest.corpus.storage.store import Hit
 
 __all__ = ["SearchHit", "all_matched_rows", "search_hit"]
 

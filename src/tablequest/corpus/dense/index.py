@@ -1,6 +1,6 @@
 """Dense retrieval: embed each table once, rank by cosine similarity (TableSeek baseline).
 
-Encoders live in `tablequest.corpus.encoders`. Embeddings are stored in the store keyed by
+Encoders live in `tablequest.corpus.dense.encoders`. Embeddings are stored in the store keyed by
 (content hash, encoder name), so an unchanged table is never re-encoded, across runs and
 across files with the same content.
 
@@ -21,9 +21,9 @@ import duckdb
 import numpy as np
 import numpy.typing as npt
 
-from tablequest.corpus.encoders import Encoder, Matrix
-from tablequest.corpus.store import Hit, Store
-from tablequest.corpus.storefile import explain, is_store_failure
+from tablequest.corpus.dense.encoders import Encoder, Matrix
+from tablequest.corpus.storage.store import Hit, Store
+from tablequest.corpus.storage.storefile import explain, is_store_failure
 
 
 def ensure_embeddings(store: Store, encoder: Encoder) -> tuple[list[str], Matrix]:

@@ -11,7 +11,7 @@ BM25 (ours where unstated): bm25s with its default Lucene variant (k1=1.5, b=0.7
 stop words, lower-cased word tokens over the table's title, headers and cells.
 
 Building an index of `STAGE_MIN_TABLES` tables or more is announced first ("building the
-grep index (N tables)…", `tablequest.corpus.encoder_base.announce_stage`), so a command on a
+grep index (N tables)…", `tablequest.corpus.dense.encoder_base.announce_stage`), so a command on a
 big store says what it is doing; smaller builds take well under a second and stay quiet.
 """
 
@@ -27,11 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from tablequest.corpus.encoder_base import announce_stage
-from tablequest.corpus.grep import GrepIndex
-from tablequest.corpus.rowmatch import rows_matching, table_lines
-from tablequest.corpus.store import Hit, Store, StoreWriteError
-from tablequest.corpus.words import STOPWORDS
+from tablequest.corpus.dense.encoder_base import announce_stage
+from tablequest.corpus.lexical.grep import GrepIndex
+from tablequest.corpus.lexical.rowmatch import rows_matching, table_lines
+from tablequest.corpus.lexical.words import STOPWORDS
+from tablequest.corpus.storage.store import Hit, Store, StoreWriteError
 from tablequest.table.patterns import DroppedPattern
 
 GREP = "grep-v2"
@@ -304,7 +304,7 @@ def hybrid_rank(
     0.454 against 0.404 for BM25 alone and 0.369 for equal-weight RRF (k = 60), which lets
     the weaker dense ranking pull the good BM25 top-1 down (docs/results.md).
     """
-    from tablequest.corpus.dense import corpus_vectors, cosine_scores, dense_rank
+    from tablequest.corpus.dense.index import corpus_vectors, cosine_scores, dense_rank
 
     if fusion == "rrf":
         lexical = [h.table_id for h in bm25_rank(store, query, depth, rows=False)]

@@ -1,6 +1,6 @@
 """The file-level side of a store: what a path holds, who holds its lock, what a failure means.
 
-`open_database` is how `tablequest.corpus.store.Store` reaches DuckDB:
+`open_database` is how `tablequest.corpus.storage.store.Store` reaches DuckDB:
 
 - An existing path is opened only when it is a DuckDB database (magic ``DUCK`` at byte 8),
   checked before DuckDB sees it: DuckDB would otherwise open a CSV or Parquet file as an

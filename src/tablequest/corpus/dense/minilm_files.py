@@ -21,7 +21,11 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from tablequest.corpus.encoder_base import DENSE_EXTRA_HINT, EncoderUnavailable, announce_stage
+from tablequest.corpus.dense.encoder_base import (
+    DENSE_EXTRA_HINT,
+    EncoderUnavailable,
+    announce_stage,
+)
 
 __all__ = ["build_once", "encoders_cache_dir", "shipped_model_dir", "weights_digest"]
 

@@ -40,7 +40,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from tablequest.corpus.store import table_row
+from tablequest.corpus.storage.store import table_row
 from tablequest.table.budget import ReadBudget
 from tablequest.table.errors import UnreadableTable
 from tablequest.table.readers import read_tables_report

@@ -44,15 +44,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from tablequest.corpus.literals import (
+from tablequest.corpus.lexical.literals import (
     MARK,
     required_literals,
     seq_requirement,
     single_line,
     sre_c,
 )
-from tablequest.corpus.tokens import MIXED, WORD, TokenIndex, token_safe
-from tablequest.corpus.trigrams import IntArray, Trigrams
+from tablequest.corpus.lexical.tokens import MIXED, WORD, TokenIndex, token_safe
+from tablequest.corpus.lexical.trigrams import IntArray, Trigrams
 from tablequest.table.patterns import (
     PATTERN_BUDGET,
     BoundedPattern,

@@ -14,7 +14,7 @@ import re
 import warnings
 from typing import Any
 
-from tablequest.corpus.trigrams import trigram_codes
+from tablequest.corpus.lexical.trigrams import trigram_codes
 
 sre_parse: Any = importlib.import_module("re._parser")
 sre_c: Any = importlib.import_module("re._constants")

@@ -16,7 +16,7 @@ the few later tables of multi-table files are found through a small id → shard
 `ShardedStore` composes one `Store` per shard and answers the read API of `Store` (get,
 source, text, plain, table_ids, iter_tables, column, fingerprint, …) with the same results
 as one store holding the same tables, in the same (table-id) order. Ranking over shards is
-in `tablequest.corpus.shardrank` (per shard, merged exactly). The manifest is written
+in `tablequest.corpus.retrieval.shardrank` (per shard, merged exactly). The manifest is written
 atomically (temporary file, fsync, rename); the shard count is fixed when it is created.
 """
 
@@ -31,8 +31,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from tablequest.corpus.ingest import FileFailure, FileWarning, IngestReport, ingest, walk
-from tablequest.corpus.store import Store, StoreError, table_id_for
+from tablequest.corpus.storage.ingest import FileFailure, FileWarning, IngestReport, ingest, walk
+from tablequest.corpus.storage.store import Store, StoreError, table_id_for
 from tablequest.table import Source, Table
 
 __all__ = [

@@ -1,7 +1,7 @@
 """all-MiniLM-L6-v2 on ONNX Runtime: exported once from the shipped weights, no network.
 
 Export (`export_onnx`, once per weights and `ONNX_VERSION`, cached by
-`tablequest.corpus.minilm_files.build_once`): the transformers BERT model of the shipped
+`tablequest.corpus.dense.minilm_files.build_once`): the transformers BERT model of the shipped
 weights with sentence-transformers' mean pooling inside the graph, traced by
 ``torch.onnx.export`` (the TorchScript exporter: the dynamo one needs ``onnxscript``), with
 eager attention and a padded example batch so that the attention mask is part of the traced
@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from tablequest.corpus.encoder_base import (
+from tablequest.corpus.dense.encoder_base import (
     CHARS_PER_TOKEN_CUT,
     DENSE_EXTRA_HINT,
     MINILM_TOKENS,
@@ -47,7 +47,7 @@ from tablequest.corpus.encoder_base import (
     quiet_model_loading,
     report_progress,
 )
-from tablequest.corpus.minilm_files import (
+from tablequest.corpus.dense.minilm_files import (
     build_once,
     encoders_cache_dir,
     shipped_model_dir,

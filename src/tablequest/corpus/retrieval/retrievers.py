@@ -6,14 +6,14 @@ baselines of ``ask`` / ``eval run``, ``eval retrieval`` and the HTTP API alike:
 - ``grep``: TableSeek's Eq. 1 over the question's content words (`question_patterns`);
 - ``bm25``: BM25 over the tables' words;
 - ``dense``: cosine between the question's and each table's vector (an encoder of
-  `tablequest.corpus.encoders`);
+  `tablequest.corpus.dense.encoders`);
 - ``hybrid``: BM25 and dense fused (`corpus.rank.hybrid_rank`);
 - ``rerank``: the dense top-`rerank_pool` reordered by a ``/v1/rerank`` server.
 
 A retriever ranks a question: ``rank(store, question, k, rows=False) -> list[Hit]``; with
 ``rows=True`` each hit carries the body rows the question's words match (for previews).
 `store` may be a `ShardedStore`: every retriever then ranks per shard and merges exactly
-(`tablequest.corpus.shardrank`), giving the one-store answer.
+(`tablequest.corpus.retrieval.shardrank`), giving the one-store answer.
 Retrievers with an encoder expose `prime(questions)` (encode many questions in one batch) and
 `prepare(store)` (encode the corpus once, before the first question).
 Plugins add retrievers under the entry-point group ``tablequest.retrievers`` (a hook that
@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from tablequest.corpus.encoders import (
+from tablequest.corpus.dense.encoders import (
     DENSE_EXTRA_HINT,
     Encoder,
     EncoderSettings,
@@ -34,7 +34,7 @@ from tablequest.corpus.encoders import (
     QueryEncoder,
     make_encoder,
 )
-from tablequest.corpus.rank import (
+from tablequest.corpus.lexical.rank import (
     HYBRID_ALPHA,
     bm25_rank,
     grep_rank,
@@ -42,15 +42,15 @@ from tablequest.corpus.rank import (
     matched_rows,
     question_patterns,
 )
-from tablequest.corpus.shardrank import (
+from tablequest.corpus.retrieval.shardrank import (
     prepare_dense,
     sharded_bm25,
     sharded_dense,
     sharded_grep,
     sharded_hybrid,
 )
-from tablequest.corpus.shards import ShardedStore
-from tablequest.corpus.store import Hit, Store, text_format
+from tablequest.corpus.storage.shards import ShardedStore
+from tablequest.corpus.storage.store import Hit, Store, text_format
 from tablequest.plugins import RETRIEVERS_GROUP, PluginRegistry, Plugins
 
 __all__ = [
@@ -142,7 +142,7 @@ class DenseRetriever:
 
     def prepare(self, store: Store) -> None:
         """Encode the corpus tables that have no vector yet (cached in the store)."""
-        from tablequest.corpus.dense import corpus_vectors
+        from tablequest.corpus.dense.index import corpus_vectors
 
         if isinstance(store, ShardedStore):
             prepare_dense(store, self.encoder)
@@ -150,7 +150,7 @@ class DenseRetriever:
             corpus_vectors(store, self.encoder)
 
     def _dense(self, store: Store, question: str, k: int) -> list[Hit]:
-        from tablequest.corpus.dense import dense_rank
+        from tablequest.corpus.dense.index import dense_rank
 
         if isinstance(store, ShardedStore):
             return sharded_dense(store, question, k, self.encoder)
@@ -191,7 +191,7 @@ class RerankRetriever(DenseRetriever):
     name = "rerank"
 
     def __init__(self, encoder: Encoder, settings: RetrieverSettings) -> None:
-        from tablequest.corpus.rerank import APIReranker
+        from tablequest.corpus.retrieval.rerank import APIReranker
 
         super().__init__(encoder)
         if not settings.rerank_url or not settings.rerank_model:
@@ -205,7 +205,7 @@ class RerankRetriever(DenseRetriever):
         )
 
     def rank(self, store: Store, question: str, k: int, *, rows: bool = False) -> list[Hit]:
-        from tablequest.corpus.rerank import rerank_hits
+        from tablequest.corpus.retrieval.rerank import rerank_hits
 
         candidates = self._dense(store, question, max(self.pool, k))
         hits = rerank_hits(store, question, candidates, k, self.reranker)

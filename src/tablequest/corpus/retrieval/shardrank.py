@@ -27,12 +27,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from tablequest.corpus.bm25global import GlobalStats, ShardBM25
-from tablequest.corpus.dense import corpus_vectors, cosine_scores
-from tablequest.corpus.encoders import Encoder, Matrix
-from tablequest.corpus.rank import fuse, grep_index, grep_search, tokenize, top_scores
-from tablequest.corpus.shards import ShardBackend, ShardedStore
-from tablequest.corpus.store import Hit, Store
+from tablequest.corpus.dense.encoders import Encoder, Matrix
+from tablequest.corpus.dense.index import corpus_vectors, cosine_scores
+from tablequest.corpus.lexical.bm25global import GlobalStats, ShardBM25
+from tablequest.corpus.lexical.rank import fuse, grep_index, grep_search, tokenize, top_scores
+from tablequest.corpus.storage.shards import ShardBackend, ShardedStore
+from tablequest.corpus.storage.store import Hit, Store
 from tablequest.errors import TablequestError
 from tablequest.table.patterns import DroppedPattern
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from tablequest.corpus.encoder_base import (
+from tablequest.corpus.dense.encoder_base import (
     CHARS_PER_TOKEN_CUT,
     DENSE_EXTRA_HINT,
     MINILM_TOKENS,
@@ -39,7 +39,7 @@ from tablequest.corpus.encoder_base import (
     quiet_model_loading,
     report_progress,
 )
-from tablequest.corpus.minilm_files import (
+from tablequest.corpus.dense.minilm_files import (
     build_once,
     encoders_cache_dir,
     shipped_model_dir,

@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass
 from pathlib import PurePath
 from typing import Any
 
-from tablequest.corpus.shards import ShardedStore
-from tablequest.corpus.store import Store
+from tablequest.corpus.storage.shards import ShardedStore
+from tablequest.corpus.storage.store import Store
 
 __all__ = ["TableEntry", "catalog"]
 

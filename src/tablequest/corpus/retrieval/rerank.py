@@ -12,9 +12,9 @@ from typing import Any, Literal, Protocol
 
 import httpx
 
-from tablequest.corpus.dense import dense_rank
-from tablequest.corpus.encoders import Encoder, EncoderUnavailable
-from tablequest.corpus.store import Hit, Store
+from tablequest.corpus.dense.encoders import Encoder, EncoderUnavailable
+from tablequest.corpus.dense.index import dense_rank
+from tablequest.corpus.storage.store import Hit, Store
 from tablequest.waits import waiting
 
 

@@ -1,6 +1,6 @@
 """What every encoder shares: the interface, the vector type, errors and the progress hook.
 
-Split from `tablequest.corpus.encoders` (the registry) so that the backends in their own
+Split from `tablequest.corpus.dense.encoders` (the registry) so that the backends in their own
 modules (`corpus.onnx_minilm`, `corpus.static_minilm`) import these without importing the
 registry that builds them.
 

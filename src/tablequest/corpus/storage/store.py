@@ -19,7 +19,7 @@ since uninstalled) as Markdown. Indexes are keyed by a fingerprint of (count, ta
 file hashes) and rebuilt lazily when the corpus changed.
 
 Reliability (docs/reliability.md): the file checks, the lock wait and the error classes are
-in `tablequest.corpus.storefile`. Every write is one transaction; a failure of the file or
+in `tablequest.corpus.storage.storefile`. Every write is one transaction; a failure of the file or
 the disk (no space, I/O error, read-only media) raises `StoreWriteError` after the
 transaction is rolled back, and what was committed before stays intact. After DuckDB's
 fatal "commit durable, checkpoint failed" the connection is reopened, so the Store stays
@@ -38,12 +38,12 @@ from typing import Any
 
 import duckdb
 
-from tablequest.corpus.storefile import NO_SPACE, explain, is_store_failure, open_database
-from tablequest.corpus.storefile import NoStore as NoStore
-from tablequest.corpus.storefile import NotAStore as NotAStore
-from tablequest.corpus.storefile import StoreError as StoreError
-from tablequest.corpus.storefile import StoreLocked as StoreLocked
-from tablequest.corpus.storefile import StoreWriteError as StoreWriteError
+from tablequest.corpus.storage.storefile import NO_SPACE, explain, is_store_failure, open_database
+from tablequest.corpus.storage.storefile import NoStore as NoStore
+from tablequest.corpus.storage.storefile import NotAStore as NotAStore
+from tablequest.corpus.storage.storefile import StoreError as StoreError
+from tablequest.corpus.storage.storefile import StoreLocked as StoreLocked
+from tablequest.corpus.storage.storefile import StoreWriteError as StoreWriteError
 from tablequest.table import Source, Table
 from tablequest.table.readers import text_format_for
 from tablequest.table.serialize import serialize

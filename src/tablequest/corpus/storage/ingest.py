@@ -43,8 +43,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from tablequest.corpus.reading import outcomes, read_file
-from tablequest.corpus.store import Store, StoreError, StoreWriteError
+from tablequest.corpus.storage.reading import outcomes, read_file
+from tablequest.corpus.storage.store import Store, StoreError, StoreWriteError
 from tablequest.table.budget import OverBudget, ReadBudget
 
 __all__ = ["FileFailure", "FileWarning", "IngestAborted", "IngestReport", "StopSignals"]
@@ -317,7 +317,7 @@ def _plan(
 
 def _index(store: Store, report: IngestReport) -> None:
     """Build and save the indexes the corpus lacks (none after a no-op re-ingest)."""
-    from tablequest.corpus.rank import ensure_indexes
+    from tablequest.corpus.lexical.rank import ensure_indexes
 
     try:
         ensure_indexes(store, strict=True)

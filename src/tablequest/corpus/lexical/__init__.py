@@ -1,0 +1,3 @@
+"""Lexical ranking: grep patterns (Eq. 1), the trigram index, BM25, tokens, literals and matched
+rows.
+"""

@@ -1,0 +1,3 @@
+"""Storage: the DuckDB store, its file lock, the catalog, ingest and the read workers, sharded
+corpora.
+"""

@@ -1,0 +1,142 @@
+"""`ask` and `research`: a registered method with the server's model, as ``POST /v1/ask`` runs it.
+
+Both go through `ServerState.start_ask`, so an MCP ask is an HTTP ask: the request may set
+only the options its method allows (`refuse_server_options`: no path, URL, sandbox setting or
+memory file), the server's ask limit (`Busy`) and time limit apply, the trace is framed by the
+server's ``request`` and ``result`` decisions, and the result goes through the API's
+`Scrubber` (no server path; ``trace`` becomes ``/v1/traces/<id>``, and the trace id is given
+on its own). A client that goes away stops its ask (as an HTTP client that disconnects).
+
+Without a model (`ServerState.llm` is None) both refuse with `NoModel` instead of answering
+with the methods' LLM-free preview: an MCP client asked for an answer.
+
+`research` is DTR (method ``research``) on one stored table: the answer plus DTR's report
+(``details.report``) and its charts as PNG bytes, read from the files DTR wrote under the
+server's trace folder (a chart path outside it is never read).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tablequest.errors import TablequestError
+from tablequest.llm.config import NOT_CONFIGURED_HINT
+from tablequest.methods.base import Task
+from tablequest.serve.api import scrubber
+from tablequest.serve.asks import AskJob
+from tablequest.serve.state import AskSpec, ServerState
+
+__all__ = ["AskOutcome", "NoModel", "run_ask", "run_research"]
+
+OptionValue = str | int | float | bool
+
+
+class NoModel(TablequestError, ValueError):
+    """The server has no model configured, so it cannot answer."""
+
+
+class AskFailed(TablequestError, RuntimeError):
+    """The ask ended without a result (its error, scrubbed, is the message)."""
+
+
+@dataclass
+class AskOutcome:
+    """The ``ask --json`` payload as clients get it, the trace id, and any chart images."""
+
+    payload: dict[str, Any]
+    trace_id: str | None
+    charts: list[bytes] = field(default_factory=list)
+
+
+def _require_model(state: ServerState, tool: str) -> None:
+    if state.llm is None:
+        raise NoModel(
+            f"{tool} needs a model and this server has none configured. The operator "
+            f"restarts `tablequest mcp STORE` with one. {NOT_CONFIGURED_HINT} "
+            "Without a model, search_tables, get_table and run_pandas still work."
+        )
+
+
+async def _finish(state: ServerState, job: AskJob) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Wait for `job`; (the scrubbed payload, the raw one). Stops the ask if cancelled."""
+    try:
+        async for _ in job.follow():
+            pass
+    finally:
+        if not job.done:
+            job.cancel("the MCP client went away")
+    scrub = scrubber(state)
+    if job.result is None:
+        raise AskFailed(scrub.text((job.error or {}).get("message", "the ask failed")))
+    raw = job.result.to_json()
+    return scrub.result(raw), raw
+
+
+async def run_ask(
+    state: ServerState,
+    question: str,
+    *,
+    method: str,
+    table_ids: tuple[str, ...],
+    options: Mapping[str, OptionValue],
+    config: str | None,
+    steps: int | None,
+    task: Task,
+) -> AskOutcome:
+    """Answer `question` with the registered `method` and the server's model.
+
+    Raises:
+        NoModel: no model configured.
+        UnknownMethod, OptionError, ServerOnlyOption, SourceError, ValueError: a bad ask.
+        Busy: the server's ask limit is reached.
+        AskFailed: the ask ended without a result.
+    """
+    _require_model(state, "ask")
+    spec = AskSpec(
+        question=question, method=method, options=_names(options), config=config,
+        steps=steps, table_ids=table_ids, task=task,
+    )  # fmt: skip
+    job = await _start(state, spec)
+    payload, _ = await _finish(state, job)
+    return AskOutcome(payload, job.trace_id)
+
+
+async def run_research(
+    state: ServerState, table_id: str, task: str, *, options: Mapping[str, OptionValue]
+) -> AskOutcome:
+    """DTR on one stored table for an analytical `task`: answer, report and charts.
+
+    Raises:
+        As `run_ask`.
+    """
+    _require_model(state, "research")
+    spec = AskSpec(question=task, method="research", options=_names(options), table_ids=(table_id,))
+    job = await _start(state, spec)
+    payload, raw = await _finish(state, job)
+    charts = _charts(state, raw.get("details", {}).get("charts") or [])
+    return AskOutcome(payload, job.trace_id, charts)
+
+
+async def _start(state: ServerState, spec: AskSpec) -> AskJob:
+    import anyio
+
+    return await anyio.to_thread.run_sync(state.start_ask, spec)
+
+
+def _names(options: Mapping[str, OptionValue]) -> dict[str, OptionValue]:
+    """Option names as ``-o`` takes them (``top-k`` or ``top_k``), as the HTTP API does."""
+    return {k.strip().replace("-", "_"): v for k, v in options.items()}
+
+
+def _charts(state: ServerState, paths: list[Any]) -> list[bytes]:
+    """The PNGs of DTR's charts that lie under the server's trace folder."""
+    root = state.trace_dir
+    out = []
+    for raw in paths:
+        path = Path(str(raw)).resolve()
+        if path.is_relative_to(root) and path.suffix == ".png" and path.is_file():
+            out.append(path.read_bytes())
+    return out

@@ -1,0 +1,113 @@
+"""`run_pandas`: a client's Python over named tables, in the sandbox the methods use.
+
+Each call is one fresh sandbox session (`tablequest.sandbox`): the named tables are bound as
+DataFrames (`Table.to_dataframe()`, the typed frames the methods get), the code runs once,
+and the session ends — no state survives between calls, so one client's variables never
+reach another's. The `Sandbox` is the methods' (`Sandbox()`: the same isolation, CPU,
+memory, output and figure limits, and the isolation policy from ``TABLEQUEST_SANDBOX`` /
+``[sandbox]`` in tablequest.toml); it is started on the first call and shared by all calls.
+
+Choices (ours): at most `MAX_TABLES` tables and `MAX_CODE_CHARS` characters of code a call;
+the per-run timeout defaults to DTR's ``exec_timeout`` (20 s) and may be raised to 60 s.
+Names must be Python identifiers that are not keywords and do not start with ``_``.
+"""
+
+from __future__ import annotations
+
+import keyword
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import pandas as pd
+
+from tablequest.errors import TablequestError
+from tablequest.sandbox import ExecResult, Sandbox
+from tablequest.table import Table
+
+__all__ = ["MAX_CODE_CHARS", "MAX_TABLES", "CodeRunner", "PandasRun", "check_names"]
+
+MAX_TABLES = 8
+MAX_CODE_CHARS = 20_000
+DEFAULT_TIMEOUT = 20.0
+MAX_TIMEOUT = 60.0
+
+
+class BadFrameName(TablequestError, ValueError):
+    """A name a table cannot be bound to in the sandbox."""
+
+
+@dataclass(frozen=True)
+class PandasRun:
+    """What one `run_pandas` call produced (everything in it came from untrusted code)."""
+
+    result: ExecResult
+    frames: dict[str, tuple[int, int]]
+    """Each bound name → its DataFrame's shape."""
+
+    def text(self) -> str:
+        """The run as the model reads it: bound frames, stdout, value or error."""
+        bound = ", ".join(f"{n} ({r}×{c})" for n, (r, c) in self.frames.items())
+        parts = [f"tables bound: {bound or 'none'}"]
+        if self.result.stdout:
+            parts.append(f"stdout:\n{self.result.stdout}")
+        if self.result.ok and self.result.value is not None:
+            parts.append(f"value:\n{self.result.value}")
+        if not self.result.ok:
+            parts.append(f"error: {self.result.error}")
+        if self.result.figures:
+            parts.append(f"figures: {len(self.result.figures)} (PNG images follow)")
+        return "\n\n".join(parts)
+
+
+def check_names(names: Mapping[str, str]) -> None:
+    """Refuse names that are not plain identifiers, and too many tables.
+
+    Raises:
+        BadFrameName: a bad name, or more than `MAX_TABLES` tables.
+    """
+    if len(names) > MAX_TABLES:
+        raise BadFrameName(f"at most {MAX_TABLES} tables a call (got {len(names)})")
+    for name in names:
+        if not name.isidentifier() or keyword.iskeyword(name) or name.startswith("_"):
+            raise BadFrameName(
+                f"{name!r} cannot name a table: use a Python identifier that is not a keyword "
+                "and does not start with '_' (e.g. sales, t1)"
+            )
+
+
+class CodeRunner:
+    """Runs code over tables in one shared, lazily started `Sandbox`."""
+
+    def __init__(self, make_sandbox: Callable[[], Sandbox] = Sandbox) -> None:
+        self._make = make_sandbox
+        self._sandbox: Sandbox | None = None
+        self._lock = threading.Lock()
+        self.runs = 0
+
+    def _box(self) -> Sandbox:
+        with self._lock:
+            if self._sandbox is None:
+                self._sandbox = self._make()
+            return self._sandbox
+
+    def run(self, code: str, tables: Mapping[str, Table], timeout: float) -> PandasRun:
+        """Bind `tables` by name, run `code` once, end the session.
+
+        Raises:
+            BadFrameName: see `check_names`.
+            SandboxError: the sandbox cannot start or is busy (its message says why).
+        """
+        check_names(tables)
+        frames: dict[str, pd.DataFrame] = {n: t.to_dataframe() for n, t in tables.items()}
+        with self._lock:
+            self.runs += 1
+        with self._box().session(frames) as session:
+            result = session.run(code, timeout=timeout)
+        return PandasRun(result, {n: (len(f), len(f.columns)) for n, f in frames.items()})
+
+    def close(self) -> None:
+        with self._lock:
+            box, self._sandbox = self._sandbox, None
+        if box is not None:
+            box.close()

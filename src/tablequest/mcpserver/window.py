@@ -1,0 +1,150 @@
+"""`get_table`'s answer: a window of a table's rows and columns within a size budget.
+
+A client names the rows (a page: `offset` and `limit`, or explicit row ids) and the columns
+(ids or flat names); the window keeps every header level and the merges that meet it
+(`Table.sub_table` cuts them to the window). The rows are then cut again to `max_chars`:
+rows are added while the serialized window stays within the budget, so one answer never
+floods a client's context whatever the table's cell lengths. `next_offset` says where the
+next page starts (None: nothing after it).
+
+Choices (ours): the row cap is the server's `Limits.max_table_rows` (the cap of ``GET
+/v1/tables/{id}``); the default budget is 40,000 characters (about 10k tokens), the largest
+250,000; at least one row is returned when the table has one, even over the budget, so paging
+always moves on. Markdown is the text the model reads (one header line of flattened paths,
+as `tablequest.table.serialize` writes it); JSON gives the header rows, paths, merges and the
+rows as lists, for clients that rebuild the structure.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from tablequest.table import Table
+from tablequest.table.serialize import Rendered, render
+
+__all__ = ["DEFAULT_CHARS", "MAX_CHARS", "Window", "WindowError", "table_window"]
+
+DEFAULT_CHARS = 40_000
+MAX_CHARS = 250_000
+Format = Literal["markdown", "json"]
+
+
+class WindowError(ValueError):
+    """A row or column the table does not have; the message names the valid ones."""
+
+
+@dataclass(frozen=True)
+class Window:
+    """The chosen window: `text` (what the model reads) and `data` (structured content)."""
+
+    text: str
+    data: dict[str, Any]
+
+
+def _column_ids(table: Table, columns: Sequence[int | str] | None) -> list[int] | None:
+    """Column ids for `columns` (ids, or flat names as `Table.columns` spells them)."""
+    if not columns:
+        return None
+    by_name = {name: cid for name, cid in zip(table.columns, table.col_ids, strict=True)}
+    known = set(table.col_ids)
+    out: list[int] = []
+    for col in columns:
+        cid = col if isinstance(col, int) else by_name.get(col)
+        if cid is None or cid not in known:
+            names = ", ".join(repr(n) for n in list(table.columns)[:20])
+            raise WindowError(
+                f"no column {col!r} in this table: give column ids 0..{table.n_cols - 1} or "
+                f"names ({names}{', …' if table.n_cols > 20 else ''})"
+            )
+        out.append(cid)
+    return sorted(set(out))
+
+
+def _row_ids(table: Table, rows: Sequence[int] | None, offset: int, limit: int) -> list[int]:
+    if rows is None:
+        return list(table.row_ids[offset : offset + limit])
+    known = set(table.row_ids)
+    missing = [r for r in rows if r not in known]
+    if missing:
+        raise WindowError(
+            f"no body row {missing[0]!r} in this table: its row ids are "
+            f"{_id_range(table.row_ids)} (header rows are always returned)"
+        )
+    return sorted(set(rows))[:limit]
+
+
+def _id_range(ids: Sequence[int]) -> str:
+    if not ids:
+        return "none (the table has no body rows)"
+    return f"{ids[0]}..{ids[-1]}" if list(ids) == list(range(ids[0], ids[-1] + 1)) else "listed"
+
+
+def _fit(lines: Sequence[str], head: int, budget: int) -> int:
+    """How many of `lines` fit in `budget` characters after `head` of them (at least one)."""
+    used = head
+    for i, line in enumerate(lines):
+        used += len(line) + 1
+        if used > budget:
+            return max(1, i)
+    return len(lines)
+
+
+def table_window(
+    table: Table,
+    table_id: str,
+    *,
+    offset: int = 0,
+    limit: int = 100,
+    rows: Sequence[int] | None = None,
+    columns: Sequence[int | str] | None = None,
+    fmt: Format = "markdown",
+    max_chars: int = DEFAULT_CHARS,
+) -> Window:
+    """The window of `table` described in the module doc.
+
+    Raises:
+        WindowError: a row or column id (or name) the table does not have.
+    """
+    part = table.sub_table(
+        rows=_row_ids(table, rows, offset, limit), cols=_column_ids(table, columns)
+    )
+    title = f"### {part.title}\n\n" if part.title else ""
+    if fmt == "markdown":
+        rendered = render(part, "markdown")
+        fixed = len(title) + sum(len(h) + 1 for h in rendered.head)
+        keep = _fit(rendered.rows, fixed, max_chars) if rendered.rows else 0
+    else:
+        lines = [json.dumps(list(r), ensure_ascii=False) for r in part.body]
+        head = json.dumps([list(r) for r in part.header_rows], ensure_ascii=False)
+        keep = _fit(lines, len(head) + 200 * len(part.merges), max_chars) if lines else 0
+    cut = keep < part.n_rows
+    if cut:
+        part = part.sub_table(rows=list(part.row_ids[:keep]))
+    data: dict[str, Any] = {
+        "table_id": table_id, "title": table.title, "n_rows": table.n_rows,
+        "n_cols": table.n_cols, "n_header_rows": part.n_header_rows,
+        "n_header_cols": part.n_header_cols,
+        "header_paths": [list(part.header_path(j)) for j in range(part.n_cols)],
+        "col_ids": list(part.col_ids), "row_ids": list(part.row_ids), "format": fmt,
+        "cut_by_size": cut, "next_offset": _next_offset(table, part, rows, offset),
+    }  # fmt: skip
+    if fmt == "json":
+        data["header_rows"] = [list(r) for r in part.header_rows]
+        data["merges"] = [
+            {"top": m.top, "left": m.left, "bottom": m.bottom, "right": m.right}
+            for m in part.merges
+        ]
+        data["rows"] = [list(r) for r in part.body]
+        return Window(json.dumps(data, ensure_ascii=False), data)
+    shown = Rendered(rendered.head, rendered.rows[:keep], ())
+    return Window(title + shown.text, data)
+
+
+def _next_offset(table: Table, part: Table, rows: Sequence[int] | None, offset: int) -> int | None:
+    if rows is not None or not part.row_ids:
+        return None
+    after = offset + part.n_rows
+    return after if after < table.n_rows else None
