@@ -11,7 +11,13 @@ from typer.testing import CliRunner
 
 from tablequest.cli import app as main_app
 from tablequest.cli import eval_run
-from tablequest.eval.report import not_answered, not_answered_lines, summarize, to_markdown
+from tablequest.eval.report import (
+    all_failed,
+    not_answered,
+    not_answered_lines,
+    summarize,
+    to_markdown,
+)
 
 
 def test_groups_by_status_and_reason_most_frequent_first() -> None:
@@ -40,6 +46,17 @@ def test_long_id_lists_are_cut_in_lines() -> None:
     assert line.endswith("q9 and 3 more)") and "q10" not in line
 
 
+def test_all_failed_only_when_nothing_was_answered_or_insufficient() -> None:
+    down = {"status": "failed", "reason": "cannot reach the model server U"}
+    assert all_failed([]) is None
+    assert all_failed([{"id": "a", **down}, {"id": "b", "status": "insufficient"}]) is None
+    assert all_failed([{"id": "a", **down}, {"id": "b", "status": "answered"}]) is None
+    message = all_failed([{"id": "a", **down}, {"id": "b", **down}])
+    assert message == "every question failed (2); the most frequent reason: " + down["reason"]
+    mixed = all_failed([{"id": "a", **down}, {"id": "b", **down}, {"id": "c", "status": "failed"}])
+    assert mixed is not None and "failed (3)" in mixed and "(2 of them)" in mixed
+
+
 def test_markdown_report_lists_reasons() -> None:
     rows = [
         {"id": "a", "status": "answered", "metrics": {"em": 1.0}, "run": {"method": "direct"}},
@@ -59,8 +76,9 @@ def test_eval_run_summary_names_failed_ids_and_the_cause(evalrun_wtq: Path, tmp_
     done = CliRunner().invoke(cli, ["run", "wtq", "--data", str(evalrun_wtq), "--method",
                                     "direct", "--out", str(out), "--llm-url", url, "--model",
                                     "m", "--no-cache", "--limit", "3", "--json"])  # fmt: skip
-    assert done.exit_code == 0, done.output
-    summary = json.loads(done.stdout)
+    assert done.exit_code == 1, done.output  # nothing was evaluated
+    summary = json.loads(done.stdout)  # the summary is still printed, and the report written
+    assert "every question failed (3)" in done.stderr and url in done.stderr
     [group] = summary["not_answered"]
     assert group["status"] == "failed" and group["count"] == 3
     assert url in group["reason"] and "connection refused" in group["reason"]

@@ -15,6 +15,7 @@ from tablequest.cli import (
     eval_reproduce,
     eval_run,
     eval_subtab,
+    mcp,
     serve,
     tables,
     trace,
@@ -66,6 +67,7 @@ app.add_typer(cache.app, name="cache")
 app.add_typer(trace.app, name="trace")
 research_cli.register(app)
 serve.register(app)
+mcp.register(app)
 config_cli.register(app)
 
 eval_app = typer.Typer(

@@ -2,8 +2,12 @@
 
 `run` answers a benchmark's questions with a method over the benchmark's corpus and appends
 one record per question to `--out` (resumable; see `tablequest.eval.runner`), then writes a
-report next to it. `retrieval` measures R@k of an LLM-free ranking. The lead registers both
-on the `eval` sub-app with `register(eval_app)`.
+report next to it. `retrieval` measures R@k of an LLM-free ranking. Both are registered on
+the `eval` sub-app with `register(eval_app)`.
+
+Exit status of `run`: 0 when the run was evaluated (some questions may have failed: the
+report lists them by reason), 1 when every question failed — nothing was evaluated (a dead
+model URL, a missing sandbox) — or the run could not be written, 2 for usage errors.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from tablequest.cli._exit import FAILED
 from tablequest.cli._llm import LLMFlags
 from tablequest.cli._options import (
     ApiKeyOpt,
@@ -58,7 +63,7 @@ from tablequest.corpus.storage.shards import ShardedStore
 from tablequest.eval.corpora import Corpus, CorpusError, build_corpus, ensure_dense
 from tablequest.eval.datasets import DATASETS, Dataset, DatasetError, load
 from tablequest.eval.pipeline import answer_questions, prepared_answer
-from tablequest.eval.report import write_report
+from tablequest.eval.report import all_failed, write_report
 from tablequest.eval.retrieval import evaluate_retrieval, make_ranker
 from tablequest.eval.runner import RecordLog, RunnerError, RunSpec, select_questions
 from tablequest.eval.siblings import with_siblings
@@ -255,7 +260,9 @@ def run_command(
     ray: RayOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Answer a benchmark's questions with a method; append records to --out; write a report."""
+    """Answer a benchmark's questions with a method; append records to --out; write a report.
+
+    Exits 1 when every question failed (the report and stderr say why)."""
     from tablequest.llm.base import LLMError
     from tablequest.llm.config import NOT_CONFIGURED_HINT, ConfigError
 
@@ -317,6 +324,10 @@ def _report(records: list[Any], out: Path, ran: int, json_out: bool) -> None:
     else:
         print(md_path.read_text(encoding="utf-8"))
         print(f"records: {out} ({ran} run now, {len(records) - ran} resumed)\nreport: {md_path}")
+    failed = all_failed(records)
+    if failed is not None:  # nothing was evaluated: say so and exit 1, as `batch` does
+        err.print(failed, soft_wrap=True, markup=False)
+        raise typer.Exit(FAILED)
 
 
 def _run(

@@ -26,7 +26,7 @@ from tablequest.eval.metrics import (
     usage_summary,
 )
 
-__all__ = ["method_title", "report_paths", "summarize", "to_markdown", "write_report"]
+__all__ = ["all_failed", "method_title", "report_paths", "summarize", "to_markdown", "write_report"]
 
 
 def method_title(name: str) -> str:
@@ -125,6 +125,18 @@ def unscored(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         if record.get("unscored"):
             groups.setdefault(str(record["unscored"]), []).append(str(record.get("id")))
     return [{"reason": r, "count": len(ids), "ids": ids} for r, ids in sorted(groups.items())]
+
+
+def all_failed(records: Iterable[dict[str, Any]]) -> str | None:
+    """A run in which no question was answered or judged insufficient — every one failed —
+    did not evaluate the method (a dead model URL, a missing sandbox): the message to exit
+    non-zero with, naming the most frequent reason; None for a run with any other outcome."""
+    rows = list(records)
+    if not rows or any(r.get("status") != "failed" for r in rows):
+        return None
+    top = not_answered(rows)[0]
+    more = f" ({top['count']} of them)" if len(rows) > top["count"] else ""
+    return f"every question failed ({len(rows)}); the most frequent reason{more}: {top['reason']}"
 
 
 def not_answered_lines(groups: list[dict[str, Any]]) -> list[str]:

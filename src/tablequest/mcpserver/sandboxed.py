@@ -60,7 +60,7 @@ class PandasRun:
         return "\n\n".join(parts)
 
 
-def check_names(names: Mapping[str, str]) -> None:
+def check_names(names: Mapping[str, object]) -> None:
     """Refuse names that are not plain identifiers, and too many tables.
 
     Raises:

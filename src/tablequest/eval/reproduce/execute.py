@@ -33,7 +33,7 @@ from tablequest.errors import TablequestError
 from tablequest.eval.corpora import Corpus, CorpusError, build_corpus, ensure_dense
 from tablequest.eval.datasets import DATASETS, Dataset, DatasetError, Question, load
 from tablequest.eval.pipeline import answer_questions, prepared_answer
-from tablequest.eval.report import summarize, write_report
+from tablequest.eval.report import all_failed, summarize, write_report
 from tablequest.eval.reproduce.spec import Reproduction, Row
 from tablequest.eval.retrieval import evaluate_retrieval, make_ranker
 from tablequest.eval.runner import RecordLog, RunnerError, RunSpec, select_questions
@@ -210,7 +210,7 @@ def _answer_row(
     values = {cell.metric: metric_value(summary, cell.metric) for cell in row.cells}
     return RowOutcome(
         row.key, n=len(records), ran=ran, values=values, status=dict(summary["status"]),
-        files=files,
+        files=files, error=all_failed(records),
     )  # fmt: skip
 
 

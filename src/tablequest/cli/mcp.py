@@ -1,0 +1,108 @@
+"""`tablequest mcp STORE`: serve a store to MCP clients (one library call: `run_stdio` /
+`run_http` over `open_service`).
+
+stdio by default (an MCP client starts the command; stdout belongs to the protocol, so this
+command prints only to stderr). ``--http HOST:PORT`` serves Streamable HTTP at ``/mcp``
+instead, with the token of ``tablequest serve`` (the same token file, created with mode 0600
+when missing) required on every request, on 127.0.0.1 unless told otherwise. The store is
+opened read-only; a missing store or a file that is not one is refused as by ``serve``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from tablequest.cli import _exit
+from tablequest.cli._options import (
+    ApiKeyOpt,
+    ConfigFileOpt,
+    LLMSpecOpt,
+    LLMUrlOpt,
+    ModelOpt,
+    NoCacheOpt,
+    TraceDirOpt,
+)
+from tablequest.cli._output import err_console, fail, fail_on
+from tablequest.corpus import StoreError
+
+MCP_EXTRA_HINT = "tablequest mcp needs the mcp extra: pip install 'tablequest[mcp]'"
+
+
+def mcp_command(
+    store: Annotated[
+        Path, typer.Argument(help="The store to serve (tablequest ingest builds one).")
+    ],
+    http: Annotated[
+        str | None,
+        typer.Option(
+            "--http",
+            metavar="HOST:PORT",
+            help="Serve Streamable HTTP at http://HOST:PORT/mcp (token required), not stdio.",
+        ),
+    ] = None,
+    token_file: Annotated[
+        Path | None,
+        typer.Option(help="File holding the bearer token for --http (created if missing)."),
+    ] = None,
+    llm_url: LLMUrlOpt = None,
+    model: ModelOpt = None,
+    api_key: ApiKeyOpt = None,
+    config_file: ConfigFileOpt = None,  # named for the command by its callback
+    llm: LLMSpecOpt = None,
+    no_cache: NoCacheOpt = False,
+    trace_dir: TraceDirOpt = None,
+    max_asks: Annotated[int, typer.Option(min=1, help="Asks running at once.")] = 4,
+    ask_timeout: Annotated[float, typer.Option(min=1, help="Seconds an ask may run.")] = 600.0,
+) -> None:
+    """Serve a store to MCP clients: tools, one resource per table, a prompt (stdio or HTTP)."""
+    try:
+        from tablequest.mcpserver import open_service, parse_bind, run_http, run_stdio
+        from tablequest.serve import Limits, ServeConfig, ServeError, load_or_create_token
+    except ImportError:
+        fail(MCP_EXTRA_HINT)
+    from tablequest.cli._llm import LLMFlags
+    from tablequest.cli.serve import check_store
+    from tablequest.llm.config import ConfigError
+    from tablequest.serve import default_token_file
+    from tablequest.trace import default_trace_dir
+
+    path = check_store(store, create=False)
+    try:
+        host, port = parse_bind(http) if http else ("127.0.0.1", 0)
+        token: str | None = None
+        created = False
+        token_path = (token_file or default_token_file()).expanduser()
+        if http:
+            token, created = load_or_create_token(token_path)
+        flags = LLMFlags(llm_url, model, api_key, llm, no_cache)
+        config = ServeConfig(
+            store=path, trace_dir=trace_dir or default_trace_dir(), token=token,
+            token_file=token_path if http else None, host=host, port=port,
+            llm_config=flags.config(), llm_spec=llm,
+            limits=Limits(max_asks=max_asks, ask_timeout=ask_timeout),
+        )  # fmt: skip
+        service = open_service(config)
+    except (ServeError, ConfigError, ValueError) as exc:
+        fail(str(exc), status=_exit.USAGE)
+    except StoreError as exc:
+        fail_on(exc)
+    if not http:
+        run_stdio(service)
+        return
+    shown = f"[{host}]" if ":" in host else host
+    if created:
+        err_console.print(f"New token (shown once): {token}", soft_wrap=True, markup=False)
+    err_console.print(
+        f"MCP endpoint: http://{shown}:{port}/mcp (Authorization: Bearer TOKEN)\n"
+        f"Token file: {token_path}\nStore: {path}",
+        soft_wrap=True, markup=False, highlight=False,
+    )  # fmt: skip
+    run_http(service)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `tablequest mcp` to the application."""
+    app.command("mcp")(mcp_command)
