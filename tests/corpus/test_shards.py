@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.words import WORDS
 
 from tablequest.corpus import Store, StoreError, ingest
 from tablequest.corpus.dense.encoders import HashEncoder
@@ -29,46 +30,6 @@ from tablequest.corpus.storage.shards import (
     ingest_sharded,
     is_manifest,
     shard_of,
-)
-
-WORDS = (
-    "gold",
-    "silver",
-    "bronze",
-    "nation",
-    "team",
-    "player",
-    "season",
-    "club",
-    "goals",
-    "city",
-    "river",
-    "mountain",
-    "year",
-    "election",
-    "party",
-    "votes",
-    "album",
-    "song",
-    "chart",
-    "film",
-    "director",
-    "award",
-    "station",
-    "line",
-    "opened",
-    "population",
-    "area",
-    "country",
-    "capital",
-    "king",
-    "queen",
-    "born",
-    "died",
-    "league",
-    "cup",
-    "final",
-    "score",
 )
 
 

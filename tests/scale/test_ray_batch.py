@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 import ray  # in the dev extra: a missing Ray fails these tests, it never skips them
+from tests.scale.conftest import local_ray
 from typer.testing import CliRunner
 
 from tablequest.cli.app import app
@@ -88,14 +89,6 @@ class Endpoints:
 @pytest.fixture(scope="module")
 def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     tmp = tmp_path_factory.mktemp("batch")
-    os.environ[MARKER_ENV] = str(tmp / "died")
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        log_to_driver=False,
-        runtime_env={"worker_process_setup_hook": _die_on_poison_question},
-    )
     root = tmp / "tables"
     root.mkdir()
     for i, (name, rows) in enumerate(
@@ -109,11 +102,8 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         (root / f"{i}-{name}.csv").write_text(rows)
     with ShardedStore(tmp / "corpus.json", shards=3) as store:
         ingest_sharded(store, [root], workers=1)
-    try:
+    with local_ray(__name__, _die_on_poison_question, MARKER_ENV, tmp):
         yield tmp
-    finally:
-        ray.shutdown()
-        os.environ.pop(MARKER_ENV, None)
 
 
 def _questions(n: int) -> list[BatchQuestion]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +13,8 @@ from typing import Any
 
 import pytest
 import ray  # in the dev extra: a missing Ray fails these tests, it never skips them
+from tests.scale.conftest import local_ray
+from tests.words import WORDS
 from typer.testing import CliRunner
 
 from tablequest.cli.app import app
@@ -33,33 +34,6 @@ from tablequest.scale.ingest import ingest_ray
 
 pytestmark = pytest.mark.slow
 
-WORDS = [
-    "gold",
-    "silver",
-    "bronze",
-    "nation",
-    "team",
-    "player",
-    "season",
-    "club",
-    "goals",
-    "city",
-    "river",
-    "mountain",
-    "year",
-    "election",
-    "party",
-    "votes",
-    "album",
-    "song",
-    "chart",
-    "film",
-    "director",
-    "award",
-    "station",
-    "line",
-    "opened",
-]
 MARKER_ENV = "TQ_TEST_DIE_MARKER"
 
 
@@ -80,20 +54,8 @@ def _die_on_poison() -> None:
 
 @pytest.fixture(scope="module")
 def ray_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    tmp = tmp_path_factory.mktemp("ray")
-    os.environ[MARKER_ENV] = str(tmp / "died")
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        log_to_driver=False,
-        runtime_env={"worker_process_setup_hook": _die_on_poison},
-    )
-    try:
+    with local_ray(__name__, _die_on_poison, MARKER_ENV, tmp_path_factory.mktemp("ray")) as tmp:
         yield tmp
-    finally:
-        ray.shutdown()
-        os.environ.pop(MARKER_ENV, None)
 
 
 def _corpus(root: Path, n: int = 300) -> Path:

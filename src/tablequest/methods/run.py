@@ -236,13 +236,7 @@ def open_source(
             )
         except StoreError as exc:
             raise SourceError(str(exc)) from None
-        try:
-            opened = _from_store(store, input, table_ids, repr(str(path)))
-        except SourceError:
-            store.close()
-            raise
-        opened.owned.append(store)
-        return opened
+        return _owned(store, input, table_ids, path)
     if path.is_file() and input in ("table", "tables", "any"):
         try:
             return _pick_from_file(path, table_ids)
@@ -252,7 +246,11 @@ def open_source(
             # a method that also answers from a corpus (auto) searches the file's tables
     if input == "none":
         return OpenSource(None)
-    store = _ingested(path)
+    return _owned(_ingested(path), input, table_ids, path)
+
+
+def _owned(store: Store, input: Input, table_ids: Sequence[str], path: Path) -> OpenSource:
+    """`_from_store` on a store opened here: closed when it fails, else owned by the source."""
     try:
         opened = _from_store(store, input, table_ids, repr(str(path)))
     except SourceError:

@@ -15,24 +15,11 @@ from collections.abc import Mapping
 import pandas as pd
 import pyarrow as pa
 
+from ._child import PRELOADED
 from ._types import SandboxError
 
 #: names the child binds itself; frames may not shadow them
-RESERVED = frozenset(
-    (
-        "pd",
-        "np",
-        "scipy",
-        "matplotlib",
-        "plt",
-        "re",
-        "math",
-        "datetime",
-        "statistics",
-        "json",
-        "collections",
-    )
-)
+RESERVED = frozenset(PRELOADED)
 
 
 def check_name(name: object) -> str:

@@ -240,14 +240,7 @@ class TableRAG:
         )  # fmt: skip
         details: dict[str, Any] = {"config": cfg.name, "baseline": cfg.baseline, "samples": []}
         prepared = self.prepare(table, trace=trace)
-        details["databases"] = {
-            "shape": [table.n_rows, table.n_cols],
-            "columns": len(prepared.schema.columns),
-            "distinct_pairs": prepared.cells.n_distinct,
-            "kept_pairs": len(prepared.cells),
-            "budget": cfg.budget,
-            "seconds": {k: round(v, 4) for k, v in prepared.seconds.items()},
-        }
+        details["databases"] = _databases(table, prepared, cfg.budget)
         context: baselines.BaselineContext | None = None
         if cfg.baseline is not None:
             context = self._baseline_context(prepared, question)
@@ -496,14 +489,7 @@ class TableRAG:
                 for e, score, q in found.cells
             ],
         }  # fmt: skip
-        databases = {
-            "shape": [table.n_rows, table.n_cols],
-            "columns": len(prepared.schema.columns),
-            "distinct_pairs": prepared.cells.n_distinct,
-            "kept_pairs": len(prepared.cells),
-            "budget": cfg.budget,
-            "seconds": {k: round(v, 4) for k, v in prepared.seconds.items()},
-        }
+        databases = _databases(table, prepared, cfg.budget)
         trace.event("decision", stage="end", status="failed", reason="no LLM configured")
         return Result(
             answer=None,
@@ -518,3 +504,15 @@ class TableRAG:
                 "databases": databases,
             },
         )
+
+
+def _databases(table: Table, prepared: PreparedTable, budget: int) -> dict[str, Any]:
+    """What ``details["databases"]`` says of the schema and cell databases of `table`."""
+    return {
+        "shape": [table.n_rows, table.n_cols],
+        "columns": len(prepared.schema.columns),
+        "distinct_pairs": prepared.cells.n_distinct,
+        "kept_pairs": len(prepared.cells),
+        "budget": budget,
+        "seconds": {k: round(v, 4) for k, v in prepared.seconds.items()},
+    }

@@ -1,0 +1,32 @@
+"""One local Ray session per test module: 2 CPUs, no dashboard, the module's own worker setup
+hook (the tests kill a worker on a marked file or question), the module pickled by value so
+workers can import its hook."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import ray  # in the dev extra: a missing Ray fails these tests, it never skips them
+
+
+@contextmanager
+def local_ray(module: str, hook: Callable[[], None], marker_env: str, tmp: Path) -> Iterator[Path]:
+    """Start Ray for the test module `module` with worker setup `hook`; the hook finds its
+    marker file (it kills a worker once) under `tmp` through ``$marker_env``."""
+    os.environ[marker_env] = str(tmp / "died")
+    ray.cloudpickle.register_pickle_by_value(sys.modules[module])
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={"worker_process_setup_hook": hook},
+    )
+    try:
+        yield tmp
+    finally:
+        ray.shutdown()
+        os.environ.pop(marker_env, None)
