@@ -19,10 +19,17 @@ from typer.testing import CliRunner
 
 import tablequest
 from tablequest.cli import _exit, app
-from tablequest.cli._output import fail_on
+from tablequest.cli._output import fail, fail_on
 from tablequest.corpus import Store, ingest
 from tablequest.corpus.storage.store import NoStore, NotAStore, StoreError, StoreLocked
-from tablequest.errors import ERRORS, TablequestError, error_kind, exit_code, http_status
+from tablequest.errors import (
+    ERRORS,
+    TablequestError,
+    error_code,
+    error_kind,
+    exit_code,
+    http_status,
+)
 from tablequest.llm.base import LLMError, ModelUnreachable
 from tablequest.llm.config import ConfigError
 from tablequest.methods.options import OptionError
@@ -162,7 +169,23 @@ def test_fail_on_takes_the_status_from_the_table(capsys: pytest.CaptureFixture[s
     with pytest.raises(typer.Exit) as ended:
         fail_on(UnknownMethod("unknown method 'x'"), json_out=True)
     assert ended.value.exit_code == _exit.USAGE
-    assert json.loads(capsys.readouterr().out)["error"]["code"] == "usage"
+    assert json.loads(capsys.readouterr().out)["error"]["code"] == "unknown_method"
+    with pytest.raises(typer.Exit) as ended:
+        fail_on(ValueError("steps must be at least 1"), json_out=True)
+    assert ended.value.exit_code == _exit.USAGE
+    assert json.loads(capsys.readouterr().out)["error"]["code"] == "usage"  # no name: generic
+    with pytest.raises(typer.Exit) as ended:
+        fail("cannot write the run", json_out=True, status=_exit.FAILED)
+    assert json.loads(capsys.readouterr().out)["error"]["code"] == "failed"  # never "usage"
+
+
+def test_one_code_on_both_surfaces() -> None:
+    assert error_code(StoreLocked("held", holder=7)) == "store_locked"  # its own code
+    assert error_code(UnknownMethod("x")) == "unknown_method"  # its row's
+    assert error_code(ValueError("x")) is None  # each surface's generic code
+    foreign = ValueError("x")
+    foreign.code = "not_ours"  # type: ignore[attr-defined]
+    assert error_code(foreign) is None  # only tablequest's errors name their code
 
 
 def test_the_cli_exits_2_on_an_unknown_method(tmp_path: Path) -> None:
@@ -171,7 +194,7 @@ def test_the_cli_exits_2_on_an_unknown_method(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["ask", str(table), "period?", "--method", "nope", "--json"])
     assert result.exit_code == exit_code(UnknownMethod("x")) == 2, result.output
     error = json.loads(result.stdout)["error"]
-    assert error["code"] == "usage" and "unknown method 'nope'" in error["message"]
+    assert error["code"] == "unknown_method" and "unknown method 'nope'" in error["message"]
 
 
 def test_the_api_answers_from_the_table(tmp_path: Path) -> None:
@@ -192,5 +215,5 @@ def test_the_api_answers_from_the_table(tmp_path: Path) -> None:
     ]:
         kind = error_kind(exc)
         assert kind is not None and response.status_code == kind.http_status, response.text
-        assert response.json()["error"]["code"] == (kind.api_code or "bad_request")
+        assert response.json()["error"]["code"] == (error_code(exc) or "bad_request")
     assert "memory_path" in server_only.json()["error"]["message"]

@@ -16,10 +16,12 @@ Choices:
 - This module is the lowest layer and imports nothing from tablequest, so the table names
   classes by `__qualname__` (a class moved between modules keeps its row); a test checks that
   every name is exactly one exception class of the package (or a builtin).
-- The two surfaces keep their own JSON code vocabularies (`{"error": {"code"}}`), which
-  scripts already read: the CLI prints ``usage`` for bad input and a store error's own `code`
-  (``not_a_store``, ``store_locked``, …, docs/reliability.md); the API prints `api_code`, or
-  the name of the HTTP status when it is None (``bad_request`` for 400, ``too_large`` for 413).
+- One JSON error code for both surfaces (`{"error": {"code"}}`, `error_code`): an error's
+  own `code` (a store error's ``not_a_store``, ``store_locked``, ``disk_full``, …,
+  docs/reliability.md), else its row's `api_code` (``unknown_method``, ``bad_option``, …).
+  An error with neither gets each surface's generic code: the CLI's ``usage`` (exit 2) or
+  ``failed`` (exit 1), the API's name of the HTTP status (``bad_request`` for 400,
+  ``too_large`` for 413).
 - The sandbox child loads `_bootstrap`, `_landlock` and `_seccomp` by path before lock-down
   (standard library only): there their errors subclass a stand-in `TablequestError`.
 - Only errors that reach a surface have a row. An error without one is, for the API, a bug
@@ -30,7 +32,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["ERRORS", "ErrorKind", "TablequestError", "error_kind", "exit_code", "http_status"]
+__all__ = [
+    "ERRORS",
+    "ErrorKind",
+    "TablequestError",
+    "error_code",
+    "error_kind",
+    "exit_code",
+    "http_status",
+]
 
 _FAILED, _USAGE = 1, 2  # tablequest.cli._exit.FAILED, USAGE
 
@@ -76,6 +86,16 @@ def error_kind(exc: BaseException) -> ErrorKind | None:
             if kind is not None:
                 return kind
     return None
+
+
+def error_code(exc: BaseException) -> str | None:
+    """The JSON error code of `exc` on every surface: its own `code`, else its row's
+    `api_code`; None: the surface's generic code (see the module doc)."""
+    own = getattr(exc, "code", None) if isinstance(exc, TablequestError) else None
+    if isinstance(own, str) and own:
+        return own
+    kind = error_kind(exc)
+    return None if kind is None else kind.api_code
 
 
 def exit_code(exc: BaseException, default: int = _FAILED) -> int:

@@ -85,7 +85,7 @@ def test_eval_cannot_build_or_write(evalrun_wtq: Path, tmp_path: Path) -> None:
 
 
 def test_other_commands(tmp_path: Path) -> None:
-    _error(["methods", "nope", "--json"], "usage", 2)
+    _error(["methods", "nope", "--json"], "unknown_method", 2)
     _error(["trace", "show", str(tmp_path / "none.jsonl"), "--json"], "trace", 2)
     cleared = runner.invoke(app, ["cache", "clear", "--dir", str(tmp_path / "c"), "--json"])
     assert cleared.exit_code == 0 and json.loads(cleared.stdout)["removed"] == 0
@@ -101,7 +101,7 @@ def test_research_memory_and_subtab(tmp_path: Path) -> None:
     assert "cannot create the output folder" in message
     missing = ["research", str(tmp_path / "none.csv"), "q", "--out", str(tmp_path / "o"), "--json"]
     _error(missing, "usage", 2)
-    _error(["research", str(table), "q", *out, "-o", "nope=1", "--json"], "usage", 2)
+    _error(["research", str(table), "q", *out, "-o", "nope=1", "--json"], "bad_option", 2)
     _error(["memory", "show", "--store", str(tmp_path / "none.duckdb"), "--json"], "usage", 2)
     _error(["memory", "show", "--store", str(table), "--json"], "not_a_store", 2)
     ref = ["--ref", str(tmp_path / "none.jsonl"), "--json"]

@@ -35,7 +35,7 @@ from tablequest.corpus.lexical.rank import question_patterns
 from tablequest.corpus.retrieval.hits import search_hit
 from tablequest.corpus.retrieval.retrievers import preview_hit
 from tablequest.corpus.storage.store import Hit, Store, StoreError, text_format
-from tablequest.errors import exit_code
+from tablequest.errors import error_code, exit_code
 from tablequest.methods.base import Result
 from tablequest.table.preview import preview
 
@@ -83,14 +83,16 @@ def fail(
     message: str,
     *,
     json_out: bool = False,
-    code: str = "usage",
+    code: str | None = None,
     status: int = 2,
     extra: dict[str, Any] | None = None,
 ) -> NoReturn:
     """One ``error:`` line (and a JSON error on stdout with --json), then exit.
 
-    `extra` adds fields next to ``error`` in the JSON (e.g. an ingest's report so far).
+    `code` defaults to ``usage`` for exit 2 (bad input) and ``failed`` otherwise; `extra`
+    adds fields next to ``error`` in the JSON (e.g. an ingest's report so far).
     """
+    code = code or ("usage" if status == 2 else "failed")
     if json_out:
         payload = {"error": {"code": code, "message": message}, **(extra or {})}
         print(json.dumps(payload, ensure_ascii=False))
@@ -104,15 +106,16 @@ def fail_on(
     """`fail` with an exception's message and the exit status `tablequest.errors.ERRORS`
     gives it. A store error in its chain (cause or context) gives the code, and the status:
     2 for bad input (no store, not a DuckDB file), 1 for a run that could not complete (store
-    held by another process, disk full, media); any other error is bad input (code usage)."""
+    held by another process, disk full, media). The JSON code is `tablequest.errors.error_code`'s,
+    else ``usage`` (exit 2) or ``failed`` (exit 1)."""
     cause: BaseException | None = exc
     for _ in range(4):
         if cause is None or isinstance(cause, StoreError):
             break
         cause = cause.__cause__ or cause.__context__
-    if not isinstance(cause, StoreError):
-        fail(str(exc), json_out=json_out, status=exit_code(exc, default=USAGE), extra=extra)
-    fail(str(exc), json_out=json_out, code=cause.code, status=exit_code(cause), extra=extra)
+    named = cause if isinstance(cause, StoreError) else exc
+    status = exit_code(named, default=USAGE)
+    fail(str(exc), json_out=json_out, code=error_code(named), status=status, extra=extra)
 
 
 def print_json(payload: Any) -> None:

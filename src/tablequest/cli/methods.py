@@ -13,7 +13,7 @@ import typer
 from rich.table import Table as RichTable
 
 from tablequest.cli._options import JsonOpt
-from tablequest.cli._output import console, fail, print_json
+from tablequest.cli._output import console, fail_on, print_json
 from tablequest.methods.options import describe_options
 from tablequest.methods.registry import UnknownMethod, get_method, list_methods, plugin_errors
 from tablequest.plugins import all_plugin_errors
@@ -63,7 +63,7 @@ def methods_command(
     try:
         spec = get_method(name)
     except UnknownMethod as exc:
-        fail(str(exc), json_out=json_out)
+        fail_on(exc, json_out=json_out)
     infos = describe_options(spec.options)
     if json_out:
         print_json(

@@ -51,7 +51,7 @@ def _options(pairs: list[str] | None, *, json_out: bool) -> ResearchOptions:
     try:
         options = merge_options("research", ResearchOptions, option_pairs(pairs))
     except OptionError as exc:
-        fail(str(exc), json_out=json_out)
+        fail_on(exc, json_out=json_out)
     assert isinstance(options, ResearchOptions)
     return options
 

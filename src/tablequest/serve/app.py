@@ -24,7 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 import tablequest
 from tablequest.corpus.dense.encoders import EncoderUnavailable
 from tablequest.corpus.storage.store import StoreError
-from tablequest.errors import error_kind
+from tablequest.errors import error_code, error_kind
 from tablequest.llm.base import LLM
 from tablequest.methods.options import OptionError
 from tablequest.methods.registry import UnknownMethod
@@ -107,7 +107,7 @@ def _install_handlers(app: FastAPI) -> None:
             raise exc
         status = exc.status if isinstance(exc, UploadRejected) else kind.http_status
         headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, Busy) else None
-        return error_response(request, status, str(exc), kind.api_code, headers=headers)
+        return error_response(request, status, str(exc), error_code(exc), headers=headers)
 
     for cls in API_ERRORS:
         app.add_exception_handler(cls, answer)
