@@ -9,8 +9,8 @@ import anyio
 import httpx
 import pytest
 from mcp import Client
-
 from tests.mcpserver.conftest import TOKEN, Bed, HttpServer, text
+
 from tablequest.mcpserver import parse_bind
 
 

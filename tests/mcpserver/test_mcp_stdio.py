@@ -6,8 +6,8 @@ from typing import Any
 
 import anyio
 from mcp import Client
-
 from tests.mcpserver.conftest import Bed, stdio_params, text
+
 from tablequest.llm.stub import StubServer
 
 TOOLS = {"list_tables", "search_tables", "get_table", "run_pandas", "ask", "research"}

@@ -181,7 +181,7 @@ def _reading_tools(server: MCPServer, state: ServerState, tools: TableTools) -> 
                 table_id, offset=offset, limit=limit, rows=rows, columns=columns,
                 fmt=format, max_chars=max_chars,
             )  # fmt: skip
-        meta = {k: v for k, v in window.data.items() if k not in ("rows", "header_rows")}
+        meta = {k: v for k, v in window.data.items() if k != "rows"}
         return CallToolResult(
             content=[TextContent(type="text", text=window.text)],
             structured_content=window.data if format == "json" else meta,

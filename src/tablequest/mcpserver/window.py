@@ -11,8 +11,9 @@ Choices (ours): the row cap is the server's `Limits.max_table_rows` (the cap of 
 /v1/tables/{id}``); the default budget is 40,000 characters (about 10k tokens), the largest
 250,000; at least one row is returned when the table has one, even over the budget, so paging
 always moves on. Markdown is the text the model reads (one header line of flattened paths,
-as `tablequest.table.serialize` writes it); JSON gives the header rows, paths, merges and the
-rows as lists, for clients that rebuild the structure.
+as `tablequest.table.serialize` writes it); the structured part always holds the header rows,
+paths and the window's merges (grid coordinates of the window, header rows first); JSON adds
+the rows as lists, for clients that rebuild the structure.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from tablequest.errors import TablequestError
 from tablequest.table import Table
 from tablequest.table.serialize import Rendered, render
 
@@ -32,7 +34,7 @@ MAX_CHARS = 250_000
 Format = Literal["markdown", "json"]
 
 
-class WindowError(ValueError):
+class WindowError(TablequestError, ValueError):
     """A row or column the table does not have; the message names the valid ones."""
 
 
@@ -131,12 +133,11 @@ def table_window(
         "col_ids": list(part.col_ids), "row_ids": list(part.row_ids), "format": fmt,
         "cut_by_size": cut, "next_offset": _next_offset(table, part, rows, offset),
     }  # fmt: skip
+    data["header_rows"] = [list(r) for r in part.header_rows]
+    data["merges"] = [
+        {"top": m.top, "left": m.left, "bottom": m.bottom, "right": m.right} for m in part.merges
+    ]
     if fmt == "json":
-        data["header_rows"] = [list(r) for r in part.header_rows]
-        data["merges"] = [
-            {"top": m.top, "left": m.left, "bottom": m.bottom, "right": m.right}
-            for m in part.merges
-        ]
         data["rows"] = [list(r) for r in part.body]
         return Window(json.dumps(data, ensure_ascii=False), data)
     shown = Rendered(rendered.head, rendered.rows[:keep], ())
