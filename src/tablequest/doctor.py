@@ -14,7 +14,7 @@ Choices (ours):
   only a reply no method could read fails. After a failed chat call the checks that need the
   model are skipped (–), so a down server costs one bounded attempt.
 - **Context length** is what the server says (vLLM's ``max_model_len`` in ``/v1/models``,
-  llama.cpp's ``n_ctx`` in ``/props``: `tablequest.llm.server.context_length`); a server
+  llama.cpp's ``n_ctx`` in ``/props``: `tablequest.llm.modelserver.ModelServer`); a server
   that does not say is "unknown" (–), not a failure.
 - **Embeddings**: with an embeddings URL (``--embed-url``) one request must return a vector
   (✗ otherwise). Without one, the model server is probed as encoder ``auto`` probes it, and
@@ -46,7 +46,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import httpx
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
@@ -58,13 +57,11 @@ from tablequest.corpus.dense.encoders import (
     probe_embeddings,
     static_installed,
 )
-from tablequest.llm._openai_reply import connect_failure
 from tablequest.llm.base import LLM, DeadlineExceeded, LLMError
 from tablequest.llm.config import OPENAI_URL, ConfigError, LLMConfig, build_llm
 from tablequest.llm.deadline import Deadline, call_scope
-from tablequest.llm.guard import check_model_request
+from tablequest.llm.modelserver import ModelServer, ModelServerError
 from tablequest.llm.parse import ParseError, extract_json, strip_think
-from tablequest.llm.server import context_length
 from tablequest.methods.configtrust import guarded_keys
 from tablequest.methods.options import OptionError
 
@@ -165,7 +162,8 @@ def _json_check(llm: LLM, timeout: float) -> Check:
 
 def _context_check(config: LLMConfig, timeout: float) -> Check:
     url = config.url or OPENAI_URL
-    tokens = context_length(url, model=config.model, api_key=config.api_key, timeout=timeout / 2)
+    with ModelServer(url, api_key=config.api_key, model=config.model) as server:
+        tokens = server.context_length(timeout=timeout / 2)
     if tokens is None:
         return Check(
             "context length",
@@ -222,33 +220,24 @@ def _local_encoder() -> str:
 
 
 def _embed(url: str, model: str | None, api_key: str | None, timeout: float) -> Check:
-    base = url.rstrip("/")
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    server = ModelServer(url, api_key=api_key, model=model or "?", timeout=timeout)
+    base = server.base_url
     try:
-        check_model_request(base, model=model or "?")
-        with httpx.Client(timeout=timeout, headers=headers) as client:
-            if model is None:
-                listed = client.get(f"{base}/models")
-                listed.raise_for_status()
-                model = str(listed.json()["data"][0]["id"])
-            reply = client.post(f"{base}/embeddings", json={"model": model, "input": ["doctor"]})
-            if reply.status_code != 200:
-                return Check(
-                    "embeddings",
-                    False,
-                    f"{base}/embeddings answered HTTP {reply.status_code}: {reply.text[:120]}",
-                )
-            vector = reply.json()["data"][0]["embedding"]
-    except LLMError as exc:
+        with server:
+            model = model or server.first_model()
+            [vector] = server.embeddings(["doctor"], model=model, retries=0)
+    except ModelServerError as exc:
+        if exc.kind == "connect":  # refused, DNS, TLS: said as `ask` says it of the model
+            return Check("embeddings", False, f"cannot reach the embeddings server {base}: "
+                         f"{exc.cause}")  # fmt: skip
+        if exc.kind == "malformed":
+            return Check("embeddings", False, f"{base} sent no embedding ({exc.cause})")
         return Check("embeddings", False, str(exc))
-    except httpx.HTTPError as exc:
-        cause = connect_failure(exc)  # refused, DNS, TLS: said as `ask` says it of the model
-        if cause is not None:
-            return Check("embeddings", False, f"cannot reach the embeddings server {base}: {cause}")
-        return Check("embeddings", False, f"{base}: {type(exc).__name__}: {exc}")
-    except (ValueError, KeyError, IndexError, TypeError) as exc:
-        return Check("embeddings", False, f"{base} sent no embedding ({type(exc).__name__})")
-    if not isinstance(vector, list) or not vector:
+    except LLMError as exc:  # the model-request guard
+        return Check("embeddings", False, str(exc))
+    except ValueError:  # not exactly one vector for the one input
+        return Check("embeddings", False, f"{base} sent no embedding (not one vector)")
+    if not vector:
         return Check("embeddings", False, f"{base}/embeddings returned an empty vector")
     return Check("embeddings", True, f"{len(vector)}-dim vectors from {model!r} at {base}")
 

@@ -40,18 +40,15 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, overload
 
-import httpx
-
 from tablequest.corpus.retrieval.retrievers import RetrieverSettings
 from tablequest.corpus.retrieval.retrievers import search as corpus_search
 from tablequest.corpus.storage.ingest import IngestReport, ingest
 from tablequest.corpus.storage.shards import ShardedStore, is_manifest
 from tablequest.corpus.storage.store import Hit, Store
-from tablequest.llm._openai_reply import connect_failure
 from tablequest.llm.base import LLM, ModelUnreachable
 from tablequest.llm.cache import default_cache_dir
 from tablequest.llm.config import build_llm, resolve_config
-from tablequest.llm.guard import check_model_request
+from tablequest.llm.modelserver import ModelServer, ModelServerError
 from tablequest.methods.base import Result
 from tablequest.methods.registry import get_method
 from tablequest.methods.run import SourceError, is_store_file
@@ -200,19 +197,19 @@ def open(  # shadows the builtin in this module on purpose: the API is `tq.open(
 
 
 def _first_model(url: str, api_key: str | None, timeout: float) -> str:
-    base = url.rstrip("/")
-    check_model_request(base)
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    try:
-        with httpx.Client(timeout=timeout, headers=headers) as client:
-            listed = client.get(f"{base}/models")
-            listed.raise_for_status()
-            return str(listed.json()["data"][0]["id"])
-    except httpx.HTTPError as exc:
-        cause = connect_failure(exc) or f"{type(exc).__name__}: {exc}"
-        raise ModelUnreachable(f"cannot list the models of {base}: {cause}", url=base) from None
-    except (ValueError, KeyError, IndexError, TypeError):
-        raise ModelUnreachable(f"{base}/models lists no model: pass model=NAME", url=base) from None
+    with ModelServer(url, api_key=api_key, timeout=timeout) as server:
+        server.check()  # ModelRequestsDisallowed as it is
+        base = server.base_url
+        try:
+            return server.first_model()
+        except ModelServerError as exc:
+            if exc.kind == "malformed":
+                raise ModelUnreachable(
+                    f"{base}/models lists no model: pass model=NAME", url=base
+                ) from None
+            raise ModelUnreachable(
+                f"cannot list the models of {base}: {exc.cause}", url=base
+            ) from None
 
 
 def resolve_llm(

@@ -126,3 +126,24 @@ def test_rag_auto_encoder_without_extra_records_bm25(no_dense: None, tmp_path: P
     payload = json.loads(out.stdout)
     assert payload["details"]["retrieval"]["encoder"] == "bm25"
     assert payload["details"]["retrieval"]["columns"], "schema retrieval found no column"
+
+
+def test_api_encoder_and_reranker_failures_are_encoder_unavailable() -> None:
+    from tablequest.corpus.retrieval.rerank import APIReranker
+    from tablequest.llm import ModelRequestsDisallowed
+
+    with StubServer(rerank=False, embedding_dim=4) as stub:
+        reranker = APIReranker(stub.url, "r")
+        with pytest.raises(enc.EncoderUnavailable, match=r"rerank request to .*/rerank failed"):
+            reranker.scores("q", ["d"])
+        assert reranker.scores("q", []) == []
+        reranker.close()
+        encoder = enc.APIEncoder(stub.url, "e", batch_size=2)
+        assert encoder.encode(["a", "", "c"]).shape == (3, 4)  # two batches
+        encoder.close()
+        bodies = [r["json"] for r in stub.requests if r["path"] == "/v1/embeddings"]
+    assert [b["input"] for b in bodies] == [["a", " "], ["c"]]  # empty texts sent as " "
+    with pytest.raises(ModelRequestsDisallowed):
+        enc.APIEncoder("https://api.example.invalid/v1", "e")
+    with pytest.raises(ModelRequestsDisallowed):
+        APIReranker("https://api.example.invalid/v1", "r")

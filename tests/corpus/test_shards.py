@@ -249,8 +249,11 @@ def test_grep_drops_a_pattern_on_every_shard_when_one_shard_drops_it(
     root = tmp_path / "t"
     root.mkdir()
     (root / "hostile.csv").write_text("name,value\n" + "a" * 40 + "!,1\n")
-    for i in range(8):
-        (root / f"c{i}.csv").write_text(f"team,city\nFire {i},Chicago\n")
+    home = home_shard(str((root / "hostile.csv").resolve()), 2)
+    names = [f"c{i}.csv" for i in range(64)]  # shards follow the path's hash (tmp_path varies)
+    away = next(n for n in names if home_shard(str((root / n).resolve()), 2) != home)
+    for i, name in enumerate([away, *[n for n in names if n != away][:7]]):
+        (root / name).write_text(f"team,city\nFire {i},Chicago\n")
     original = GrepIndex.rank
 
     def tight(self: GrepIndex, patterns: list[str], k: int, *, budget: float = 0.05) -> object:
@@ -262,7 +265,6 @@ def test_grep_drops_a_pattern_on_every_shard_when_one_shard_drops_it(
     store = ShardedStore(tmp_path / "c.json", shards=2)
     ingest_sharded(store, [root], workers=1)
     hostile = r"(a|aa)+\1$"  # a backreference: only the backtracking fallback, exponential
-    home = home_shard(str((root / "hostile.csv").resolve()), 2)
     assert len(store.stores[1 - home]) > 0  # the other shard evaluates the pattern in time
     want = grep_rank(single, [hostile, "chicago"], 20, rows=False)
     assert [h.score for h in want] == [1.0] * 8  # dropped: Eq. 1 over "chicago" alone

@@ -46,15 +46,22 @@ def test_long_id_lists_are_cut_in_lines() -> None:
     assert line.endswith("q9 and 3 more)") and "q10" not in line
 
 
-def test_all_failed_only_when_nothing_was_answered_or_insufficient() -> None:
-    down = {"status": "failed", "reason": "cannot reach the model server U"}
+def test_all_failed_only_when_no_question_reached_the_method() -> None:
+    down = {"status": "failed", "reason": "cannot reach the model server U", "stopped_by": "model"}
+    crash = {"status": "failed", "error": "RuntimeError: boom"}
+    own = {"status": "failed", "reason": "the table is over the context budget"}
     assert all_failed([]) is None
     assert all_failed([{"id": "a", **down}, {"id": "b", "status": "insufficient"}]) is None
     assert all_failed([{"id": "a", **down}, {"id": "b", "status": "answered"}]) is None
+    assert all_failed([{"id": "a", **own}, {"id": "b", **own}]) is None  # a result, not an error
+    assert all_failed([{"id": "a", **down}, {"id": "b", **own}]) is None
     message = all_failed([{"id": "a", **down}, {"id": "b", **down}])
-    assert message == "every question failed (2); the most frequent reason: " + down["reason"]
-    mixed = all_failed([{"id": "a", **down}, {"id": "b", **down}, {"id": "c", "status": "failed"}])
-    assert mixed is not None and "failed (3)" in mixed and "(2 of them)" in mixed
+    assert message == (
+        "every question failed before the method ran (2); the most frequent reason: "
+        + down["reason"]
+    )
+    mixed = all_failed([{"id": "a", **down}, {"id": "b", **down}, {"id": "c", **crash}])
+    assert mixed is not None and "ran (3)" in mixed and "(2 of them)" in mixed
 
 
 def test_markdown_report_lists_reasons() -> None:
@@ -78,7 +85,8 @@ def test_eval_run_summary_names_failed_ids_and_the_cause(evalrun_wtq: Path, tmp_
                                     "m", "--no-cache", "--limit", "3", "--json"])  # fmt: skip
     assert done.exit_code == 1, done.output  # nothing was evaluated
     summary = json.loads(done.stdout)  # the summary is still printed, and the report written
-    assert "every question failed (3)" in done.stderr and url in done.stderr
+    assert "every question failed before the method ran (3)" in done.stderr
+    assert url in done.stderr
     [group] = summary["not_answered"]
     assert group["status"] == "failed" and group["count"] == 3
     assert url in group["reason"] and "connection refused" in group["reason"]

@@ -78,10 +78,11 @@ def test_a_row_whose_every_question_failed_is_an_error(data: Path, tmp_path: Pat
     ctx = RunContext(data_root=data, out_dir=tmp_path / "out", llm=Scripted(refused))
     [outcome] = run_reproduction(REP, ctx, rows=REP.select(["direct"]))
     assert outcome.n == 3 and outcome.status == {"failed": 3}
-    assert outcome.error is not None and outcome.error.startswith("every question failed (3)")
+    assert outcome.error is not None
+    assert outcome.error.startswith("every question failed before the method ran (3)")
     assert "http://dead/v1" in outcome.error
     text = render_markdown(REP, [outcome], model="", paper_model="Qwen3-8B", limit=None)
-    assert "- `direct`: every question failed (3)" in text
+    assert "- `direct`: every question failed before the method ran (3)" in text
 
 
 def test_report_puts_the_papers_numbers_beside_ours(data: Path, tmp_path: Path) -> None:

@@ -14,8 +14,16 @@ from typer.testing import CliRunner
 import tablequest
 from tablequest.cli import app
 from tablequest.corpus import Store
-from tablequest.llm import Fault, Scripted, StubServer
-from tablequest.llm.server import _from_models, _from_props, context_length
+from tablequest.llm import (
+    CachedLLM,
+    Fault,
+    Instrumented,
+    OpenAICompatible,
+    Scripted,
+    StubServer,
+    UsageMeter,
+)
+from tablequest.llm.modelserver import ModelServer, _from_models, _from_props
 from tablequest.llm.usage import StepBudget
 from tablequest.methods import (
     MethodOptions,
@@ -26,6 +34,7 @@ from tablequest.methods import (
     unregister_method,
 )
 from tablequest.methods.auto import AutoOptions, choose_route, question_signals, table_signals
+from tablequest.methods.auto.router import AutoRouter
 from tablequest.methods.base import MethodContext, start_query
 from tablequest.table import Merge, Source, Table
 from tablequest.trace import Trace, read_trace
@@ -233,6 +242,23 @@ def test_server_context_length_parsing() -> None:
     assert _from_models({"data": [{"id": "other", "max_model_len": 1}]}, "m") is None
     assert _from_props({"default_generation_settings": {"n_ctx": 2048}}) == 2048
     assert _from_props({"n_ctx": True}) is None and _from_props(None) is None
-    assert context_length("http://127.0.0.1:9/v1", model="m") is None
+    assert ModelServer("http://127.0.0.1:9/v1", model="m").context_length() is None
     with StubServer() as stub:
-        assert context_length(stub.url, model="stub-model") is None  # the stub reports none
+        llm = OpenAICompatible(stub.url, "stub-model")
+        assert llm.context_length() is None  # the stub reports none
+        llm.close()
+
+
+def test_the_router_asks_the_model_for_its_context(tmp_path: Path) -> None:
+    question = "How long is the river Varna?"
+    with StubServer(max_model_len=20) as stub:  # FLAT's ~12 tokens > half of 20
+        llm = Instrumented(CachedLLM(OpenAICompatible(stub.url, "stub-model"), tmp_path),
+                           usage=UsageMeter())  # fmt: skip
+        trace = Trace.in_memory()
+        router = AutoRouter(AutoOptions(), MethodContext(llm=llm))
+        router.preview(question, TableSet([("t1", FLAT)]), trace=trace)
+        llm.close()
+    route = next(e for e in trace.events if e["kind"] == "route")
+    assert (route["context_source"], route["context_tokens"], route["rule"]) == ("server", 20,
+                                                                                 "big")  # fmt: skip
+    assert route["method"] == "rag"

@@ -5,9 +5,10 @@ one record per question to `--out` (resumable; see `tablequest.eval.runner`), th
 report next to it. `retrieval` measures R@k of an LLM-free ranking. Both are registered on
 the `eval` sub-app with `register(eval_app)`.
 
-Exit status of `run`: 0 when the run was evaluated (some questions may have failed: the
-report lists them by reason), 1 when every question failed — nothing was evaluated (a dead
-model URL, a missing sandbox) — or the run could not be written, 2 for usage errors.
+Exit status of `run`: 0 when the run was evaluated (some or all questions may have failed
+in the method: the report lists them by reason), 1 when every question failed before the
+method ran — nothing was evaluated (an unreachable model, a crash; `eval.report.all_failed`)
+— or the run could not be written, 2 for usage errors.
 """
 
 from __future__ import annotations
@@ -262,7 +263,7 @@ def run_command(
 ) -> None:
     """Answer a benchmark's questions with a method; append records to --out; write a report.
 
-    Exits 1 when every question failed (the report and stderr say why)."""
+    Exits 1 when every question failed before the method ran (stderr says why)."""
     from tablequest.llm.base import LLMError
     from tablequest.llm.config import NOT_CONFIGURED_HINT, ConfigError
 

@@ -128,15 +128,23 @@ def unscored(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def all_failed(records: Iterable[dict[str, Any]]) -> str | None:
-    """A run in which no question was answered or judged insufficient — every one failed —
-    did not evaluate the method (a dead model URL, a missing sandbox): the message to exit
-    non-zero with, naming the most frequent reason; None for a run with any other outcome."""
+    """A run in which every question failed without the method being tried — its model
+    was unreachable (``stopped_by: model``) or the run crashed (``error``) — evaluated
+    nothing: the message to exit non-zero with, naming the most frequent reason. None for
+    any other run, including one whose method failed every question on its own (a table
+    over the context budget is a result, as in TableRAG's Figure 4)."""
     rows = list(records)
-    if not rows or any(r.get("status") != "failed" for r in rows):
+    if not rows or any(
+        r.get("status") != "failed" or not (r.get("stopped_by") == "model" or r.get("error"))
+        for r in rows
+    ):
         return None
     top = not_answered(rows)[0]
     more = f" ({top['count']} of them)" if len(rows) > top["count"] else ""
-    return f"every question failed ({len(rows)}); the most frequent reason{more}: {top['reason']}"
+    return (
+        f"every question failed before the method ran ({len(rows)}); the most frequent "
+        f"reason{more}: {top['reason']}"
+    )
 
 
 def not_answered_lines(groups: list[dict[str, Any]]) -> list[str]:

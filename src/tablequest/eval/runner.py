@@ -261,6 +261,9 @@ class GatedLLM(LLM):
     def describe(self) -> dict[str, str]:
         return self.inner.describe()
 
+    def context_length(self) -> int | None:
+        return self.inner.context_length()
+
     def close(self) -> None:
         self.inner.close()
 
@@ -424,6 +427,8 @@ def question_record(
         record["supported"] = tabfact_label(q.answers[0]) is True if q.answers else False
     if result.status != "answered" and result.reason:
         record["reason"] = result.reason
+    if stopped_by := result.typed_details.get("stopped_by"):
+        record["stopped_by"] = stopped_by
     if unscored := unscored_reason(spec.dataset, q):
         record["unscored"] = unscored
     if error:

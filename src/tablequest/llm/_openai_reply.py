@@ -1,4 +1,4 @@
-"""Turning an OpenAI-compatible server's reply into `Completion`s, and the health probe.
+"""Turning an OpenAI-compatible server's chat reply (or its error) into `Completion`s.
 
 Replies come whole (`from_response`) or as server-sent-event chunks (`StreamAssembler`, which
 joins each choice's content deltas, finish reason, log-probabilities and the usage the last
@@ -8,29 +8,17 @@ With n > 1 in one request the request's usage is put on the first completion and
 carry zero usage, so sums over completions equal what the server billed; a server that sends
 no usage gets it estimated (characters / 4).
 
-`parse_retry_after` and `error_detail` read an HTTP error's headers and body.
-
-`connect_failure` tells a connection that could not be opened (refused, DNS, TLS: the caller
-fails fast) from one lost after it was opened (retried); `UNKNOWN_MODEL` matches error texts
-of servers that do not know the model asked for.
-
-`probe` asks a server that just timed out whether a retry could be served: llama.cpp's
-``GET /health?fail_on_no_slot=1`` answers 503 while every slot is busy (with the abandoned
-request, typically); servers without that route (404) are asked ``GET /v1/models``; no answer
-within the probe timeout means a server that is stuck or swamped.
+`error_detail` reads an SDK error's body; `UNKNOWN_MODEL` matches error texts of servers that
+do not know the model asked for. The server's other endpoints (the health probe after a
+timeout, `Retry-After`, why a connection failed) are `tablequest.llm.modelserver`'s.
 """
 
 from __future__ import annotations
 
-import email.utils
 import re
-import socket
-import ssl
-import time
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-import httpx
 import openai
 
 from tablequest.llm.base import (
@@ -41,8 +29,6 @@ from tablequest.llm.base import (
     estimate_prompt_tokens,
     estimate_tokens,
 )
-
-ProbeResult = Literal["ok", "busy", "no answer"]
 
 
 def _logprobs(choice: Any) -> list[float] | None:
@@ -141,47 +127,6 @@ class StreamAssembler:
         return out
 
 
-def probe(base_url: str, api_key: str | None, timeout: float) -> ProbeResult:
-    """Whether the server could take a request now (module docstring); at most two GETs."""
-    root = base_url[: -len("/v1")] if base_url.endswith("/v1") else base_url
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    try:
-        with httpx.Client(timeout=timeout, headers=headers) as client:
-            health = client.get(f"{root}/health", params={"fail_on_no_slot": "1"})
-            if health.status_code == 200:
-                return "ok"
-            if health.status_code == 503:
-                return "busy"
-            models = client.get(f"{base_url}/models")
-            return "ok" if models.status_code < 300 else "no answer"
-    except httpx.HTTPError:
-        return "no answer"
-
-
-def parse_retry_after(headers: Any, *, now: float | None = None) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` / ``Retry-After`` (seconds or HTTP date)."""
-    if headers is None:
-        return None
-    millis = headers.get("retry-after-ms")
-    if millis is not None:
-        try:
-            return max(0.0, float(millis) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value).timestamp()
-    except (TypeError, ValueError, IndexError):
-        return None
-    return max(0.0, when - (time.time() if now is None else now))
-
-
 def error_detail(exc: openai.APIStatusError) -> str:
     body = exc.body
     if isinstance(body, dict):
@@ -198,25 +143,3 @@ UNKNOWN_MODEL = re.compile(
     r"not available|no such)|unknown model|model_not_found",
     re.I,
 )
-
-
-def connect_failure(exc: BaseException) -> str | None:
-    """Why a connection could not be opened (refused, DNS, TLS), or None when it was opened
-    and then failed (a reset or a closed stream: those may be retried)."""
-    chain: list[BaseException] = []
-    seen: BaseException | None = exc
-    while seen is not None and len(chain) < 8:
-        chain.append(seen)
-        seen = seen.__cause__ or seen.__context__
-    # by name: the SDK's HTTP stack may be httpx or a renamed copy of it (httpx2, httpcore2)
-    if not any(type(e).__name__ == "ConnectError" for e in chain):
-        return None
-    for e in chain:
-        if isinstance(e, ConnectionRefusedError) or "connection refused" in str(e).lower():
-            return "connection refused (is the server running, and is the port right?)"
-        if isinstance(e, socket.gaierror) or "name or service not known" in str(e).lower():
-            return "DNS lookup failed for its host name (is the host name right?)"
-        if isinstance(e, ssl.SSLError) or "certificate" in str(e).lower():
-            return f"TLS error ({str(e)[:160]}); check https:// vs http:// and the certificate"
-    detail = str(chain[-1]) or type(chain[-1]).__name__
-    return f"connection failed ({detail[:160]})"

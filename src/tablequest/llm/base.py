@@ -1,8 +1,9 @@
 """The LLM interface: messages in, completions out, and the errors every backend raises.
 
 One abstract method (`chat`) plus `describe()`, which names the backend for cache keys and
-traces. Backends: `OpenAICompatible`, `LlamaCppLocal`, `Scripted`; wrappers (`CachedLLM`,
-`Instrumented`) implement the same interface and delegate `describe()` to the model they wrap.
+traces, and `context_length()` (None unless the backend knows it). Backends: `OpenAICompatible`,
+`LlamaCppLocal`, `Scripted`; wrappers (`CachedLLM`, `Instrumented`) implement the same
+interface and delegate `describe()` and `context_length()` to the model they wrap.
 """
 
 from __future__ import annotations
@@ -220,6 +221,11 @@ class LLM(ABC):
         """Short human-readable name, e.g. ``qwen3-8b @ http://localhost:8000/v1``."""
         info = self.describe()
         return f"{info.get('model', '?')} @ {info.get('url', '?')}"
+
+    def context_length(self) -> int | None:
+        """The model's context window in tokens as its server reports it; None: unknown
+        (callers use their documented default). Wrappers ask the model they wrap."""
+        return None
 
     def close(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing
         """Release connections or files held by the backend (idempotent)."""

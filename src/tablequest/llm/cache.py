@@ -221,6 +221,9 @@ class CachedLLM(LLM):
     def describe(self) -> dict[str, str]:
         return self.inner.describe()
 
+    def context_length(self) -> int | None:
+        return self.inner.context_length()
+
     def close(self) -> None:
         self._store.close()
         self.inner.close()

@@ -92,6 +92,9 @@ class Instrumented(LLM):
     def describe(self) -> dict[str, str]:
         return self.inner.describe()
 
+    def context_length(self) -> int | None:
+        return self.inner.context_length()
+
     def close(self) -> None:
         self.inner.close()
 

@@ -23,7 +23,7 @@ Choices:
 - **Timeouts are not re-sent blindly.** A server that timed out may still be busy with the
   abandoned request (a single-slot llama.cpp server on 2 cores was sent the same request 4
   times). After a timeout the client waits the backoff delay, then probes the server
-  (`_openai_reply.probe`: llama.cpp's ``/health?fail_on_no_slot=1``, else ``/v1/models``,
+  (`ModelServer.probe`: llama.cpp's ``/health?fail_on_no_slot=1``, else ``/v1/models``,
   within `probe_timeout`); only an "ok" earns a retry, and only one per call: a second
   timeout, a busy or silent server end the call with `LLMTimeout`.
 - **Deadline.** The `Deadline` of the current call scope (`tablequest.llm.deadline`, set by
@@ -40,6 +40,8 @@ Choices:
   None) and remembers that for the rest of its life.
 - With n > 1 in one request the request's usage is put on the first completion and the others
   carry zero usage, so sums over completions equal what the server billed.
+- **One server object.** `server` (a `ModelServer`) holds the URL, the key and the request
+  guard; the SDK's client is built from it, and the probe and `context_length` go through it.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ from openai.types.chat import ChatCompletion
 
 from tablequest.errors import TablequestError
 from tablequest.llm import _openai_reply
-from tablequest.llm._openai_reply import UNKNOWN_MODEL, connect_failure, parse_retry_after
+from tablequest.llm._openai_reply import UNKNOWN_MODEL
 from tablequest.llm.base import (
     LLM,
     Completion,
@@ -75,7 +77,7 @@ from tablequest.llm.base import (
     normalize_stop,
 )
 from tablequest.llm.deadline import CallScope, Deadline, current_scope
-from tablequest.llm.guard import check_model_request
+from tablequest.llm.modelserver import ModelServer, connect_failure, parse_retry_after
 
 __all__ = ["TIMEOUT_RETRIES", "OpenAICompatible", "parse_retry_after"]
 
@@ -150,7 +152,8 @@ class OpenAICompatible(LLM):
             raise LLMUnavailable("OpenAICompatible needs both a base URL and a model name")
         if max_retries < 0 or max_concurrency < 1 or timeout <= 0:
             raise ValueError("need max_retries >= 0, max_concurrency >= 1 and timeout > 0")
-        self.base_url = base_url.rstrip("/")
+        self.server = ModelServer(base_url, api_key=api_key, model=model, timeout=timeout)
+        self.base_url = self.server.base_url
         self.model = model
         self.timeout = timeout
         self.max_retries = max_retries
@@ -159,11 +162,13 @@ class OpenAICompatible(LLM):
         self.backoff_max = backoff_max
         self.retry_after_max = retry_after_max
         self.probe_timeout = probe_timeout
-        self._api_key = api_key
         self._sleep = sleep
         self._semaphore = threading.BoundedSemaphore(max_concurrency)
         self._client = openai.OpenAI(
-            base_url=self.base_url, api_key=api_key or NO_KEY, timeout=timeout, max_retries=0
+            base_url=self.base_url,
+            api_key=self.server.api_key or NO_KEY,
+            timeout=timeout,
+            max_retries=0,
         )
         self.supports_n = True
         self.supports_logprobs = True
@@ -178,6 +183,11 @@ class OpenAICompatible(LLM):
 
     def close(self) -> None:
         self._client.close()
+        self.server.close()
+
+    def context_length(self) -> int | None:
+        """The context the server reports for the model (`ModelServer.context_length`)."""
+        return self.server.context_length()
 
     def chat(
         self,
@@ -191,7 +201,7 @@ class OpenAICompatible(LLM):
         response_format: dict[str, Any] | None = None,
     ) -> list[Completion]:
         msgs = check_chat_args(messages, max_tokens=max_tokens, n=n)
-        check_model_request(self.base_url, model=self.model)
+        self.server.check()
         params: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens}
         stops = normalize_stop(stop)
         if stops:
@@ -302,7 +312,7 @@ class OpenAICompatible(LLM):
         if not failure.timeout:
             return None
         seconds = self.probe_timeout if deadline is None else deadline.bound(self.probe_timeout)
-        result = _openai_reply.probe(self.base_url, self._api_key, max(seconds, 0.001))
+        result = self.server.probe(max(seconds, 0.001))
         if result != "ok":
             why = "is busy (no free slot)" if result == "busy" else "did not answer a probe"
             raise LLMTimeout(

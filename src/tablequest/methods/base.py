@@ -166,6 +166,9 @@ class ResultDetails(TypedDict, total=False):
     """LLM calls per kind and agent decisions (``ask --json``'s ``action_counts``)."""
     partial_answer: str
     """An answer reached before the question's deadline or model stopped it."""
+    stopped_by: Literal["model", "deadline"]
+    """What ended the question before the method could: its model proved unreachable
+    (``model``), or its deadline passed (``deadline``) — `Query.finish`."""
     config: str
     """The method's configuration label (CLI answer panel title)."""
     encoder: str
@@ -354,6 +357,7 @@ class Query:
             result.details.pop("error", None)
             result.details["reason"] = str(stopped)
             stage = "model" if stopped is self.deadline.unreachable else "deadline"
+            result.details["stopped_by"] = stage
             self.trace.event("error", stage=stage, reason=str(stopped))
         if result.status == "failed" and not result.reason:
             last = self.llm.last_error if self.llm is not None else None

@@ -94,6 +94,9 @@ class Replica(LLM):
     def describe(self) -> dict[str, str]:
         return {**self.inner.describe(), "url": self.pool}
 
+    def context_length(self) -> int | None:
+        return self.inner.context_length()
+
     def chat(self, messages: Sequence[Message], **params: Any) -> list[Completion]:
         return self.inner.chat(messages, **params)
 

@@ -11,7 +11,8 @@ inputs cut at `MINILM_TOKENS` tokens, nothing downloaded:
 - ``minilm-static``: a model2vec static model distilled from the same weights, numpy only at
   encoding time (`tablequest.corpus.dense.static_minilm`; ~100× faster, weaker on whole tables);
 - ``minilm-st``: sentence-transformers over PyTorch, the reference path;
-- ``api``: an OpenAI-compatible ``/v1/embeddings`` endpoint (vLLM, Ollama, OpenAI, …);
+- ``api``: an OpenAI-compatible ``/v1/embeddings`` endpoint (vLLM, Ollama, OpenAI, …), asked
+  through the one model-server client (`tablequest.llm.modelserver.ModelServer`);
 - ``hash``: deterministic hashing vectors (no model; tests and machines without torch);
 - ``bm25``: no vectors at all — callers that can (TableRAG, hybrid) retrieve lexically;
 - ``auto`` (TableRAG's default): the configured server's embeddings when it serves them (the
@@ -58,7 +59,6 @@ from tablequest.corpus.dense.encoder_base import (
     with_rate,
 )
 from tablequest.plugins import ENCODERS_GROUP, PluginRegistry, Plugins
-from tablequest.waits import waiting
 
 __all__ = [
     "DENSE_EXTRA_HINT",
@@ -131,7 +131,8 @@ class MiniLMEncoder:
 
 
 class APIEncoder:
-    """An OpenAI-compatible `/v1/embeddings` endpoint (vLLM, Ollama, OpenAI, …)."""
+    """An OpenAI-compatible `/v1/embeddings` endpoint (vLLM, Ollama, OpenAI, …), asked through
+    `tablequest.llm.modelserver.ModelServer` (two retries, as the `openai` SDK made)."""
 
     def __init__(
         self,
@@ -142,38 +143,36 @@ class APIEncoder:
         timeout: float = 60.0,
         batch_size: int = 64,
     ) -> None:
-        from tablequest.llm.guard import check_model_request
+        from tablequest.llm.modelserver import ModelServer
 
-        check_model_request(base_url, model=model)
+        self._server = ModelServer(base_url, api_key=api_key, model=model, timeout=timeout)
+        self._server.check()
         self.name = f"api:{model}@{base_url}"
         self.batch_size = batch_size
-        from openai import OpenAI
-
-        self._client = OpenAI(
-            base_url=base_url, api_key=api_key or "none", timeout=timeout, max_retries=2
-        )
         self._model = model
 
     def encode(self, texts: Sequence[str]) -> Matrix:
-        import openai
+        from tablequest.llm.modelserver import ModelServerError
 
         rows: list[list[float]] = []
         for i in range(0, len(texts), self.batch_size):
             batch = [t or " " for t in texts[i : i + self.batch_size]]
             try:
-                with waiting():  # the host may run other work meanwhile (tablequest.waits)
-                    reply = self._client.embeddings.create(model=self._model, input=batch)
-            except openai.OpenAIError as exc:
+                vectors = self._server.embeddings(batch, model=self._model)
+            except ModelServerError as exc:
                 raise EncoderUnavailable(
                     f"embeddings request to {self.name} failed: {exc}"
                 ) from exc
-            data = sorted(reply.data, key=lambda d: d.index)
-            if len(data) != len(batch):
+            if len(vectors) != len(batch):
                 raise EncoderUnavailable(
-                    f"{self.name} returned {len(data)} embeddings for {len(batch)} inputs"
+                    f"{self.name} returned {len(vectors)} embeddings for {len(batch)} inputs"
                 )
-            rows.extend(list(d.embedding) for d in data)
+            rows.extend(vectors)
         return normalize(np.array(rows, dtype=np.float32).reshape(len(rows), -1))
+
+    def close(self) -> None:
+        """Close the connection to the server (idempotent)."""
+        self._server.close()
 
 
 class HashEncoder:
@@ -297,28 +296,19 @@ def probe_embeddings(settings: EncoderSettings, *, timeout: float = 3.0) -> str 
 
 
 def _probe(settings: EncoderSettings, timeout: float) -> str | None:
-    import httpx
-
     from tablequest.llm.base import LLMError
-    from tablequest.llm.guard import check_model_request
+    from tablequest.llm.modelserver import ModelServer
 
-    base = str(settings.url).rstrip("/")
-    headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
+    server = ModelServer(
+        str(settings.url), api_key=settings.api_key, model=settings.model or "?", timeout=timeout
+    )
     try:
-        check_model_request(base, model=settings.model or "?")
-        with httpx.Client(timeout=timeout, headers=headers) as client:
-            model = settings.model
-            if model is None:
-                listed = client.get(f"{base}/models").json()
-                model = str(listed["data"][0]["id"])
-            reply = client.post(f"{base}/embeddings", json={"model": model, "input": ["probe"]})
-            reply.raise_for_status()
-            vector = reply.json()["data"][0]["embedding"]
-            if not isinstance(vector, list) or not vector:
-                return None
-            return model
-    except (httpx.HTTPError, LLMError, ValueError, KeyError, IndexError, TypeError):
+        with server:
+            model = settings.model or server.first_model()
+            vectors = server.embeddings(["probe"], model=model, retries=0)
+    except LLMError:  # the guard, or any failed or malformed reply
         return None
+    return model if vectors and vectors[0] else None
 
 
 def _auto(settings: EncoderSettings) -> Encoder | None:

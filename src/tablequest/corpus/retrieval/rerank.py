@@ -1,21 +1,19 @@
 """Rerank baseline: rerank the dense top-N with a cross-encoder (papers/tableseek.txt Table 12).
 
 Rerankers (the `Reranker` interface): an OpenAI-compatible server's `/v1/rerank` (Cohere/Jina
-style, served by vLLM for e.g. Qwen3-Reranker) or `/v1/score` endpoint. Documents are the
-tables' plain serializations.
+style, served by vLLM for e.g. Qwen3-Reranker) or `/v1/score` endpoint, through the one
+model-server client (`tablequest.llm.modelserver.ModelServer`). Documents are the tables' plain
+serializations.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, Protocol
-
-import httpx
+from typing import Literal, Protocol
 
 from tablequest.corpus.dense.encoders import Encoder, EncoderUnavailable
 from tablequest.corpus.dense.index import dense_rank
 from tablequest.corpus.storage.store import Hit, Store
-from tablequest.waits import waiting
 
 
 class Reranker(Protocol):
@@ -25,7 +23,8 @@ class Reranker(Protocol):
 
 
 class APIReranker:
-    """`/v1/rerank` or `/v1/score` of an OpenAI-compatible server."""
+    """`/v1/rerank` or `/v1/score` of an OpenAI-compatible server, asked through
+    `tablequest.llm.modelserver.ModelServer`."""
 
     def __init__(
         self,
@@ -36,43 +35,30 @@ class APIReranker:
         api_key: str | None = None,
         timeout: float = 60.0,
     ) -> None:
-        from tablequest.llm.guard import check_model_request
+        from tablequest.llm.modelserver import ModelServer
 
-        check_model_request(base_url, model=model)
-        self.url = base_url.rstrip("/") + f"/{endpoint}"
-        self.endpoint = endpoint
+        self._server = ModelServer(base_url, api_key=api_key, model=model, timeout=timeout)
+        self._server.check()
+        self.url = f"{self._server.base_url}/{endpoint}"
+        self.endpoint: Literal["rerank", "score"] = endpoint
         self.model = model
         self.name = f"{endpoint}:{model}"
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.Client(timeout=timeout, headers=headers)
 
     def scores(self, query: str, documents: Sequence[str]) -> list[float]:
+        from tablequest.llm.modelserver import ModelServerError
+
         if not documents:
             return []
-        if self.endpoint == "rerank":
-            body: dict[str, Any] = {
-                "model": self.model,
-                "query": query,
-                "documents": list(documents),
-                "top_n": len(documents),
-            }
-        else:
-            body = {"model": self.model, "text_1": query, "text_2": list(documents)}
         try:
-            with waiting():  # the host may run other work meanwhile (tablequest.waits)
-                reply = self._client.post(self.url, json=body)
-            reply.raise_for_status()
-            data = reply.json()
-            items = data["results"] if self.endpoint == "rerank" else data["data"]
-            out = [0.0] * len(documents)
-            for item in items:
-                score = item.get("relevance_score", item.get("score"))
-                out[int(item["index"])] = float(score)
-        except (httpx.HTTPError, ValueError, KeyError, TypeError, IndexError) as exc:
+            return self._server.rerank(query, documents, model=self.model, endpoint=self.endpoint)
+        except ModelServerError as exc:
             raise EncoderUnavailable(
                 f"{self.endpoint} request to {self.url} failed: {exc}"
             ) from exc
-        return out
+
+    def close(self) -> None:
+        """Close the connection to the server (idempotent)."""
+        self._server.close()
 
 
 def rerank_rank(

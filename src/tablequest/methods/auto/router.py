@@ -7,7 +7,8 @@ None of the four papers routes between methods; this is ours (docs/methods.md):
    (a file, ``--table-id``) skips retrieval.
 2. **Route per table**, from cheap signals (`auto.signals`, no LLM), first rule that holds:
    - the serialized table does not fit: tokens > `route_fit_fraction` × the model's context
-     (the server's reported context length, else `route_context_tokens`) → `route_big`
+     (what the model says, `LLM.context_length()`: the server's reported context length;
+     else `route_context_tokens`) → `route_big`
      (TableRAG);
    - an analytical / chart / report request → `route_analytical` (DTR);
    - messy structure (multi-level headers on either axis, merged cells, aggregation rows)
@@ -37,7 +38,6 @@ from dataclasses import dataclass
 from tablequest.corpus.retrieval.retrievers import preview_hit, search
 from tablequest.corpus.storage.store import Store
 from tablequest.llm.parse import is_non_answer
-from tablequest.llm.server import context_length
 from tablequest.llm.usage import QA, StepBudget
 from tablequest.methods.auto.signals import (
     QuestionSignals,
@@ -237,10 +237,8 @@ class AutoRouter:
         self, question: str, tid: str, table: Table, asked: QuestionSignals, trace: Trace
     ) -> Route:
         signals = table_signals(table)
-        config = self.context.llm_config
-        reported = context_length(config.url, model=config.model, api_key=config.api_key) if (
-            config is not None
-        ) else None  # fmt: skip
+        llm = self.context.llm
+        reported = llm.context_length() if llm is not None else None
         tokens = reported or self.options.route_context_tokens
         route = choose_route(self.options, signals, asked, tokens)
         method = route.method

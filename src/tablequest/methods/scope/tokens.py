@@ -10,10 +10,10 @@ Who counts, in order (``tokenizer auto``):
 3. ceil(chars / 4) (`tablequest.llm.base.estimate_tokens`).
 
 The context size comes from ``max_model_len`` in vLLM's /tokenize reply, else
-`tablequest.llm.server.context_length` (``/v1/models``, llama.cpp's ``/props``), else 32,768
-tokens (ours). Probes use
-httpx with a short timeout; `TabScope` probes once and keeps its counter for every question
-(a server that fails the probe is not asked again). Requests obey the model-request guard.
+`ModelServer.context_length` (``/v1/models``, llama.cpp's ``/props``), else 32,768 tokens
+(ours). The server is asked through `tablequest.llm.modelserver.ModelServer` (its guard, its
+one client) with a short timeout; `TabScope` probes once and keeps its counter for every
+question (a server that fails the probe is not asked again).
 """
 
 from __future__ import annotations
@@ -21,13 +21,12 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import httpx
 
 from tablequest.llm.base import LLMError, estimate_tokens
-from tablequest.llm.guard import check_model_request
-from tablequest.llm.server import context_length
+from tablequest.llm.modelserver import ModelServer, server_root
 
 __all__ = [
     "DEFAULT_CONTEXT",
@@ -51,12 +50,6 @@ class TokenCounter:
     count: Counter
     context: int | None = None
     close: Callable[[], None] = lambda: None
-
-
-def server_root(url: str) -> str:
-    """``http://h:8000/v1`` → ``http://h:8000`` (the root /tokenize and /props live under)."""
-    root = url.rstrip("/")
-    return root[: -len("/v1")] if root.endswith("/v1") else root
 
 
 @functools.lru_cache(maxsize=1)
@@ -86,46 +79,19 @@ def local_counter() -> TokenCounter:
     return TokenCounter("chars/4", estimate_tokens)
 
 
-def _post_tokenize(client: httpx.Client, root: str, model: str | None, text: str) -> Any:
-    body = {"content": text, "prompt": text, "model": model, "add_special": False}
-    response = client.post(f"{root}/tokenize", json=body)
-    response.raise_for_status()
-    return response.json()
-
-
-def _count_of(data: Any) -> int:
-    if isinstance(data, dict):
-        if isinstance(data.get("count"), int):
-            return int(data["count"])
-        if isinstance(data.get("tokens"), list):
-            return len(data["tokens"])
-    raise ValueError(f"unexpected /tokenize reply {str(data)[:120]!r}")
-
-
 def _server_counter(url: str, model: str | None, api_key: str | None) -> TokenCounter | None:
-    root = server_root(url)
+    server = ModelServer(url, api_key=api_key, model=model, timeout=PROBE_TIMEOUT)
     try:
-        check_model_request(url, model=model)
-    except LLMError:
+        probe = server.tokenize("probe")
+    except LLMError:  # the guard, or no usable /tokenize
+        server.close()
         return None
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    client = httpx.Client(timeout=PROBE_TIMEOUT, headers=headers)
-    try:
-        data = _post_tokenize(client, root, model, "probe")
-        _count_of(data)
-    except (httpx.HTTPError, ValueError):
-        client.close()
-        return None
-    context: int | None = None
-    if isinstance(data, dict) and isinstance(data.get("max_model_len"), int):
-        context = int(data["max_model_len"])
-    else:
-        context = context_length(url, model=model, api_key=api_key, timeout=PROBE_TIMEOUT)
+    context = probe.context or server.context_length(timeout=PROBE_TIMEOUT)
 
     def count(text: str) -> int:
-        return _count_of(_post_tokenize(client, root, model, text))
+        return server.tokenize(text).count
 
-    return TokenCounter("server:/tokenize", count, context, client.close)
+    return TokenCounter("server:/tokenize", count, context, server.close)
 
 
 def token_counter(
@@ -151,6 +117,6 @@ def safe_count(counter: TokenCounter, text: str) -> tuple[int, str]:
     """Count with `counter`, falling back to the local counter if the server fails mid-run."""
     try:
         return counter.count(text), counter.name
-    except (httpx.HTTPError, ValueError):
+    except (LLMError, httpx.HTTPError, ValueError):
         local = local_counter()
         return local.count(text), local.name
