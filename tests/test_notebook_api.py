@@ -81,6 +81,11 @@ def test_open_store_file_table_file_and_store(tmp_path: Path) -> None:
         assert corpus.store.read_only and corpus.report is None and len(corpus.tables) == 3
         old_form = tq.search(corpus.store, "Varna", k=1)  # the library's older form
         assert old_form == tq.search("Varna", corpus.store, k=1) != []
+        for blank in ("", "  \n"):  # refused as by the CLI, the API and MCP
+            with pytest.raises(ValueError, match="the question is empty"):
+                corpus.search(blank)
+            with pytest.raises(ValueError, match="the question is empty"):
+                tq.search(blank, corpus.store)
     with tq.open(folder / "rivers.csv") as single:
         assert len(single.tables) == 1
     with pytest.raises(tq.SourceError, match="no store, table file or folder"):

@@ -138,8 +138,9 @@ class Corpus:
         method: str = "grep",
         settings: RetrieverSettings | None = None,
     ) -> list[Hit]:
-        """The `k` tables that best match `question` (retriever `method`), with matched rows."""
-        return corpus_search(self.store, question, k=k, method=method, settings=settings)
+        """The `k` tables that best match `question` (retriever `method`), with matched rows.
+        A blank question is refused (ValueError), as by the CLI, the API and MCP."""
+        return corpus_search(self.store, _asked(question), k=k, method=method, settings=settings)
 
     def ask(
         self, question: str, *, llm: LLM | str | None = None, model: str | None = None, **kw: Any
@@ -311,9 +312,17 @@ def search(
         return corpus_search(
             question, str(source), k=k, method=method, settings=settings, rows=rows
         )
+    question = _asked(question)
     if isinstance(source, Store):
         return corpus_search(source, question, k=k, method=method, settings=settings, rows=rows)
     with open(source) as corpus:
         return corpus_search(
             corpus.store, question, k=k, method=method, settings=settings, rows=rows
         )
+
+
+def _asked(question: str) -> str:
+    """`question`, unless it is blank: refused as every surface refuses it."""
+    if not question.strip():
+        raise ValueError("the question is empty")
+    return question

@@ -16,6 +16,7 @@ def test_missing_store_is_refused(tmp_path: Path) -> None:
     result = runner.invoke(app, ["mcp", str(tmp_path / "nope.duckdb")])
     assert result.exit_code == 2
     assert "no store at" in result.output and "tablequest ingest" in result.output
+    assert "--create" not in result.output  # serve's option: `tablequest mcp` has none
 
 
 def test_a_file_that_is_not_a_store_is_refused(tmp_path: Path) -> None:
@@ -23,6 +24,14 @@ def test_a_file_that_is_not_a_store_is_refused(tmp_path: Path) -> None:
     table.write_text("a,b\n1,2\n", encoding="utf-8")
     result = runner.invoke(app, ["mcp", str(table)])
     assert result.exit_code == 2 and "not a store" in result.output
+    assert "tablequest ingest" in result.output  # the fix is named
+
+
+def test_a_folder_is_refused_with_the_ingest_that_makes_a_store(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["mcp", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "is a directory, not a store" in result.output
+    assert f"tablequest ingest {tmp_path} --store" in " ".join(result.output.split())
 
 
 def test_bad_http_bind_is_refused(bed: Bed, tmp_path: Path) -> None:

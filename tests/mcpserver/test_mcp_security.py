@@ -102,6 +102,8 @@ def test_bad_input_is_a_tool_error_and_the_server_goes_on(service: McpService, b
         ("ask", {"question": "q", "method": "no-such-method"}),
         ("ask", {"question": "q", "options": {"nested": {"a": 1}}}),
         ("no_such_tool", {}),
+        ("ask", {"question": "q", "table_ids": [missing]}),
+        ("research", {"table_id": missing, "task": "chart it"}),
     ])  # fmt: skip
     assert all(r.is_error for r in bad), [text(r) for r in bad if not r.is_error]
     messages = [text(r) for r in bad]
@@ -113,6 +115,9 @@ def test_bad_input_is_a_tool_error_and_the_server_goes_on(service: McpService, b
     assert "no-such-retriever" in messages[6]
     assert "the question is empty" in messages[7]
     assert "no-such-method" in messages[8]
+    for message in messages[11:]:  # the ids come from MCP tools, not from a CLI command
+        assert f"no table {missing!r} in the store" in message and "list_tables" in message
+        assert "tablequest tables" not in message
     assert all(str(bed.store.parent) not in m for m in messages)
     again = _calls(service, [("list_tables", {"limit": 1})])
     assert not again[0].is_error and again[0].structured_content["total"] == bed.count

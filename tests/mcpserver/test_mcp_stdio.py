@@ -94,3 +94,20 @@ def test_stdio_resources_page_and_prompt(bed: Bed) -> None:
     assert read.contents[0].text.startswith("| ")
     message = prompt.messages[0].content.text
     assert "Deepest lake?" in message and "cite every cell" in message
+
+
+def test_two_servers_read_one_store_at_once(bed: Bed) -> None:
+    """Two MCP clients (Claude Desktop and an editor) start their own server on one store."""
+
+    async def main() -> tuple[Any, Any]:
+        async with (
+            Client(stdio_params(bed), read_timeout_seconds=60) as first,
+            Client(stdio_params(bed), read_timeout_seconds=60) as second,  # while first runs
+        ):
+            return (
+                await first.call_tool("list_tables", {"limit": 1}),
+                await second.call_tool("list_tables", {"limit": 1}),
+            )
+
+    first, second = anyio.run(main)
+    assert first.structured_content["total"] == second.structured_content["total"] == bed.count

@@ -76,3 +76,18 @@ def test_size_budget_cuts_rows_and_says_so() -> None:
     assert 0 < kept < 100 and window.data["next_offset"] == kept
     huge = table_window(_wide(3, "z" * 5000), "t", max_chars=1000)
     assert huge.data["row_ids"] == [0]  # one row at least, so paging moves on
+
+
+def test_markdown_names_the_row_ids_of_a_partial_window(lakes: Table) -> None:
+    """The model reads the text: a page says which row ids it shows and where the next starts."""
+    assert "body rows" not in table_window(lakes, "t1").text  # the whole table: no note
+    page = table_window(_wide(25, "x"), "t", offset=10, limit=10).text
+    assert page.endswith("\n\n_10 of 25 body rows, row ids 10..19; next page: offset 20._")
+    picked = table_window(lakes, "t1", rows=[2, 0]).text
+    assert picked.endswith("_2 of 3 body rows, row ids 0, 2._")
+    past = table_window(lakes, "t1", offset=9).text
+    assert "No body rows in this window: the table has 3 (row ids 0..2)" in past
+    cut = table_window(_wide(100, "y" * 200), "t", limit=100, max_chars=2000)
+    assert len(cut.text) <= 2000 and cut.data["cut_by_size"] is True
+    kept = len(cut.data["row_ids"])
+    assert cut.text.endswith(f"row ids 0..{kept - 1}; next page: offset {kept}._")

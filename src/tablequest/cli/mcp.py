@@ -64,12 +64,11 @@ def mcp_command(
     except ImportError:
         fail(MCP_EXTRA_HINT)
     from tablequest.cli._llm import LLMFlags
-    from tablequest.cli.serve import check_store
     from tablequest.llm.config import ConfigError
     from tablequest.serve import default_token_file
     from tablequest.trace import default_trace_dir
 
-    path = check_store(store, create=False)
+    path = store_path(store)
     try:
         host, port = parse_bind(http) if http else ("127.0.0.1", 0)
         token: str | None = None
@@ -101,6 +100,30 @@ def mcp_command(
         soft_wrap=True, markup=False, highlight=False,
     )  # fmt: skip
     run_http(service)
+
+
+def store_path(store: Path) -> Path:
+    """`store` when it is a store; else exit 2 naming the fix (``serve``'s check names its
+    ``--create``, which ``mcp`` has not; a folder or a table file is ingested first)."""
+    from tablequest.corpus.storage.storefile import what_is
+
+    path = store.expanduser()
+    if not path.exists():
+        fail(
+            f"no store at {str(store)!r}: build one first with "
+            f"`tablequest ingest PATH... --store {store}`",
+            code="no_store",
+            status=_exit.USAGE,
+        )
+    kind = what_is(path)
+    if kind is not None:
+        fail(
+            f"{str(store)!r} is {kind}, not a store: ingest it into one first "
+            f"(`tablequest ingest {store} --store corpus.duckdb`), then serve that store",
+            code="not_a_store",
+            status=_exit.USAGE,
+        )
+    return path
 
 
 def register(app: typer.Typer) -> None:

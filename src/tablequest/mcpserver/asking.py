@@ -24,6 +24,7 @@ from typing import Any
 
 from tablequest.errors import TablequestError
 from tablequest.llm.config import NOT_CONFIGURED_HINT
+from tablequest.mcpserver.tools import NoSuchTable
 from tablequest.methods.base import Task
 from tablequest.serve.api import scrubber
 from tablequest.serve.asks import AskJob
@@ -123,7 +124,19 @@ async def run_research(
 async def _start(state: ServerState, spec: AskSpec) -> AskJob:
     import anyio
 
+    _check_ids(state, spec.table_ids)
     return await anyio.to_thread.run_sync(state.start_ask, spec)
+
+
+def _check_ids(state: ServerState, table_ids: tuple[str, ...]) -> None:
+    """Refuse an unknown table id with the MCP tools that give ids (the methods' own message
+    names ``tablequest tables``, a command an MCP client cannot run)."""
+    with state.stores.reader() as store:
+        missing = [t for t in table_ids if t not in store.snapshot.info]
+    if missing:
+        raise NoSuchTable(
+            f"no table {missing[0]!r} in the store: list_tables and search_tables give ids"
+        )
 
 
 def _names(options: Mapping[str, OptionValue]) -> dict[str, OptionValue]:

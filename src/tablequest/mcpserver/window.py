@@ -13,7 +13,10 @@ Choices (ours): the row cap is the server's `Limits.max_table_rows` (the cap of 
 always moves on. Markdown is the text the model reads (one header line of flattened paths,
 as `tablequest.table.serialize` writes it); the structured part always holds the header rows,
 paths and the window's merges (grid coordinates of the window, header rows first); JSON adds
-the rows as lists, for clients that rebuild the structure.
+the rows as lists, for clients that rebuild the structure. A markdown window that is not
+the whole table ends with one line naming its row ids and the next page's offset (clients
+often give the model only the text, and the prompt asks it to cite cells by row id); the
+line counts against the budget.
 """
 
 from __future__ import annotations
@@ -118,6 +121,7 @@ def table_window(
         rendered = render(part, "markdown")
         fixed = len(title) + sum(len(h) + 1 for h in rendered.head)
         keep = _fit(rendered.rows, fixed, max_chars) if rendered.rows else 0
+        keep = _fit_note(table, part.row_ids, rendered.rows, keep, fixed, max_chars, rows, offset)
     else:
         lines = [json.dumps(list(r), ensure_ascii=False) for r in part.body]
         head = json.dumps([list(r) for r in part.header_rows], ensure_ascii=False)
@@ -141,11 +145,47 @@ def table_window(
         data["rows"] = [list(r) for r in part.body]
         return Window(json.dumps(data, ensure_ascii=False), data)
     shown = Rendered(rendered.head, rendered.rows[:keep], ())
-    return Window(title + shown.text, data)
+    return Window(title + shown.text + _rows_note(table, part.row_ids, data["next_offset"]), data)
 
 
 def _next_offset(table: Table, part: Table, rows: Sequence[int] | None, offset: int) -> int | None:
-    if rows is not None or not part.row_ids:
+    return _after(table, part.n_rows, rows, offset)
+
+
+def _after(table: Table, kept: int, rows: Sequence[int] | None, offset: int) -> int | None:
+    if rows is not None or not kept:
         return None
-    after = offset + part.n_rows
+    after = offset + kept
     return after if after < table.n_rows else None
+
+
+def _rows_note(table: Table, row_ids: Sequence[int], next_offset: int | None) -> str:
+    """A line under a markdown window that is not the whole table: which body rows it shows
+    (their ids, to cite cells by) and where the next page starts — the model reads the text,
+    not always the structured part."""
+    ids = list(row_ids)
+    if ids == list(table.row_ids):
+        return ""
+    if not ids:
+        return (
+            f"\n\n_No body rows in this window: the table has {table.n_rows} "
+            f"(row ids {_id_range(table.row_ids)})._"
+        )
+    listed = _id_range(ids) if _id_range(ids) != "listed" else ", ".join(map(str, ids))
+    more = f"; next page: offset {next_offset}" if next_offset is not None else ""
+    return f"\n\n_{len(ids)} of {table.n_rows} body rows, row ids {listed}{more}._"
+
+
+def _fit_note(
+    table: Table, row_ids: Sequence[int], lines: Sequence[str], keep: int, fixed: int,
+    budget: int, rows: Sequence[int] | None, offset: int,
+) -> int:  # fmt: skip
+    """`keep`, less the rows that `_rows_note` needs room for (at least one row stays)."""
+    used = fixed + sum(len(line) + 1 for line in lines[:keep])
+    while keep > 1:
+        note = _rows_note(table, row_ids[:keep], _after(table, keep, rows, offset))
+        if used + len(note) <= budget:
+            break
+        keep -= 1
+        used -= len(lines[keep]) + 1
+    return keep

@@ -310,7 +310,10 @@ class StoreManager:
         self.uploads = self.path.with_name(self.path.name + ".uploads")
         """Where the server keeps uploaded files (next to the store)."""
         self.table_cache = table_cache
-        Store(self.path).close()  # creates the schema; fails clearly if another process writes
+        # a new store gets the schema; an existing one is only checked, read-only, so that
+        # several servers (two MCP clients, serve and mcp) can read one store at once
+        exists = self.path.exists() and self.path.stat().st_size > 0
+        Store(self.path, read_only=exists).close()  # fails clearly if another process writes
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
         self._current = Generation(1, self.path, self.path, table_cache, self.uploads)
