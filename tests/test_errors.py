@@ -59,6 +59,7 @@ def package_exceptions() -> set[type[BaseException]]:
             if (
                 inspect.isclass(obj)
                 and issubclass(obj, BaseException)
+                and not issubclass(obj, Warning)  # warning categories are not errors
                 and obj.__module__.startswith("tablequest.")
             ):
                 found.add(obj)

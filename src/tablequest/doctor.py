@@ -51,6 +51,7 @@ from packaging.utils import canonicalize_name
 
 from tablequest import configfile
 from tablequest.configfile import ConfigFileError
+from tablequest.corpus.dense.device import describe_device
 from tablequest.corpus.dense.encoders import (
     EncoderSettings,
     minilm_installed,
@@ -215,7 +216,8 @@ def check_model(
 
 def _local_encoder() -> str:
     if minilm_installed():
-        return "minilm-static" if static_installed() else "minilm"
+        local = "minilm-static" if static_installed() else "minilm"
+        return f"{local} (MiniLM device: {describe_device()})"
     return "bm25 (no [dense] extra)"
 
 

@@ -42,7 +42,7 @@ def test_registries_list_every_name() -> None:
     assert set(ENCODERS) == {
         *("auto", "minilm", "minilm-int8", "minilm-static", "minilm-st", "api", "hash", "bm25")
     }
-    assert set(RETRIEVERS) == {"grep", "bm25", "dense", "hybrid", "rerank"}
+    assert set(RETRIEVERS) == {"grep", "bm25", "dense", "hybrid", "phrase-hybrid", "rerank"}
     assert make_encoder("bm25") is None
     minilm = make_encoder("minilm")
     assert minilm is not None and minilm.name == "all-MiniLM-L6-v2@128+onnx-v1"  # not loaded

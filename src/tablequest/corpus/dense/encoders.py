@@ -21,6 +21,16 @@ inputs cut at `MINILM_TOKENS` tokens, nothing downloaded:
   table, where the static model keeps MiniLM's cell recall at ~100× its speed
   (docs/results.md).
 
+Devices (`EncoderSettings.device`, env ``TABLEQUEST_DEVICE``: auto | cpu | cuda | cuda:N;
+`tablequest.corpus.dense.device`): ``minilm`` and ``minilm-st`` run on the CPU as above, and on
+a CUDA device both take the lean torch path (`tablequest.corpus.dense.torch_minilm`: fp16,
+length-sorted batches under a token budget) under the CPU encoder's name only where its
+vectors agree with the CPU's (cosine ≥ 0.999 on a probe set), else under a suffixed name.
+``auto`` resolves to CUDA when torch sees a GPU. ``minilm-int8`` stays on the CPU (a CUDA
+device asked for by name is refused); ``minilm-static``, ``api``, ``hash`` and ``bm25`` have no
+device and refuse a non-CPU one given in their settings; ``auto`` picks ``minilm`` over
+``minilm-static`` when a CUDA device is asked for by name.
+
 An encoder's name says its backend and version (``all-MiniLM-L6-v2@128+onnx-v1``, …) and is
 part of every embedding cache key, so vectors of one backend are never served to another.
 `search`, ``ask``, ``eval retrieval`` and TableRAG all build encoders here, so vectors and cache
@@ -217,17 +227,20 @@ class QueryEncoder:
 
 @dataclass(frozen=True)
 class EncoderSettings:
-    """Where ``api`` and ``auto`` find an embeddings server.
+    """Where ``api`` and ``auto`` find an embeddings server, and where MiniLM runs.
 
     Attributes:
         url: The OpenAI-compatible ``/v1`` URL (default for both: the LLM server's).
         model: The embedding model name (``auto``: the first model the server lists).
         api_key: Its key.
+        device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N`` for ``minilm`` and ``minilm-st``
+            (None: ``$TABLEQUEST_DEVICE``, else ``auto``; `tablequest.corpus.dense.device`).
     """
 
     url: str | None = None
     model: str | None = None
     api_key: str | None = None
+    device: str | None = None
 
 
 EncoderFactory = Callable[[EncoderSettings], "Encoder | None"]
@@ -255,6 +268,7 @@ def make_encoder(name: str, settings: EncoderSettings | None = None) -> Encoder 
 
 
 def _api(settings: EncoderSettings) -> Encoder:
+    _no_device(settings, "api")
     if not settings.url or not settings.model:
         raise ValueError(
             "encoder 'api' needs an embeddings URL and model (-o embed_url URL "
@@ -314,10 +328,16 @@ def _probe(settings: EncoderSettings, timeout: float) -> str | None:
 def _auto(settings: EncoderSettings) -> Encoder | None:
     model = probe_embeddings(settings)
     if model is not None and settings.url:
+        _no_device(settings, "auto (server embeddings)")
         return APIEncoder(settings.url, model, api_key=settings.api_key)
-    if minilm_installed():
-        return _static(settings) if static_installed() else _onnx(settings)
-    return None
+    if not minilm_installed():
+        _no_device(settings, "auto (bm25)")
+        return None
+    from tablequest.corpus.dense.device import requested_device
+
+    if requested_device(settings.device).startswith("cuda") or not static_installed():
+        return _onnx(settings)  # a GPU asked for by name: the full model, on it
+    return _static(settings)
 
 
 def static_installed() -> bool:
@@ -327,27 +347,74 @@ def static_installed() -> bool:
     return all(importlib.util.find_spec(m) is not None for m in ("model2vec", "skeletoken"))
 
 
+def _no_device(settings: EncoderSettings, name: str) -> None:
+    """Refuse a non-CPU device given explicitly to an encoder that has none."""
+    if settings.device is None:
+        return  # $TABLEQUEST_DEVICE is the MiniLM encoders' preference, not theirs
+    from tablequest.corpus.dense.device import parse_device
+
+    if parse_device(settings.device) not in ("auto", "cpu"):
+        raise ValueError(
+            f"encoder {name!r} has no device (it runs on the CPU or a server); "
+            f"device {settings.device!r} applies to minilm and minilm-st only"
+        )
+
+
+def _on_device(settings: EncoderSettings, cpu: Encoder) -> Encoder:
+    """`cpu` itself, or the lean torch path on the resolved CUDA device named after it."""
+    from tablequest.corpus.dense.device import DeviceEncoder, resolve_device
+
+    device = resolve_device(settings.device)
+    if device == "cpu":
+        return cpu
+    from tablequest.corpus.dense.torch_minilm import TorchMiniLM
+
+    return DeviceEncoder(cpu, TorchMiniLM(device))
+
+
 def _onnx(settings: EncoderSettings, *, int8: bool = False) -> Encoder:
+    from tablequest.corpus.dense.device import requested_device
     from tablequest.corpus.dense.onnx_minilm import ONNXMiniLMEncoder
 
-    return ONNXMiniLMEncoder(int8=int8)
+    if not int8:
+        return _on_device(settings, ONNXMiniLMEncoder())
+    if requested_device(settings.device).startswith("cuda"):
+        raise ValueError(
+            "minilm-int8 is a CPU quantization; on a CUDA device use encoder minilm "
+            "(fp16 there), or device cpu"
+        )
+    return ONNXMiniLMEncoder(int8=True)
 
 
 def _static(settings: EncoderSettings) -> Encoder:
     from tablequest.corpus.dense.static_minilm import StaticMiniLMEncoder
 
+    _no_device(settings, "minilm-static")
     return StaticMiniLMEncoder()
+
+
+def _hash(settings: EncoderSettings) -> Encoder:
+    _no_device(settings, "hash")
+    return HashEncoder()
 
 
 register_encoder(
     "auto", _auto, "server embeddings if offered, else minilm-static (or minilm), else bm25"
 )
-register_encoder("minilm", _onnx, "all-MiniLM-L6-v2, shipped weights, ONNX Runtime (CPU)")
+register_encoder("minilm", _onnx, "all-MiniLM-L6-v2, shipped weights, ONNX Runtime (CPU) or CUDA")
 register_encoder(
     "minilm-int8", lambda s: _onnx(s, int8=True), "minilm quantized to int8 (faster, ≈)"
 )
 register_encoder("minilm-static", _static, "static model distilled from minilm (numpy, fast)")
-register_encoder("minilm-st", lambda s: MiniLMEncoder(), "minilm on sentence-transformers")
+register_encoder(
+    "minilm-st", lambda s: _on_device(s, MiniLMEncoder()), "minilm on sentence-transformers"
+)
 register_encoder("api", _api, "an OpenAI-compatible /v1/embeddings endpoint")
-register_encoder("hash", lambda s: HashEncoder(), "hashing vectors, no model (tests)")
-register_encoder("bm25", lambda s: None, "no vectors: lexical BM25 retrieval")
+register_encoder("hash", _hash, "hashing vectors, no model (tests)")
+
+
+def _bm25(settings: EncoderSettings) -> None:
+    _no_device(settings, "bm25")
+
+
+register_encoder("bm25", _bm25, "no vectors: lexical BM25 retrieval")

@@ -15,7 +15,7 @@ tags.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, Literal
 
 import duckdb
 import numpy as np
@@ -25,19 +25,26 @@ from tablequest.corpus.dense.encoders import Encoder, Matrix
 from tablequest.corpus.storage.store import Hit, Store
 from tablequest.corpus.storage.storefile import explain, is_store_failure
 
+View = Literal["table", "header"]
+"""What is embedded of a table: its whole plain text, or its header line alone (the
+``phrase-hybrid`` retriever's second vector; cached under ``ENCODER#header``)."""
 
-def ensure_embeddings(store: Store, encoder: Encoder) -> tuple[list[str], Matrix]:
+
+def ensure_embeddings(
+    store: Store, encoder: Encoder, *, view: View = "table"
+) -> tuple[list[str], Matrix]:
     """(table ids, their vectors) for the whole store, encoding only what is missing."""
+    model = encoder.name if view == "table" else f"{encoder.name}#header"
     rows = store.con.execute(
         "SELECT t.table_id, t.content_hash, t.plain, e.vector FROM tables t "
         "LEFT JOIN embeddings e ON e.content_hash = t.content_hash AND e.model = ? "
         "ORDER BY t.table_id",
-        [encoder.name],
+        [model],
     ).fetchall()
     missing: dict[str, str] = {}
     for _tid, chash, plain, vec in rows:
         if vec is None:
-            missing.setdefault(chash, plain)
+            missing.setdefault(chash, plain if view == "table" else plain.split("\n", 1)[0])
     if missing:
         hashes = list(missing)
         vectors = encoder.encode([missing[h] for h in hashes])
@@ -45,7 +52,7 @@ def ensure_embeddings(store: Store, encoder: Encoder) -> tuple[list[str], Matrix
     else:
         fresh = {}
     if fresh and not store.read_only:  # a read-only store keeps new vectors in memory only
-        _save(store, encoder.name, fresh)
+        _save(store, model, fresh)
     ids = [r[0] for r in rows]
     if not rows:
         return ids, np.zeros((0, 1), dtype=np.float32)
@@ -74,14 +81,16 @@ def _save(store: Store, model: str, fresh: dict[str, Any]) -> None:
         print(f"tablequest: {message}", file=sys.stderr)
 
 
-def corpus_vectors(store: Store, encoder: Encoder) -> tuple[list[str], Matrix]:
+def corpus_vectors(
+    store: Store, encoder: Encoder, *, view: View = "table"
+) -> tuple[list[str], Matrix]:
     """`ensure_embeddings`, kept in the Store object for the current corpus (no re-read of
     every vector from DuckDB on each query)."""
-    name = f"dense:{encoder.name}"
+    name = f"dense:{encoder.name}" + ("" if view == "table" else "#header")
     cached = store.cached_index(name)
     if isinstance(cached, tuple):
         return cached
-    ids, matrix = ensure_embeddings(store, encoder)
+    ids, matrix = ensure_embeddings(store, encoder, view=view)
     store.remember_index(name, (ids, matrix))
     return ids, matrix
 

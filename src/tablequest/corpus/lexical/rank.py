@@ -21,7 +21,8 @@ import io
 import re
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,7 @@ STAGE_MIN_TABLES = 2000
 
 def _announce_build(name: str, tables: int) -> None:
     if tables >= STAGE_MIN_TABLES:
-        announce_stage(f"building the {_LABEL[name]} index ({tables:,} tables)…")
+        announce_stage(f"building the {_LABEL.get(name, name)} index ({tables:,} tables)…")
 
 
 def grep_index(store: Store, *, strict: bool = False) -> GrepIndex:
@@ -107,9 +108,16 @@ def _persist(store: Store, name: str, fingerprint: str, blob: bytes, *, strict: 
             reason = str(exc)
     if store.path is None:
         return
+    if name not in _LABEL and reason == "the store is open read-only":
+        return  # an index ingest never builds (phrase BM25): kept in memory, nothing to fix
     message = (
-        f"note: store {store.name!r} has no up-to-date {_LABEL[name]} index ({reason}); built "
-        "it in memory for this run. Run `tablequest ingest` on it again to save it"
+        f"note: store {store.name!r} has no up-to-date {_LABEL.get(name, name)} index "
+        f"({reason}); built it in memory for this run. "
+        + (
+            "Run `tablequest ingest` on it again to save it"
+            if name in _LABEL
+            else "The next ranking that can write the store saves it"
+        )
     )
     if message not in store.notes:
         store.note(message)
@@ -167,20 +175,48 @@ def tokenize(texts: Sequence[str]) -> list[list[str]]:
     return [[w for w in _WORD.findall(t.lower()) if w not in STOPWORDS] for t in texts]
 
 
-class BM25Index:
-    """bm25s over table plain text, with ids."""
+Tokenizer = Callable[[Sequence[str]], list[list[str]]]
 
-    def __init__(self, ids: Sequence[str], model: Any) -> None:
+
+@dataclass(frozen=True)
+class BM25Kind:
+    """One BM25 index of a store: its cache name, how texts (`tokens`) and questions
+    (`query`; None: `tokens` too) become tokens, and bm25s's parameters (empty: its
+    defaults)."""
+
+    name: str
+    tokens: Tokenizer
+    params: tuple[tuple[str, float], ...] = ()
+    query: Tokenizer | None = None
+
+    @property
+    def query_tokens(self) -> Tokenizer:
+        return self.query or self.tokens
+
+
+PLAIN_BM25 = BM25Kind(BM25, tokenize)
+"""TableSeek's BM25 baseline: word tokens, bm25s's defaults (``bm25``, ``hybrid``)."""
+
+
+class BM25Index:
+    """bm25s over table plain text, with ids; `tokens` makes a question's tokens
+    (`tokenize` by default)."""
+
+    def __init__(self, ids: Sequence[str], model: Any, tokens: Tokenizer | None = None) -> None:
         self.ids = list(ids)
         self.model = model
+        self.tokens: Tokenizer = tokens or tokenize
 
     @classmethod
-    def build(cls, ids: Sequence[str], texts: Sequence[str]) -> BM25Index:
+    def build(
+        cls, ids: Sequence[str], texts: Sequence[str], kind: BM25Kind | None = None
+    ) -> BM25Index:
         import bm25s
 
-        model = bm25s.BM25()
-        model.index(tokenize(texts), show_progress=False)
-        return cls(ids, model)
+        kind = kind or PLAIN_BM25
+        model = bm25s.BM25(**dict(kind.params))
+        model.index(kind.tokens(texts), show_progress=False)
+        return cls(ids, model, kind.query_tokens)
 
     def to_blob(self) -> bytes:
         """The model's files (bm25s `save`) packed into one npz blob."""
@@ -194,7 +230,7 @@ class BM25Index:
         return out.getvalue()
 
     @classmethod
-    def from_blob(cls, ids: Sequence[str], blob: bytes) -> BM25Index:
+    def from_blob(cls, ids: Sequence[str], blob: bytes, kind: BM25Kind | None = None) -> BM25Index:
         """The index saved by `to_blob` (ValueError / OSError / KeyError when unreadable)."""
         import bm25s
 
@@ -207,17 +243,17 @@ class BM25Index:
             model = bm25s.BM25.load(tmp, show_progress=False)
         if int(model.scores["num_docs"]) != len(ids):
             raise ValueError("the saved BM25 index is for another corpus")
-        return cls(ids, model)
+        return cls(ids, model, (kind or PLAIN_BM25).query_tokens)
 
     def scores(self, query: str) -> np.ndarray[Any, Any]:
         """BM25 score of every table (in `ids` order); zeros when the query has no token."""
-        tokens = tokenize([query])[0]
+        tokens = self.tokens([query])[0]
         if not tokens or not self.ids:
             return np.zeros(len(self.ids), dtype=np.float64)
         return np.asarray(self.model.get_scores(tokens), dtype=np.float64)
 
     def search(self, query: str, k: int) -> list[tuple[int, float]]:
-        if not tokenize([query])[0] or not self.ids:
+        if not self.tokens([query])[0] or not self.ids:
             return []
         return top_scores(self.scores(query), k)
 
@@ -234,25 +270,27 @@ def top_scores(scores: np.ndarray[Any, Any], k: int) -> list[tuple[int, float]]:
     return [(int(i), float(scores[i])) for i in order if scores[i] > 0]
 
 
-def bm25_index(store: Store, *, strict: bool = False) -> BM25Index:
-    """The store's BM25 index, loaded or built for the current corpus (see `grep_index`)."""
-    cached = store.cached_index(BM25)
+def bm25_index(store: Store, *, strict: bool = False, kind: BM25Kind | None = None) -> BM25Index:
+    """The store's BM25 index of `kind` (plain BM25 by default), loaded or built for the
+    current corpus (see `grep_index`)."""
+    kind = kind or PLAIN_BM25
+    cached = store.cached_index(kind.name)
     if isinstance(cached, BM25Index):
         return cached
     fp = store.fingerprint()
-    blob = store.load_blob(BM25, fp)
+    blob = store.load_blob(kind.name, fp)
     index = None
     if blob is not None:
         try:
-            index = BM25Index.from_blob(store.table_ids(), blob)
+            index = BM25Index.from_blob(store.table_ids(), blob, kind)
         except (ValueError, KeyError, OSError):  # another layout or version: rebuild
             index = None
     if index is None:
         ids, texts = store.column("plain")
-        _announce_build(BM25, len(ids))
-        index = BM25Index.build(ids, texts)
-        _persist(store, BM25, fp, index.to_blob(), strict=strict)
-    store.remember_index(BM25, index)
+        _announce_build(kind.name, len(ids))
+        index = BM25Index.build(ids, texts, kind)
+        _persist(store, kind.name, fp, index.to_blob(), strict=strict)
+    store.remember_index(kind.name, index)
     return index
 
 

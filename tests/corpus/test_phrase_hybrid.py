@@ -1,0 +1,92 @@
+"""Phrase BM25 and the ``phrase-hybrid`` retriever (issue 29, Must 2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tablequest.corpus import Store, ingest
+from tablequest.corpus.dense.encoders import HashEncoder
+from tablequest.corpus.dense.index import corpus_vectors, cosine_scores
+from tablequest.corpus.lexical.phrase import PHRASE_BM25, phrase_tokens, question_tokens
+from tablequest.corpus.lexical.rank import BM25Index, bm25_index
+from tablequest.corpus.retrieval.retrievers import (
+    HEADER_WEIGHT,
+    PHRASE_ALPHA,
+    PhraseHybridRetriever,
+    RetrieverSettings,
+    make_retriever,
+)
+from tablequest.corpus.storage.shards import ShardedStore, ingest_sharded
+
+
+def test_tokens_are_words_and_bigrams_per_line_with_the_header_twice() -> None:
+    [table] = phrase_tokens(["Club City\nNew York Americans 1936"])
+    header = ["club", "city", "club_city"]
+    body = ["new", "york", "americans", "1936", "new_york", "york_americans", "americans_1936"]
+    assert table == header + header + body
+    # no bigram across lines, stop words out before pairing
+    assert phrase_tokens(["a b\nthe c"]) == [["b", "b", "c"]]
+    [question] = question_tokens(["the New York Americans"])
+    assert question == ["new", "york", "americans", "new_york", "york_americans"]
+
+
+def _corpus(tmp_path: Path) -> Path:
+    root = tmp_path / "tables"
+    root.mkdir()
+    (root / "clubs.csv").write_text("club,cup\nNew York Americans,1937\nYork City,1950\n")
+    (root / "cities.csv").write_text("city,state\nNew Haven,Connecticut\nYork,Maine\n")
+    (root / "rivers.csv").write_text("river,length\nVarna,120\nAmerican,190\n")
+    return root
+
+
+def test_the_phrase_index_ranks_the_phrase_and_is_saved(tmp_path: Path) -> None:
+    with Store(tmp_path / "s.duckdb") as store:
+        assert ingest(store, [_corpus(tmp_path)]).ok
+        index = bm25_index(store, kind=PHRASE_BM25)
+        scores = index.scores("when did the new york americans win the cup?")
+        ids = store.table_ids()
+        clubs = next(t for t in ids if "clubs" in store.get(t).source.path)
+        assert ids[int(np.argmax(scores))] == clubs
+        assert index.model.k1 == 0.7 and index.model.b == 0.3
+        blob = store.load_blob(PHRASE_BM25.name, store.fingerprint())
+        assert blob is not None  # persisted beside the plain index, under its own name
+        again = BM25Index.from_blob(ids, blob, PHRASE_BM25)
+        assert np.allclose(again.scores("new york americans"), index.scores("new york americans"))
+        assert index.scores("the of").tolist() == [0.0] * len(ids)  # stop words only
+
+
+def test_phrase_hybrid_fuses_as_documented(tmp_path: Path) -> None:
+    encoder = HashEncoder()
+    with Store(tmp_path / "s.duckdb") as store:
+        assert ingest(store, [_corpus(tmp_path)]).ok
+        retriever = PhraseHybridRetriever(encoder)
+        retriever.prepare(store)
+        question = "which river is 120 long"
+        hits = retriever.rank(store, question, 3, rows=True)
+        ids, tables = corpus_vectors(store, encoder)
+        _, headers = corpus_vectors(store, encoder, view="header")
+        lexical = bm25_index(store, kind=PHRASE_BM25).scores(question)
+        q = encoder.encode([question])[0]
+        dense = (1 - HEADER_WEIGHT) * cosine_scores(tables, q) + HEADER_WEIGHT * cosine_scores(
+            headers, q
+        )
+        want = (1 - PHRASE_ALPHA) * lexical / lexical.max() + PHRASE_ALPHA * dense
+        assert [h.table_id for h in hits] == [ids[i] for i in np.argsort(-want, kind="stable")]
+        assert [h.score for h in hits] == pytest.approx(sorted(want, reverse=True))
+        assert "rivers" in store.get(hits[0].table_id).source.path and hits[0].matched_rows
+        header_rows = store.con.execute(
+            "SELECT count(*) FROM embeddings WHERE model = ?", [f"{encoder.name}#header"]
+        ).fetchone()
+        assert header_rows == (3,)  # the header vectors are cached under their own key
+
+
+def test_registered_and_refuses_a_sharded_corpus(tmp_path: Path) -> None:
+    retriever = make_retriever("phrase-hybrid", RetrieverSettings(encoder="hash"))
+    assert retriever.name == "phrase-hybrid"
+    with ShardedStore(tmp_path / "c.json", shards=2) as store:
+        ingest_sharded(store, [_corpus(tmp_path)], workers=1)
+        with pytest.raises(ValueError, match="sharded corpus ranks with hybrid"):
+            retriever.rank(store, "varna", 3)
