@@ -136,6 +136,10 @@ def test_minilm_backends_have_distinct_cache_names() -> None:
     assert len(set(names.values())) == 4, names
     assert names["minilm-st"] == "all-MiniLM-L6-v2@128"
     assert all(v is not None and v.startswith("all-MiniLM-L6-v2@128") for v in names.values())
+    short = make_encoder("minilm-32")
+    assert short is not None and short.name == "all-MiniLM-L6-v2@32+onnx-v1"  # its own key
+    [vector] = short.encode(["How long is the river Varna?"])
+    assert vector.shape == (384,) and abs(float(vector @ vector) - 1.0) < 1e-5
 
 
 def test_the_cache_never_serves_one_backends_vectors_to_another(tmp_path: Path) -> None:

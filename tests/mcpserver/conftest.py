@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import socket
 import sys
 import threading
@@ -84,8 +85,12 @@ def write_corpus(folder: Path) -> Path:
 
 
 def build_store(path: Path, extra: Path) -> Path:
+    # the examples are copied under the extra folder: sources are shown relative to the
+    # folders' common root, which must not depend on where the checkout lies
+    write_corpus(extra)
+    shutil.copytree(EXAMPLES, extra / "examples")
     with Store(path) as store:
-        report = ingest(store, [EXAMPLES, write_corpus(extra)])
+        report = ingest(store, [extra])
     assert report.ok and not report.files_failed, report.to_json()
     return path
 
