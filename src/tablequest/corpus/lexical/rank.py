@@ -71,7 +71,7 @@ def grep_index(store: Store, *, strict: bool = False) -> GrepIndex:
     if index is None:
         _announce_build(GREP, len(ids))
         index = GrepIndex.build(ids, texts)
-        _persist(store, GREP, fp, index.arrays_blob(), strict=strict)
+        _persist(store, GREP, fp, index.arrays_blob, strict=strict)
     store.remember_index(GREP, index)
     return index
 
@@ -96,11 +96,14 @@ def missing_indexes(store: Store) -> list[str]:
     return [name for name in (GREP, BM25) if not store.has_blob(name, fp)]
 
 
-def _persist(store: Store, name: str, fingerprint: str, blob: bytes, *, strict: bool) -> None:
+def _persist(
+    store: Store, name: str, fingerprint: str, blob: Callable[[], bytes], *, strict: bool
+) -> None:
+    """Save the index `blob()` makes (serialized only when the store can keep it)."""
     reason = "the store is open read-only"
     if not store.read_only:
         try:
-            store.save_blob(name, fingerprint, blob)
+            store.save_blob(name, fingerprint, blob())
             return
         except StoreWriteError as exc:
             if strict:
@@ -289,7 +292,7 @@ def bm25_index(store: Store, *, strict: bool = False, kind: BM25Kind | None = No
         ids, texts = store.column("plain")
         _announce_build(kind.name, len(ids))
         index = BM25Index.build(ids, texts, kind)
-        _persist(store, kind.name, fp, index.to_blob(), strict=strict)
+        _persist(store, kind.name, fp, index.to_blob, strict=strict)
     store.remember_index(kind.name, index)
     return index
 
