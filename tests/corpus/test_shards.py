@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.words import WORDS
+from tests.testdata import WORDS
 
 from tablequest.corpus import Store, StoreError, ingest
 from tablequest.corpus.dense.encoders import HashEncoder

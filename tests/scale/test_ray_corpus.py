@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import ray  # in the dev extra: a missing Ray fails these tests, it never skips them
 from tests.scale.conftest import local_ray
-from tests.words import WORDS
+from tests.testdata import WORDS
 from typer.testing import CliRunner
 
 from tablequest.cli.app import app
