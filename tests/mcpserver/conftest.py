@@ -8,7 +8,6 @@ tool acts on it (the `run_pandas` sandbox is never started by reading or asking)
 from __future__ import annotations
 
 import csv
-import json
 import os
 import shutil
 import socket
@@ -27,7 +26,7 @@ import uvicorn
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
-from tests.testdata import LAKES_HTML
+from tests.testdata import LAKES_HTML, lakes_reply
 
 from tablequest.corpus import Store, ingest
 from tablequest.llm.config import resolve_config
@@ -43,22 +42,7 @@ INJECTION = (
 )
 
 
-def stub_reply(request: dict[str, Any]) -> str:
-    """TableSeek's prompts answered for the lakes table, and table QA's "Final Answer"."""
-    prompt = request["messages"][-1]["content"]
-    if "Final Answer:" in prompt:
-        return "Final Answer: 61"
-    if "Candidate tables" in prompt:
-        return json.dumps({"action": "select", "selected_tables": ["Table_0"]})
-    if "grep patterns" in prompt:
-        return json.dumps({"patterns": ["Quillsee", "Depth"]})
-    return json.dumps(
-        {
-            "status": "answered",
-            "answer": "61",
-            "evidence": [{"table": "Table_0", "column": "Size / Depth m", "value": "61"}],
-        }
-    )
+stub_reply = lakes_reply
 
 
 def write_corpus(folder: Path) -> Path:

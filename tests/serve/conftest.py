@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
-from tests.testdata import LAKES_HTML
+from tests.testdata import LAKES_HTML, lakes_reply
 
 from tablequest.corpus import Store, ingest
 from tablequest.llm.config import resolve_config
@@ -46,24 +46,9 @@ GATE.set()
 
 
 def stub_reply(request: dict[str, Any]) -> str:
-    """TableSeek's three prompts, answered for the lakes table, and table QA's one-line
-    "Final Answer" prompt (where ``auto`` ends up for the lakes table) — held while GATE is
-    clear."""
-    prompt = request["messages"][-1]["content"]
+    """The lakes table's replies (`lakes_reply`), held while GATE is clear."""
     GATE.wait(30)
-    if "Final Answer:" in prompt:
-        return "Final Answer: 61"
-    if "Candidate tables" in prompt:
-        return json.dumps({"action": "select", "selected_tables": ["Table_0"]})
-    if "grep patterns" in prompt:
-        return json.dumps({"patterns": ["Quillsee", "Depth"]})
-    return json.dumps(
-        {
-            "status": "answered",
-            "answer": "61",
-            "evidence": [{"table": "Table_0", "column": "Size / Depth m", "value": "61"}],
-        }
-    )
+    return lakes_reply(request)
 
 
 class LogCollector(logging.Handler):
