@@ -10,14 +10,16 @@ import pytest
 from tablequest.corpus import Store, ingest
 from tablequest.corpus.dense.encoders import HashEncoder
 from tablequest.corpus.dense.index import corpus_vectors, cosine_scores
+from tablequest.corpus.lexical.cellmatch import cell_index
 from tablequest.corpus.lexical.phrase import PHRASE_BM25, phrase_tokens, question_tokens
 from tablequest.corpus.lexical.rank import BM25Index, bm25_index
+from tablequest.corpus.retrieval import retrievers
 from tablequest.corpus.retrieval.retrievers import (
-    HEADER_WEIGHT,
-    PHRASE_ALPHA,
+    PHRASE_WEIGHTS,
     PhraseHybridRetriever,
     RetrieverSettings,
     make_retriever,
+    phrase_fusion,
 )
 from tablequest.corpus.storage.shards import ShardedStore, ingest_sharded
 
@@ -69,11 +71,16 @@ def test_phrase_hybrid_fuses_as_documented(tmp_path: Path) -> None:
         ids, tables = corpus_vectors(store, encoder)
         _, headers = corpus_vectors(store, encoder, view="header")
         lexical = bm25_index(store, kind=PHRASE_BM25).scores(question)
+        cells = cell_index(store).scores(question)
+        assert cells.max() > 0  # "river" is a whole cell of rivers.csv
         q = encoder.encode([question])[0]
-        dense = (1 - HEADER_WEIGHT) * cosine_scores(tables, q) + HEADER_WEIGHT * cosine_scores(
-            headers, q
+        w_lex, w_table, w_header, w_cells = PHRASE_WEIGHTS
+        want = (
+            w_lex * lexical / lexical.max()
+            + w_table * cosine_scores(tables, q)
+            + w_header * cosine_scores(headers, q)
+            + w_cells * cells / cells.max()
         )
-        want = (1 - PHRASE_ALPHA) * lexical / lexical.max() + PHRASE_ALPHA * dense
         assert [h.table_id for h in hits] == [ids[i] for i in np.argsort(-want, kind="stable")]
         assert [h.score for h in hits] == pytest.approx(sorted(want, reverse=True))
         assert "rivers" in store.get(hits[0].table_id).source.path and hits[0].matched_rows
@@ -90,3 +97,25 @@ def test_registered_and_refuses_a_sharded_corpus(tmp_path: Path) -> None:
         ingest_sharded(store, [_corpus(tmp_path)], workers=1)
         with pytest.raises(ValueError, match="sharded corpus ranks with hybrid"):
             retriever.rank(store, "varna", 3)
+
+
+def test_fusion_weights_each_feature_and_scales_the_lexical_ones_by_their_max(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert sum(PHRASE_WEIGHTS) == pytest.approx(1.0, abs=0.002) and min(PHRASE_WEIGHTS) > 0
+    monkeypatch.setattr(retrievers, "PHRASE_WEIGHTS", (0.1, 0.2, 0.3, 0.4))
+    lexical = np.array([2.0, 4.0, 0.0])
+    tables = np.array([0.5, -0.5, 0.0])
+    headers = np.array([0.0, 1.0, 0.2])
+    cells = np.zeros(3)  # no cell matched: the feature adds nothing (no division by 0)
+    got = phrase_fusion(lexical, tables, headers, cells)
+    assert got.tolist() == pytest.approx([0.05 + 0.1, 0.1 - 0.1 + 0.3, 0.06])
+    # many questions at once: each row scaled by its own maximum
+    rows = phrase_fusion(
+        np.stack([lexical, lexical * 3]),
+        np.stack([tables, tables]),
+        np.stack([headers, headers]),
+        np.stack([cells, np.array([0.0, 1.0, 3.0])]),
+    )
+    assert rows[0].tolist() == pytest.approx(got.tolist())
+    assert rows[1].tolist() == pytest.approx([0.15, 0.3 + 0.4 / 3, 0.06 + 0.4])

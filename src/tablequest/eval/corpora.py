@@ -75,7 +75,7 @@ __all__ = [
     "parse_format",
 ]
 
-BUILDER_VERSION = 1
+BUILDER_VERSION = 2  # 2: a cell's line breaks no longer split `plain` lines
 BASE_FORMATS: tuple[str, ...] = ("csv", "markdown", "html")
 CORPUS_FORMATS: tuple[str, ...] = ("csv", "markdown", "html", "mixed", "transposed")
 _BATCH = 256

@@ -8,8 +8,9 @@ baselines of ``ask`` / ``eval run``, ``eval retrieval`` and the HTTP API alike:
 - ``dense``: cosine between the question's and each table's vector (an encoder of
   `tablequest.corpus.dense.encoders`);
 - ``hybrid``: BM25 and dense fused (`corpus.rank.hybrid_rank`);
-- ``phrase-hybrid``: phrase BM25 (word bigrams, the header counted twice) fused with the
-  cosines of the whole table and of its header line (`PhraseHybridRetriever`; one store);
+- ``phrase-hybrid``: phrase BM25 (word bigrams, the header counted twice) and cell match
+  (question phrases that are a whole cell) fused with the cosines of the whole table and
+  of its header line (`PhraseHybridRetriever`; one store);
 - ``rerank``: the dense top-`rerank_pool` reordered by a ``/v1/rerank`` server.
 
 A retriever ranks a question: ``rank(store, question, k, rows=False) -> list[Hit]``; with
@@ -27,6 +28,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
+
+import numpy as np
+import numpy.typing as npt
 
 from tablequest.corpus.dense.encoders import (
     DENSE_EXTRA_HINT,
@@ -187,19 +191,44 @@ class HybridRetriever(DenseRetriever):
         return _with_rows(store, hits, question, rows)
 
 
-PHRASE_ALPHA = 0.75  # weight of the dense part in `phrase-hybrid` (see PhraseHybridRetriever)
-HEADER_WEIGHT = 0.3  # share of the header vector's cosine within the dense part
+PHRASE_WEIGHTS = (0.217, 0.606, 0.096, 0.08)
+"""`phrase-hybrid`'s weights of (phrase BM25 / max, cos(q, table), cos(q, header line),
+cell match / max), fit on WTQ training questions (see `phrase_fusion`)."""
+
+
+def phrase_fusion(
+    lexical: npt.NDArray[np.float64],
+    tables: npt.NDArray[np.float64],
+    headers: npt.NDArray[np.float64],
+    cells: npt.NDArray[np.float64],
+) -> npt.NDArray[np.float64]:
+    """`phrase-hybrid`'s score of every table: Σ w_i · feature_i with `PHRASE_WEIGHTS`.
+
+    Each argument holds one feature per table along the last axis (one question: 1-d; many:
+    one row each). The two lexical features are divided by their maximum over the tables
+    (0 where no table scores), the cosines are used as they are.
+    """
+    w_lex, w_table, w_header, w_cells = PHRASE_WEIGHTS
+    return (
+        w_lex * _by_max(lexical) + w_table * tables + w_header * headers + w_cells * _by_max(cells)
+    )
+
+
+def _by_max(scores: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    best = scores.max(axis=-1, keepdims=True) if scores.size else np.ones_like(scores)
+    return np.where(best > 0, scores / np.where(best > 0, best, 1.0), 0.0)
 
 
 class PhraseHybridRetriever(DenseRetriever):
-    """Phrase BM25 and two cosines fused: the whole table's and its header line's.
+    """Phrase BM25, cell match and two cosines fused (`phrase_fusion`, `PHRASE_WEIGHTS`).
 
-    score = (1 − α) · phrase-BM25 / max + α · ((1 − w) · cos(q, table) + w · cos(q, header)),
-    α = `PHRASE_ALPHA`, w = `HEADER_WEIGHT`; the phrase index is `lexical.phrase`
-    (bigrams, the header counted twice, k1 0.7, b 0.3). Chosen on the first 2,000 WTQ
-    *training* questions (R@1 0.483 against 0.454 for ``hybrid``), never on test questions
-    (docs/results.md, "Phrase hybrid"). One store only: the sharded ranking merges plain
-    BM25 statistics, so a sharded corpus is refused with a pointer to ``hybrid``.
+    The lexical parts are the phrase index of `lexical.phrase` (word bigrams, the header
+    counted twice, k1 0.7, b 0.3) and the cell match of `lexical.cellmatch` (question phrases
+    that are a whole cell); the dense parts are the cosines of the question with the whole
+    table's vector and with its header line's. Every choice was made on WTQ *training*
+    questions, never on test questions (docs/results.md, "Phrase hybrid";
+    `benchmarks/phrase_retrieval.py` fits the weights). One store only: the sharded ranking
+    merges plain BM25 statistics, so a sharded corpus is refused with a pointer to ``hybrid``.
     """
 
     name = "phrase-hybrid"
@@ -213,9 +242,8 @@ class PhraseHybridRetriever(DenseRetriever):
         corpus_vectors(store, self.encoder, view="header")
 
     def rank(self, store: Store, question: str, k: int, *, rows: bool = False) -> list[Hit]:
-        import numpy as np
-
         from tablequest.corpus.dense.index import corpus_vectors, cosine_scores
+        from tablequest.corpus.lexical.cellmatch import cell_index
         from tablequest.corpus.lexical.phrase import PHRASE_BM25
         from tablequest.corpus.lexical.rank import bm25_index
 
@@ -224,15 +252,14 @@ class PhraseHybridRetriever(DenseRetriever):
         _, headers = corpus_vectors(store, self.encoder, view="header")
         if not ids or k <= 0:
             return []
-        index = bm25_index(store, kind=PHRASE_BM25)  # table-id order, as the vectors
-        lexical = index.scores(question)
-        best = float(lexical.max()) if lexical.size else 0.0
+        lexical = bm25_index(store, kind=PHRASE_BM25).scores(question)  # table-id order
+        cells = cell_index(store).scores(question)  # table-id order too
         query = self.encoder.encode([question])[0]
-        dense = (1 - HEADER_WEIGHT) * cosine_scores(tables, query) + HEADER_WEIGHT * (
-            cosine_scores(headers, query)
-        )
-        fused = (1 - PHRASE_ALPHA) * (lexical / best if best > 0 else 0.0) + PHRASE_ALPHA * (
-            dense.astype(np.float64)
+        fused = phrase_fusion(
+            lexical,
+            cosine_scores(tables, query).astype(np.float64),
+            cosine_scores(headers, query).astype(np.float64),
+            cells,
         )
         order = np.lexsort((np.arange(len(ids)), -fused))[:k]
         hits = [Hit(ids[i], float(fused[i])) for i in order]
@@ -340,7 +367,7 @@ register_retriever(
 register_retriever(
     "phrase-hybrid",
     lambda s: PhraseHybridRetriever(_vectors(s, "phrase-hybrid")),
-    "phrase BM25 (bigrams, header ×2) fused with table and header cosines",
+    "phrase BM25 and cell match fused with table and header cosines",
 )
 register_retriever(
     "rerank",

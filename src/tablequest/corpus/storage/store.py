@@ -103,9 +103,11 @@ def text_format(table: Table) -> str:
 
 
 def plain_text(table: Table) -> str:
-    """Title, headers and cells as whitespace-separated words (for BM25 / dense)."""
-    parts = [table.title or ""]
-    parts.extend(" ".join(row) for row in table.cells)
+    """Title, then one line per grid row (header rows first), cells as whitespace-separated
+    words (for BM25 / dense). A cell's own line breaks ("No. in\nseries") become spaces, so
+    each line is one whole row (the phrase index and the header vector read lines)."""
+    parts = [" ".join((table.title or "").split())]
+    parts.extend(" ".join(" ".join(cell.split()) for cell in row) for row in table.cells)
     return "\n".join(p for p in parts if p)
 
 

@@ -1,0 +1,81 @@
+"""Cell match (`lexical.cellmatch`) and the plain text's lines (issue 29, Must 2)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tablequest.corpus import Store, ingest
+from tablequest.corpus.lexical.cellmatch import (
+    CELL_INDEX,
+    CellIndex,
+    cell_index,
+    normalize,
+    question_grams,
+    table_cells,
+)
+from tablequest.corpus.storage.store import plain_text
+from tablequest.table import Table
+
+
+def test_cells_are_normalized_names() -> None:
+    assert normalize("  New-York  Americans!! ") == "new york americans"
+    assert normalize("St._Louis") == "st louis"  # underscores are separators too
+    grid = [["Club", "Cup", "Goals"], ["Real Madrid C.F.", "1998", "12"], ["", "3.5", "—"]]
+    # numbers are out unless a year; empty and punctuation-only cells are out
+    assert table_cells(grid) == {"club", "cup", "goals", "real madrid c f", "1998"}
+    assert table_cells([["one two three four five six seven eight"]]) == {
+        "one two three four five six seven eight"
+    }
+    assert table_cells([["one two three four five six seven eight nine"]]) == set()
+
+
+def test_question_grams_are_every_phrase_up_to_eight_words() -> None:
+    assert question_grams("Real Madrid, 1998?") == {
+        "real",
+        "madrid",
+        "1998",
+        "real madrid",
+        "madrid 1998",
+        "real madrid 1998",
+    }
+    ten = " ".join(f"w{i}" for i in range(10))
+    assert len(question_grams(ten)) == 10 + 9 + 8 + 7 + 6 + 5 + 4 + 3  # n ≤ 8
+
+
+def test_scores_sum_the_idf_of_each_matched_cell_once() -> None:
+    grids = [
+        [["club", "city"], ["Real Madrid", "Madrid"]],
+        [["city", "country"], ["Madrid", "Spain"]],
+        [["river", "length"], ["Tagus", "120"]],
+    ]
+    index = CellIndex.build(["a", "b", "c"], grids)
+    scores = index.scores("How far is Madrid from Real Madrid, the city?")
+    madrid, city, real_madrid = math.log1p(3 / 2), math.log1p(3 / 2), math.log1p(3 / 1)
+    assert scores.tolist() == pytest.approx([real_madrid + madrid + city, madrid + city, 0.0])
+    # "madrid" twice in the question counts once; "120" is a number, never a cell
+    assert index.scores("tagus 120").tolist() == pytest.approx([0.0, 0.0, math.log1p(3)])
+    assert index.scores("").tolist() == [0.0, 0.0, 0.0]
+
+
+def test_the_store_index_is_built_once_in_table_id_order(tmp_path: Path) -> None:
+    root = tmp_path / "tables"
+    root.mkdir()
+    (root / "clubs.csv").write_text("club,city\nReal Madrid,Madrid\n")
+    (root / "rivers.csv").write_text("river,length\nTagus,1007\n")
+    with Store(tmp_path / "s.duckdb") as store:
+        assert ingest(store, [root]).ok
+        index = cell_index(store)
+        assert index.ids == store.table_ids()
+        assert cell_index(store) is index and store.cached_index(CELL_INDEX) is index
+        clubs = next(t for t in index.ids if "clubs" in store.get(t).source.path)
+        scores = index.scores("where do real madrid play")
+        assert index.ids[int(np.argmax(scores))] == clubs
+
+
+def test_plain_text_keeps_one_line_per_row() -> None:
+    table = Table.from_rows([["No. in\nseries", "Title"], ["1", "Pilot\r\n(part 1)"]])
+    assert plain_text(table) == "No. in series Title\n1 Pilot (part 1)"
