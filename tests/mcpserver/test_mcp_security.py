@@ -130,3 +130,39 @@ def test_code_errors_come_back_as_tool_errors(service: McpService, bed: Bed) -> 
     ])[0]  # fmt: skip
     assert run.is_error and run.structured_content["ok"] is False
     assert run.structured_content["error"]  # the sandbox refused the file read
+
+
+def test_unknown_arguments_are_refused_and_schema_errors_read_like_the_api(
+    service: McpService,
+) -> None:
+    limit, extra, many, unknown_tool, fine = _calls(
+        service,
+        [
+            ("list_tables", {"limit": 0}),
+            ("list_tables", {"limit": 1, "bogus": 1, "x" * 500: 2}),
+            ("search_tables", {"question": "", "k": 0, "method": 5}),
+            ("no_such_tool", {}),
+            ("list_tables", {"limit": 1}),
+        ],
+    )
+    assert limit.is_error
+    assert text(limit) == "list_tables: limit: Input should be greater than or equal to 1"
+    # the SDK would drop an argument it does not know; a caller's typo must not pass silently
+    assert extra.is_error and text(extra) == (
+        f"list_tables: unknown arguments 'bogus', '{'x' * 40}'; it takes filter, offset, limit"
+    )
+    assert many.is_error and text(many).startswith("search_tables: question: ")
+    assert "k: Input should be greater than or equal to 1" in text(many)
+    assert "method: Input should be a valid string" in text(many)
+    assert "pydantic" not in text(many) and "input_value" not in text(many)
+    assert unknown_tool.is_error and "no_such_tool" in text(unknown_tool)
+    assert not fine.is_error  # the server keeps serving
+
+
+def test_validation_text_names_each_place_and_counts_the_rest() -> None:
+    from tablequest.serve.models import validation_text
+
+    errors = [{"loc": ("body", "options", f"o{i}"), "msg": "bad"} for i in range(7)]
+    assert validation_text(errors, limit=2) == "options.o0: bad; options.o1: bad; and 5 more"
+    assert validation_text([{"loc": ("body",), "msg": "Field required"}]) == "body: Field required"
+    assert validation_text([]) == "invalid request"

@@ -1,7 +1,8 @@
 """The MCP server: tools, one resource per table, and a prompt, on the official SDK (`mcp` 2.x).
 
-Tools (inputs validated against their JSON schemas by the SDK; a bad input, an unknown table,
-a refused option or a missing model is a tool error with a message, never a crash):
+Tools (inputs validated against their JSON schemas by the SDK; a bad input, an argument the
+tool does not take, an unknown table, a refused option or a missing model is a tool error
+with a message — `CheckedServer` — never a crash):
 
 - ``list_tables`` (filter, paging), ``search_tables`` (question → ranked tables with matched
   rows, any registered retriever), ``get_table`` (a window of rows and columns, markdown or
@@ -30,17 +31,19 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp_types import (
     CallToolResult,
     ContentBlock,
     ImageContent,
+    InputRequiredResult,
     ListResourcesResult,
     PaginatedRequestParams,
     Resource,
     TextContent,
 )
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 import tablequest
 from tablequest.errors import TablequestError
@@ -49,10 +52,10 @@ from tablequest.mcpserver.sandboxed import DEFAULT_TIMEOUT, MAX_CODE_CHARS, MAX_
 from tablequest.mcpserver.tools import TableTools
 from tablequest.mcpserver.window import DEFAULT_CHARS, MAX_CHARS
 from tablequest.serve.api import scrubber
-from tablequest.serve.models import DEFAULT_ENCODER, TABLE_ID
+from tablequest.serve.models import DEFAULT_ENCODER, TABLE_ID, validation_text
 from tablequest.serve.state import ServerState
 
-__all__ = ["INSTRUCTIONS", "PAGE", "build_server"]
+__all__ = ["INSTRUCTIONS", "PAGE", "CheckedServer", "build_server"]
 
 PAGE = 100
 """Resources a ``resources/list`` page holds."""
@@ -113,10 +116,36 @@ def _ask_result(outcome: AskOutcome) -> CallToolResult:
     return CallToolResult(content=content, structured_content=data)
 
 
+class CheckedServer(MCPServer):
+    """The SDK's server, stricter on arguments: a call naming an argument the tool does not
+    take is refused (the SDK would drop it silently), and one that fails the tool's schema
+    gets the HTTP API's message (``limit: Input should be …``), not pydantic's report."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        tool = next((t for t in await self.list_tools() if t.name == name), None)
+        if tool is not None:
+            takes = list(tool.input_schema.get("properties", {}))
+            unknown = [repr(a[:40]) for a in arguments if a not in takes]
+            if unknown:
+                raise ToolError(
+                    f"{name}: unknown argument{'s' if len(unknown) > 1 else ''} "
+                    f"{', '.join(unknown[:5])}; it takes {', '.join(takes) or 'none'}"
+                )
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                raise ToolError(f"{name}: {validation_text(cause.errors())}") from cause
+            raise
+
+
 def build_server(state: ServerState, tools: TableTools | None = None) -> MCPServer:
     """The MCP server over `state` (see the module doc); `tools` defaults to its own."""
     table_tools = tools or TableTools(state)
-    server: MCPServer = MCPServer(
+    server: MCPServer = CheckedServer(
         "tablequest", version=tablequest.__version__, instructions=INSTRUCTIONS,
         log_level="WARNING",
     )  # fmt: skip

@@ -34,6 +34,7 @@ from tablequest.serve.admission import Admission
 from tablequest.serve.api import router
 from tablequest.serve.asks import Busy
 from tablequest.serve.config import ServeConfig
+from tablequest.serve.models import validation_text
 from tablequest.serve.render import STATIC_DIR
 from tablequest.serve.security import Guard
 from tablequest.serve.state import ServerOnlyOption, ServerState
@@ -77,13 +78,11 @@ def error_response(
 
 
 def _validation_message(exc: RequestValidationError) -> tuple[int, str]:
-    parts = []
-    for error in exc.errors()[:5]:
+    errors = exc.errors()
+    for error in errors[:5]:
         if error.get("type") == "json_invalid":
             return 400, f"malformed JSON body: {error.get('msg')}"
-        where = ".".join(str(p) for p in error.get("loc", ()) if p != "body") or "body"
-        parts.append(f"{where}: {error.get('msg')}")
-    return 422, "; ".join(parts) or "invalid request"
+    return 422, validation_text(errors)
 
 
 def _install_handlers(app: FastAPI) -> None:

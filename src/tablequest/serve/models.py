@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -210,3 +211,15 @@ class Health(BaseModel):
 class Version(BaseModel):
     tablequest: str
     api: str
+
+
+def validation_text(errors: Sequence[Mapping[str, Any]], *, limit: int = 5) -> str:
+    """Pydantic's errors as ``where: what; …`` (the first `limit`; "body" left out of the
+    place): the HTTP API's and the MCP tools' message for arguments that fail their schema.
+    The rejected values are not echoed (they are the caller's data)."""
+    parts = []
+    for error in list(errors)[:limit]:
+        where = ".".join(str(p) for p in error.get("loc", ()) if p != "body") or "body"
+        parts.append(f"{where}: {error.get('msg')}")
+    more = len(errors) - limit
+    return "; ".join(parts + ([f"and {more} more"] if more > 0 else [])) or "invalid request"
