@@ -310,7 +310,7 @@ def search_command(
     k: Annotated[int, typer.Option("-k", min=1, help="How many tables to show.")] = 5,
     method: SearchMethodOpt = "grep",
     encoder: Annotated[
-        str, typer.Option(help=f"Encoder of dense, hybrid, rerank: {' | '.join(ENCODERS)}.")
+        str, typer.Option(help=f"Encoder of dense, hybrid, phrase-hybrid, rerank: {' | '.join(ENCODERS)}.")
     ] = "minilm",
     rerank_url: Annotated[
         str | None, typer.Option("--rerank-url", metavar="URL", help="rerank: a /v1/rerank server.")
@@ -343,7 +343,7 @@ def search_command(
         try:
             with encoding_bar("encoding tables", not json_out):
                 hits = retriever.rank(st, question, k, rows=True)
-        except EncoderUnavailable as exc:
+        except (EncoderUnavailable, ValueError) as exc:  # ValueError: a corpus it refuses
             fail(str(exc), json_out=json_out)
         if json_out:
             print(json.dumps([hit_json(st, h) for h in hits], ensure_ascii=False))
