@@ -310,7 +310,10 @@ def search_command(
     k: Annotated[int, typer.Option("-k", min=1, help="How many tables to show.")] = 5,
     method: SearchMethodOpt = "grep",
     encoder: Annotated[
-        str, typer.Option(help=f"Encoder of dense, hybrid, phrase-hybrid, rerank: {' | '.join(ENCODERS)}.")
+        str,
+        typer.Option(
+            help=f"Encoder of dense, hybrid, phrase-hybrid, rerank: {' | '.join(ENCODERS)}."
+        ),
     ] = "minilm",
     rerank_url: Annotated[
         str | None, typer.Option("--rerank-url", metavar="URL", help="rerank: a /v1/rerank server.")
