@@ -85,7 +85,7 @@ def test_phrase_hybrid_fuses_as_documented(tmp_path: Path) -> None:
         assert [h.score for h in hits] == pytest.approx(sorted(want, reverse=True))
         assert "rivers" in store.get(hits[0].table_id).source.path and hits[0].matched_rows
         header_rows = store.con.execute(
-            "SELECT count(*) FROM embeddings WHERE model = ?", [f"{encoder.name}#header"]
+            "SELECT count(*) FROM embeddings WHERE model = ?", [f"{encoder.name}#header-v2"]
         ).fetchone()
         assert header_rows == (3,)  # the header vectors are cached under their own key
 

@@ -14,6 +14,7 @@ tags.
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any, Literal
 
@@ -26,15 +27,16 @@ from tablequest.corpus.storage.store import Hit, Store
 from tablequest.corpus.storage.storefile import explain, is_store_failure
 
 View = Literal["table", "header"]
-"""What is embedded of a table: its whole plain text, or its header line alone (the
-``phrase-hybrid`` retriever's second vector; cached under ``ENCODER#header``)."""
+"""What is embedded of a table: its whole plain text, or its header rows alone (line 0 of
+`corpus.storage.views.header_first_text`: the ``phrase-hybrid`` retriever's second vector,
+cached under ``ENCODER#header-v2``)."""
 
 
 def ensure_embeddings(
     store: Store, encoder: Encoder, *, view: View = "table"
 ) -> tuple[list[str], Matrix]:
     """(table ids, their vectors) for the whole store, encoding only what is missing."""
-    model = encoder.name if view == "table" else f"{encoder.name}#header"
+    model = encoder.name if view == "table" else f"{encoder.name}#header-v2"
     rows = store.con.execute(
         "SELECT t.table_id, t.content_hash, t.plain, e.vector FROM tables t "
         "LEFT JOIN embeddings e ON e.content_hash = t.content_hash AND e.model = ? "
@@ -44,7 +46,9 @@ def ensure_embeddings(
     missing: dict[str, str] = {}
     for _tid, chash, plain, vec in rows:
         if vec is None:
-            missing.setdefault(chash, plain if view == "table" else plain.split("\n", 1)[0])
+            missing.setdefault(chash, plain)
+    if missing and view == "header":
+        missing = _header_lines(store, list(missing))
     if missing:
         hashes = list(missing)
         vectors = encoder.encode([missing[h] for h in hashes])
@@ -60,6 +64,18 @@ def ensure_embeddings(
         [np.asarray(r[3], dtype=np.float32) if r[3] is not None else fresh[r[1]] for r in rows]
     )
     return ids, matrix
+
+
+def _header_lines(store: Store, hashes: list[str]) -> dict[str, str]:
+    """content hash → the header rows' line of one table with that content."""
+    from tablequest.corpus.storage.views import header_line
+
+    rows = store.con.execute(
+        "SELECT content_hash, arg_min(data, table_id) FROM tables "
+        "WHERE list_contains(?, content_hash) GROUP BY content_hash",
+        [hashes],
+    ).fetchall()
+    return {chash: header_line(json.loads(data)) for chash, data in rows}
 
 
 def _save(store: Store, model: str, fresh: dict[str, Any]) -> None:

@@ -2,33 +2,39 @@
 
 A question names the row it is about in the words of one of its cells ("how many goals did
 *Real Madrid* score"), and the cell is often a name that appears whole in few tables. So each
-table's cells are normalized (`normalize`: lower case, every run of non-word characters one
-space) and kept when they are names: not empty, at most `MAX_WORDS` words, and not a number
-other than a four-digit one (a year names a row; "12" or "3.5" matches by chance). The
-question's word n-grams (n = 1 … `MAX_WORDS`, normalized the same way) that equal a kept cell
-of a table add that cell's idf to the table's score, each distinct n-gram once:
+table's cells are normalized (`normalize`: compatibility forms folded, accents and other
+marks dropped, case folded, every run of non-word characters one space) and kept when they
+are names: 1 … `MAX_WORDS` words, not only stop words ("a", "the"), and not a number other
+than a year (1000–2099; "12" or "3.5" matches by chance). The question's word n-grams
+(n = 1 … `MAX_WORDS`, normalized the same way) that equal a kept cell of a table add that
+cell's idf to the table's score, each distinct n-gram once:
 
     cells(q, T) = Σ_{g ∈ ngrams(q), g a cell of T} idf(g),   idf(g) = ln(1 + N / df(g))
 
-with N the tables of the store and df(g) those with a cell equal to g. Choices (ours), made on
-WikiTableQuestions *training* questions only (`benchmarks/phrase_retrieval.py`): whole-cell
-equality rather than words (BM25 has the words) and this idf, which keeps every match positive
-while a cell that recurs in every table counts least.
+with N the tables of the store and df(g) those with a cell equal to g (the sum is taken in
+sorted n-gram order, so equal inputs give bit-equal scores in every process). Choices (ours),
+made on WikiTableQuestions *training* questions only (`benchmarks/phrase_retrieval.py`):
+whole-cell equality rather than words (BM25 has the words) and this idf, which keeps every
+match positive while a cell that recurs in every table counts least. Words are what
+separates n-grams: a question in a script written without spaces (Chinese, Thai) matches a
+cell only where it is the whole question, as in BM25's tokens.
 
 The index lives in memory for the process (`Store.remember_index`, like a phrase BM25 index
-that a read-only store cannot keep); it is built from the stored tables in one pass.
+that a read-only store cannot keep), built from the stored grids in one pass; its postings
+are one array (cell → a slice), ~0.6 MB per 100k distinct cells beside the cell strings.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
+from tablequest.corpus.lexical.words import STOPWORDS
 from tablequest.corpus.storage.store import Store
 
 __all__ = ["CELL_INDEX", "MAX_WORDS", "CellIndex", "cell_index", "normalize"]
@@ -41,17 +47,24 @@ CELL_INDEX = "cells-v1"
 
 _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
 _NUMBER = re.compile(r"[\d ]+")
-_YEAR = re.compile(r"\d{4}")
+_YEAR = re.compile(r"1\d{3}|20\d{2}")
 
 
 def normalize(text: str) -> str:
-    """Lower case, every run of non-word characters (and underscores) one space, trimmed."""
-    return _NON_WORD.sub(" ", text.lower()).strip()
+    """Compatibility forms folded and marks dropped (NFKD: "İstanbul", "Réal" → "istanbul",
+    "real"), case folded, every run of non-word characters (and underscores) one space."""
+    if not text.isascii():
+        decomposed = unicodedata.normalize("NFKD", text)
+        text = "".join(ch for ch in decomposed if not unicodedata.category(ch).startswith("M"))
+    return _NON_WORD.sub(" ", text.casefold()).strip()
 
 
 def _is_name(cell: str) -> bool:
-    """A normalized cell that names something: 1–MAX_WORDS words, not a bare non-year number."""
+    """A normalized cell that names something: 1–MAX_WORDS words, not only stop words, not a
+    bare number unless a year."""
     if not cell or cell.count(" ") >= MAX_WORDS:
+        return False
+    if all(word in STOPWORDS for word in cell.split()):
         return False
     return not _NUMBER.fullmatch(cell) or bool(_YEAR.fullmatch(cell))
 
@@ -62,13 +75,21 @@ def table_cells(cells: Iterable[Sequence[str]]) -> set[str]:
 
 
 class CellIndex:
-    """cell → (tables holding it, idf) over a corpus of `n` tables in a fixed order."""
+    """cell → (tables holding it, idf) over a corpus of `ids` tables in a fixed order.
+
+    Postings are one int32 array: cell i's tables are ``tables[starts[i]:starts[i + 1]]``.
+    """
 
     def __init__(self, ids: Sequence[str], postings: dict[str, list[int]]) -> None:
         self.ids = list(ids)
         n = len(self.ids)
-        self.postings = {c: np.asarray(p, dtype=np.int64) for c, p in postings.items()}
-        self.idf = {c: math.log1p(n / len(p)) for c, p in postings.items()}
+        self.cell_ids = {cell: i for i, cell in enumerate(postings)}
+        lengths = np.fromiter((len(p) for p in postings.values()), np.int64, len(postings))
+        self.starts = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        self.tables = np.fromiter(
+            (t for p in postings.values() for t in p), np.int32, int(lengths.sum())
+        )
+        self.idf = np.log1p(n / np.maximum(lengths, 1)).astype(np.float64)
 
     @classmethod
     def build(cls, ids: Sequence[str], grids: Iterable[Iterable[Sequence[str]]]) -> CellIndex:
@@ -84,13 +105,18 @@ class CellIndex:
                 postings.setdefault(cell, []).append(position)
         return postings
 
+    def df(self, cell: str) -> int:
+        """How many tables hold `cell` (normalized) as a whole cell."""
+        i = self.cell_ids.get(cell)
+        return 0 if i is None else int(self.starts[i + 1] - self.starts[i])
+
     def scores(self, question: str) -> np.ndarray[Any, Any]:
         """cells(q, T) of every table (in `ids` order); zeros when no n-gram is a cell."""
         out = np.zeros(len(self.ids), dtype=np.float64)
-        for gram in question_grams(question):
-            posting = self.postings.get(gram)
-            if posting is not None:
-                out[posting] += self.idf[gram]
+        for gram in sorted(question_grams(question)):  # a fixed order: bit-equal sums
+            i = self.cell_ids.get(gram)
+            if i is not None:
+                out[self.tables[self.starts[i] : self.starts[i + 1]]] += self.idf[i]
         return out
 
 

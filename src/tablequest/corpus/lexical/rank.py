@@ -184,13 +184,15 @@ Tokenizer = Callable[[Sequence[str]], list[list[str]]]
 @dataclass(frozen=True)
 class BM25Kind:
     """One BM25 index of a store: its cache name, how texts (`tokens`) and questions
-    (`query`; None: `tokens` too) become tokens, and bm25s's parameters (empty: its
-    defaults)."""
+    (`query`; None: `tokens` too) become tokens, bm25s's parameters (empty: its
+    defaults), and which text of each table it indexes (`source`: (ids, texts) in
+    table-id order; None: the store's ``plain`` column)."""
 
     name: str
     tokens: Tokenizer
     params: tuple[tuple[str, float], ...] = ()
     query: Tokenizer | None = None
+    source: Callable[[Store], tuple[list[str], list[str]]] | None = None
 
     @property
     def query_tokens(self) -> Tokenizer:
@@ -289,7 +291,7 @@ def bm25_index(store: Store, *, strict: bool = False, kind: BM25Kind | None = No
         except (ValueError, KeyError, OSError):  # another layout or version: rebuild
             index = None
     if index is None:
-        ids, texts = store.column("plain")
+        ids, texts = kind.source(store) if kind.source else store.column("plain")
         _announce_build(kind.name, len(ids))
         index = BM25Index.build(ids, texts, kind)
         _persist(store, kind.name, fp, index.to_blob, strict=strict)

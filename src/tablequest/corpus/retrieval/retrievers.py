@@ -10,7 +10,7 @@ baselines of ``ask`` / ``eval run``, ``eval retrieval`` and the HTTP API alike:
 - ``hybrid``: BM25 and dense fused (`corpus.rank.hybrid_rank`);
 - ``phrase-hybrid``: phrase BM25 (word bigrams, the header counted twice) and cell match
   (question phrases that are a whole cell) fused with the cosines of the whole table and
-  of its header line (`PhraseHybridRetriever`; one store);
+  of its header rows (`PhraseHybridRetriever`; one store);
 - ``rerank``: the dense top-`rerank_pool` reordered by a ``/v1/rerank`` server.
 
 A retriever ranks a question: ``rank(store, question, k, rows=False) -> list[Hit]``; with
@@ -191,8 +191,8 @@ class HybridRetriever(DenseRetriever):
         return _with_rows(store, hits, question, rows)
 
 
-PHRASE_WEIGHTS = (0.217, 0.606, 0.096, 0.08)
-"""`phrase-hybrid`'s weights of (phrase BM25 / max, cos(q, table), cos(q, header line),
+PHRASE_WEIGHTS = (0.222, 0.61, 0.099, 0.069)
+"""`phrase-hybrid`'s weights of (phrase BM25 / max, cos(q, table), cos(q, header rows),
 cell match / max), fit on WTQ training questions (see `phrase_fusion`)."""
 
 
@@ -225,7 +225,7 @@ class PhraseHybridRetriever(DenseRetriever):
     The lexical parts are the phrase index of `lexical.phrase` (word bigrams, the header
     counted twice, k1 0.7, b 0.3) and the cell match of `lexical.cellmatch` (question phrases
     that are a whole cell); the dense parts are the cosines of the question with the whole
-    table's vector and with its header line's. Every choice was made on WTQ *training*
+    table's vector and with its header rows'. Every choice was made on WTQ *training*
     questions, never on test questions (docs/results.md, "Phrase hybrid";
     `benchmarks/phrase_retrieval.py` fits the weights). One store only: the sharded ranking
     merges plain BM25 statistics, so a sharded corpus is refused with a pointer to ``hybrid``.
@@ -234,7 +234,7 @@ class PhraseHybridRetriever(DenseRetriever):
     name = "phrase-hybrid"
 
     def prepare(self, store: Store) -> None:
-        """Encode the tables' texts and header lines that have no vector yet."""
+        """Encode the tables' texts and header rows that have no vector yet."""
         from tablequest.corpus.dense.index import corpus_vectors
 
         self._single(store)
