@@ -112,7 +112,7 @@ def test_the_header_first_view_puts_every_header_row_first_and_the_title_after()
     )
     assert header_first_text(cells, 0, None) == "Medals won\nNation Gold\nNorway 16"
     assert header_first_text([], 1, "Only a title") == "\nOnly a title"  # line 0: the header
-    assert header_line({"cells": cells, "n_header_rows": 2}) == "Medals won Nation Gold"
+    assert header_line(cells, 2) == "Medals won Nation Gold"
 
 
 def test_the_phrase_index_and_header_vector_read_the_grid_not_the_stored_plain(

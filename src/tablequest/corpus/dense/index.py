@@ -75,7 +75,8 @@ def _header_lines(store: Store, hashes: list[str]) -> dict[str, str]:
         "WHERE list_contains(?, content_hash) GROUP BY content_hash",
         [hashes],
     ).fetchall()
-    return {chash: header_line(json.loads(data)) for chash, data in rows}
+    tables = {chash: json.loads(data) for chash, data in rows}
+    return {h: header_line(t["cells"], int(t["n_header_rows"])) for h, t in tables.items()}
 
 
 def _save(store: Store, model: str, fresh: dict[str, Any]) -> None:

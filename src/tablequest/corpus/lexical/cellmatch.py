@@ -26,7 +26,6 @@ are one array (cell → a slice), ~0.6 MB per 100k distinct cells beside the cel
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
@@ -36,6 +35,7 @@ import numpy as np
 
 from tablequest.corpus.lexical.words import STOPWORDS
 from tablequest.corpus.storage.store import Store
+from tablequest.corpus.storage.views import stored_tables
 
 __all__ = ["CELL_INDEX", "MAX_WORDS", "CellIndex", "cell_index", "normalize"]
 
@@ -138,12 +138,9 @@ def cell_index(store: Store) -> CellIndex:
     ids: list[str] = []
 
     def grids() -> Iterator[list[list[str]]]:  # streamed: one batch of tables in memory
-        cursor = store.con.cursor()
-        cursor.execute("SELECT table_id, data FROM tables ORDER BY table_id")
-        while batch := cursor.fetchmany(512):
-            for table_id, data in batch:
-                ids.append(table_id)
-                yield json.loads(data)["cells"]
+        for table_id, _title, data in stored_tables(store):
+            ids.append(table_id)
+            yield data["cells"]
 
     postings = CellIndex.postings_of(grids())
     index = CellIndex(ids, postings)

@@ -20,7 +20,7 @@ from typing import Any
 
 from tablequest.corpus.storage.store import Store
 
-__all__ = ["header_first_text", "header_first_texts", "header_line"]
+__all__ = ["header_first_text", "header_first_texts", "header_line", "stored_tables"]
 
 
 def _line(cells: Sequence[str]) -> str:
@@ -29,31 +29,28 @@ def _line(cells: Sequence[str]) -> str:
 
 def header_first_text(cells: Sequence[Sequence[str]], n_header_rows: int, title: str | None) -> str:
     """The header rows on line 0, then the title, then one line per body row."""
-    head = max(1, n_header_rows)
-    rest = [_line([title or ""]), *(_line(row) for row in cells[head:])]
-    return "\n".join(
-        [header_line({"cells": cells, "n_header_rows": head}), *(r for r in rest if r)]
-    )
+    rest = [_line([title or ""]), *(_line(row) for row in cells[max(1, n_header_rows) :])]
+    return "\n".join([header_line(cells, n_header_rows), *(r for r in rest if r)])
 
 
-def header_line(data: dict[str, Any]) -> str:
-    """Line 0 of `header_first_text` (the header rows) for a stored table's `data` (its
-    `Table.to_dict`)."""
-    head = max(1, int(data["n_header_rows"]))
-    return _line([c for row in data["cells"][:head] for c in row])
+def header_line(cells: Sequence[Sequence[str]], n_header_rows: int) -> str:
+    """Line 0 of `header_first_text`: the header rows' words (at least the first row's)."""
+    return _line([c for row in cells[: max(1, n_header_rows)] for c in row])
 
 
 def header_first_texts(store: Store) -> tuple[list[str], list[str]]:
     """(table ids, their header-first texts) in table-id order, read in batches."""
     ids: list[str] = []
     texts: list[str] = []
-    for table_id, title, data in _rows(store):
+    for table_id, title, data in stored_tables(store):
         ids.append(table_id)
         texts.append(header_first_text(data["cells"], int(data["n_header_rows"]), title))
     return ids, texts
 
 
-def _rows(store: Store) -> Iterator[tuple[str, str | None, dict[str, Any]]]:
+def stored_tables(store: Store) -> Iterator[tuple[str, str | None, dict[str, Any]]]:
+    """(table id, title, `Table.to_dict` data) of every stored table in table-id order, read
+    in batches (one batch in memory; no `Table` objects built)."""
     cursor = store.con.cursor()
     cursor.execute("SELECT table_id, title, data FROM tables ORDER BY table_id")
     while batch := cursor.fetchmany(512):
