@@ -31,7 +31,7 @@ from tablequest.corpus.dense.index import corpus_vectors
 from tablequest.corpus.lexical.cellmatch import cell_index
 from tablequest.corpus.lexical.phrase import PHRASE_BM25, question_tokens
 from tablequest.corpus.lexical.rank import PLAIN_BM25, BM25Index, BM25Kind, tokenize
-from tablequest.corpus.retrieval.retrievers import PHRASE_WEIGHTS, phrase_fusion
+from tablequest.corpus.retrieval.retrievers import PHRASE_WEIGHTS, by_max, phrase_fusion
 from tablequest.corpus.storage.views import header_first_texts
 from tablequest.eval.corpora import build_corpus
 from tablequest.eval.datasets import load
@@ -73,11 +73,6 @@ STEPS: list[tuple[str, BM25Kind, float, float]] = [
 def _recall1(scores: Array, gold: list[list[int]]) -> float:
     top = scores.argmax(axis=1)
     return float(np.mean([t in g for t, g in zip(top, gold, strict=True)]))
-
-
-def _by_max(raw: Array) -> Array:
-    out: Array = raw / np.maximum(raw.max(axis=1, keepdims=True), 1e-9)
-    return out
 
 
 def fit_weights(features: Array, gold: list[list[int]], chunk: int = 1000) -> Array:
@@ -145,7 +140,7 @@ def main() -> None:
         return np.stack([index.scores(q) for q in questions])
 
     def fused(lex: Array, table_cos: Array, header_cos: Array, a: float, w: float) -> Any:
-        return (1 - a) * _by_max(lex) + a * ((1 - w) * table_cos + w * header_cos)
+        return (1 - a) * by_max(lex) + a * ((1 - w) * table_cos + w * header_cos)
 
     lex_cache: dict[tuple[str, str], Array] = {}
     print(f"{'step':<52} {'train R@1':>9} {'test R@1':>9}")
@@ -164,7 +159,7 @@ def main() -> None:
         features[name] = (lex_cache[(last, name)], table_cos, header_cos, cell_scores)
     fit_set = features["fit"]
     keep = [q for q, g in enumerate(sets["fit"][1]) if g]  # a gold table in the corpus
-    stacked = np.stack([_by_max(fit_set[0]), fit_set[1], fit_set[2], _by_max(fit_set[3])], -1)
+    stacked = np.stack([by_max(fit_set[0]), fit_set[1], fit_set[2], by_max(fit_set[3])], -1)
     weights = fit_weights(stacked[keep].astype(np.float32), [sets["fit"][1][q] for q in keep])
     del stacked
     print(f"\nfit on {len(sets['fit'][1])} other training questions: weights "

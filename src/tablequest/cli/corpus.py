@@ -51,7 +51,12 @@ from tablequest.cli._scale import open_corpus
 from tablequest.corpus import IngestReport, Store, StoreError, ingest
 from tablequest.corpus.dense.encoder_base import progress_stages
 from tablequest.corpus.dense.encoders import ENCODERS, EncoderUnavailable
-from tablequest.corpus.retrieval.retrievers import RETRIEVERS, RetrieverSettings, make_retriever
+from tablequest.corpus.retrieval.retrievers import (
+    RETRIEVERS,
+    RetrieverSettings,
+    UnsupportedStore,
+    make_retriever,
+)
 from tablequest.corpus.storage.ingest import IngestAborted, StopSignals
 from tablequest.corpus.storage.shards import ShardedStore, ingest_sharded, is_manifest
 
@@ -346,7 +351,7 @@ def search_command(
         try:
             with encoding_bar("encoding tables", not json_out):
                 hits = retriever.rank(st, question, k, rows=True)
-        except (EncoderUnavailable, ValueError) as exc:  # ValueError: a corpus it refuses
+        except (EncoderUnavailable, UnsupportedStore) as exc:
             fail(str(exc), json_out=json_out)
         if json_out:
             print(json.dumps([hit_json(st, h) for h in hits], ensure_ascii=False))

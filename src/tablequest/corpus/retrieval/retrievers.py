@@ -63,6 +63,7 @@ __all__ = [
     "RETRIEVERS",
     "Retriever",
     "RetrieverSettings",
+    "UnsupportedStore",
     "make_retriever",
     "preview_hit",
     "register_retriever",
@@ -191,6 +192,10 @@ class HybridRetriever(DenseRetriever):
         return _with_rows(store, hits, question, rows)
 
 
+class UnsupportedStore(ValueError):
+    """A retriever cannot rank this kind of store (what to use instead is in the message)."""
+
+
 PHRASE_WEIGHTS = (0.222, 0.61, 0.099, 0.069)
 """`phrase-hybrid`'s weights of (phrase BM25 / max, cos(q, table), cos(q, header rows),
 cell match / max), fit on WTQ training questions (see `phrase_fusion`)."""
@@ -209,12 +214,11 @@ def phrase_fusion(
     (0 where no table scores), the cosines are used as they are.
     """
     w_lex, w_table, w_header, w_cells = PHRASE_WEIGHTS
-    return (
-        w_lex * _by_max(lexical) + w_table * tables + w_header * headers + w_cells * _by_max(cells)
-    )
+    return w_lex * by_max(lexical) + w_table * tables + w_header * headers + w_cells * by_max(cells)
 
 
-def _by_max(scores: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+def by_max(scores: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """`scores` divided by their maximum along the last axis; 0 where that maximum is ≤ 0."""
     best = scores.max(axis=-1, keepdims=True) if scores.size else np.ones_like(scores)
     return np.where(best > 0, scores / np.where(best > 0, best, 1.0), 0.0)
 
@@ -267,7 +271,7 @@ class PhraseHybridRetriever(DenseRetriever):
 
     def _single(self, store: Store) -> None:
         if isinstance(store, ShardedStore):
-            raise ValueError(
+            raise UnsupportedStore(
                 "phrase-hybrid ranks one store; a sharded corpus ranks with hybrid "
                 "(-m hybrid), which merges the shards exactly"
             )
