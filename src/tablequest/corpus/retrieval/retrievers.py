@@ -57,6 +57,7 @@ from tablequest.corpus.retrieval.shardrank import (
 )
 from tablequest.corpus.storage.shards import ShardedStore
 from tablequest.corpus.storage.store import Hit, Store, text_format
+from tablequest.errors import TablequestError
 from tablequest.plugins import RETRIEVERS_GROUP, PluginRegistry, Plugins
 
 __all__ = [
@@ -192,7 +193,7 @@ class HybridRetriever(DenseRetriever):
         return _with_rows(store, hits, question, rows)
 
 
-class UnsupportedStore(ValueError):
+class UnsupportedStore(TablequestError, ValueError):
     """A retriever cannot rank this kind of store (what to use instead is in the message)."""
 
 
