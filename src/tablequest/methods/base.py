@@ -58,6 +58,10 @@ if TYPE_CHECKING:
     from tablequest.sandbox import Sandbox
 
 Status = Literal["answered", "insufficient", "failed"]
+Verified = Literal["verified", "unverified", "contradicted"]
+"""Whether an answered result recomputes from its evidence, LLM-free (`methods.evidence.verify`):
+``verified`` (it does), ``unverified`` (no evidence, or only ambiguous or untracked cells),
+``contradicted`` (the evidence gives another value). None on a result that is not answered."""
 Task = Literal["tableqa", "fact_verification"]
 Input = Literal["corpus", "table", "tables", "none", "any"]
 """What a method answers from: a Store, one table, one or more tables, nothing, or "any" (a
@@ -218,6 +222,10 @@ class Result:
     items: list[str] = field(default_factory=list)
     """The answer as a list of items, split by the method in its own prompt's list format
     (`Query.finish` with the method's `separators`); empty when there is no answer."""
+    verified: Verified | None = None
+    """Whether the answer recomputes from its evidence (`Verified`); None unless answered."""
+    verification: str | None = None
+    """Why `verified` says what it says, in one line ("205 equals its cell (row 3, Q3)")."""
 
     def _repr_html_(self) -> str:
         from tablequest.display import result_html  # notebooks only: loaded on first display
@@ -257,10 +265,13 @@ class Result:
             "reason": self.reason,
             "tables_consulted": [ref(t) for t in self.tables_consulted],
             "final_table": ref(self.final_table) if self.final_table else None,
+            "verified": self.verified,
+            "verification": self.verification,
             "evidence": [
-                {"table_id": c.table_id, "row": c.row, "col": c.col, "value": c.value}
+                {"table_id": c.table_id, "row": c.row, "col": c.col, "value": c.value,
+                 "how": c.how}
                 for c in self.evidence
-            ],
+            ],  # fmt: skip
             "steps": self.steps,
             "action_counts": dict(self.details.get("action_counts", {})),
             "usage": self.usage.to_dict(),

@@ -1,7 +1,16 @@
 """Table model, readers, serializers and previews."""
 
 from tablequest.table.errors import UnreadableTable
-from tablequest.table.model import FORMATS, HEADER_SEP, CellRef, Format, Merge, Source, Table
+from tablequest.table.model import (
+    FORMATS,
+    HEADER_SEP,
+    CellRef,
+    EvidenceHow,
+    Format,
+    Merge,
+    Source,
+    Table,
+)
 from tablequest.table.patterns import compile_pattern
 from tablequest.table.preview import Preview, preview
 from tablequest.table.readers import (
@@ -20,6 +29,7 @@ __all__ = [
     "HEADER_SEP",
     "SERIAL_FORMATS",
     "CellRef",
+    "EvidenceHow",
     "Format",
     "Merge",
     "Preview",

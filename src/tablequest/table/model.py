@@ -27,7 +27,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from tablequest.table.merges import Merge, MergeRepair, normalize_merge_array
 
@@ -66,6 +66,9 @@ FORMATS: tuple[Format, ...] = (
 
 HEADER_SEP = " / "
 
+EvidenceHow = Literal["computed", "cited", "matched", "ambiguous", "untracked"]
+"""How an evidence cell was found (`CellRef.how`; docs/methods.md "Evidence")."""
+
 
 @dataclass(frozen=True, slots=True)
 class Source:
@@ -78,12 +81,17 @@ class Source:
 
 @dataclass(frozen=True, slots=True)
 class CellRef:
-    """One cell of a table in original coordinates (body row id, grid column id)."""
+    """One cell of a table in original coordinates (body row id, grid column id), and how the
+    method found it (`EvidenceHow`): ``computed`` (the lineage of code run in the sandbox),
+    ``cited`` (the model named it and it holds that value), ``matched`` (its value equals the
+    answer, looked up only among the cells the method read), ``ambiguous`` (one of several
+    such cells) or ``untracked`` (read by code whose final value could not be traced)."""
 
     table_id: str
     row: int
     col: int
     value: str
+    how: EvidenceHow = "matched"
 
 
 @dataclass(frozen=True)
