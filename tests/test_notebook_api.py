@@ -126,9 +126,39 @@ def test_repr_html_escapes_untrusted_text() -> None:
     )
     card = result._repr_html_()
     assert "<script>" not in card and "<b>notes" not in card
-    assert card.count('class="tq-evidence"') == 1
+    assert card.count('class="tq-evidence tq-evidence-matched"') == 1
     assert "&lt;script&gt;" in card and "&lt;b&gt;notes.csv" in card
     assert evil in result._repr_markdown_()  # markdown is text: the frontend escapes it
+
+
+def test_repr_shows_verified_and_how_each_cell_was_found() -> None:
+    table = Table.from_rows(
+        [["Region", "Q3", "H2"], ["West", "205", "390"], ["South", "99", "205"]]
+    )
+    evil = "<img src=x onerror=alert(3)>"
+    result = Result(
+        answer="205",
+        status="answered",
+        evidence=[CellRef("t", 0, 1, "205", "computed"), CellRef("t", 1, 2, "205", "ambiguous")],
+        tables={"t": table},
+        verified="contradicted",
+        verification=f"205 differs from {evil}",
+    )
+    card = result._repr_html_()
+    assert '<span class="tq-verified-contradicted"' in card and ">contradicted</span>" in card
+    assert "&lt;img src=x" in card and "<img" not in card  # the line is escaped
+    certain = 'class="tq-evidence tq-evidence-computed" title="computed"'
+    assert card.count(certain) == 1 and "2 evidence cells (1 computed, 1 ambiguous)" in card
+    # the ambiguous cell is outlined, not highlighted as certain evidence
+    assert '<td class="tq-evidence-ambiguous" title="ambiguous: not certain"' in card
+    assert card.count("background:#fff3a3") == 1
+    assert "[row 0, Q3]: 205 (computed); t [row 1, H2]: 205 (ambiguous)" in card
+    markdown = result._repr_markdown_()
+    assert f"verified: **contradicted** — 205 differs from {evil}" in markdown
+    assert "- t row 1, col 2: 205 (ambiguous)" in markdown
+    unanswered = Result(answer=None, status="failed")
+    assert "tq-verified" not in unanswered._repr_html_()
+    assert "verified" not in unanswered._repr_markdown_()
 
 
 def test_repr_keeps_merged_headers_and_cuts_long_tables() -> None:
@@ -147,7 +177,10 @@ def test_repr_keeps_merged_headers_and_cuts_long_tables() -> None:
         tables={"t": table},
     )
     card = result._repr_html_()
-    assert '<td class="tq-evidence" style="background:#fff3a3;font-weight:600">78</td>' in card
+    assert (
+        '<td class="tq-evidence tq-evidence-matched" title="matched" '
+        'style="background:#fff3a3;font-weight:600">78</td>'
+    ) in card
     assert "r39" in card and "r0<" not in card  # the evidence row, not the first rows
     assert "| Sales / 2023 |" in table._repr_markdown_()
 
@@ -207,7 +240,7 @@ def test_five_lines_in_a_real_jupyter_kernel(
     answer = [o for o in nb.cells[0].outputs if o["output_type"] == "execute_result"]
     assert answer, nb.cells[0].outputs
     html = answer[0]["data"]["text/html"]
-    assert "412" in html and 'class="tq-evidence"' in html
+    assert "412" in html and 'class="tq-evidence ' in html
     assert answer[0]["data"]["text/markdown"].startswith("**412**")
     shown = [o for o in nb.cells[1].outputs if o["output_type"] == "execute_result"]
     assert "<th>Length (km)</th>" in shown[0]["data"]["text/html"]

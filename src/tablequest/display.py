@@ -7,9 +7,13 @@ Choices (ours; no paper covers display):
 
 - Everything from a result is untrusted text (the answer is model output, evidence cells and
   source names come from the user's files): all of it goes through `html.escape`.
-- The card shows the status, the answer, the method, the reason when there is one, and
-  each table the caller gave (`Result.tables`: the final table) cut to the rows that hold
-  its evidence cells, which are highlighted; evidence without its table is listed as text.
+- The card shows the status, the answer, the method, whether the answer is verified against
+  its evidence (`Result.verified`, the same words as the CLI and the web app, and
+  `Result.verification`'s line), the reason when there is one, and each table the caller gave
+  (`Result.tables`: the final table) cut to the rows that hold its evidence cells, which are
+  highlighted by how each was found (`tablequest.table.display.grid_html`: ambiguous and
+  untracked cells outlined, not highlighted as certain); every evidence cell is also listed
+  as text with how it was found (tables the result does not carry have no grid).
 - This module does not import `tablequest.methods.base` (which imports it for the reprs):
   results are typed by the `ResultLike` protocol.
 """
@@ -25,6 +29,7 @@ from tablequest.table.model import CellRef
 __all__ = ["ResultLike", "result_html", "result_markdown"]
 
 STATUS_COLOURS = {"answered": "#1a7f37", "failed": "#cf222e"}
+VERIFIED_COLOURS = {"verified": "#1a7f37", "unverified": "#9a6700", "contradicted": "#cf222e"}
 
 
 class ResultLike(Protocol):
@@ -46,31 +51,63 @@ class ResultLike(Protocol):
     def tables(self) -> Mapping[str, Grid]: ...
     @property
     def trace_path(self) -> str | None: ...
+    @property
+    def verified(self) -> str | None: ...
+    @property
+    def verification(self) -> str | None: ...
 
 
 def _table_part(result: ResultLike, tid: str, table: Grid) -> str:
     refs = [ref for ref in result.evidence if ref.table_id == tid]
     shown, left = window(table, [ref.row for ref in refs])
-    marked = {(ref.row, ref.col) for ref in refs}
+    marked = {(ref.row, ref.col): ref.how for ref in refs}
     name = result.sources.get(tid) or source_name(table)
     note = f"<br><small>… {left} more rows not shown</small>" if left else ""
     return (
         f"<div><small>{esc(name)} · {table.n_rows} rows x {table.n_cols} columns · "
-        f"{len(refs)} evidence cells</small>{grid_html(shown, marked)}{note}</div>"
+        f"{len(refs)} evidence cells{_how_counts(refs)}</small>{grid_html(shown, marked)}"
+        f"{note}</div>"
     )
 
 
-def _loose_evidence(result: ResultLike) -> str:
-    """Evidence cells of tables the result does not carry, as one line of text."""
-    loose = [r for r in result.evidence if r.table_id not in result.tables]
-    if not loose:
+def _how_counts(refs: Sequence[CellRef]) -> str:
+    """How the cells were found, as `` (2 computed, 1 ambiguous)`` (in the order seen)."""
+    counts: dict[str, int] = {}
+    for ref in refs:
+        counts[ref.how] = counts.get(ref.how, 0) + 1
+    return f" ({', '.join(f'{n} {esc(how)}' for how, n in counts.items())})" if counts else ""
+
+
+def _verified_part(result: ResultLike) -> str:
+    """The verified word as a badge and the line saying why; nothing when not answered."""
+    if result.verified is None:
         return ""
-    cells = ", ".join(
-        f"{esc(result.sources.get(r.table_id, r.table_id))} "
-        f"[row {r.row}, col {r.col}]: {esc(r.value)}"
-        for r in loose
+    colour = VERIFIED_COLOURS.get(result.verified, "#9a6700")
+    why = f" {esc(result.verification)}" if result.verification else ""
+    return (
+        f'<div class="tq-verified"><span class="tq-verified-{esc(result.verified)}" '
+        f'style="color:{colour};font-weight:600">{esc(result.verified)}</span>'
+        f"<small>{why}</small></div>"
     )
-    return f"<div><small>evidence: {cells}</small></div>"
+
+
+def _cell_text(result: ResultLike, ref: CellRef) -> str:
+    """``notes.csv [row 3, Q3]: 205 (computed)``, escaped (the column named when the
+    result carries the table)."""
+    table = result.tables.get(ref.table_id)
+    column = f"col {ref.col}"
+    if table is not None and ref.col in table.col_ids:
+        column = table.columns[table.col_ids.index(ref.col)]
+    name = result.sources.get(ref.table_id, ref.table_id)
+    return f"{esc(name)} [row {ref.row}, {esc(column)}]: {esc(ref.value)} ({esc(ref.how)})"
+
+
+def _evidence_list(result: ResultLike) -> str:
+    """Every evidence cell as text, each with how it was found, on one line."""
+    if not result.evidence:
+        return ""
+    cells = "; ".join(_cell_text(result, ref) for ref in result.evidence)
+    return f'<div class="tq-evidence-list"><small>evidence: {cells}</small></div>'
 
 
 def result_html(result: ResultLike) -> str:
@@ -83,9 +120,10 @@ def result_html(result: ResultLike) -> str:
         f" · {esc(result.method or '')}</div>",
         f'<div class="tq-answer" style="font-size:1.3em;margin:4px 0">{esc(answer)}</div>',
     ]
+    parts.append(_verified_part(result))
     if result.reason:
         parts.append(f"<div><small>{esc(result.reason)}</small></div>")
-    parts.append(_loose_evidence(result))
+    parts.append(_evidence_list(result))
     parts += [_table_part(result, tid, table) for tid, table in result.tables.items()]
     if result.trace_path:
         parts.append(f"<div><small>trace: {esc(result.trace_path)}</small></div>")
@@ -94,15 +132,20 @@ def result_html(result: ResultLike) -> str:
 
 
 def result_markdown(result: ResultLike) -> str:
-    """The answer, status, method and evidence cells as Markdown."""
+    """The answer, status, method, verified line and evidence cells (with how each was
+    found) as Markdown."""
     answer = "(no answer)" if result.answer is None else result.answer
     out = [f"**{answer}** ({result.status}, {result.method or 'method unknown'})"]
+    if result.verified is not None:
+        why = f" — {result.verification}" if result.verification else ""
+        out.append(f"\nverified: **{result.verified}**{why}")
     if result.reason:
         out.append(f"\nreason: {result.reason}")
     if result.evidence:
         out.append("\nevidence:")
         out += [
             f"- {result.sources.get(r.table_id, r.table_id)} row {r.row}, col {r.col}: {r.value}"
+            f" ({r.how})"
             for r in result.evidence
         ]
     return "\n".join(out)

@@ -218,3 +218,46 @@ def other_servers(
         }
         handles["dead"].dead_url = dead_url  # type: ignore[attr-defined]
         yield handles
+
+
+VERIFICATION = "61 equals its cell (row 2, Size / Depth m) <img src=x onerror=window.__xss=8>"
+"""The fixed result's verification line: hostile text, to be shown escaped."""
+
+
+class VerifiedMethod:
+    """A method with a fixed, verified answer from the lakes table: Quillsee's depth found
+    by code (``computed``) and Mirrow's 38 as an ``ambiguous`` cell (the card and the table
+    must show both, and highlight only the computed one as certain)."""
+
+    name = "test-verified"
+
+    def __init__(self, options: Any, context: Any) -> None:
+        pass
+
+    def answer(self, question: str, source: Any, **_: Any) -> Any:
+        from tablequest.methods import Result
+        from tablequest.table import CellRef
+
+        lakes = next(t for t in source.table_ids() if source.source(t).path.endswith("lakes.html"))
+        evidence = [CellRef(lakes, 2, 2, "61", "computed"), CellRef(lakes, 0, 2, "38", "ambiguous")]
+        return Result(
+            answer="61", status="answered", final_table=lakes, tables_consulted=[lakes],
+            evidence=evidence, verified="verified", verification=VERIFICATION,
+        )  # fmt: skip
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def verified_method() -> Iterator[str]:
+    """`VerifiedMethod` registered as ``test-verified`` (its name is yielded)."""
+    from tablequest.methods import register_method, unregister_method
+    from tablequest.methods.options import NoOptions
+
+    register_method(
+        "test-verified", VerifiedMethod, NoOptions, input="corpus", needs_llm=False,
+        description="a fixed verified answer with a computed and an ambiguous cell",
+    )  # fmt: skip
+    yield "test-verified"
+    unregister_method("test-verified")

@@ -160,7 +160,15 @@ def test_ask_streams_trace_events_then_the_result(server: Any) -> None:
     assert {"llm_call", "rank", "preview", "decision", "qa"} <= set(kinds)
     result = events[-1][1]
     assert result["answer"] == "61" and result["status"] == "answered"
-    assert result["evidence"] == [{"table_id": lakes_id(server), "row": 2, "col": 2, "value": "61"}]
+    [cell] = result["evidence"]
+    assert cell == {
+        "table_id": lakes_id(server),
+        "row": 2,
+        "col": 2,
+        "value": "61",
+        "how": cell["how"],
+    }
+    assert cell["how"] in {"cited", "matched"} and "verified" in result and "verification" in result
     trace_id = result["trace"].rsplit("/", 1)[1].removesuffix(".jsonl")
     with server.client() as client:
         listed = [t["id"] for t in client.get("/v1/traces").json()]

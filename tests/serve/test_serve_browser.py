@@ -4,10 +4,12 @@ One server and one browser for the module (a desktop page and a 390×844 phone p
 with the link, browse a table with merged multi-level headers, upload a file (the count and
 the list refresh, the file keeps its name), search with highlighted rows, ask with the
 trajectory appearing live (the stub LLM holds the ask until the first events are on the page)
-and the answer card first, evidence cells highlighted, a failure that says why (never
-"Done."), a refused ask, a DTR-like result with its report and chart, the trace viewer, every
-input labelled, numbers right-aligned, no page scrolling sideways on the phone, and hostile
-table content that must not execute (a page-side flag: `window.__xss` stays undefined).
+and the answer card first, evidence cells highlighted, the verified badge with evidence
+cells marked by how they were found (an ambiguous one outlined, not highlighted), a failure
+that says why (never "Done."), a refused ask, a DTR-like result with its report and chart,
+the trace viewer, every input labelled, numbers right-aligned, no page scrolling sideways on
+the phone, and hostile table content that must not execute (a page-side flag: `window.__xss`
+stays undefined).
 
 Set TABLEQUEST_SCREENSHOT=docs to write the README's screenshots (docs/serve-desktop.png and
 docs/serve-phone.png, an answered question).
@@ -228,7 +230,9 @@ def test_ask_shows_the_trajectory_live_then_the_answer_card_first(
     assert page.locator("#answer-text").inner_text() == "61"
     assert page.locator("#ask-status").inner_text() == "Answered."
     evidence = page.locator("#evidence-list").inner_text()
-    assert evidence == "Size / Depth m of Quillsee in lakes.html: 61"
+    assert re.fullmatch(
+        r"Size / Depth m of Quillsee in lakes\.html: 61 — (cited|matched)\b.*", evidence
+    )
     # the answer card first, the trajectory collapsed below it
     assert page.locator("#trajectory-details").evaluate("d => d.open") is False
     card, trajectory = page.locator("#result-card"), page.locator("#trajectory-card")
@@ -247,6 +251,28 @@ def test_ask_shows_the_trajectory_live_then_the_answer_card_first(
     page.wait_for_selector("ol.events li.kind-llm_call")
     assert "LLM calls" in page.locator("#trace-summary").inner_text()
     assert page.locator("#trace-question").inner_text() == "Question: How deep is Quillsee?"
+    no_xss(page)
+
+
+def test_the_answer_card_shows_the_verified_badge_and_marks_cells_by_how(
+    page: Any, server: Any, verified_method: str
+) -> None:
+    from tests.serve.conftest import VERIFICATION
+
+    page.goto(f"{server.url}/ask?method={verified_method}")
+    ask(page, "How deep is Quillsee?")  # the streamed path: events, then the card
+    page.wait_for_selector("#verified-badge")
+    assert page.locator("#verified-badge").inner_text() == "verified"
+    assert page.locator("#verification").inner_text() == VERIFICATION  # shown as text
+    computed = page.locator("table.tq td.evidence-computed")
+    assert computed.count() == 1 and computed.inner_text() == "61"
+    assert computed.get_attribute("class") == "evidence evidence-computed num"
+    ambiguous = page.locator("table.tq td.evidence-ambiguous")
+    assert ambiguous.inner_text() == "38" and page.locator("table.tq td.evidence").count() == 1
+    style = "c => [getComputedStyle(c).backgroundColor, getComputedStyle(c).outlineStyle]"
+    assert computed.evaluate(style) == ["rgb(255, 210, 77)", "solid"]  # highlighted: certain
+    assert ambiguous.evaluate(style)[1] == "dashed"  # outlined only: not certain
+    assert "ambiguous: one of several cells" in page.locator("#evidence-list").inner_text()
     no_xss(page)
 
 

@@ -9,6 +9,7 @@ model URL refuses connections and one without a model.
 
 from __future__ import annotations
 
+import html
 import inspect
 import re
 import time
@@ -147,12 +148,44 @@ def test_the_answer_card_names_evidence_by_column_and_row_and_tables_by_name(
     evidence = re.search(r'<ul class="evidence-list" id="evidence-list">(.*?)</ul>', card, re.S)
     assert evidence is not None
     text = re.sub(r"<[^>]+>", "", evidence.group(1))
-    assert text == "Size / Depth m of Quillsee in lakes.html: 61"
+    assert re.fullmatch(
+        r"Size / Depth m of Quillsee in lakes\.html: 61 — (cited|matched)\b.*", text
+    )
     refs = re.search(r'<ul class="table-refs" id="table-refs">(.*?)</ul>', card, re.S)
     assert refs and "lakes.html</a> · Lakes of Varnholm" in refs.group(1) and lakes in refs.group(1)
     # the card comes first, the tables after it
     assert card.index('id="result-card"') < card.index('class="card evidence-table"')
-    assert 'class="evidence num"' in card  # the cited cell, right-aligned as a number
+    assert re.search(r'class="evidence evidence-(cited|matched) num"', card)  # right-aligned
+
+
+def test_the_answer_card_shows_verified_and_how_each_cell_was_found(
+    server: Any, verified_method: str
+) -> None:
+    from tests.serve.conftest import VERIFICATION
+
+    state, card = finished(server, {"question": LAKES_Q, "method": verified_method})
+    result = state["result"]
+    assert (result["verified"], result["verification"]) == ("verified", VERIFICATION)
+    assert [(e["row"], e["value"], e["how"]) for e in result["evidence"]] == [
+        (2, "61", "computed"), (0, "38", "ambiguous")
+    ]  # fmt: skip
+    badge = '<span class="badge verified-verified" id="verified-badge">verified</span>'
+    assert badge in card and "onerror=window.__xss=8&gt;" in card and "<img" not in card
+    evidence = re.search(r'<ul class="evidence-list" id="evidence-list">(.*?)</ul>', card, re.S)
+    assert evidence is not None
+    items = re.findall(r"<li.*?</li>", evidence.group(1))
+    lines = [html.unescape(re.sub(r"<[^>]+>", "", li)) for li in items]
+    assert lines == [
+        "Size / Depth m of Quillsee in lakes.html: 61 — computed: the code's result came from it",
+        "Size / Depth m of Mirrow in lakes.html: 38 — ambiguous: one of several cells holding "
+        "the answer's value",
+    ]
+    cells = dict(re.findall(r'data-row="(\d)" data-col="2" class="([^"]*)"', card))
+    assert cells == {
+        "0": "evidence-ambiguous evidence-uncertain num",  # outlined, not highlighted
+        "1": "num",
+        "2": "evidence evidence-computed num",
+    }
 
 
 def test_without_a_model_the_search_previews_are_shown(other_servers: dict[str, Any]) -> None:

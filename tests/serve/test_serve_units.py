@@ -101,6 +101,10 @@ def test_table_view_keeps_header_levels_merges_and_marks_evidence() -> None:
     assert [c.classes for c in view.body[2].cells][2] == ["evidence", "num"]
     assert [c.classes for c in view.body[2].cells][:2] == [[], ["num"]]  # numbers align right
     assert view.body[0].classes == ["matched"] and view.body[0].cells[0].parts == [("Mirrow", True)]
+    by_how = table_view(table, "t1", evidence={(2, 2): "untracked", (2, 1): "cited"})
+    assert [c.classes for c in by_how.body[2].cells][1:3] == [
+        ["evidence", "evidence-cited", "num"], ["evidence-untracked", "evidence-uncertain", "num"]
+    ]  # fmt: skip
     window = table_view(table, "t1", rows=[0, 2], evidence=[(2, 2)])
     assert [r.row_id for r in window.body] == [0, 2] and window.body[1].classes == ["gap"]
     assert window.truncated and window.shown_rows == 2

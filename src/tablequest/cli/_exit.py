@@ -6,6 +6,8 @@
 - 2 ``USAGE``: bad input (an unknown option or method, an empty question, a missing store).
 - 3 ``INSUFFICIENT``: ``ask`` ran but the evidence was insufficient to answer.
 - 4 ``NO_MODEL``: ``ask`` needs a model and none is configured (the LLM-free part ran).
+- 5 ``NOT_VERIFIED``: ``ask --require-verified`` answered, but the answer is not ``verified``
+  against its evidence (``unverified`` or ``contradicted``; `Result.verified`).
 - 130 / 143: stopped by SIGINT / SIGTERM.
 """
 
@@ -16,5 +18,6 @@ FAILED = 1
 USAGE = 2
 INSUFFICIENT = 3
 NO_MODEL = 4
+NOT_VERIFIED = 5
 SIGINT = 130
 SIGTERM = 143

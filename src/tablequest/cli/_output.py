@@ -37,6 +37,7 @@ from tablequest.corpus.retrieval.retrievers import preview_hit
 from tablequest.corpus.storage.store import Hit, Store, StoreError, text_format
 from tablequest.errors import error_code, exit_code
 from tablequest.methods.base import Result
+from tablequest.table.display import is_certain
 from tablequest.table.preview import preview
 
 console = Console()
@@ -77,6 +78,11 @@ def encoding_bar(label: str, enabled: bool) -> Iterator[None]:
 
 
 _COLOUR = {"answered": "green", "insufficient": "yellow", "failed": "red"}
+_VERIFIED_COLOUR = {"verified": "green", "unverified": "yellow", "contradicted": "red"}
+_CERTAIN_STYLE = "bold black on yellow"
+_UNCERTAIN_STYLE = "italic underline"
+"""Evidence cells in the terminal table: certain ones (computed, cited, matched) highlighted,
+ambiguous and untracked ones only underlined (`tablequest.table.display.is_certain`)."""
 
 
 def fail(
@@ -237,6 +243,8 @@ def show_result(result: Result, question: str) -> None:
             expand=False,
         )
     )
+    if result.verified is not None:
+        console.print(verified_line(result), highlight=False, soft_wrap=True)
     if data["reason"] and result.status != "answered":
         # one unwrapped line, so the URL and the cause stay whole (and greppable)
         console.print(f"  reason: {escape(data['reason'])}", highlight=False, soft_wrap=True)
@@ -258,6 +266,8 @@ def show_result(result: Result, question: str) -> None:
     retrieval = details.get("retrieval")
     if isinstance(retrieval, dict):
         console.print(retrieval_view(retrieval))
+    for line in evidence_lines(result):
+        console.print(line, highlight=False, soft_wrap=True)
     # a table is shown only for an answer: a failed or insufficient ask has no evidence
     if result.status == "answered" and result.final_table in result.tables:
         title, view = evidence_view(result)
@@ -270,6 +280,33 @@ def show_result(result: Result, question: str) -> None:
         )
     console.print("  " + usage_line(data["usage"]))
     console.print(f"  trace: {data['trace']}", highlight=False, soft_wrap=True)
+
+
+def verified_line(result: Result) -> Text:
+    """``verified: WORD — why`` under the answer (the word as `Result.verified` says it)."""
+    word = result.verified or ""
+    line = Text("  verified: ")
+    line.append(word, style=f"bold {_VERIFIED_COLOUR.get(word, 'yellow')}")
+    if result.verification:
+        line.append(f" — {result.verification}")
+    return line
+
+
+def evidence_lines(result: Result) -> list[Text]:
+    """One line per evidence cell: where it is, its value and how it was found
+    (``evidence: row 3, Q3 = 205 (computed)``; the table named when it is not the final one)."""
+    lines = []
+    for cell in result.evidence:
+        table = result.tables.get(cell.table_id)
+        column = f"col {cell.col}"
+        if table is not None and cell.col in table.col_ids:
+            column = table.columns[table.col_ids.index(cell.col)]
+        line = Text(f"  evidence: row {cell.row}, {column} = {cell.value} ")
+        line.append(f"({cell.how})", style="green" if is_certain(cell.how) else "yellow")
+        if cell.table_id != result.final_table:
+            line.append(f" in {result.sources.get(cell.table_id, cell.table_id)}", style="dim")
+        lines.append(line)
+    return lines
 
 
 def retrieval_view(retrieval: dict[str, Any]) -> RichTable:
@@ -290,7 +327,7 @@ def evidence_view(result: Result, max_rows: int = 12) -> tuple[str, RichTable]:
     highlighted (the title apart: a table's own title wraps at the table's width)."""
     assert result.final_table is not None
     table = result.tables[result.final_table]
-    cited = {(c.row, c.col) for c in result.evidence if c.table_id == result.final_table}
+    cited = {(c.row, c.col): c.how for c in result.evidence if c.table_id == result.final_table}
     rows = sorted({r for r, _ in cited}) or list(table.row_ids[:max_rows])
     source = result.sources.get(result.final_table, result.final_table)
     title = f"evidence · {source}" if cited else f"answered from · {source} (no cell cited)"
@@ -303,11 +340,12 @@ def evidence_view(result: Result, max_rows: int = 12) -> tuple[str, RichTable]:
         if rid not in positions:
             continue
         cells = table.body[positions[rid]]
-        view.add_row(
-            str(rid),
-            *[
-                Text(v, style="bold black on yellow" if (rid, table.col_ids[j]) in cited else "")
-                for j, v in enumerate(cells)
-            ],
-        )
+        styles = [_cell_style(cited.get((rid, cid))) for cid in table.col_ids]
+        view.add_row(str(rid), *[Text(v, style=st) for v, st in zip(cells, styles, strict=False)])
     return title, view
+
+
+def _cell_style(how: str | None) -> str:
+    if how is None:
+        return ""
+    return _CERTAIN_STYLE if is_certain(how) else _UNCERTAIN_STYLE

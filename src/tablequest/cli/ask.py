@@ -56,6 +56,14 @@ SourceOpt = Annotated[
         "file or a folder (default: $TABLEQUEST_STORE, else the user data store).",
     ),
 ]
+RequireVerifiedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--require-verified",
+        help="Exit 5 when the question is answered but the answer is not verified against "
+        "its evidence (unverified or contradicted).",
+    ),
+]
 
 
 def ask_command(
@@ -80,12 +88,14 @@ def ask_command(
     trace_dir: TraceDirOpt = None,
     ray: RayOpt = None,
     json_out: JsonOpt = False,
+    require_verified: RequireVerifiedOpt = False,
 ) -> None:
     """Answer QUESTION from the store (or a table file or folder) and show the evidence, the
     tables consulted and the trace.
 
     Exit status: 0 answered, 1 failed (the reason names what and where), 2 bad input,
-    3 insufficient evidence, 4 no model configured (the LLM-free part ran).
+    3 insufficient evidence, 4 no model configured (the LLM-free part ran), 5 answered but
+    not verified (with --require-verified).
     """
     source, (question,) = store_and_words(
         "ask", [question, *(extra or [])], store, names=("QUESTION",), old_first=Path.exists,
@@ -135,12 +145,15 @@ def ask_command(
             print(NOT_CONFIGURED_HINT, file=sys.stderr)
         else:
             console.print(f"[bold yellow]{NOT_CONFIGURED_HINT}[/bold yellow]", soft_wrap=True)
-    raise typer.Exit(exit_status(result))
+    raise typer.Exit(exit_status(result, require_verified=require_verified))
 
 
-def exit_status(result: Result) -> int:
-    """The exit status of an ask (see `tablequest.cli._exit`)."""
+def exit_status(result: Result, *, require_verified: bool = False) -> int:
+    """The exit status of an ask (see `tablequest.cli._exit`); with `require_verified`, an
+    answer that is not ``verified`` exits 5 (a result not answered keeps its status)."""
     if result.status == "answered":
+        if require_verified and result.verified != "verified":
+            return _exit.NOT_VERIFIED
         return _exit.OK
     if result.status == "insufficient":
         return _exit.INSUFFICIENT

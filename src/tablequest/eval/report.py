@@ -8,6 +8,8 @@
   when questions have sibling groups; Eff = F1 / R@all (Table 37).
 - Effort: average steps, action counts, calls, tokens, seconds (`usage_summary`); TableSeek's
   top-1 hit rate per refinement round (Table 36).
+- Calibration: answers per `verified` bucket, with how often a verified answer is right
+  (`eval.calibration`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from tablequest.eval.calibration import calibration, calibration_lines
 from tablequest.eval.metrics import (
     efficiency,
     mean,
@@ -89,6 +92,7 @@ def summarize(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
         out["metrics"]["eff"] = efficiency(metrics["f1"] or 0.0, metrics["r_all"] or 0.0)
     out["effort"] = usage_summary(rows)
     out["breakdown"] = breakdown(rows, primary)
+    out["calibration"] = calibration(rows)
     rounds = [r.get("rounds_top1") or [] for r in rows]
     if any(rounds):
         golds = [r.get("gold_tables", []) for r in rows]
@@ -224,9 +228,10 @@ def to_markdown(summary: dict[str, Any]) -> str:
         "",
         f"Recall is {'R@1' if summary['recall']['name'] == 'r_at_1' else 'R@all'}.",
         "",
-        "## Retrieval",
-        "",
     ]
+    if summary.get("calibration"):  # reports written before calibration have none
+        lines += [*calibration_lines(summary["calibration"]), ""]
+    lines += ["## Retrieval", ""]
     lines += _detail(summary)
     if summary.get("unscored"):
         lines += ["", "## Not scored (left out of the answer metrics)", ""]

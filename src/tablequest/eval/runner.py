@@ -18,7 +18,9 @@ method parsed from its own answer format, `Result.items`); TabFact `acc`; Arcade
 (token F1 against the gold items joined) and `list_f1`; FeTaQA `rouge_l` and `bleu`; others
 `em` (item-wise, numbers compared as numbers) and `f1`. A failed or empty answer scores 0 on
 every answer metric. Retrieval: `r_all`, `r_final`, `r_at_1` (retrieve-then-QA baselines)
-and, with sibling groups, `gr_all`, `gr_final`.
+and, with sibling groups, `gr_all`, `gr_final`. Each record also carries the method's LLM-free
+verdict on an answered result, `verified`, and its one-line `verification` (None when not
+answered or not given); the report groups answers by it (`eval.calibration`).
 """
 
 from __future__ import annotations
@@ -406,6 +408,8 @@ def question_record(
         "question": q.question,
         "prediction": result.answer,
         "status": result.status,
+        "verified": result.verified if result.status == "answered" else None,
+        "verification": result.verification if result.status == "answered" else None,
         "gold": q.answers,
         "gold_tables": q.gold_table_ids,
         "metrics": score_question(spec.dataset, q, result, corpus),

@@ -22,6 +22,10 @@ Choices:
   You" stays an answer; "I don't know" is taken as a refusal), be empty, or be a tool call
   (``f_row(...)``, ``f_col(...)``, ``[*]``); short real answers such as "none", "no", "0"
   or "unknown" are kept.
+- `is_chatter` (issue 36): a greeting or an assistant's self-introduction ("Hello! I am a
+  helpful assistant…", "How can I help you today?") is never an answer either; a bare
+  "Hello" or a title such as "Hello, Dolly!" stays one. A method whose reply has no answer in
+  its own format fails with `NO_ANSWER_IN_FORMAT` and records `reply_start` in the trace.
 """
 
 from __future__ import annotations
@@ -36,6 +40,10 @@ from tablequest.errors import TablequestError
 
 _EXCERPT = 200
 
+NO_ANSWER_IN_FORMAT = "the model's reply had no answer in the expected format"
+"""The reason of a question whose model reply had no answer in the method's own format (a
+greeting, prose without the answer marker): never "answered" (issue 36)."""
+
 
 class ParseError(TablequestError, ValueError):
     """Model output that could not be parsed.
@@ -48,7 +56,7 @@ class ParseError(TablequestError, ValueError):
     kind = "parse"
 
     def __init__(self, message: str, text: str):
-        excerpt = text if len(text) <= _EXCERPT else text[:_EXCERPT] + "…"
+        excerpt = reply_start(text)
         super().__init__(f"{message}: {excerpt!r}")
         self.text_excerpt = excerpt
 
@@ -102,14 +110,15 @@ def strip_think(text: str) -> str:
     return text.strip()
 
 
-def extract_answer(text: str, *, require_tag: bool = False) -> str:
+def extract_answer(text: str, *, require_tag: bool = False, bare: bool = True) -> str:
     """The answer in ``<answer>…</answer>`` (the last non-empty one), after removing thinking.
 
     Without a tag: an unclosed ``<answer>`` yields what follows it; else (unless `require_tag`)
-    a final ``Answer:`` line, else the whole remaining text.
+    a final ``Answer:`` line, else (when `bare`) the whole remaining text.
 
     Raises:
-        NoAnswer: nothing is left, or `require_tag` and no tag was found.
+        NoAnswer: nothing is left, `require_tag` and no tag was found, or not `bare` and
+            neither a tag nor an ``Answer:`` line was found.
     """
     body = strip_think(text)
     tagged = [m.group(1).strip() for m in _ANSWER.finditer(body)]
@@ -125,9 +134,35 @@ def extract_answer(text: str, *, require_tag: bool = False) -> str:
         lines = _ANSWER_LINE.findall(body)
         if lines:
             return str(lines[-1]).strip()
-        if body:
+        if body and bare:
             return body
     raise NoAnswer("no <answer>…</answer> in the model output", text)
+
+
+def reply_start(text: str | None, limit: int = _EXCERPT) -> str:
+    """The start of a model reply for a trace event: `limit` characters, "…" when cut."""
+    text = text or ""
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+_CHATTER = re.compile(
+    r"\b(?:i\s*am|i'm)\s+(?:just\s+)?(?:a|an|your)\s+(?:[\w-]+\s+){0,3}?"
+    r"(?:assistant|ai|chatbot|bot|language\s+model)\b"
+    r"|\bas\s+an?\s+(?:ai|assistant|(?:large\s+)?language\s+model)\b"
+    r"|\b(?:how|what)\s+(?:can|could|may|shall)\s+i\s+(?:help|assist|do\s+for)\b"
+    r"|\b(?:happy|glad)\s+to\s+(?:help|assist)\b",
+    re.I,
+)
+
+
+def is_chatter(text: str) -> bool:
+    """True when `text` is a greeting or an assistant's self-introduction, not an answer.
+
+    Conservative (module docstring): it must introduce an assistant ("I am a helpful
+    assistant", "as an AI") or offer help ("How can I help you?"); a greeting word alone
+    ("Hello", "Hello, Dolly!") is kept as an answer.
+    """
+    return bool(_CHATTER.search(" ".join(strip_think(text).split())))
 
 
 # -- refusals and tool syntax --------------------------------------------------------------------

@@ -8,8 +8,11 @@
   `tablequest.corpus.retrieval.retrievers` picks the top-k
   tables, then the same standalone QA prompt.
 
-One LLM call per question. An unparsable reply is taken as the answer when short, else the
-status is "failed" (ours; same parser as TableSeek's QA).
+One LLM call per question. A reply that is not the prompt's JSON is taken as the answer when
+it is short plain text or has an ``Answer:`` line; one with no answer in that form (long prose,
+a greeting, nothing) is "failed" with the reason "the model's reply had no answer in the
+expected format" and its start in the trace (ours, issue 36; same parser as TableSeek's QA,
+`seek.qa.parse_qa`: the paper does not say what happens to an unparsable reply).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from tablequest.methods.base import (
 )
 from tablequest.methods.options import MethodOptions, option
 from tablequest.methods.seek import prompts
-from tablequest.methods.seek.qa import QAOutcome, parse_qa, qa_context
+from tablequest.methods.seek.qa import QAOutcome, parse_qa, qa_context, record_no_answer
 from tablequest.table import Table
 from tablequest.trace import Trace
 
@@ -173,6 +176,7 @@ class DirectQA:
             messages = prompts.no_table_messages(question, task)
         raw = self._call(query.llm, messages, query.trace)
         outcome = parse_qa(raw, named, task=task)
+        record_no_answer(query.trace, outcome)
         query.trace.event("qa", tables=list(named), status=outcome.status, answer=outcome.answer)
         result = Result(
             answer=outcome.answer,
@@ -183,7 +187,7 @@ class DirectQA:
             details={"action_counts": {QA: 1}},
         )
         if result.status != "answered":
-            result.details["reason"] = f"QA said {outcome.status}"
+            result.details["reason"] = outcome.reason or f"QA said {outcome.status}"
         return query.finish(result, self.name)
 
     def _call(self, llm: LLM | None, messages: list[Message], trace: Trace) -> str | None:

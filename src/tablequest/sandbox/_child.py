@@ -130,6 +130,20 @@ def import_libraries() -> dict[str, Any]:  # pragma: no cover - runs only in the
     return dict(zip(PRELOADED, modules, strict=True))
 
 
+def import_lineage() -> Any:  # pragma: no cover - runs only in the child
+    """The lineage module (`_lineage_pandas`), its pandas wrappers installed."""
+    if __package__:
+        from . import _lineage_pandas
+    else:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        try:
+            import _lineage_pandas  # type: ignore[import-not-found,no-redef]
+        finally:
+            del sys.path[0]
+    _lineage_pandas.install()
+    return _lineage_pandas
+
+
 def load_frames(rfd: int, names: list[str]) -> dict[str, Any]:  # pragma: no cover - child only
     """Read one Arrow IPC stream per name and convert it to a DataFrame."""
     import pyarrow as pa
@@ -212,12 +226,16 @@ def main() -> None:  # pragma: no cover - runs only inside the sandbox process
         os._exit(3)
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
     namespace.update(import_libraries())
+    lineage = import_lineage()
     # marshal.loads is refused by the audit hook: later imports compile from source instead
     sys.pycache_prefix = os.path.join(os.getcwd(), ".no-bytecode")
     send(wfd, {"op": "ready"})
     try:
         load = json.loads(recv(rfd))
-        namespace.update(load_frames(rfd, load["frames"]))
+        frames = load_frames(rfd, load["frames"])
+        lineage.bind(frames)
+        namespace.update(frames)
+        namespace["__tq__"] = lineage.Builtins
     except EOFError:
         return
     facts.update(session_facts(cfg, status_fd))

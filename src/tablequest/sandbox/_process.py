@@ -66,7 +66,8 @@ class Limits:
     def message_cap(self) -> int:
         """Largest reply the host accepts (JSON may escape a character into 12 bytes)."""
         text = 12 * (2 * self.max_output_bytes + 6000)
-        return text + self.max_figures * (self.max_figure_bytes * 4 // 3 + 16) + 4096
+        lineage = 2 * _protocol.LINEAGE_CAP + 64
+        return text + lineage + self.max_figures * (self.max_figure_bytes * 4 // 3 + 16) + 4096
 
     def figure_limits(self) -> _protocol.FigureLimits:
         """Bounds a reply's figures must respect."""

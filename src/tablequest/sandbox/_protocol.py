@@ -169,6 +169,7 @@ class Reply:
     value: str | None
     error: str | None
     figures: list[bytes]
+    lineage: dict[str, Any] | None = None
 
 
 def check_id(obj: dict[str, Any], expected: int) -> None:
@@ -228,4 +229,24 @@ def parse_reply(
     if not ok and not error:
         error = "the sandbox reported a failure without a message"
     pngs = parse_figures(obj.get("figures", []), figures)
-    return Reply(ok=ok, stdout=stdout, value=value, error=None if ok else error, figures=pngs)
+    lineage = parse_lineage(obj.get("lineage"))
+    return Reply(
+        ok=ok, stdout=stdout, value=value, error=None if ok else error, figures=pngs,
+        lineage=lineage,
+    )  # fmt: skip
+
+
+#: longest lineage text accepted (the child cuts row sets before it gets there)
+LINEAGE_CAP = 1_000_000
+
+
+def parse_lineage(raw: object) -> dict[str, Any] | None:
+    """The lineage field: JSON text of bounded size and nesting, else None (lineage is a
+    record of the run, never a reason to refuse the run's result)."""
+    if not isinstance(raw, str) or len(raw) > LINEAGE_CAP:
+        return None
+    try:
+        obj = decode_object(raw.encode("utf-8", "replace"), max_depth=256, max_containers=50_000)
+    except ProtocolViolation:
+        return None
+    return obj

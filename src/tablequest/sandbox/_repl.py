@@ -54,9 +54,53 @@ class CappedWriter(io.TextIOBase):
         return text
 
 
-def compile_cell(code: str) -> tuple[types.CodeType | None, types.CodeType | None]:
-    """Compile `code` into (statements, last expression); either part may be None."""
+#: the namespace name of the lineage builtins (`_lineage_pandas.Builtins`), when installed
+LINEAGE = "__tq__"
+
+
+class _Builtins(ast.NodeTransformer):
+    """Calls of `names` by name become ``__tq__.tq_builtin_<name>(…)`` (lineage-keeping)."""
+
+    def __init__(self, names: frozenset[str]) -> None:
+        self.names = names
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id in self.names:
+            target = ast.Name(id=LINEAGE, ctx=ast.Load())
+            func = ast.Attribute(value=target, attr="tq_builtin_" + node.func.id, ctx=ast.Load())
+            node.func = ast.copy_location(func, node.func)
+            ast.fix_missing_locations(node)
+        return node
+
+
+def _bound_names(tree: ast.AST) -> set[str]:
+    """Names the cell binds itself (assignments, defs, imports): never rewritten."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            names.add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+    return names
+
+
+def compile_cell(
+    code: str, namespace: dict[str, Any] | None = None
+) -> tuple[types.CodeType | None, types.CodeType | None]:
+    """Compile `code` into (statements, last expression); either part may be None. With the
+    lineage builtins in `namespace`, calls of the builtins they replace go through them
+    (unless the cell or an earlier one bound that name)."""
     tree = ast.parse(code, filename=CELL, mode="exec")
+    shim = (namespace or {}).get(LINEAGE)
+    if shim is not None:
+        taken = _bound_names(tree) | set(namespace or {})
+        names = frozenset(n for n in getattr(shim, "NAMES", ()) if n not in taken)
+        tree = _Builtins(names).visit(tree)
     last: ast.Expression | None = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(body=tree.body[-1].value)
@@ -167,10 +211,14 @@ def run_cell(
     out = CappedWriter(max_output)
     value: str | None = None
     error: str | None = None
+    result: Any = None
+    shim = namespace.get(LINEAGE)
     old = sys.stdout, sys.stderr
     sys.stdout = sys.stderr = out
+    if shim is not None:
+        shim.start()
     try:
-        body, tail = compile_cell(code)
+        body, tail = compile_cell(code, namespace)
         if body is not None:
             exec(body, namespace)
         if tail is not None:
@@ -184,6 +232,7 @@ def run_cell(
             error = format_error(exc, code)
     finally:
         sys.stdout, sys.stderr = old
+    lineage = shim.finish(result if error is None else None) if shim is not None else None
     try:
         figures, notes = grab_figures(
             max_figures=max_figures, max_bytes=max_figure_bytes, max_side=max_figure_side
@@ -200,4 +249,5 @@ def run_cell(
         "value": value,
         "error": error,
         "figures": figures,
+        **({"lineage": lineage} if lineage is not None else {}),
     }

@@ -371,6 +371,7 @@ class Session:
                 figures=reply.figures,
                 seconds=time.monotonic() - start,
                 mode=self.mode,
+                lineage=reply.lineage,
             )
         child.kill()
         self._child = None

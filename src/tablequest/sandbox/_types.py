@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from tablequest.errors import TablequestError
 
@@ -42,6 +43,10 @@ class ExecResult:
         seconds: wall-clock time of the run as seen by the host.
         mode: the isolation mode the code ran in: "bwrap", or "unshare"/"off" when the user
             opted into degraded isolation ("" when no child was involved).
+        lineage: which table cells the last expression's value and the printed values were
+            computed from (`_lineage`: ``{"value": item | None, "printed": [item, …]}``,
+            each item ``{"text", "recipe", "rows", "cut"}``), None when the child sent none.
+            Untrusted like the rest: the host checks every cell against its tables.
     """
 
     ok: bool
@@ -51,6 +56,7 @@ class ExecResult:
     figures: list[bytes] = field(default_factory=list)
     seconds: float = 0.0
     mode: str = ""
+    lineage: dict[str, Any] | None = None
 
     @property
     def degraded(self) -> bool:

@@ -2,8 +2,10 @@
 
 `answer_context` turns a `Result` into what ``ask_result.html`` shows, in this order: the
 status and answer (and, when it did not answer, `Result.reason`: one line naming the cause),
-the evidence cells named by their column (the header path, "Size / Depth m") and their row
-(the row header, else the first column's value, else "row N"), the tables by name, the
+whether the answer is verified against its evidence (`Result.verified` as a badge, with
+`Result.verification`'s line), the evidence cells named by their column (the header path,
+"Size / Depth m") and their row (the row header, else the first column's value, else
+"row N"), each saying how it was found (`HOW_WORDS`), the tables by name, the
 routes ``auto`` took, then (without a model) the tables the LLM-free search found, shown as
 the CLI shows them: ranked, with their score and name, the rows the question's words match
 (marked) — as rendered tables rather than the CLI's text previews — and last the tables with
@@ -26,18 +28,32 @@ from tablequest.serve.state import ServerState
 from tablequest.serve.tables import TableView, matched_rows_fast, table_view
 from tablequest.table import Table
 
-__all__ = ["EvidenceLine", "answer_context", "cell_names", "short_name"]
+__all__ = ["HOW_WORDS", "EvidenceLine", "answer_context", "cell_names", "short_name"]
+
+HOW_WORDS = {
+    "computed": "computed: the code's result came from it",
+    "cited": "cited by the model",
+    "matched": "matched: it holds the answer's value",
+    "ambiguous": "ambiguous: one of several cells holding the answer's value",
+    "untracked": "untracked: read by code that could not be traced",
+}
+"""How an evidence cell was found, as the card's evidence list says it (`CellRef.how`)."""
 
 
 @dataclass(frozen=True)
 class EvidenceLine:
-    """One evidence cell as people name it."""
+    """One evidence cell as people name it, and how it was found (`CellRef.how`)."""
 
     table_id: str
     table: str
     column: str
     row: str
     value: str
+    how: str = "matched"
+
+    @property
+    def how_words(self) -> str:
+        return HOW_WORDS.get(self.how, self.how)
 
 
 @dataclass(frozen=True)
@@ -88,7 +104,7 @@ def _evidence(state: ServerState, result: Result) -> list[EvidenceLine]:
             else (f"column {cell.col}", f"row {cell.row}")
         )
         name = short_name(result.sources.get(cell.table_id, cell.table_id))
-        lines.append(EvidenceLine(cell.table_id, name, column, row, cell.value))
+        lines.append(EvidenceLine(cell.table_id, name, column, row, cell.value, cell.how))
     return lines
 
 

@@ -206,9 +206,9 @@ def _result(request: Request, ask_id: str) -> tuple[ServerState, str, Result]:
 
 
 def _evidence_views(state: ServerState, result: Result) -> list[tuple[str, TableView]]:
-    by_table: dict[str, list[tuple[int, int]]] = {}
+    by_table: dict[str, dict[tuple[int, int], str]] = {}
     for cell in result.evidence:
-        by_table.setdefault(cell.table_id, []).append((cell.row, cell.col))
+        by_table.setdefault(cell.table_id, {})[cell.row, cell.col] = cell.how
     order = [t for t in [result.final_table, *result.tables_consulted] if t]
     views = []
     with state.stores.reader() as store:
@@ -219,7 +219,7 @@ def _evidence_views(state: ServerState, result: Result) -> list[tuple[str, Table
                     table = store.get(tid)
                 except KeyError:
                     continue
-            cells = by_table.get(tid, [])
+            cells = by_table.get(tid, {})
             rows = None
             if table.n_rows > 200:
                 wanted = {r + d for r, _ in cells for d in range(-2, 3)}

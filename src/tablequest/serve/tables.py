@@ -4,11 +4,15 @@
 structure: one header row per header level, merged ranges as rowspan/colspan (a merge crossing
 the header/body boundary is cut at it, as the HTML serializer does), row ids in a gutter, and
 classes for evidence cells, matched rows, the question's words and numbers (``num``: a body
-cell that is one number, right-aligned). Templates render it; every text goes through Jinja's
-escaping. A view is bounded: at most `MAX_COLS` columns and `MAX_CELLS` body cells (fewer rows
-for wide tables), and its spans come from the merges of that window only (`Table.sub_table`
-selects them vectorised), so a page costs the cells it shows, whatever the table's size or
-merges. The API's `structure` likewise returns only the merges meeting its rows.
+cell that is one number, right-aligned). An evidence cell is ``evidence`` and, when how it was
+found is given, ``evidence-HOW`` (`CellRef.how`); an ambiguous or untracked one is not
+certain evidence (`tablequest.table.display.is_certain`): ``evidence-HOW evidence-uncertain``,
+without ``evidence``, so it is outlined rather than highlighted. Templates render it; every
+text goes through Jinja's escaping. A view is bounded: at most `MAX_COLS` columns and
+`MAX_CELLS` body cells (fewer rows for wide tables), and its spans come from the merges of
+that window only (`Table.sub_table` selects them vectorised), so a page costs the cells it
+shows, whatever the table's size or merges. The API's `structure` likewise returns only the
+merges meeting its rows.
 
 `matched_rows_fast` is `corpus.rank.matched_rows` (one algorithm: `corpus.rowmatch`) over a
 table's lines and their case folds kept in the store generation's cache, so repeated searches
@@ -18,13 +22,14 @@ of a table fold its text once.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 from tablequest.corpus.lexical.rowmatch import TableLines, rows_matching, table_lines
 from tablequest.serve.stores import ReadStore
-from tablequest.table import Table, compile_pattern
+from tablequest.table import EvidenceHow, Table, compile_pattern
+from tablequest.table.display import is_certain
 from tablequest.table.merges import span_map
 
 __all__ = ["CellView", "RowView", "TableView", "matched_rows_fast", "table_view"]
@@ -121,10 +126,22 @@ def _window(table: Table, rows: Iterable[int] | None, limit: int) -> Table:
     return table.sub_table(rows=wanted, cols=cols)
 
 
-def _classes(cell: CellView, row_id: int | None, cited: set[tuple[int, int]]) -> list[str]:
+HOWS = frozenset(get_args(EvidenceHow))
+
+
+def _evidence_classes(how: str) -> list[str]:
+    """An evidence cell's classes by how it was found ("" when not said; module doc)."""
+    if how not in HOWS:
+        return ["evidence"]
+    if is_certain(how):
+        return ["evidence", f"evidence-{how}"]
+    return [f"evidence-{how}", "evidence-uncertain"]
+
+
+def _classes(cell: CellView, row_id: int | None, cited: Mapping[tuple[int, int], str]) -> list[str]:
     classes = []
-    if row_id is not None and (row_id, cell.col_id) in cited:
-        classes.append("evidence")
+    if row_id is not None and cell.col_id is not None and (row_id, cell.col_id) in cited:
+        classes += _evidence_classes(cited[row_id, cell.col_id])
     if cell.tag == "td" and NUMBER.match(cell.text.strip()):
         classes.append("num")
     return classes
@@ -136,7 +153,7 @@ def table_view(
     *,
     rows: Iterable[int] | None = None,
     limit: int = 200,
-    evidence: Iterable[tuple[int, int]] = (),
+    evidence: Iterable[tuple[int, int]] | Mapping[tuple[int, int], str] = (),
     matched: Iterable[int] = (),
     patterns: Sequence[str] = (),
 ) -> TableView:
@@ -144,13 +161,14 @@ def table_view(
     tables show fewer rows and at most `MAX_COLS` columns: `_window`).
 
     Args:
-        evidence: (row id, column id) cells to highlight as evidence.
+        evidence: (row id, column id) cells to highlight as evidence, or mapped to how
+            each was found (`CellRef.how`: classes by how, see the module doc).
         matched: Row ids to highlight as matched by a search.
         patterns: Regexes whose matches are marked inside cells.
     """
     part = _window(table, rows, limit)
     starts, covered = span_map(part.merges, part.n_header_rows)
-    cited = set(evidence)
+    cited = dict(evidence) if isinstance(evidence, Mapping) else dict.fromkeys(evidence, "")
     hit_rows = set(matched)
     compiled = [compile_pattern(p) for p in patterns]
     h = part.n_header_rows

@@ -10,7 +10,10 @@ Choices (ours; no paper covers display):
 - At most `MAX_ROWS` body rows are shown (a notebook is not a spreadsheet); `window` keeps
   the rows asked for first (a result's evidence rows), else the first rows.
 - Evidence cells carry ``class="tq-evidence"`` and an inline yellow background, so the
-  highlight survives notebook sanitizers that drop ``<style>``.
+  highlight survives notebook sanitizers that drop ``<style>``; given how each was found
+  (`tablequest.table.model.EvidenceHow`), a certain cell (computed, cited, matched) adds
+  ``tq-evidence-HOW`` and a ``title``, and an uncertain one (`UNCERTAIN`: ambiguous, untracked)
+  is not highlighted as evidence: ``class="tq-evidence-HOW"`` and a dashed outline only.
 - This module does not import `tablequest.table.model` (the model imports it for its
   reprs): tables are typed by the `Grid` protocol.
 """
@@ -18,16 +21,26 @@ Choices (ours; no paper covers display):
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Protocol
 
 from tablequest.table.merges import Merge, span_map
 
 __all__ = ["HIGHLIGHT", "MAX_ROWS", "Grid", "esc", "grid_html", "table_html", "table_markdown"]
-__all__ += ["source_name", "window"]
+__all__ += ["UNCERTAIN", "UNCERTAIN_STYLE", "is_certain", "source_name", "window"]
 
 MAX_ROWS = 30
 HIGHLIGHT = "background:#fff3a3;font-weight:600"
+UNCERTAIN_STYLE = "outline:1px dashed #9a6700;outline-offset:-2px"
+UNCERTAIN = frozenset({"ambiguous", "untracked"})
+"""Ways of finding evidence that do not make a cell certain support of the answer: one of
+several cells holding the answer's value, or a cell read by code that could not be traced."""
+
+
+def is_certain(how: str) -> bool:
+    """Whether an evidence cell found this way is shown as certain evidence (highlighted)."""
+    return how not in UNCERTAIN
 
 
 class _Source(Protocol):
@@ -86,18 +99,36 @@ def window(table: Grid, wanted: Sequence[int]) -> tuple[Grid, int]:
     return table.sub_table(rows=ids), table.n_rows - len(ids)
 
 
-def _cell(table: Grid, r: int, c: int, span: tuple[int, int], marked: bool) -> str:
+def _mark(how: str | None) -> str:
+    """The attributes of an evidence cell found `how` ("" when not said; None: not one)."""
+    if how is None:
+        return ""
+    if not how:
+        return f' class="tq-evidence" style="{HIGHLIGHT}"'
+    name = esc(how)
+    if is_certain(how):
+        return f' class="tq-evidence tq-evidence-{name}" title="{name}" style="{HIGHLIGHT}"'
+    return f' class="tq-evidence-{name}" title="{name}: not certain" style="{UNCERTAIN_STYLE}"'
+
+
+def _cell(table: Grid, r: int, c: int, span: tuple[int, int], how: str | None) -> str:
     body = r >= table.n_header_rows
     tag = "td" if body and c >= table.n_header_cols else "th"
     rs, cs = span
     attrs = (f' rowspan="{rs}"' if rs > 1 else "") + (f' colspan="{cs}"' if cs > 1 else "")
-    if marked:
-        attrs += f' class="tq-evidence" style="{HIGHLIGHT}"'
-    return f"<{tag}{attrs}>{esc(table.cells[r][c])}</{tag}>"
+    return f"<{tag}{attrs}{_mark(how)}>{esc(table.cells[r][c])}</{tag}>"
 
 
-def grid_html(table: Grid, marked: set[tuple[int, int]]) -> str:
-    """`table` as an HTML grid; `marked` holds (row id, column id) of highlighted cells."""
+def _how(hows: Mapping[tuple[int, int], str], row_id: int | None, col_id: int) -> str | None:
+    return None if row_id is None else hows.get((row_id, col_id))
+
+
+def grid_html(
+    table: Grid, marked: Mapping[tuple[int, int], str] | AbstractSet[tuple[int, int]]
+) -> str:
+    """`table` as an HTML grid; `marked` holds (row id, column id) of evidence cells, as a
+    set (highlighted) or mapped to how each was found (`_mark`: uncertain ones outlined)."""
+    hows = marked if isinstance(marked, Mapping) else dict.fromkeys(marked, "")
     starts, covered = span_map(table.merges, table.n_header_rows)
     h = table.n_header_rows
     out = ['<table class="tq-table">']
@@ -111,7 +142,7 @@ def grid_html(table: Grid, marked: set[tuple[int, int]]) -> str:
         row_id = table.row_ids[r - h] if r >= h else None
         out.append("<tr>")
         out += [
-            _cell(table, r, c, starts.get((r, c), (1, 1)), (row_id, table.col_ids[c]) in marked)
+            _cell(table, r, c, starts.get((r, c), (1, 1)), _how(hows, row_id, table.col_ids[c]))
             for c in range(len(row))
             if (r, c) not in covered
         ]

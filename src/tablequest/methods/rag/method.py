@@ -20,8 +20,9 @@ source — a table file, a store table, a benchmark's gold table — reuses them
 Choices (ours, the paper is silent): the caption shown to the model is the table's title
 (never its file name); the result's evidence is `prepared.locate`'s; status is "answered" when a
 sample reached a Final Answer, "failed" when every sample stopped on an LLM error, the
-context budget, a baseline refusal or an unavailable sandbox, else "insufficient" (no Final
-Answer within the step limit).
+context budget, a reply with neither an Action nor a Final Answer ("the model's reply had no
+answer in the expected format", `solver`), a baseline refusal or an unavailable sandbox, else
+"insufficient" (no Final Answer within the step limit).
 """
 
 from __future__ import annotations

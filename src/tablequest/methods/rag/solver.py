@@ -20,6 +20,14 @@ normalized answers of the samples that reached a Final Answer (the official
 ``normalize_answer``: lower case, items split on ", " and " and ", numbers compared as
 numbers, order ignored); among tied answers the one first given (in sample order) wins, as
 with the official ``Counter.most_common``.
+
+A sample whose last reply had neither an Action nor a Final Answer — a greeting, prose — and
+that then ran out of steps (or of the question's budget) ends ``unformatted``: Fig. 11 asks
+for "Final Answer: Answer1, Answer2, ..." as the last line, "no other form", and the paper
+does not say what happens without it (ours, issue 36): the reason is "the model's reply had no
+answer in the expected format", with the reply's start in the trace; when every sample ends
+so, the question is "failed". A sample that kept writing Actions until the step limit stays
+``no_answer`` ("no Final Answer within N steps", "insufficient").
 """
 
 from __future__ import annotations
@@ -33,13 +41,21 @@ from typing import Any, Literal, Protocol
 
 from tablequest.errors import TablequestError
 from tablequest.llm.base import LLM, LLMError, estimate_tokens
-from tablequest.llm.parse import BadReAct, is_non_answer, parse_react
+from tablequest.llm.parse import (
+    NO_ANSWER_IN_FORMAT,
+    BadReAct,
+    ReactStep,
+    is_non_answer,
+    parse_react,
+    reply_start,
+)
+from tablequest.llm.usage import BudgetExhausted
 from tablequest.methods.base import Result, Status
 from tablequest.sandbox import ExecResult, SandboxError
 from tablequest.table import CellRef
 from tablequest.trace import Trace
 
-SolveStatus = Literal["answered", "no_answer", "llm_error", "context"]
+SolveStatus = Literal["answered", "no_answer", "unformatted", "llm_error", "context"]
 
 
 class Runner(Protocol):
@@ -152,6 +168,7 @@ def solve(
     """Run the ReAct loop for at most `max_steps` model replies."""
     solution = ""
     out = SolveOutcome(answer=None, status="no_answer", n_iter=max_steps, transcript="")
+    unformatted: str | None = None  # the last reply, when it had no Action or Final Answer
     for step in range(max_steps):
         solution += "Thought: "
         text = prompt + solution
@@ -172,6 +189,9 @@ def solve(
             )[0].text
         except LLMError as exc:
             out.calls += 1
+            if isinstance(exc, BudgetExhausted) and unformatted is not None:
+                out.n_iter = step
+                break  # out of budget after a reply without the format: that is the reason
             out.status, out.n_iter = "llm_error", step + 1
             out.reason = f"{type(exc).__name__}: {exc}"
             trace.event("fallback", stage="solver", reason=out.reason)
@@ -179,10 +199,8 @@ def solve(
         out.calls += 1
         reply = re.sub(r"^\s*Thought:\s*", "", reply.strip())
         solution += reply
-        try:
-            parsed = parse_react("Thought: " + reply)
-        except BadReAct:
-            parsed = None
+        parsed = _parse_step(reply)
+        unformatted = None if parsed is not None else reply_start(reply)
         if parsed is not None and parsed.final_answer is not None:
             final = _final_line(parsed.final_answer)
             if is_non_answer(final):  # a refusal or tool syntax is never an answer
@@ -191,7 +209,7 @@ def solve(
                 out.answer, out.status = final, "answered"
             out.n_iter = step + 1
             break
-        if parsed is None or parsed.action is None:
+        if parsed is None or parsed.action is None:  # (an Action or a Final Answer)
             obs = "Error: no Action provided."
         else:
             code = extract_code(parsed.action)
@@ -199,7 +217,18 @@ def solve(
             obs = _execute(session, code, step + 1, trace, timeout, max_observation_chars)
         solution += f"\nObservation: {obs}\n"
     out.transcript = solution
+    if out.status == "no_answer" and unformatted is not None:
+        out.status, out.reason = "unformatted", NO_ANSWER_IN_FORMAT
+        trace.event("fallback", stage="solver", reason=out.reason, reply=unformatted)
     return out
+
+
+def _parse_step(reply: str) -> ReactStep | None:
+    """The reply's Action or Final Answer; None when it has neither (not the ReAct format)."""
+    try:
+        return parse_react("Thought: " + reply)
+    except BadReAct:
+        return None
 
 
 def _execute(
@@ -269,7 +298,7 @@ def voted_result(
         return Result(
             answer=answer, status="answered", evidence=evidence(answer), details={"votes": votes}
         )
-    failures = [o for o in outcomes if o.status in ("llm_error", "context")]
+    failures = [o for o in outcomes if o.status in ("llm_error", "context", "unformatted")]
     status: Status = "failed" if len(failures) == len(outcomes) else "insufficient"
     reason = (
         failures[0].reason

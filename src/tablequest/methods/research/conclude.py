@@ -1,12 +1,26 @@
 """Concluding a question (DTR Eq. 6 and §4.1): the vote, the non-code fallback, the Result's
-details and the report (see `method` for the algorithm and `reflect.vote` for Eq. 6)."""
+details and the report (see `method` for the algorithm and `reflect.vote` for Eq. 6).
+
+The non-code fallback's answer is its reply's ``Final Answer:`` line (or an ``Answer:`` line or
+``<answer>`` tag). A reply without one — a greeting, prose — is never the answer: Eq. 6 counts
+"only answers satisfying the query requirements and correct formats" (papers/dtr.txt §3.5),
+so the question fails with the reason "the model's reply had no answer in the expected
+format" and the reply's start in the trace (issue 36; unless the sandbox was unavailable,
+which stays the reason).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from tablequest.llm.base import LLMError
-from tablequest.llm.parse import ParseError, extract_answer, is_non_answer
+from tablequest.llm.parse import (
+    NO_ANSWER_IN_FORMAT,
+    ParseError,
+    extract_answer,
+    is_non_answer,
+    reply_start,
+)
 from tablequest.methods.base import Result, Status, Task
 from tablequest.methods.research.execute import PathOutcome
 from tablequest.methods.research.feedback import locate
@@ -63,14 +77,26 @@ def direct_answer(
             direct_messages(question, text, task=task),
             temperature=options.temperature, max_tokens=options.max_tokens,
         )[0].text  # fmt: skip
-        answer = extract_answer(reply.replace("Final Answer:", "Answer:"))
-    except (LLMError, ParseError) as exc:
+    except LLMError as exc:
         q.trace.event("fallback", stage="direct", reason=f"{type(exc).__name__}: {exc}")
+        return None
+    return _direct_reply_answer(run, question, reply)
+
+
+def _direct_reply_answer(run: QuestionRun, question: str, reply: str) -> str | None:
+    """The fallback reply's ``Final Answer:``; None (recorded) without one, or for a refusal
+    or the prompt echoed back (seen from a base model behind llama.cpp)."""
+    trace = run.q.trace
+    try:
+        answer = extract_answer(reply.replace("Final Answer:", "Answer:"), bare=False)
+    except ParseError:
+        run.direct_unformatted = reply_start(reply)
+        trace.event("fallback", stage="direct", reason=NO_ANSWER_IN_FORMAT,
+                    reply=run.direct_unformatted)  # fmt: skip
         return None
     answer = " ".join(answer.split())[:500]
     if is_non_answer(answer) or " ".join(question.split()) in answer:
-        # a refusal, or the prompt echoed back (seen from a base model behind llama.cpp)
-        q.trace.event("fallback", stage="direct", reason=f"not an answer: {answer[:80]!r}")
+        trace.event("fallback", stage="direct", reason=f"not an answer: {answer[:80]!r}")
         return None
     return answer or None
 
@@ -183,6 +209,8 @@ def _status(run: QuestionRun, answer: str | None) -> tuple[Status, str | None]:
         return "answered", None
     if run.sandbox_error:
         return "failed", run.sandbox_error
+    if run.direct_unformatted is not None:
+        return "failed", NO_ANSWER_IN_FORMAT
     if not any(o.learnable for o in run.outcomes):
         reason = next((o.stopped for o in run.outcomes if o.stopped), None)
         return "failed", reason or run.stop or "no path could run"

@@ -58,6 +58,8 @@ class QuestionRun:
     sandbox_error: str | None = None
     direct_cut: dict[str, int] | None = None
     """Set when the non-code fallback showed the model only part of the table."""
+    direct_unformatted: str | None = None
+    """The start of the non-code fallback's reply when it had no ``Final Answer:`` line."""
     context: int = 0
     """Version of the lessons the step prompts show; +1 whenever they change."""
     batch: list[Candidate] = field(default_factory=list)

@@ -6,8 +6,12 @@ original table (full path), both linearized with original row ids; temperature 0
 
 Choices (ours): the answer is the last non-empty ``<answer>…</answer>``; a reply without it
 gets one repair request when the budget has a step left, then a final ``Answer:`` line or a
-short (≤ 300 characters) tag-less reply is taken (flagged ``answer_unparsed``), else the status
-is "failed"; so is a refusal or tool syntax given as the answer (`llm.parse.is_non_answer`). A
+short (≤ 300 characters) tag-less reply is taken (flagged ``answer_unparsed``), else — long
+prose without an answer marker, a greeting (`llm.parse.is_chatter`), nothing — the status is
+"failed" with the reason "the model's reply had no answer in the expected format" and the
+reply's start in the trace (issue 36; the paper, App. C.3, gives the ``<answer>`` format but
+not what happens without it); a refusal or tool syntax given as the answer
+(`llm.parse.is_non_answer`) fails too. A
 list answer keeps the model's separators. Evidence (the cells the answer used):
 body cells of the answering table equal to an answer item (`locate_evidence`); when none match
 (counts, sums) on the localized path, the sub-table's cells (at most 50) are the evidence. A
@@ -21,7 +25,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tablequest.llm.base import Message
-from tablequest.llm.parse import ParseError, extract_answer, is_non_answer
+from tablequest.llm.parse import (
+    NO_ANSWER_IN_FORMAT,
+    ParseError,
+    extract_answer,
+    is_chatter,
+    is_non_answer,
+    reply_start,
+)
 from tablequest.methods.base import locate_evidence
 from tablequest.methods.scope import prompts
 from tablequest.methods.scope.state import ScopeRun, linearize
@@ -61,7 +72,7 @@ def _lenient(text: str) -> str | None:
         found = extract_answer(text)
     except ParseError:
         return None
-    return found if len(found) <= MAX_PLAIN_ANSWER else None
+    return None if len(found) > MAX_PLAIN_ANSWER or is_chatter(found) else found
 
 
 def _ask(run: ScopeRun, messages: list[Message], max_tokens: int) -> tuple[str | None, str | None]:
@@ -88,6 +99,29 @@ def _ask(run: ScopeRun, messages: list[Message], max_tokens: int) -> tuple[str |
     return None, last
 
 
+def _checked(
+    run: ScopeRun, value: str | None, last: str | None
+) -> tuple[str | None, str | None, bool]:
+    """(answer, reason when there is none, taken from a tag-less reply) of the answer call."""
+    unparsed = False
+    if value is None and last is not None:
+        value = _lenient(last)
+        unparsed = value is not None
+        if unparsed:
+            run.fallback("answer", "no <answer> tags: the reply's answer line was taken")
+    if value is not None and is_non_answer(value):
+        run.fallback("answer", f"the answer {value[:80]!r} is a refusal or tool syntax")
+        return None, f"no answer: the model answered {value[:80]!r}", False
+    if value is None and last is not None:
+        run.fallback("answer", NO_ANSWER_IN_FORMAT, reply=reply_start(last))
+        return None, NO_ANSWER_IN_FORMAT, False
+    if value is None:
+        reason = "no answer: the answer call could not be made"
+        run.fallback("answer", reason)
+        return None, reason, False
+    return value, None, unparsed
+
+
 def answer(run: ScopeRun, qa_table: Table, *, local: bool) -> Answer:
     """Answer from `qa_table` (a sub-table when `local`)."""
     text = run.table_text if not local else linearize(qa_table)
@@ -106,23 +140,8 @@ def answer(run: ScopeRun, qa_table: Table, *, local: bool) -> Answer:
     if fit.max_tokens < run.options.qa_max_tokens:
         details["max_tokens_lowered_to"] = fit.max_tokens
     value, last = _ask(run, messages, fit.max_tokens)
-    unparsed = False
-    if value is None and last is not None:
-        value = _lenient(last)
-        unparsed = value is not None
-        if unparsed:
-            run.fallback("answer", "no <answer> tags: the reply's answer line was taken")
-    if value is not None and is_non_answer(value):
-        run.fallback("answer", f"the answer {value[:80]!r} is a refusal or tool syntax")
-        reason, value = f"no answer: the model answered {value[:80]!r}", None
-        return Answer(None, reason, details=details)
+    value, reason, unparsed = _checked(run, value, last)
     if value is None:
-        reason = (
-            "no answer: the model gave no usable <answer>"
-            if last is not None
-            else ("no answer: the answer call could not be made")
-        )
-        run.fallback("answer", reason)
         return Answer(None, reason, details=details)
     evidence = locate_evidence(qa_table, run.table_id, value)
     source = "answer_cells" if evidence else "none"

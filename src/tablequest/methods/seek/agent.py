@@ -14,7 +14,11 @@ new per round and per QA call), never paths, file names or formats.
 
 Choices (ours, the paper is silent): an unparsable reply gets one repair request when the
 budget allows, then a documented fallback (content-word patterns; refine-none; QA reply text
-taken as the answer when short). A select naming only unknown ids counts as refine-none.
+taken as the answer when short; a QA reply with no answer in that form — long prose, a
+greeting — is unsatisfactory, so Algorithm 1's fallback tries the next table, and when it is
+the last QA the status is "failed" with the reason "the model's reply had no answer in the
+expected format", its start in the trace: `seek.qa`). A select naming only unknown ids
+counts as refine-none.
 With a rerank strategy, R is reordered by the model's ranking (unknown ids ignored, missing
 ones kept in grep order) and its top table goes to QA. An empty R does not end the run
 (Algorithm 1 does not): refinement still runs, with no previews, and may regenerate patterns
@@ -48,7 +52,7 @@ from tablequest.methods.base import (
 )
 from tablequest.methods.seek import prompts
 from tablequest.methods.seek.config import SeekConfig
-from tablequest.methods.seek.qa import QAOutcome, parse_qa, qa_context
+from tablequest.methods.seek.qa import QAOutcome, parse_qa, qa_context, record_no_answer
 from tablequest.table import Table
 from tablequest.table.preview import preview
 from tablequest.trace import Trace
@@ -72,6 +76,8 @@ class _Run:
     patterns_history: list[list[str]] = field(default_factory=list)
     dropped: dict[str, str] = field(default_factory=dict)
     """Patterns left out of Eq. 1 for running past their time budget, and why."""
+    qa_reason: str | None = None
+    """Why the last QA reply gave no answer (`QAOutcome.reason`), None when it gave one."""
 
     def action_counts(self) -> dict[str, int]:
         """Calls per kind (pattern_gen, refine, repair, qa) and refine decisions."""
@@ -131,6 +137,8 @@ class TableSeek:
         selection = self.select(question, source, task=task, budget=budget, trace=trace)
         run, query = selection.run, selection.query
         result = self._answer(run, source, selection.ranked, selection.selected, selection.patterns)
+        if result.status == "failed" and run.qa_reason:
+            result.details["reason"] = run.qa_reason
         result = query.finish(result, self.name)
         result.details.update(
             action_counts=run.action_counts(),
@@ -213,7 +221,7 @@ class TableSeek:
             details={"action_counts": run.action_counts()},
         )
         if result.status != "answered":
-            result.details["reason"] = f"QA said {outcome.status}"
+            result.details["reason"] = outcome.reason or f"QA said {outcome.status}"
         return query.finish(result, self.name)
 
     # -- LLM calls ---------------------------------------------------------------------
@@ -427,6 +435,8 @@ class TableSeek:
         messages = prompts.qa_messages(run.question, run.task, context, standalone=False)
         raw = self._call(run, QA, messages)
         outcome = parse_qa(raw, tables, task=run.task)
+        run.qa_reason = outcome.reason
+        record_no_answer(run.trace, outcome)
         run.trace.event(
             "qa",
             tables=[tid for tid, _ in tables.values()],

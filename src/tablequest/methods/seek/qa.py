@@ -7,23 +7,35 @@ table is shown only through the rows its patterns match, without its head.
 Parsing (ours): the reply is one JSON object {status, answer, evidence}; evidence cells are
 named by table, column and value and are checked against the table (unknown ones are
 dropped); when the model cites nothing valid, cells equal to the answer are located in the
-table. A reply that is not JSON but is short is taken as the answer text (recorded via the
-"unparsed" flag); an empty or missing reply is a failure.
+table. A reply that is not JSON is read as plain text (`llm.parse.extract_answer`: its
+``<answer>`` tag or ``Answer:`` line, else the whole text) and taken as the answer when short
+(recorded via the "unparsed" flag); a missing reply (the call failed) is a failure. A reply
+with no answer in this format — empty, long prose without an answer marker, or a greeting
+(`llm.parse.is_chatter`) — is a failure with the reason `NO_ANSWER_IN_FORMAT` and the reply's
+start kept for the trace (issue 36; the paper does not say, ours).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tablequest.corpus.storage.store import text_format
-from tablequest.llm.parse import ParseError, extract_json, is_non_answer
+from tablequest.llm.parse import (
+    NO_ANSWER_IN_FORMAT,
+    ParseError,
+    extract_answer,
+    extract_json,
+    is_chatter,
+    is_non_answer,
+    reply_start,
+)
 from tablequest.methods.base import locate_evidence
 from tablequest.table import CellRef, Table
 from tablequest.table.preview import preview
 from tablequest.table.serialize import serialize
+from tablequest.trace import Trace
 
 if TYPE_CHECKING:
     from tablequest.methods.seek.config import SeekConfig
@@ -40,6 +52,10 @@ class QAOutcome:
     evidence: list[CellRef] = field(default_factory=list)
     final_table: str | None = None
     unparsed: bool = False
+    reason: str | None = None
+    """Why the reply gave no answer (`NO_ANSWER_IN_FORMAT`), for the Result and the trace."""
+    reply: str | None = None
+    """The start of a reply that had no answer in the expected format."""
 
     @property
     def satisfactory(self) -> bool:
@@ -78,7 +94,7 @@ def qa_context(
 
 def parse_qa(raw: str | None, tables: Mapping[str, tuple[str, Table]], *, task: str) -> QAOutcome:
     """Turn a QA reply into an outcome; never raises."""
-    if raw is None or not raw.strip():
+    if raw is None:
         return QAOutcome("failed")
     first = next(iter(tables.values()))[0] if tables else None
     try:
@@ -86,9 +102,10 @@ def parse_qa(raw: str | None, tables: Mapping[str, tuple[str, Table]], *, task: 
     except ParseError:
         data = None
     if not isinstance(data, dict):
-        text = _strip_think(raw).strip()
-        if not text or len(text) > MAX_PLAIN_ANSWER:
-            return QAOutcome("failed", final_table=first, unparsed=True)
+        text = _plain_answer(raw)
+        if text is None:
+            return QAOutcome("failed", final_table=first, unparsed=True,
+                             reason=NO_ANSWER_IN_FORMAT, reply=reply_start(raw))  # fmt: skip
         data = {"status": _plain_status(text), "answer": text}
     status = str(data.get("status", "answered")).strip().lower()
     if status not in ("answered", "insufficient", "mismatch"):
@@ -97,7 +114,8 @@ def parse_qa(raw: str | None, tables: Mapping[str, tuple[str, Table]], *, task: 
     if task == "fact_verification" and status == "answered":
         answer = _verdict(answer)
         if answer is None:
-            return QAOutcome("failed", final_table=first)
+            return QAOutcome("failed", final_table=first,
+                             reason=NO_ANSWER_IN_FORMAT, reply=reply_start(raw))  # fmt: skip
     if status == "answered" and (not answer or is_non_answer(answer)):
         status = "insufficient"  # a refusal or tool syntax is never an answer
     evidence, final = _evidence(data.get("evidence"), tables)
@@ -108,9 +126,19 @@ def parse_qa(raw: str | None, tables: Mapping[str, tuple[str, Table]], *, task: 
     return QAOutcome(status, answer if status == "answered" else None, evidence, final)
 
 
-def _strip_think(text: str) -> str:
-    text = re.sub(r"(?is)<think>.*?</think>", "", text)
-    return re.sub(r"(?is)<think>.*", "", text) if "<think>" in text.lower() else text
+def record_no_answer(trace: Trace, outcome: QAOutcome) -> None:
+    """A "fallback" trace event with the start of a reply that had no answer (if it had none)."""
+    if outcome.reason is not None:
+        trace.event("fallback", stage="qa", reason=outcome.reason, reply=outcome.reply)
+
+
+def _plain_answer(raw: str) -> str | None:
+    """The answer of a reply that is not JSON; None when it has none in a usable form."""
+    try:
+        text = extract_answer(raw)
+    except ParseError:
+        return None
+    return None if len(text) > MAX_PLAIN_ANSWER or is_chatter(text) else text
 
 
 def _plain_status(text: str) -> str:

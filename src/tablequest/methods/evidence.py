@@ -1,0 +1,467 @@
+"""Evidence from what a method did, and the LLM-free check of an answer against it.
+
+How each evidence cell is found (`CellRef.how`, docs/methods.md "Evidence"):
+
+- ``computed``: the lineage of code run in the sandbox (`tablequest.sandbox._lineage`): the
+  cells the value was computed from, mapped through the run's `Binding` (frame name → table,
+  row label → row id, column label → column id). Every cell is checked here: a row or column
+  the table does not have is dropped (the child is untrusted).
+- ``cited``: a cell the model named that exists and holds the value it said
+  (`check_cited`); one that does not is dropped and recorded in the trace.
+- ``matched``: the answer's value found by value equality, only among the cells the method
+  read (the retrieved cells, the sub-table, the rows its code read), never the whole table;
+  ``ambiguous`` when several cells hold it (all listed, none certain).
+- ``untracked``: cells the code read before its value left pandas (``.values``, loops).
+
+`verify` re-runs the lineage recipe over the table's own cells (numbers read with
+`_number`) and compares the result with the answer: ``verified`` when it equals it (a
+number within the answer's own rounding), ``contradicted`` when it gives another value,
+``unverified`` when there is nothing to re-run (no evidence, ambiguous or untracked cells,
+an opaque computation). A lookup or a matched cell verifies when the answer equals the
+cell; cited cells verify a list answer when the answer's items are their values.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+import unicodedata
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tablequest.table import CellRef, Table
+
+__all__ = [
+    "Binding",
+    "Traced",
+    "Verdict",
+    "best_traced",
+    "evidence_of",
+    "read_cells",
+    "verify_cells",
+    "check_cited",
+    "mark_matches",
+    "traced_items",
+    "verify",
+]
+
+MAX_EVIDENCE = 200
+
+
+@dataclass(frozen=True)
+class Binding:
+    """How one sandbox frame maps back to its table."""
+
+    name: str
+    table_id: str
+    table: Table
+    columns: Mapping[str, int]
+    """Frame column label → the table's grid column id."""
+
+    @classmethod
+    def of(cls, name: str, table_id: str, table: Table, columns: Sequence[str] | None = None
+           ) -> Binding:  # fmt: skip
+        """The binding of ``table.to_dataframe()`` (columns in the table's order), or of a
+        frame whose columns are `columns` in the table's column order."""
+        labels = list(columns) if columns is not None else list(table.columns)
+        return cls(name, table_id, table, dict(zip(labels, table.col_ids, strict=False)))
+
+    def cell(self, row: int, col_label: str) -> CellRef | None:
+        col = self.columns.get(col_label)
+        pos_r = _positions(self.table.row_ids).get(row)
+        pos_c = _positions(self.table.col_ids).get(col) if col is not None else None
+        if pos_r is None or pos_c is None:
+            return None
+        value = self.table.body[pos_r][pos_c]
+        return CellRef(self.table_id, row, int(col or 0), value, "computed")
+
+
+_POSITIONS: dict[int, dict[int, int]] = {}
+
+
+def _positions(ids: tuple[int, ...]) -> dict[int, int]:
+    key = id(ids)
+    found = _POSITIONS.get(key)
+    if found is None or len(found) != len(ids):
+        found = {v: i for i, v in enumerate(ids)}
+        if len(_POSITIONS) > 64:
+            _POSITIONS.clear()
+        _POSITIONS[key] = found
+    return found
+
+
+@dataclass(frozen=True)
+class Verdict:
+    verified: str
+    why: str
+
+
+@dataclass
+class Traced:
+    """One traced value of a sandbox run: its text as the child printed it, its recipe."""
+
+    text: str
+    recipe: Any
+    rows: list[list[int]]
+    escaped: Traced | None = None
+    cut: bool = False
+    cells: list[CellRef] = field(default_factory=list)
+
+
+def traced_items(lineage: Mapping[str, Any] | None) -> list[Traced]:
+    """The value first, then the printed values, of one run's lineage (malformed parts
+    skipped: the child is untrusted)."""
+    if not isinstance(lineage, Mapping):
+        return []
+    raw = [lineage.get("value"), *list(lineage.get("printed") or [])[:20]]
+    return [t for t in (_traced(x) for x in raw) if t is not None]
+
+
+def _traced(raw: Any) -> Traced | None:
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("text"), str):
+        return None
+    rows = raw.get("rows")
+    rows = [r for r in rows if isinstance(r, list)] if isinstance(rows, list) else []
+    escaped = _traced(raw.get("escaped")) if raw.get("escaped") is not None else None
+    return Traced(raw["text"], raw.get("recipe"), rows, escaped, bool(raw.get("cut")))
+
+
+def _expand(runs: Sequence[Any]) -> list[int]:
+    out: list[int] = []
+    for i in range(0, len(runs) - 1, 2):
+        start, end = runs[i], runs[i + 1]
+        if isinstance(start, int) and isinstance(end, int) and 0 <= end - start < 1_000_000:
+            out.extend(range(start, end + 1))
+    return out
+
+
+def _leaves(node: Any) -> list[Any]:
+    if not isinstance(node, list) or not node:
+        return []
+    if isinstance(node[0], list):  # a list of nodes (an opaque leaf set)
+        return [leaf for part in node for leaf in _leaves(part)]
+    if node[0] in ("agg", "list"):
+        return [node]
+    return [leaf for part in node[1:] for leaf in _leaves(part)]
+
+
+def _sources(elem: Any) -> list[tuple[str, str]]:
+    if not isinstance(elem, list) or not elem:
+        return []
+    if isinstance(elem[0], list):  # a list of nodes (rowagg's sources)
+        return [s for part in elem for s in _sources(part)]
+    if elem[0] == "src" and len(elem) == 3:
+        return [(str(elem[1]), str(elem[2]))]
+    if elem[0] == "scalar":
+        return []
+    return [s for part in elem[1:] for s in _sources(part)]
+
+
+def lineage_cells(item: Traced, bindings: Mapping[str, Binding], how: str = "computed"
+                  ) -> list[CellRef]:  # fmt: skip
+    """The cells an item's recipe read, checked against the tables (unknown ones dropped)."""
+    seen: dict[tuple[str, int, int], CellRef] = {}
+    for leaf in _leaves(item.recipe):
+        ref = leaf[3] if len(leaf) == 4 else None
+        if not isinstance(ref, int) or not 0 <= ref < len(item.rows):
+            continue
+        rows = _expand(item.rows[ref])
+        for frame, col in _sources(leaf[2]):
+            binding = bindings.get(frame)
+            for row in rows if binding is not None else ():
+                cell = binding.cell(row, col) if binding is not None else None
+                if cell is not None:
+                    seen.setdefault((cell.table_id, cell.row, cell.col), _how(cell, how))
+                if len(seen) >= MAX_EVIDENCE:
+                    return list(seen.values())
+    return list(seen.values())
+
+
+def _how(cell: CellRef, how: str) -> CellRef:
+    return CellRef(cell.table_id, cell.row, cell.col, cell.value, how)  # type: ignore[arg-type]
+
+
+# ---- re-running a recipe over the table's cells ------------------------------------------
+
+_NUMBER = re.compile(r"^[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$")
+
+
+def _number(text: str) -> float | None:
+    """A cell or answer as a number: thousands separators, currency and % removed."""
+    t = unicodedata.normalize("NFKC", str(text)).strip().replace("\u2212", "-")
+    neg = t.startswith("(") and t.endswith(")")
+    t = re.sub(r"[,\s$€£¥%()]", "", t.strip("()"))
+    if not _NUMBER.match(t):
+        return None
+    value = float(t)
+    return -value if neg else value
+
+
+class _Unknown(Exception):
+    """The recipe cannot be re-run (opaque part, missing cell, non-numeric operand)."""
+
+
+def _cell_value(bindings: Mapping[str, Binding], frame: str, col: str, row: int) -> Any:
+    binding = bindings.get(frame)
+    cell = binding.cell(row, col) if binding is not None else None
+    if cell is None:
+        raise _Unknown(f"cell ({row}, {col}) is not in the table")
+    number = _number(cell.value)
+    return number if number is not None else cell.value.strip()
+
+
+_BIN: dict[str, Callable[[Any, Any], Any]] = {
+    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+    "/": lambda a, b: a / b, "//": lambda a, b: a // b, "%": lambda a, b: a % b,
+    "**": lambda a, b: a**b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
+    "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b, "&": lambda a, b: bool(a) and bool(b),
+    "|": lambda a, b: bool(a) or bool(b),
+}  # fmt: skip
+
+
+def _bin(op: str, a: Any, b: Any) -> Any:
+    if op.startswith("r") and op[1:] in _BIN:
+        return _BIN[op[1:]](b, a)
+    if op not in _BIN:
+        raise _Unknown(f"operator {op!r}")
+    try:
+        return _BIN[op](a, b)
+    except (TypeError, ZeroDivisionError, OverflowError) as exc:
+        raise _Unknown(str(exc)) from exc
+
+
+def _reduce(op: str, values: list[Any]) -> Any:
+    present = [v for v in values if not (isinstance(v, float) and math.isnan(v)) and v != ""]
+    if op in ("count", "size"):
+        return len(values) if op == "size" else len(present)
+    if op in ("item", "first"):
+        return present[0] if present else None
+    if op == "last":
+        return present[-1] if present else None
+    if op == "nunique":
+        return len(set(present))
+    if any(isinstance(v, str) for v in present):
+        if op in ("min", "max") and present:
+            return min(present) if op == "min" else max(present)
+        raise _Unknown("text in a numeric reduction")
+    funcs: dict[str, Callable[[list[Any]], Any]] = {
+        "sum": sum, "mean": statistics.fmean, "median": statistics.median, "min": min,
+        "max": max, "prod": math.prod, "std": statistics.stdev, "var": statistics.variance,
+    }  # fmt: skip
+    if op not in funcs or (not present and op != "sum"):
+        raise _Unknown(f"reduction {op!r}")
+    return funcs[op](present)
+
+
+class _Evaluator:
+    def __init__(self, item: Traced, bindings: Mapping[str, Binding]) -> None:
+        self.item, self.bindings = item, bindings
+
+    def rows(self, ref: Any) -> list[int]:
+        if not isinstance(ref, int) or not 0 <= ref < len(self.item.rows) or self.item.cut:
+            raise _Unknown("rows not sent")
+        return _expand(self.item.rows[ref])
+
+    def elem(self, node: Any, row: int) -> Any:
+        kind = node[0] if isinstance(node, list) and node else None
+        if kind == "src":
+            return _cell_value(self.bindings, str(node[1]), str(node[2]), row)
+        if kind == "const":
+            return node[1]
+        if kind == "bin":
+            return _bin(str(node[1]), self.elem(node[2], row), self.elem(node[3], row))
+        if kind == "un":
+            return _unary(str(node[1]), self.elem(node[2], row))
+        if kind == "rowagg":
+            return _reduce(str(node[1]), [self.elem(src, row) for src in node[2]])
+        if kind == "scalar":
+            return self.scalar(node[1])
+        raise _Unknown(f"element {kind!r}")
+
+    def scalar(self, node: Any) -> Any:
+        kind = node[0] if isinstance(node, list) and node else None
+        if kind == "agg":
+            values = [self.elem(node[2], row) for row in self.rows(node[3])]
+            if str(node[1]) == "count" and values and all(isinstance(v, bool) for v in values):
+                return sum(1 for v in values if v)
+            return _reduce(str(node[1]), values)
+        if kind == "list":
+            return [self.elem(node[2], row) for row in self.rows(node[3])]
+        if kind == "const":
+            return node[1]
+        if kind == "bin":
+            return _bin(str(node[1]), self.scalar(node[2]), self.scalar(node[3]))
+        if kind == "un":
+            return _unary(str(node[1]), self.scalar(node[2]))
+        if kind == "with":
+            return self.scalar(node[1])
+        raise _Unknown(f"the computation ({kind}) cannot be re-run from its cells")
+
+
+def _unary(op: str, value: Any) -> Any:
+    try:
+        if op == "neg":
+            return -value
+        if op == "abs":
+            return abs(value)
+        if op == "int":
+            return int(value)
+        if op.startswith("round:"):
+            return round(value, int(op.split(":")[1]))
+    except (TypeError, ValueError) as exc:
+        raise _Unknown(str(exc)) from exc
+    raise _Unknown(f"operation {op!r}")
+
+
+# ---- comparing values with answers --------------------------------------------------------
+
+
+def _norm(text: str) -> str:
+    text = unicodedata.normalize("NFKD", str(text))
+    text = "".join(c for c in text if not unicodedata.combining(c))
+    return " ".join(re.sub(r"[^\w.%-]+", " ", text.casefold()).split())
+
+
+def _decimals(text: str) -> int:
+    match = re.search(r"\.(\d+)", text)
+    return len(match.group(1)) if match else 0
+
+
+def same_value(answer: str, value: Any) -> bool:
+    """Whether an answer states `value` (a number within the answer's own rounding)."""
+    if isinstance(value, list):
+        items = [x for x in re.split(r"\s*\|\s*|,\s+|;\s*|\n", answer) if x.strip()]
+        return len(value) > 0 and sorted(_norm(i) for i in items) == sorted(
+            _norm(_text(v)) for v in value
+        )
+    if isinstance(value, bool):
+        return _norm(answer) in (("true", "yes") if value else ("false", "no"))
+    if isinstance(value, int | float):
+        number = _number(answer)
+        if number is None or math.isnan(float(value)):
+            return False
+        tolerance = max(0.5 * 10 ** -_decimals(answer), 1e-9 * abs(float(value)))
+        return abs(number - float(value)) <= tolerance + 1e-12
+    return _norm(answer) == _norm(str(value)) and _norm(answer) != ""
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def verify(answer: str, item: Traced, bindings: Mapping[str, Binding]) -> Verdict:
+    """Re-run `item`'s recipe over the tables and compare with `answer`."""
+    if item.recipe is None:
+        return Verdict("unverified", "the value was computed outside tracked pandas operations")
+    try:
+        value = _Evaluator(item, bindings).scalar(item.recipe)
+    except _Unknown as exc:
+        return Verdict("unverified", f"not re-run: {exc}")
+    except RecursionError:
+        return Verdict("unverified", "not re-run: the computation is too deep")
+    shown = _text(value) if not isinstance(value, list) else ", ".join(_text(v) for v in value)
+    if same_value(answer, value):
+        return Verdict("verified", f"{shown[:80]} recomputed from {len(item.cells)} cells")
+    return Verdict("contradicted", f"its cells give {shown[:80]}, not {answer[:80]}")
+
+
+def best_traced(answer: str, runs: Iterable[Sequence[Traced]]) -> Traced | None:
+    """The traced value the answer states: newest run first, its value before its prints."""
+    for items in runs:
+        for item in items:
+            value = _number(item.text)
+            if same_value(answer, value if value is not None else item.text.strip("'\"")):
+                return item
+            if item.text.startswith("[") and same_value(answer, _list_text(item.text)):
+                return item
+    return None
+
+
+def _list_text(text: str) -> list[str]:
+    return [p.strip().strip("'\"") for p in text.strip("[]").split(",") if p.strip()]
+
+
+# ---- cited and matched cells -------------------------------------------------------------
+
+
+def check_cited(cells: Iterable[CellRef], tables: Mapping[str, Table]
+                ) -> tuple[list[CellRef], list[dict[str, Any]]]:  # fmt: skip
+    """Cited cells that exist and hold the value cited (how ``cited``), and the dropped ones
+    with why (for the trace)."""
+    kept: list[CellRef] = []
+    dropped: list[dict[str, Any]] = []
+    for cell in cells:
+        table = tables.get(cell.table_id)
+        pos_r = _positions(table.row_ids).get(cell.row) if table is not None else None
+        pos_c = _positions(table.col_ids).get(cell.col) if table is not None else None
+        if table is None or pos_r is None or pos_c is None:
+            dropped.append({"row": cell.row, "col": cell.col, "why": "no such cell"})
+            continue
+        actual = table.body[pos_r][pos_c]
+        if cell.value and _norm(cell.value) != _norm(actual):
+            dropped.append({"row": cell.row, "col": cell.col, "why": f"holds {actual[:60]!r}"})
+            continue
+        kept.append(CellRef(cell.table_id, cell.row, cell.col, actual, "cited"))
+    return kept, dropped
+
+
+def mark_matches(found: Sequence[CellRef], answer: str) -> list[CellRef]:
+    """Matched cells as ``matched``, or ``ambiguous`` where an answer item is held by
+    several cells."""
+    items = [x for x in re.split(r"\s*\|\s*|,\s+|;\s*", answer) if x.strip()] or [answer]
+    out: list[CellRef] = []
+    for cell in found:
+        holders = [c for c in found if _norm(c.value) == _norm(cell.value)]
+        several = len(holders) > 1 and len(items) < len(found)
+        out.append(_how(cell, "ambiguous" if several else "matched"))
+    return out
+
+
+def verify_cells(answer: str, evidence: Sequence[CellRef]) -> Verdict:
+    """The verdict of cited or matched evidence (no computation to re-run)."""
+    if not evidence:
+        return Verdict("unverified", "no evidence")
+    if any(c.how in ("ambiguous", "untracked") for c in evidence):
+        kind = "ambiguous" if any(c.how == "ambiguous" for c in evidence) else "untracked"
+        return Verdict("unverified", f"the evidence is {kind}")
+    values = [c.value for c in evidence]
+    if len(values) == 1 and same_value(answer, _number(values[0]) or values[0]):
+        return Verdict("verified", f"{answer[:60]} equals its cell")
+    if same_value(answer, values):
+        return Verdict("verified", f"the answer's items are its {len(values)} cells")
+    if any(same_value(answer, _number(v) or v) for v in values):
+        return Verdict("verified", f"{answer[:60]} equals one of its cells")
+    return Verdict("unverified", "the answer is not the value of its cells")
+
+
+def evidence_of(answer: str, runs: Sequence[Sequence[Traced]], bindings: Mapping[str, Binding]
+                ) -> tuple[list[CellRef], Verdict] | None:  # fmt: skip
+    """The evidence and verdict of the traced value `answer` states (runs newest first), or
+    None when no traced value states it."""
+    item = best_traced(answer, runs)
+    if item is None:
+        return None
+    if item.recipe is None:
+        cells = lineage_cells(item.escaped, bindings, "untracked") if item.escaped else []
+        why = "the value left tracked pandas operations (.values, a loop, to_dict)"
+        return cells, Verdict("unverified", why)
+    item.cells = lineage_cells(item, bindings)
+    if not item.cells:
+        return [], Verdict("unverified", "its cells are not in the table")
+    return item.cells, verify(answer, item, bindings)
+
+
+def read_cells(runs: Iterable[Sequence[Traced]], bindings: Mapping[str, Binding]
+               ) -> list[CellRef]:  # fmt: skip
+    """Every cell the runs' traced values read (where a matched fallback may look)."""
+    seen: dict[tuple[str, int, int], CellRef] = {}
+    for items in runs:
+        for item in items:
+            for cell in lineage_cells(item, bindings):
+                seen.setdefault((cell.table_id, cell.row, cell.col), cell)
+    return list(seen.values())

@@ -1,0 +1,594 @@
+"""The pandas side of cell lineage (see `_lineage`): resolving an object's lineage and the
+wrappers that build it (reductions, arithmetic, scalar indexing, masks, counts, group-bys,
+``value_counts``, values leaving pandas). Runs inside the sandbox child and in host tests.
+
+Every wrapper calls pandas first and returns its result unchanged when lineage cannot be
+built (a lineage error never changes what the code computes); lineage is built only for
+calls made by the cell's code (`_lineage.from_user`), never for pandas' internal calls.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import math
+import time
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+if __package__:
+    from . import _lineage as L
+else:  # loaded by path inside the sandbox child
+    import _lineage as L  # type: ignore[import-not-found,no-redef]
+
+REDUCTIONS = ("sum", "mean", "median", "min", "max", "count", "std", "var", "prod", "nunique")
+GROUP_OPS = (*REDUCTIONS, "size", "first", "last")
+ESCAPES = ("to_numpy", "tolist", "to_list", "to_dict", "unique", "iterrows", "itertuples")
+_CMP = {"__gt__": ">", "__ge__": ">=", "__lt__": "<", "__le__": "<=", "__eq__": "==",
+        "__ne__": "!=", "__and__": "&", "__or__": "|"}  # fmt: skip
+
+
+def lin_of(obj: Any) -> L.Lin | None:
+    attrs = getattr(obj, "attrs", None)
+    lin = attrs.get(L.KEY) if isinstance(attrs, dict) else None
+    return lin if isinstance(lin, L.Lin) else None
+
+
+def _same_values(s: pd.Series, ref: pd.Series) -> bool:
+    """Whether `s` holds `ref`'s values at its labels (a selection, not a derivation)."""
+    if not ref.index.is_unique or len(s) > len(ref):
+        return False
+    if len(s) == len(ref) and s.index.equals(ref.index):
+        other = ref
+    else:
+        if not s.index.isin(ref.index).all():
+            return False
+        other = ref.reindex(s.index)
+    a, b = s.to_numpy(), other.to_numpy()
+    if a.dtype.kind in "fiub" and b.dtype.kind in "fiub":
+        return bool(np.array_equal(a.astype(float), b.astype(float), equal_nan=True))
+    same = pd.Series(a == b) | (pd.isna(pd.Series(a)) & pd.isna(pd.Series(b)))
+    return bool(same.all())
+
+
+def series_lin(s: Any) -> tuple[str, Any, tuple[Any, ...]] | None:
+    """("aligned", elem, filt) for a Series of table rows, ("explicit", recipes, filt) for a
+    group-by or reduction result, or None when its values are not traceable."""
+    lin = lin_of(s)
+    if lin is None or not isinstance(s, pd.Series):
+        return None
+    owner, elem, recipes = lin.owner, lin.elem, lin.recipes
+    if owner is not s:
+        if isinstance(owner, pd.DataFrame):
+            name = s.name
+            try:
+                if name not in owner.columns:
+                    return None
+                ref = owner[name]
+            except (TypeError, KeyError, ValueError):
+                return None
+            if not isinstance(ref, pd.Series):
+                return None
+            elem = (lin.cols or {}).get(name)
+            recipes = {k[0]: v for k, v in (lin.recipes or {}).items() if k[1] == name} or None
+        elif isinstance(owner, pd.Series):
+            ref = owner
+        else:
+            return None
+        if ref.index.name != s.index.name or not _same_values(s, ref):
+            return None
+    if elem is not None and s.index.name == L.ROW_INDEX:
+        return ("aligned", elem, lin.filt)
+    if recipes:
+        return ("explicit", recipes, lin.filt)
+    return None
+
+
+def frame_lin(df: Any) -> L.Lin | None:
+    """A DataFrame's lineage when its rows are table rows (selections keep the row ids)."""
+    lin = lin_of(df)
+    if lin is None or not isinstance(df, pd.DataFrame) or lin.cols is None:
+        return None
+    if df.index.name != L.ROW_INDEX:
+        return None
+    owner = lin.owner
+    if owner is not df and (not isinstance(owner, pd.DataFrame) or owner.index.name != L.ROW_INDEX):
+        return None
+    return lin
+
+
+def element(s: pd.Series, resolved: tuple[str, Any, Any], label: Any) -> Any:
+    """The recipe of one element of a resolved Series."""
+    kind, data, _ = resolved
+    if kind == "aligned":
+        return ("agg", "item", data, [label])
+    return data.get(label)
+
+
+def rows_where(s: pd.Series, mask: Any) -> list[Any]:
+    return s.index[np.asarray(mask, dtype=bool)].tolist()
+
+
+def reduction(s: pd.Series, name: str, result: Any) -> Any:
+    """The recipe of ``s.<name>()`` = `result`."""
+    resolved = series_lin(s)
+    if resolved is None:
+        return None
+    kind, data, _ = resolved
+    if name in ("idxmax", "idxmin"):
+        return ("with", ("const", L._plain(result)), element(s, resolved, result))
+    notna = s.notna().to_numpy()
+    if name in ("min", "max"):
+        mask = (s == result).to_numpy() & notna
+    elif name == "sum" and s.dtype == bool:
+        mask, name = s.to_numpy(dtype=bool), "count"
+    else:
+        mask = notna
+    if kind == "aligned":
+        return ("agg", name, data, rows_where(s, mask))
+    parts = [data.get(label) for label in rows_where(s, mask)]
+    parts = [p for p in parts if p is not None]
+    if name in ("min", "max", "item", "first", "last") and len(parts) == 1:
+        return parts[0]
+    return ("opaque", tuple(leaf for p in parts for leaf in L.leaves(p))) if parts else None
+
+
+def _wrap(cls: Any, name: str, build: Any) -> None:
+    """Replace ``cls.name`` by a wrapper that tags its result with ``build(self, result, …)``."""
+    original = getattr(cls, name)
+    if getattr(original, "_tq_wrapped", False):
+        return
+
+    @functools.wraps(original)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        result = original(self, *args, **kwargs)
+        if not L.STATE.enabled or not L.from_user():
+            return result
+        started = time.perf_counter()
+        try:
+            return build(self, result, args, kwargs)
+        except Exception:
+            return result
+        finally:
+            L.STATE.seconds += time.perf_counter() - started
+
+    wrapper._tq_wrapped = True  # type: ignore[attr-defined]
+    setattr(cls, name, wrapper)
+
+
+def _series_reduce(name: str) -> Any:
+    def build(s: pd.Series, result: Any, args: Any, kwargs: Any) -> Any:
+        if isinstance(result, pd.Series | pd.DataFrame):
+            return result
+        return L.tag(result, reduction(s, name, result))
+
+    return build
+
+
+def _series_binop(op: str) -> Any:
+    def build(s: pd.Series, result: Any, args: Any, kwargs: Any) -> Any:
+        if not isinstance(result, pd.Series) or not args:
+            return result
+        mine = series_lin(s)
+        other = args[0]
+        if isinstance(other, pd.Series):
+            theirs = series_lin(other)
+            b = theirs[1] if theirs is not None and theirs[0] == "aligned" else None
+        else:
+            node = L.node_of(other)
+            b = ("scalar", node) if node is not None and node[0] != "const" else node
+            if b is None and isinstance(other, str):
+                b = ("const", other)
+        if mine is None or mine[0] != "aligned" or b is None:
+            return result
+        return L.set_lin(result, L.Lin(result, elem=("bin", op, mine[1], b), filt=mine[2]))
+
+    return build
+
+
+def _scalar_lookup(obj: Any, key: Any, positional: bool) -> Any:
+    """The recipe of a scalar read from `obj` by `key` (labels, or positions)."""
+    ctx = [L.node_of(k) for k in (key if isinstance(key, tuple) else (key,))]
+    ctx = [c for c in ctx if c is not None and c[0] != "const"]
+    if isinstance(obj, pd.Series):
+        label = obj.index[key] if positional else key
+        resolved = series_lin(obj)
+        node = element(obj, resolved, label) if resolved is not None else None
+    elif isinstance(obj, pd.DataFrame) and isinstance(key, tuple) and len(key) == 2:
+        row, col = key
+        if positional:
+            row, col = obj.index[row], obj.columns[col]
+        column = obj[col]
+        resolved = series_lin(column) if isinstance(column, pd.Series) else None
+        node = element(column, resolved, row) if resolved is not None else None
+    else:
+        return None
+    for extra in ctx:
+        node = ("with", node, extra) if node is not None else None
+    return node
+
+
+def _filter_exprs(key: Any) -> tuple[Any, ...]:
+    """The element expressions a boolean mask read (what a later count counted)."""
+    parts = key if isinstance(key, tuple) else (key,)
+    out: list[Any] = []
+    for part in parts:
+        if isinstance(part, pd.Series) and part.dtype == bool:
+            resolved = series_lin(part)
+            if resolved is not None and resolved[0] == "aligned":
+                out.append(resolved[1])
+    return tuple(out)
+
+
+def _indexer(positional: bool) -> Any:
+    def build(indexer: Any, result: Any, args: Any, kwargs: Any) -> Any:
+        obj, key = indexer.obj, args[0] if args else None
+        if isinstance(result, pd.Series | pd.DataFrame):
+            return _with_filter(result, _filter_exprs(key))
+        return L.tag(result, _scalar_lookup(obj, key, positional))
+
+    return build
+
+
+def _with_filter(result: Any, exprs: tuple[Any, ...]) -> Any:
+    lin = lin_of(result)
+    if not exprs or lin is None:
+        return result
+    copy = L.Lin(lin.owner, cols=lin.cols, elem=lin.elem, recipes=lin.recipes,
+                 filt=lin.filt + exprs)  # fmt: skip
+    try:
+        result.attrs = {**result.attrs, L.KEY: copy}
+    except Exception:
+        return result
+    return result
+
+
+def _series_getitem(s: pd.Series, result: Any, args: Any, kwargs: Any) -> Any:
+    if isinstance(result, pd.Series | pd.DataFrame):
+        return _with_filter(result, _filter_exprs(args[0]))
+    key = args[0]
+    positional = not (pd.api.types.is_hashable(key) and key in s.index)
+    return L.tag(result, _scalar_lookup(s, key, positional))
+
+
+def _frame_getitem(df: pd.DataFrame, result: Any, args: Any, kwargs: Any) -> Any:
+    if isinstance(result, pd.DataFrame):
+        return _with_filter(result, _filter_exprs(args[0]))
+    return result
+
+
+def count_recipe(df: Any) -> Any:
+    """The recipe of a row count of `df`: the rows, read in the columns that selected them."""
+    if isinstance(df, pd.Series):
+        resolved = series_lin(df)
+        if resolved is None or resolved[0] != "aligned":
+            return None
+        return ("agg", "size", resolved[2][-1] if resolved[2] else resolved[1], df.index.tolist())
+    lin = frame_lin(df)
+    if lin is None or lin.cols is None:
+        return None
+    exprs = lin.filt or tuple(lin.cols[c] for c in df.columns[:1] if c in lin.cols)
+    if not exprs:
+        return None
+    return ("agg", "size", exprs[-1], df.index.tolist())
+
+
+def _shape(original: Any) -> Any:
+    def shape(self: pd.DataFrame) -> Any:
+        value = original.fget(self)
+        if not L.STATE.enabled or not L.from_user():
+            return value
+        try:
+            return (L.tag(value[0], count_recipe(self)), value[1])
+        except Exception:
+            return value
+
+    return property(shape)
+
+
+def _frame_reduce(name: str) -> Any:
+    def build(df: pd.DataFrame, result: Any, args: Any, kwargs: Any) -> Any:
+        lin = frame_lin(df)
+        if lin is None or not isinstance(result, pd.Series):
+            return result
+        axis = kwargs.get("axis", args[0] if args else 0)
+        used = [c for c in result.index if c in lin.cols] if axis in (0, "index") else None
+        if used is not None:
+            recipes = {}
+            for col in used:
+                recipes[col] = reduction(df[col], name, result[col])
+            return L.set_lin(result, L.Lin(result, recipes=recipes))
+        numeric = df.select_dtypes("number") if name not in ("count", "nunique") else df
+        srcs = [lin.cols[c] for c in numeric.columns if c in lin.cols]
+        if not srcs:
+            return result
+        return L.set_lin(result, L.Lin(result, elem=("rowagg", name, srcs), filt=lin.filt))
+
+    return build
+
+
+def _group_op(name: str) -> Any:
+    def build(gb: Any, result: Any, args: Any, kwargs: Any) -> Any:
+        frame = getattr(gb, "_tq_frame", None)
+        keys = getattr(gb, "_tq_keys", None)
+        if frame is None or not isinstance(result, pd.Series | pd.DataFrame):
+            return result
+        lin = frame_lin(frame)
+        if lin is None:
+            return result
+        indices = gb.indices
+        labels = frame.index
+        recipes: dict[Any, Any] = {}
+        columns = [result.name] if isinstance(result, pd.Series) else list(result.columns)
+        for group, positions in indices.items():
+            rows = labels[np.asarray(positions)].tolist()
+            key_node = _key_recipe(lin, keys, rows)
+            for col in columns:
+                elem = lin.cols.get(col) if col in lin.cols else _key_elem(lin, keys)
+                if elem is None:
+                    continue
+                op = "size" if name == "size" else name
+                node = _group_value(frame, col, op, elem, rows, result, group)
+                if isinstance(result, pd.Series):
+                    recipes[group] = node
+                else:
+                    recipes[(group, col)] = node
+            recipes[("__key__", group)] = key_node
+        return L.set_lin(result, L.Lin(result, recipes=recipes))
+
+    return build
+
+
+def _group_value(frame: Any, col: Any, op: str, elem: Any, rows: list[Any], result: Any,
+                 group: Any) -> Any:  # fmt: skip
+    if op in ("min", "max") and col in frame.columns:
+        try:
+            value = result[group] if isinstance(result, pd.Series) else result.loc[group, col]
+            values = frame.loc[rows, col]
+            rows = values.index[(values == value).to_numpy()].tolist()
+        except Exception:
+            return ("opaque", (("agg", op, elem, rows),))
+    return ("agg", op, elem, rows)
+
+
+def _key_elem(lin: L.Lin, keys: Any) -> Any:
+    if isinstance(keys, str) and lin.cols and keys in lin.cols:
+        return lin.cols[keys]
+    return None
+
+
+def _key_recipe(lin: L.Lin, keys: Any, rows: list[Any]) -> Any:
+    elem = _key_elem(lin, keys)
+    return ("agg", "first", elem, rows) if elem is not None else None
+
+
+def _groupby(original: Any) -> Any:
+    @functools.wraps(original)
+    def groupby(self: Any, *args: Any, **kwargs: Any) -> Any:
+        gb = original(self, *args, **kwargs)
+        try:
+            gb._tq_frame = self
+            gb._tq_keys = kwargs.get("by", args[0] if args else None)
+        except Exception:
+            pass
+        return gb
+
+    return groupby
+
+
+def _gb_getitem(original: Any) -> Any:
+    @functools.wraps(original)
+    def getitem(self: Any, key: Any) -> Any:
+        sub = original(self, key)
+        try:
+            sub._tq_frame = getattr(self, "_tq_frame", None)
+            sub._tq_keys = getattr(self, "_tq_keys", None)
+        except Exception:
+            pass
+        return sub
+
+    return getitem
+
+
+def _value_counts(s: pd.Series, result: Any, args: Any, kwargs: Any) -> Any:
+    resolved = series_lin(s)
+    if resolved is None or resolved[0] != "aligned" or not isinstance(result, pd.Series):
+        return result
+    if kwargs.get("normalize") or len(result) > 10_000:
+        return result
+    recipes: dict[Any, Any] = {}
+    for value in result.index:
+        rows = s.index[(s == value).to_numpy()].tolist()
+        recipes[value] = ("agg", "size", resolved[1], rows)
+        recipes[("__key__", value)] = ("agg", "first", resolved[1], rows)
+    return L.set_lin(result, L.Lin(result, recipes=recipes))
+
+
+def _idx_on_explicit(s: pd.Series, result: Any, args: Any, kwargs: Any) -> Any:
+    """idxmax/idxmin: the winning label, its value's cells as context."""
+    resolved = series_lin(s)
+    if resolved is None:
+        return result
+    if resolved[0] == "explicit":
+        key = resolved[1].get(("__key__", result))
+        value = resolved[1].get(result)
+        main = key if key is not None else ("const", L._plain(result))
+        return L.tag(result, ("with", main, value) if value is not None else None)
+    return L.tag(result, reduction(s, "idxmax", result))
+
+
+def _escape(name: str) -> Any:
+    def build(obj: Any, result: Any, args: Any, kwargs: Any) -> Any:
+        node = recipe_of(obj)
+        L.escaped(result, node)
+        return result
+
+    return build
+
+
+def _values_property(cls: Any) -> Any:
+    original = cls.values
+
+    def values(self: Any) -> Any:
+        result = original.fget(self)
+        if L.STATE.enabled and L.from_user():
+            try:
+                L.escaped(result, recipe_of(self))
+            except Exception:
+                pass
+        return result
+
+    return property(values)
+
+
+def recipe_of(value: Any) -> Any:
+    """The recipe of a cell's value: tagged scalars, Series, DataFrames, escaped values."""
+    node = getattr(value, "_tq", None)
+    if node is not None:
+        return node
+    if isinstance(value, pd.Series):
+        resolved = series_lin(value)
+        if resolved is None:
+            return None
+        if resolved[0] == "aligned":
+            return ("list", resolved[1], value.index.tolist())
+        parts = [resolved[1].get(label) for label in value.index[:200]]
+        leaves = [leaf for p in parts if p is not None for leaf in L.leaves(p)]
+        return ("opaque", tuple(leaves)) if leaves else None
+    if isinstance(value, pd.DataFrame):
+        lin = frame_lin(value)
+        if lin is None or lin.cols is None:
+            return None
+        rows = value.index.tolist()
+        leaves = [("list", lin.cols[c], rows) for c in value.columns if c in lin.cols]
+        return ("opaque", tuple(leaves)) if leaves else None
+    found = L.STATE.escaped.get(id(value))
+    return found[1] if found is not None and found[0] is value else None
+
+
+class Builtins:
+    """Lineage-keeping stand-ins for the builtins a cell calls by name (`rewrite`)."""
+
+    @staticmethod
+    def tq_builtin_len(obj: Any) -> Any:
+        n = builtins.len(obj)
+        if isinstance(obj, pd.DataFrame | pd.Series):
+            return L.tag(n, count_recipe(obj))
+        return n
+
+    @staticmethod
+    def tq_builtin_float(*args: Any) -> Any:
+        value = builtins.float(*args)
+        return L.tag(value, getattr(args[0], "_tq", None)) if args else value
+
+    @staticmethod
+    def tq_builtin_int(*args: Any) -> Any:
+        value = builtins.int(*args)
+        node = getattr(args[0], "_tq", None) if args else None
+        return L.tag(value, ("un", "int", node) if node is not None else None)
+
+    @staticmethod
+    def tq_builtin_str(*args: Any, **kwargs: Any) -> Any:
+        value = builtins.str(*args, **kwargs)
+        return L.tag(value, getattr(args[0], "_tq", None)) if args else value
+
+    @staticmethod
+    def tq_builtin_sum(obj: Any, *args: Any) -> Any:
+        if isinstance(obj, pd.Series) and not args:
+            return obj.sum()
+        return builtins.sum(obj, *args)
+
+    @staticmethod
+    def tq_builtin_max(*args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and not kwargs and isinstance(args[0], pd.Series):
+            return args[0].max()
+        return builtins.max(*args, **kwargs)
+
+    @staticmethod
+    def tq_builtin_min(*args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and not kwargs and isinstance(args[0], pd.Series):
+            return args[0].min()
+        return builtins.min(*args, **kwargs)
+
+    @staticmethod
+    def tq_builtin_print(*args: Any, **kwargs: Any) -> None:
+        for arg in args[: L.MAX_PRINTED]:
+            node = recipe_of(arg)
+            if node is not None and len(L.STATE.printed) < L.MAX_PRINTED:
+                L.STATE.printed.append(L.item(L._text(arg), node))
+        builtins.print(*args, **kwargs)
+
+
+    @staticmethod
+    def start() -> None:
+        """Before a cell: fresh records, lineage on."""
+        L.reset()
+        L.STATE.enabled = True
+
+    @staticmethod
+    def finish(value: Any) -> str | None:
+        """After a cell: lineage off, the report of `value` and the printed values."""
+        L.STATE.enabled = False
+        try:
+            return L.report(value, recipe_of)
+        except Exception:
+            return None
+        finally:
+            L.reset()
+
+
+BUILTIN_NAMES = ("len", "float", "int", "str", "sum", "max", "min", "print")
+Builtins.NAMES = BUILTIN_NAMES  # type: ignore[attr-defined]
+
+
+def install() -> None:
+    """Wrap pandas once (idempotent)."""
+    if getattr(pd.Series, "_tq_installed", False):
+        return
+    for name in REDUCTIONS + ("item",):
+        _wrap(pd.Series, name, _series_reduce(name))
+    for name in ("idxmax", "idxmin"):
+        _wrap(pd.Series, name, _idx_on_explicit)
+    for dunder, op in {**L._BINOPS, **_CMP}.items():
+        _wrap(pd.Series, dunder, _series_binop(op))
+        rname = "__r" + dunder[2:]
+        if dunder in L._BINOPS and hasattr(pd.Series, rname):
+            _wrap(pd.Series, rname, _series_binop("r" + op))
+    indexing = pd.core.indexing
+    for cls, positional in ((indexing._LocIndexer, False), (indexing._iLocIndexer, True),
+                            (indexing._AtIndexer, False), (indexing._iAtIndexer, True)):  # fmt: skip
+        _wrap(cls, "__getitem__", _indexer(positional))
+    _wrap(pd.Series, "__getitem__", _series_getitem)
+    _wrap(pd.DataFrame, "__getitem__", _frame_getitem)
+    pd.DataFrame.shape = _shape(pd.DataFrame.shape)  # type: ignore[method-assign,assignment]
+    for name in ("sum", "mean", "median", "min", "max", "count"):
+        _wrap(pd.DataFrame, name, _frame_reduce(name))
+    groupby = pd.core.groupby
+    for cls in (groupby.SeriesGroupBy, groupby.DataFrameGroupBy):
+        for name in GROUP_OPS:
+            _wrap(cls, name, _group_op(name))
+    pd.DataFrame.groupby = _groupby(pd.DataFrame.groupby)  # type: ignore[method-assign]
+    groupby.DataFrameGroupBy.__getitem__ = _gb_getitem(groupby.DataFrameGroupBy.__getitem__)
+    _wrap(pd.Series, "value_counts", _value_counts)
+    for cls in (pd.Series, pd.DataFrame):
+        for name in ESCAPES:
+            if hasattr(cls, name):
+                _wrap(cls, name, _escape(name))
+    for cls in (pd.Series, pd.DataFrame):
+        cls.values = _values_property(cls)  # type: ignore[method-assign,assignment]
+    pd.Series._tq_installed = True  # type: ignore[attr-defined]
+
+
+def bind(frames: dict[str, pd.DataFrame]) -> None:
+    """Give each bound frame its base lineage: column c of frame f is ("src", f, c)."""
+    for name, df in frames.items():
+        if df.index.name != L.ROW_INDEX or not df.index.is_unique:
+            continue
+        cols = {c: ("src", name, str(c)) for c in df.columns}
+        df.attrs = {**df.attrs, L.KEY: L.Lin(df, cols=cols)}
+
+
+def _nan_safe(value: float) -> float | None:
+    return None if math.isnan(value) else value
