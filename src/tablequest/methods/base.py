@@ -267,17 +267,19 @@ class Result:
             "final_table": ref(self.final_table) if self.final_table else None,
             "verified": self.verified,
             "verification": self.verification,
-            "evidence": [
-                {"table_id": c.table_id, "row": c.row, "col": c.col, "value": c.value,
-                 "how": c.how}
-                for c in self.evidence
-            ],  # fmt: skip
+            "evidence": [_cell_json(c) for c in self.evidence],
             "steps": self.steps,
             "action_counts": dict(self.details.get("action_counts", {})),
             "usage": self.usage.to_dict(),
             "trace": self.trace_path,
             "details": extra,
         }
+
+
+def _cell_json(cell: CellRef) -> dict[str, Any]:
+    """One evidence cell of the payload: where it is, its value and how it was found."""
+    return {"table_id": cell.table_id, "row": cell.row, "col": cell.col, "value": cell.value,
+            "how": cell.how}  # fmt: skip
 
 
 @runtime_checkable

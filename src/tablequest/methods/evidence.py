@@ -38,13 +38,13 @@ __all__ = [
     "Traced",
     "Verdict",
     "best_traced",
-    "evidence_of",
-    "read_cells",
-    "verify_cells",
     "check_cited",
+    "evidence_of",
     "mark_matches",
+    "read_cells",
     "traced_items",
     "verify",
+    "verify_cells",
 ]
 
 MAX_EVIDENCE = 200
@@ -344,8 +344,8 @@ def same_value(answer: str, value: Any) -> bool:
         if number is None or math.isnan(float(value)):
             return False
         tolerance = max(0.5 * 10 ** -_decimals(answer), 1e-9 * abs(float(value)))
-        return abs(number - float(value)) <= tolerance + 1e-12
-    return _norm(answer) == _norm(str(value)) and _norm(answer) != ""
+        return bool(abs(number - float(value)) <= tolerance + 1e-12)
+    return bool(_norm(answer) == _norm(str(value)) and _norm(answer) != "")
 
 
 def _text(value: Any) -> str:
@@ -366,7 +366,8 @@ def verify(answer: str, item: Traced, bindings: Mapping[str, Binding]) -> Verdic
         return Verdict("unverified", "not re-run: the computation is too deep")
     shown = _text(value) if not isinstance(value, list) else ", ".join(_text(v) for v in value)
     if same_value(answer, value):
-        return Verdict("verified", f"{shown[:80]} recomputed from {len(item.cells)} cells")
+        n = len(item.cells)
+        return Verdict("verified", f"{shown[:80]} recomputed from {n} cell{'s' * (n != 1)}")
     return Verdict("contradicted", f"its cells give {shown[:80]}, not {answer[:80]}")
 
 
@@ -448,7 +449,11 @@ def evidence_of(answer: str, runs: Sequence[Sequence[Traced]], bindings: Mapping
         return None
     if item.recipe is None:
         cells = lineage_cells(item.escaped, bindings, "untracked") if item.escaped else []
-        why = "the value left tracked pandas operations (.values, a loop, to_dict)"
+        why = (
+            "untracked: the value left pandas (.values, a loop, to_dict) after reading these cells"
+            if cells
+            else "untracked: computed by operations whose cells are not traced (cumsum, apply, …)"
+        )
         return cells, Verdict("unverified", why)
     item.cells = lineage_cells(item, bindings)
     if not item.cells:

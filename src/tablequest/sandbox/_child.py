@@ -138,6 +138,8 @@ def import_lineage() -> Any:  # pragma: no cover - runs only in the child
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         try:
             import _lineage_pandas  # type: ignore[import-not-found,no-redef]
+
+            _lineage_pandas.install()  # imports its sibling modules by path too
         finally:
             del sys.path[0]
     _lineage_pandas.install()

@@ -54,7 +54,7 @@ class Lin:
     reduction result to scalar recipes; `filt` are the element expressions that row
     selections read (what a count counted)."""
 
-    __slots__ = ("cols", "elem", "filt", "owner", "recipes", "__weakref__")
+    __slots__ = ("__weakref__", "cols", "elem", "filt", "owner", "recipes")
 
     def __init__(
         self,
@@ -214,7 +214,9 @@ def _tagged_class(base: type) -> type:
     return type("Tracked" + base.__name__.capitalize(), (base,), attrs)
 
 
-TAGGED = {base: _tagged_class(base) for base in (np.float64, np.int64, float, int, str)}
+TAGGED: dict[type, type] = {
+    base: _tagged_class(base) for base in (np.float64, np.int64, float, int, str)
+}
 
 
 def tag(value: Any, node: Any) -> Any:
@@ -326,7 +328,7 @@ def report(value: Any, recipe_of: Any) -> str:
         if node is None and STATE.escaped:  # what the code read before tracking ended
             read = [leaf for _, n in list(STATE.escaped.values())[-4:] for leaf in leaves(n)]
             value_item["escaped"] = item("", ("opaque", tuple(read)))
-    out = {"value": value_item, "printed": STATE.printed[:MAX_PRINTED]}
+    out: dict[str, Any] = {"value": value_item, "printed": STATE.printed[:MAX_PRINTED]}
     text = json.dumps(out, allow_nan=False, default=str)
     if len(text) > MAX_REPORT:  # too many rows: keep the recipes, say the rows were cut
         for entry in [value_item, *out["printed"]]:

@@ -10,8 +10,8 @@ calls made by the cell's code (`_lineage.from_user`), never for pandas' internal
 from __future__ import annotations
 
 import builtins
+import contextlib
 import functools
-import math
 import time
 from typing import Any
 
@@ -291,132 +291,23 @@ def _shape(original: Any) -> Any:
 def _frame_reduce(name: str) -> Any:
     def build(df: pd.DataFrame, result: Any, args: Any, kwargs: Any) -> Any:
         lin = frame_lin(df)
-        if lin is None or not isinstance(result, pd.Series):
+        if lin is None or lin.cols is None or not isinstance(result, pd.Series):
             return result
+        cols = lin.cols
         axis = kwargs.get("axis", args[0] if args else 0)
-        used = [c for c in result.index if c in lin.cols] if axis in (0, "index") else None
+        used = [c for c in result.index if c in cols] if axis in (0, "index") else None
         if used is not None:
             recipes = {}
             for col in used:
                 recipes[col] = reduction(df[col], name, result[col])
             return L.set_lin(result, L.Lin(result, recipes=recipes))
         numeric = df.select_dtypes("number") if name not in ("count", "nunique") else df
-        srcs = [lin.cols[c] for c in numeric.columns if c in lin.cols]
+        srcs = [cols[c] for c in numeric.columns if c in cols]
         if not srcs:
             return result
         return L.set_lin(result, L.Lin(result, elem=("rowagg", name, srcs), filt=lin.filt))
 
     return build
-
-
-def _group_op(name: str) -> Any:
-    def build(gb: Any, result: Any, args: Any, kwargs: Any) -> Any:
-        frame = getattr(gb, "_tq_frame", None)
-        keys = getattr(gb, "_tq_keys", None)
-        if frame is None or not isinstance(result, pd.Series | pd.DataFrame):
-            return result
-        lin = frame_lin(frame)
-        if lin is None:
-            return result
-        indices = gb.indices
-        labels = frame.index
-        recipes: dict[Any, Any] = {}
-        columns = [result.name] if isinstance(result, pd.Series) else list(result.columns)
-        for group, positions in indices.items():
-            rows = labels[np.asarray(positions)].tolist()
-            key_node = _key_recipe(lin, keys, rows)
-            for col in columns:
-                elem = lin.cols.get(col) if col in lin.cols else _key_elem(lin, keys)
-                if elem is None:
-                    continue
-                op = "size" if name == "size" else name
-                node = _group_value(frame, col, op, elem, rows, result, group)
-                if isinstance(result, pd.Series):
-                    recipes[group] = node
-                else:
-                    recipes[(group, col)] = node
-            recipes[("__key__", group)] = key_node
-        return L.set_lin(result, L.Lin(result, recipes=recipes))
-
-    return build
-
-
-def _group_value(frame: Any, col: Any, op: str, elem: Any, rows: list[Any], result: Any,
-                 group: Any) -> Any:  # fmt: skip
-    if op in ("min", "max") and col in frame.columns:
-        try:
-            value = result[group] if isinstance(result, pd.Series) else result.loc[group, col]
-            values = frame.loc[rows, col]
-            rows = values.index[(values == value).to_numpy()].tolist()
-        except Exception:
-            return ("opaque", (("agg", op, elem, rows),))
-    return ("agg", op, elem, rows)
-
-
-def _key_elem(lin: L.Lin, keys: Any) -> Any:
-    if isinstance(keys, str) and lin.cols and keys in lin.cols:
-        return lin.cols[keys]
-    return None
-
-
-def _key_recipe(lin: L.Lin, keys: Any, rows: list[Any]) -> Any:
-    elem = _key_elem(lin, keys)
-    return ("agg", "first", elem, rows) if elem is not None else None
-
-
-def _groupby(original: Any) -> Any:
-    @functools.wraps(original)
-    def groupby(self: Any, *args: Any, **kwargs: Any) -> Any:
-        gb = original(self, *args, **kwargs)
-        try:
-            gb._tq_frame = self
-            gb._tq_keys = kwargs.get("by", args[0] if args else None)
-        except Exception:
-            pass
-        return gb
-
-    return groupby
-
-
-def _gb_getitem(original: Any) -> Any:
-    @functools.wraps(original)
-    def getitem(self: Any, key: Any) -> Any:
-        sub = original(self, key)
-        try:
-            sub._tq_frame = getattr(self, "_tq_frame", None)
-            sub._tq_keys = getattr(self, "_tq_keys", None)
-        except Exception:
-            pass
-        return sub
-
-    return getitem
-
-
-def _value_counts(s: pd.Series, result: Any, args: Any, kwargs: Any) -> Any:
-    resolved = series_lin(s)
-    if resolved is None or resolved[0] != "aligned" or not isinstance(result, pd.Series):
-        return result
-    if kwargs.get("normalize") or len(result) > 10_000:
-        return result
-    recipes: dict[Any, Any] = {}
-    for value in result.index:
-        rows = s.index[(s == value).to_numpy()].tolist()
-        recipes[value] = ("agg", "size", resolved[1], rows)
-        recipes[("__key__", value)] = ("agg", "first", resolved[1], rows)
-    return L.set_lin(result, L.Lin(result, recipes=recipes))
-
-
-def _idx_on_explicit(s: pd.Series, result: Any, args: Any, kwargs: Any) -> Any:
-    """idxmax/idxmin: the winning label, its value's cells as context."""
-    resolved = series_lin(s)
-    if resolved is None:
-        return result
-    if resolved[0] == "explicit":
-        key = resolved[1].get(("__key__", result))
-        value = resolved[1].get(result)
-        main = key if key is not None else ("const", L._plain(result))
-        return L.tag(result, ("with", main, value) if value is not None else None)
-    return L.tag(result, reduction(s, "idxmax", result))
 
 
 def _escape(name: str) -> Any:
@@ -434,10 +325,8 @@ def _values_property(cls: Any) -> Any:
     def values(self: Any) -> Any:
         result = original.fget(self)
         if L.STATE.enabled and L.from_user():
-            try:
+            with contextlib.suppress(Exception):
                 L.escaped(result, recipe_of(self))
-            except Exception:
-                pass
         return result
 
     return property(values)
@@ -520,7 +409,6 @@ class Builtins:
                 L.STATE.printed.append(L.item(L._text(arg), node))
         builtins.print(*args, **kwargs)
 
-
     @staticmethod
     def start() -> None:
         """Before a cell: fresh records, lineage on."""
@@ -547,37 +435,43 @@ def install() -> None:
     """Wrap pandas once (idempotent)."""
     if getattr(pd.Series, "_tq_installed", False):
         return
-    for name in REDUCTIONS + ("item",):
+    if __package__:  # imported here: the group-by wrappers read this module's resolvers
+        from . import _lineage_groups as G
+    else:
+        import _lineage_groups as G  # type: ignore[import-not-found,no-redef]
+    for name in (*REDUCTIONS, "item"):
         _wrap(pd.Series, name, _series_reduce(name))
     for name in ("idxmax", "idxmin"):
-        _wrap(pd.Series, name, _idx_on_explicit)
+        _wrap(pd.Series, name, G.idx_label)
     for dunder, op in {**L._BINOPS, **_CMP}.items():
         _wrap(pd.Series, dunder, _series_binop(op))
         rname = "__r" + dunder[2:]
         if dunder in L._BINOPS and hasattr(pd.Series, rname):
             _wrap(pd.Series, rname, _series_binop("r" + op))
-    indexing = pd.core.indexing
-    for cls, positional in ((indexing._LocIndexer, False), (indexing._iLocIndexer, True),
-                            (indexing._AtIndexer, False), (indexing._iAtIndexer, True)):  # fmt: skip
-        _wrap(cls, "__getitem__", _indexer(positional))
+    from pandas.core import groupby, indexing
+    indexers = ((indexing._LocIndexer, False), (indexing._iLocIndexer, True),
+                (indexing._AtIndexer, False), (indexing._iAtIndexer, True))  # fmt: skip
+    for indexer, positional in indexers:
+        _wrap(indexer, "__getitem__", _indexer(positional))
     _wrap(pd.Series, "__getitem__", _series_getitem)
     _wrap(pd.DataFrame, "__getitem__", _frame_getitem)
-    pd.DataFrame.shape = _shape(pd.DataFrame.shape)  # type: ignore[method-assign,assignment]
+    setattr(pd.DataFrame, "shape", _shape(pd.DataFrame.shape))  # noqa: B010 - a property
     for name in ("sum", "mean", "median", "min", "max", "count"):
         _wrap(pd.DataFrame, name, _frame_reduce(name))
-    groupby = pd.core.groupby
-    for cls in (groupby.SeriesGroupBy, groupby.DataFrameGroupBy):
+    grouped: tuple[Any, ...] = (groupby.SeriesGroupBy, groupby.DataFrameGroupBy)
+    for gb_class in grouped:
         for name in GROUP_OPS:
-            _wrap(cls, name, _group_op(name))
-    pd.DataFrame.groupby = _groupby(pd.DataFrame.groupby)  # type: ignore[method-assign]
-    groupby.DataFrameGroupBy.__getitem__ = _gb_getitem(groupby.DataFrameGroupBy.__getitem__)
-    _wrap(pd.Series, "value_counts", _value_counts)
-    for cls in (pd.Series, pd.DataFrame):
+            _wrap(gb_class, name, G.group_op(name))
+    setattr(pd.DataFrame, "groupby", G.groupby(pd.DataFrame.groupby))  # noqa: B010
+    getitem = G.gb_getitem(groupby.DataFrameGroupBy.__getitem__)
+    setattr(groupby.DataFrameGroupBy, "__getitem__", getitem)  # noqa: B010
+    _wrap(pd.Series, "value_counts", G.value_counts)
+    frames: tuple[Any, ...] = (pd.Series, pd.DataFrame)
+    for cls in frames:
         for name in ESCAPES:
             if hasattr(cls, name):
                 _wrap(cls, name, _escape(name))
-    for cls in (pd.Series, pd.DataFrame):
-        cls.values = _values_property(cls)  # type: ignore[method-assign,assignment]
+        setattr(cls, "values", _values_property(cls))  # noqa: B010
     pd.Series._tq_installed = True  # type: ignore[attr-defined]
 
 
@@ -588,7 +482,3 @@ def bind(frames: dict[str, pd.DataFrame]) -> None:
             continue
         cols = {c: ("src", name, str(c)) for c in df.columns}
         df.attrs = {**df.attrs, L.KEY: L.Lin(df, cols=cols)}
-
-
-def _nan_safe(value: float) -> float | None:
-    return None if math.isnan(value) else value

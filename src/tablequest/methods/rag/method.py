@@ -18,7 +18,8 @@ file means this run encodes in memory, recorded), keyed by the table's content h
 source — a table file, a store table, a benchmark's gold table — reuses them.
 
 Choices (ours, the paper is silent): the caption shown to the model is the table's title
-(never its file name); the result's evidence is `prepared.locate`'s; status is "answered" when a
+(never its file name); the result's evidence and verdict are `rag.evidence`'s (the lineage of
+the code that computed the answer, checked against the table); status is "answered" when a
 sample reached a Final Answer, "failed" when every sample stopped on an LLM error, the
 context budget, a reply with neither an Action nor a Final Answer ("the model's reply had no
 answer in the expected format", `solver`), a baseline refusal or an unavailable sandbox, else
@@ -52,12 +53,12 @@ from tablequest.methods.base import (
 )
 from tablequest.methods.rag import baselines
 from tablequest.methods.rag.config import RagConfig
+from tablequest.methods.rag.evidence import rag_evidence
 from tablequest.methods.rag.expansion import Expansion, expand, question_queries
 from tablequest.methods.rag.prepared import (
     PreparedTable,
     Retrieval,
     attach_retrievers,
-    locate,
     prepare_table,
     retrieval_kind,
     retrieve,
@@ -268,9 +269,12 @@ class TableRAG:
         except ModelUnreachable as exc:  # Query.finish records it as the question's end
             failed = Result(answer=None, status="failed", details={"reason": str(exc)})
             return self._finish(query, details, failed, table_id)
+        retrieved = [c for s in details["samples"] for c in s.get("retrieved_cells", [])]
         voted = voted_result(
             outcomes,
-            evidence=lambda answer: locate(prepared, table_id or "", answer),
+            evidence=lambda answer, agreeing: rag_evidence(
+                answer, agreeing, prepared, table_id or "", retrieved
+            ),
             max_depth=self.config.max_depth,
             trace=trace,
         )

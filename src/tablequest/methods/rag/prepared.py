@@ -2,24 +2,22 @@
 
 `prepare_table` builds the typed frame, the schema DB and the cell DB (Alg. 1
 ``BuildSchemaDB`` / ``BuildCellDB``); `attach_retrievers` encodes them (or loads their cached
-embeddings from the store); `retrieve` runs ``MultiQueryRetrieve`` on both; `locate` finds the
-cells that hold an answer (the result's evidence).
+embeddings from the store); `retrieve` runs ``MultiQueryRetrieve`` on both.
 
 Choices (ours): when the dense encoder cannot run (not installed, endpoint down), retrieval
-falls back to BM25 and a ``fallback`` trace event says so; evidence is the cells whose
-trimmed, lower-cased text equals an item of the answer (vectorised, at most 20).
+falls back to BM25 and a ``fallback`` trace event says so; the solver's frame is indexed by
+the table's row ids (``row_id``), so the lineage of its code names the table's cells
+(`rag.evidence`).
 """
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from tablequest.corpus.dense.encoders import Encoder, EncoderUnavailable
 from tablequest.corpus.storage.store import Store
@@ -33,10 +31,8 @@ from tablequest.methods.rag.retrieval import (
     multi_query_retrieve,
 )
 from tablequest.methods.rag.schema_db import ColumnSchema, SchemaDB, build_schema_db, raw_frame
-from tablequest.table import CellRef, Table
+from tablequest.table import Table
 from tablequest.trace import Trace
-
-MAX_EVIDENCE = 20
 
 
 @dataclass
@@ -93,6 +89,7 @@ def prepare_table(table: Table, config: RagConfig, *, trace: Trace | None = None
     raw = raw_frame(table)
     t_raw = time.perf_counter()
     schema, frame = build_schema_db(raw)
+    frame.index = pd.Index(list(table.row_ids), name="row_id")
     t_schema = time.perf_counter()
     columns = schema.categorical if config.cell_scope == "categorical" else None
     cells = build_cell_db(raw, columns=columns, budget=config.budget)
@@ -202,26 +199,3 @@ def retrieve(
             **result.to_trace(),
         )
     return result
-
-
-_SPLIT = re.compile(r"\s*\|\s*|,\s+|;\s*|\s+and\s+")
-
-
-def locate(prepared: PreparedTable, table_id: str, answer: str) -> list[CellRef]:
-    """Cells whose trimmed, lower-cased text equals an item of the answer (at most 20)."""
-    items = {i.strip().lower() for i in _SPLIT.split(answer) if i.strip()}
-    if not items:
-        return []
-    wanted = pa.array(sorted(items), type=pa.string())
-    table = prepared.table
-    found: list[tuple[int, int, str]] = []
-    for j, name in enumerate(prepared.raw.column_names):
-        column = prepared.raw.column(name)
-        mask = pc.is_in(pc.utf8_lower(pc.utf8_trim_whitespace(column)), value_set=wanted)
-        rows = pc.indices_nonzero(pc.fill_null(mask, False)).to_numpy(zero_copy_only=False)
-        for r in rows[:MAX_EVIDENCE].tolist():
-            found.append((int(r), j, str(column[int(r)].as_py())))
-    found.sort()
-    return [
-        CellRef(table_id, table.row_ids[r], table.col_ids[j], v) for r, j, v in found[:MAX_EVIDENCE]
-    ]

@@ -51,6 +51,7 @@ from tablequest.llm.parse import (
 )
 from tablequest.llm.usage import BudgetExhausted
 from tablequest.methods.base import Result, Status
+from tablequest.methods.evidence import Verdict
 from tablequest.sandbox import ExecResult, SandboxError
 from tablequest.table import CellRef
 from tablequest.trace import Trace
@@ -75,6 +76,9 @@ class SolveOutcome:
     reason: str | None = None
     calls: int = 0
     actions: list[str] = field(default_factory=list)
+    lineages: list[dict[str, Any]] = field(default_factory=list)
+    """Each successful action's cell lineage (`ExecResult.lineage`), in order: what the
+    evidence of the sample's answer is read from."""
 
 
 _NP_SCALAR = re.compile(r"^np\.(?:float|int|uint|bool|str|complex)\w*\((.*)\)$", re.S)
@@ -214,7 +218,9 @@ def solve(
         else:
             code = extract_code(parsed.action)
             out.actions.append(code)
-            obs = _execute(session, code, step + 1, trace, timeout, max_observation_chars)
+            obs, lineage = _execute(session, code, step + 1, trace, timeout, max_observation_chars)
+            if lineage is not None:
+                out.lineages.append(lineage)
         solution += f"\nObservation: {obs}\n"
     out.transcript = solution
     if out.status == "no_answer" and unformatted is not None:
@@ -233,8 +239,9 @@ def _parse_step(reply: str) -> ReactStep | None:
 
 def _execute(
     session: Runner, code: str, step: int, trace: Trace, timeout: float, max_chars: int
-) -> str:
-    """Run one action in the sandbox; its observation (an error is an observation too)."""
+) -> tuple[str, dict[str, Any] | None]:
+    """Run one action in the sandbox; its observation (an error is an observation too) and
+    the lineage of what it showed."""
     try:
         result = session.run(code, timeout=timeout)
     except SandboxError as exc:
@@ -248,7 +255,7 @@ def _execute(
         observation=obs[:2000],
         seconds=round(result.seconds, 3),
     )
-    return obs
+    return obs, (result.lineage if result.ok else None)
 
 
 def _to_value(item: str) -> str:
@@ -287,17 +294,22 @@ def majority_vote(answers: Sequence[str | None]) -> tuple[str | None, dict[str, 
 def voted_result(
     outcomes: Sequence[SolveOutcome],
     *,
-    evidence: Callable[[str], list[CellRef]],
+    evidence: Callable[[str, list[SolveOutcome]], tuple[list[CellRef], Verdict]],
     max_depth: int,
     trace: Trace,
 ) -> Result:
-    """The majority answer of the samples with its evidence cells, or why there is none."""
+    """The majority answer of the samples with its evidence cells (from the samples that
+    gave it) and its verdict, or why there is none."""
     answer, votes = majority_vote([o.answer for o in outcomes])
     trace.event("decision", stage="vote", votes=votes, answer=answer)
     if answer is not None:
+        key = normalize_answer(answer)
+        agreeing = [o for o in outcomes if o.answer and normalize_answer(o.answer) == key]
+        cells, verdict = evidence(answer, agreeing)
         return Result(
-            answer=answer, status="answered", evidence=evidence(answer), details={"votes": votes}
-        )
+            answer=answer, status="answered", evidence=cells, details={"votes": votes},
+            verified=verdict.verified, verification=verdict.why,  # type: ignore[arg-type]
+        )  # fmt: skip
     failures = [o for o in outcomes if o.status in ("llm_error", "context", "unformatted")]
     status: Status = "failed" if len(failures) == len(outcomes) else "insufficient"
     reason = (

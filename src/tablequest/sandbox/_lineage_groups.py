@@ -1,0 +1,138 @@
+"""Cell lineage of group-bys, ``value_counts`` and ``idxmax``/``idxmin`` (see `_lineage`).
+
+A group-by result's lineage maps each group label (and, for a DataFrame result, each
+(label, column)) to the recipe of its value — the reduction over the group's rows — and
+``("__key__", label)`` to the recipe of the label itself (the first cell of the key column
+in the group), so ``idxmax`` over a group-by result names the key cells and the winning
+group's cells. Runs inside the sandbox child and in host tests.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+if __package__:
+    from . import _lineage as L
+    from ._lineage_pandas import frame_lin, reduction, series_lin
+else:  # loaded by path inside the sandbox child
+    import _lineage as L  # type: ignore[import-not-found,no-redef]
+    from _lineage_pandas import (  # type: ignore[import-not-found,no-redef]
+        frame_lin,
+        reduction,
+        series_lin,
+    )
+
+
+def group_op(name: str) -> Any:
+    def build(gb: Any, result: Any, args: Any, kwargs: Any) -> Any:
+        frame = getattr(gb, "_tq_frame", None)
+        keys = getattr(gb, "_tq_keys", None)
+        if frame is None or not isinstance(result, pd.Series | pd.DataFrame):
+            return result
+        lin = frame_lin(frame)
+        if lin is None:
+            return result
+        indices = gb.indices
+        labels = frame.index
+        recipes: dict[Any, Any] = {}
+        columns = [result.name] if isinstance(result, pd.Series) else list(result.columns)
+        for group, positions in indices.items():
+            rows = labels[np.asarray(positions)].tolist()
+            key_node = _key_recipe(lin, keys, rows)
+            for col in columns:
+                cols = lin.cols or {}
+                elem = cols.get(col) if col in cols else _key_elem(lin, keys)
+                if elem is None:
+                    continue
+                op = "size" if name == "size" else name
+                node = _group_value(frame, col, op, elem, rows, result, group)
+                if isinstance(result, pd.Series):
+                    recipes[group] = node
+                else:
+                    recipes[(group, col)] = node
+            recipes[("__key__", group)] = key_node
+        return L.set_lin(result, L.Lin(result, recipes=recipes))
+
+    return build
+
+
+def _group_value(frame: Any, col: Any, op: str, elem: Any, rows: list[Any], result: Any,
+                 group: Any) -> Any:  # fmt: skip
+    if op in ("min", "max") and col in frame.columns:
+        try:
+            value = result[group] if isinstance(result, pd.Series) else result.loc[group, col]
+            values = frame.loc[rows, col]
+            rows = values.index[(values == value).to_numpy()].tolist()
+        except Exception:
+            return ("opaque", (("agg", op, elem, rows),))
+    return ("agg", op, elem, rows)
+
+
+def _key_elem(lin: L.Lin, keys: Any) -> Any:
+    if isinstance(keys, str) and lin.cols and keys in lin.cols:
+        return lin.cols[keys]
+    return None
+
+
+def _key_recipe(lin: L.Lin, keys: Any, rows: list[Any]) -> Any:
+    elem = _key_elem(lin, keys)
+    return ("agg", "first", elem, rows) if elem is not None else None
+
+
+def groupby(original: Any) -> Any:
+    @functools.wraps(original)
+    def groupby(self: Any, *args: Any, **kwargs: Any) -> Any:
+        gb = original(self, *args, **kwargs)
+        try:
+            gb._tq_frame = self
+            gb._tq_keys = kwargs.get("by", args[0] if args else None)
+        except Exception:
+            pass
+        return gb
+
+    return groupby
+
+
+def gb_getitem(original: Any) -> Any:
+    @functools.wraps(original)
+    def getitem(self: Any, key: Any) -> Any:
+        sub = original(self, key)
+        try:
+            sub._tq_frame = getattr(self, "_tq_frame", None)
+            sub._tq_keys = getattr(self, "_tq_keys", None)
+        except Exception:
+            pass
+        return sub
+
+    return getitem
+
+
+def value_counts(s: pd.Series, result: Any, args: Any, kwargs: Any) -> Any:
+    resolved = series_lin(s)
+    if resolved is None or resolved[0] != "aligned" or not isinstance(result, pd.Series):
+        return result
+    if kwargs.get("normalize") or len(result) > 10_000:
+        return result
+    recipes: dict[Any, Any] = {}
+    for value in result.index:
+        rows = s.index[(s == value).to_numpy()].tolist()
+        recipes[value] = ("agg", "size", resolved[1], rows)
+        recipes[("__key__", value)] = ("agg", "first", resolved[1], rows)
+    return L.set_lin(result, L.Lin(result, recipes=recipes))
+
+
+def idx_label(s: pd.Series, result: Any, args: Any, kwargs: Any) -> Any:
+    """idxmax/idxmin: the winning label, its value's cells as context."""
+    resolved = series_lin(s)
+    if resolved is None:
+        return result
+    if resolved[0] == "explicit":
+        key = resolved[1].get(("__key__", result))
+        value = resolved[1].get(result)
+        main = key if key is not None else ("const", L._plain(result))
+        return L.tag(result, ("with", main, value) if value is not None else None)
+    return L.tag(result, reduction(s, "idxmax", result))
