@@ -156,6 +156,9 @@ def test_repr_shows_verified_and_how_each_cell_was_found() -> None:
     markdown = result._repr_markdown_()
     assert f"verified: **contradicted** — 205 differs from {evil}" in markdown
     assert "- t row 1, col 2: 205 (ambiguous)" in markdown
+    result.evidence = [CellRef("t", 0, 1, "205", "computed")] * 23
+    assert "; … 3 more cells</small>" in result._repr_html_()
+    assert result._repr_markdown_().endswith("\n- … 3 more cells")
     unanswered = Result(answer=None, status="failed")
     assert "tq-verified" not in unanswered._repr_html_()
     assert "verified" not in unanswered._repr_markdown_()

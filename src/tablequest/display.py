@@ -29,6 +29,8 @@ from tablequest.table.model import CellRef
 __all__ = ["ResultLike", "result_html", "result_markdown"]
 
 STATUS_COLOURS = {"answered": "#1a7f37", "failed": "#cf222e"}
+MAX_LISTED = 20
+"""Evidence cells listed as text (a computed mean may have thousands; the grid shows them)."""
 VERIFIED_COLOURS = {"verified": "#1a7f37", "unverified": "#9a6700", "contradicted": "#cf222e"}
 
 
@@ -106,7 +108,9 @@ def _evidence_list(result: ResultLike) -> str:
     """Every evidence cell as text, each with how it was found, on one line."""
     if not result.evidence:
         return ""
-    cells = "; ".join(_cell_text(result, ref) for ref in result.evidence)
+    cells = "; ".join(_cell_text(result, ref) for ref in result.evidence[:MAX_LISTED])
+    more = len(result.evidence) - MAX_LISTED
+    cells += f"; … {more} more cells" if more > 0 else ""
     return f'<div class="tq-evidence-list"><small>evidence: {cells}</small></div>'
 
 
@@ -146,6 +150,8 @@ def result_markdown(result: ResultLike) -> str:
         out += [
             f"- {result.sources.get(r.table_id, r.table_id)} row {r.row}, col {r.col}: {r.value}"
             f" ({r.how})"
-            for r in result.evidence
+            for r in result.evidence[:MAX_LISTED]
         ]
+        if len(result.evidence) > MAX_LISTED:
+            out.append(f"- … {len(result.evidence) - MAX_LISTED} more cells")
     return "\n".join(out)

@@ -91,3 +91,13 @@ def test_require_verified_keeps_the_status_of_a_question_not_answered(
 def test_help_names_exit_5() -> None:
     text = " ".join(runner.invoke(app, ["ask", "--help"], env={"COLUMNS": "200"}).stdout.split())
     assert "--require-verified" in text and "5 answered but not verified" in text
+
+
+def test_a_long_evidence_list_is_cut_and_counted(
+    monkeypatch: pytest.MonkeyPatch, table_file: Path
+) -> None:
+    fixed = result("verified")
+    fixed.evidence = [CellRef("t1", r % 4, 1, str(r), "computed") for r in range(14)]
+    lines = run(monkeypatch, table_file, fixed).stdout.splitlines()
+    assert sum(line.startswith("  evidence: ") for line in lines) == 10
+    assert "  … 4 more evidence cells (--json lists them all)" in lines

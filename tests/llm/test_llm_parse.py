@@ -26,6 +26,7 @@ from tablequest.llm import (
     parse_react,
     strip_think,
 )
+from tablequest.llm.parse import NO_ANSWER_IN_FORMAT, is_chatter, reply_start
 
 # -- extract_json ----------------------------------------------------------------------------
 
@@ -345,3 +346,43 @@ REAL_ANSWERS += ["<answer>Oslo</answer>", "The table tennis club", "I Can't Stop
 @pytest.mark.parametrize("text", REAL_ANSWERS)
 def test_real_answers_are_answers(text: str) -> None:
     assert not is_non_answer(text)
+
+
+# -- chatter and answers in the expected format (issue 36) ------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Hello! I am a helpful assistant. How can I help you today?",
+        "Hi there! I'm an AI assistant created to help you.",
+        "As an AI language model, I can analyse tables.",
+        "What can I do for you?",
+        "<think>greet</think>Hello, how may I assist you?",
+        "I'd be happy to help with your question about the table!",
+    ],
+)
+def test_greetings_and_self_introductions_are_chatter(text: str) -> None:
+    assert is_chatter(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [*REAL_ANSWERS, "Hello", "Hello, Dolly!", "I Am a Rock", "I'm Your Man", "Help!"],
+)
+def test_answers_are_not_chatter(text: str) -> None:
+    assert not is_chatter(text)
+
+
+def test_extract_answer_without_bare_text_needs_a_marker() -> None:
+    assert extract_answer("Reasoning.\nFinal Answer: 7", bare=False) == "7"
+    assert extract_answer("<answer>Oslo</answer>", bare=False) == "Oslo"
+    for text in ("Hello! I am a helpful assistant.", "just a bare reply", ""):
+        with pytest.raises(NoAnswer):
+            extract_answer(text, bare=False)
+
+
+def test_reply_start_keeps_200_characters() -> None:
+    assert reply_start("short") == "short" and reply_start(None) == ""
+    assert reply_start("x" * 300) == "x" * 200 + "…"
+    assert NO_ANSWER_IN_FORMAT == "the model's reply had no answer in the expected format"

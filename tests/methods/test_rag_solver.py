@@ -6,10 +6,14 @@ tests pin the loop; tests/methods/test_rag_e2e.py runs the real sandbox.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tablequest.llm import Scripted
 from tablequest.llm.base import LLMUnavailable
+from tablequest.llm.instrument import Instrumented
+from tablequest.llm.usage import StepBudget
 from tablequest.methods.rag.prompts import rag_solver_prompt, table_solver_prompt
 from tablequest.methods.rag.solver import (
     extract_code,
@@ -17,6 +21,7 @@ from tablequest.methods.rag.solver import (
     normalize_answer,
     observation,
     solve,
+    voted_result,
 )
 from tablequest.sandbox import ExecResult, SandboxError
 from tablequest.trace import Trace
@@ -103,6 +108,38 @@ def test_no_action_no_answer_and_sandbox_errors() -> None:
     assert "Observation: Error: no Action provided.\n" in llm.calls[1].prompt
     assert "Observation: SandboxError: this session is closed\n" in llm.calls[2].prompt
     assert out.transcript.endswith("Observation: (3, 2)\n")
+
+
+GREETING = "Hello! I am a helpful assistant. How can I help you today?"
+NO_FORMAT = "the model's reply had no answer in the expected format"
+
+
+def no_evidence(*args: Any) -> Any:
+    raise AssertionError("a question without an answer looks up no evidence")
+
+
+def test_replies_without_action_or_final_answer_end_unformatted() -> None:
+    """Issue 36: a sample whose last reply is not in the ReAct format names that reason and
+    the reply's start; every sample so → "failed"."""
+    trace = Trace.in_memory()
+    out = solve(Scripted([GREETING] * 2), FakeSession({}), "P\n", trace=trace, max_steps=2)
+    assert (out.answer, out.status, out.reason) == (None, "unformatted", NO_FORMAT)
+    (event,) = [e for e in trace.events if e["kind"] == "fallback"]
+    assert (event["stage"], event["reason"], event["reply"]) == ("solver", NO_FORMAT, GREETING)
+    voted = voted_result([out, out], evidence=no_evidence, max_depth=2, trace=trace)
+    assert (voted.status, voted.reason) == ("failed", NO_FORMAT)
+    acting = solve(Scripted(["Action: df.shape"] * 2), FakeSession({}), "P\n",
+                   trace=Trace.in_memory(), max_steps=2)  # fmt: skip
+    assert acting.status == "no_answer"
+    mixed = voted_result([out, acting], evidence=no_evidence, max_depth=2, trace=trace)
+    assert mixed.status == "insufficient"
+
+
+def test_budget_spent_on_unformatted_replies_names_the_format() -> None:
+    budget = StepBudget(2)
+    llm = Instrumented(Scripted([GREETING] * 5), budget=budget)
+    out = solve(llm, FakeSession({}), "P\n", trace=Trace.in_memory(), max_steps=5)
+    assert (out.status, out.reason, out.n_iter) == ("unformatted", NO_FORMAT, 2)
 
 
 def test_llm_error_and_context_budget_stop_cleanly() -> None:

@@ -227,7 +227,8 @@ VERIFICATION = "61 equals its cell (row 2, Size / Depth m) <img src=x onerror=wi
 class VerifiedMethod:
     """A method with a fixed, verified answer from the lakes table: Quillsee's depth found
     by code (``computed``) and Mirrow's 38 as an ``ambiguous`` cell (the card and the table
-    must show both, and highlight only the computed one as certain)."""
+    must show both, and highlight only the computed one as certain); 60 computed cells when
+    the question says "every"."""
 
     name = "test-verified"
 
@@ -240,6 +241,8 @@ class VerifiedMethod:
 
         lakes = next(t for t in source.table_ids() if source.source(t).path.endswith("lakes.html"))
         evidence = [CellRef(lakes, 2, 2, "61", "computed"), CellRef(lakes, 0, 2, "38", "ambiguous")]
+        if "every" in question:  # a computed value read from many cells: the list is cut
+            evidence = [CellRef(lakes, r, 1, str(r), "computed") for r in range(60)]
         return Result(
             answer="61", status="answered", final_table=lakes, tables_consulted=[lakes],
             evidence=evidence, verified="verified", verification=VERIFICATION,

@@ -186,6 +186,10 @@ def test_the_answer_card_shows_verified_and_how_each_cell_was_found(
         "1": "num",
         "2": "evidence evidence-computed num",
     }
+    state, card = finished(server, {"question": "Sum every area", "method": verified_method})
+    assert len(state["result"]["evidence"]) == 60  # the API lists every cell
+    assert card.count('<li class="how-computed">') == 50
+    assert "… 10 more cells (the API's result lists them all)" in card
 
 
 def test_without_a_model_the_search_previews_are_shown(other_servers: dict[str, Any]) -> None:

@@ -79,6 +79,8 @@ def encoding_bar(label: str, enabled: bool) -> Iterator[None]:
 
 _COLOUR = {"answered": "green", "insufficient": "yellow", "failed": "red"}
 _VERIFIED_COLOUR = {"verified": "green", "unverified": "yellow", "contradicted": "red"}
+MAX_EVIDENCE_LINES = 10
+"""Evidence cells listed one per line under the answer (a computed mean may have thousands)."""
 _CERTAIN_STYLE = "bold black on yellow"
 _UNCERTAIN_STYLE = "italic underline"
 """Evidence cells in the terminal table: certain ones (computed, cited, matched) highlighted,
@@ -292,11 +294,12 @@ def verified_line(result: Result) -> Text:
     return line
 
 
-def evidence_lines(result: Result) -> list[Text]:
-    """One line per evidence cell: where it is, its value and how it was found
-    (``evidence: row 3, Q3 = 205 (computed)``; the table named when it is not the final one)."""
+def evidence_lines(result: Result, limit: int = MAX_EVIDENCE_LINES) -> list[Text]:
+    """One line per evidence cell, at most `limit` (then one line counting the rest): where
+    it is, its value and how it was found (``evidence: row 3, Q3 = 205 (computed)``; the
+    table named when it is not the final one)."""
     lines = []
-    for cell in result.evidence:
+    for cell in result.evidence[:limit]:
         table = result.tables.get(cell.table_id)
         column = f"col {cell.col}"
         if table is not None and cell.col in table.col_ids:
@@ -306,6 +309,9 @@ def evidence_lines(result: Result) -> list[Text]:
         if cell.table_id != result.final_table:
             line.append(f" in {result.sources.get(cell.table_id, cell.table_id)}", style="dim")
         lines.append(line)
+    if len(result.evidence) > limit:
+        more = len(result.evidence) - limit
+        lines.append(Text(f"  … {more} more evidence cells (--json lists them all)", style="dim"))
     return lines
 
 

@@ -136,6 +136,12 @@ def ask_command(
             model_llm.close()
         if corpus is not None:
             corpus.close()
+    _print(result, question, json_out=json_out)
+    raise typer.Exit(exit_status(result, require_verified=require_verified))
+
+
+def _print(result: Result, question: str, *, json_out: bool) -> None:
+    """The result (JSON or the answer panel), and how to connect a model when none ran."""
     if json_out:
         print_json(result.to_json())
     else:
@@ -145,7 +151,6 @@ def ask_command(
             print(NOT_CONFIGURED_HINT, file=sys.stderr)
         else:
             console.print(f"[bold yellow]{NOT_CONFIGURED_HINT}[/bold yellow]", soft_wrap=True)
-    raise typer.Exit(exit_status(result, require_verified=require_verified))
 
 
 def exit_status(result: Result, *, require_verified: bool = False) -> int:

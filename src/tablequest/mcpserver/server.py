@@ -245,7 +245,10 @@ def _reading_tools(server: MCPServer, state: ServerState, tools: TableTools) -> 
 def _model_tools(server: MCPServer, state: ServerState) -> None:
     @server.tool(
         description="Answer a question with a registered method (default auto) and the "
-        "server's model: answer, evidence cells (table_id, row, col, value) and trace id."
+        "server's model: answer; verified (verified | unverified | contradicted: whether the "
+        "answer recomputes from its evidence) and verification (why, one line); evidence "
+        "cells (table_id, row, col, value, how: computed | cited | matched | ambiguous | "
+        "untracked); trace id."
     )
     async def ask(
         question: Annotated[str, Field(min_length=1, max_length=4000)],

@@ -49,6 +49,7 @@ from tablequest.llm.base import LLM
 from tablequest.llm.deadline import Deadline
 from tablequest.llm.instrument import Instrumented
 from tablequest.llm.usage import StepBudget, UsageMeter, UsageTotals
+from tablequest.methods.evidence import verify_cells
 from tablequest.table import CellRef, Table
 from tablequest.trace import Trace
 
@@ -382,11 +383,28 @@ class Query:
             result.items = []
         elif not result.items:
             result.items = answer_items(result.answer, separators)
+        _settle_verdict(result, self.trace)
         result.steps = self.budget.calls
         result.usage = self.usage.totals
         result.trace_path = str(self.trace.path) if self.trace.path else None
         result.method = result.method or method
         return result
+
+
+def _settle_verdict(result: Result, trace: Trace) -> None:
+    """An answered result's verdict: the method's own (computed evidence re-run), else the
+    check of its cited or matched cells (`evidence.verify_cells`); none when not answered."""
+    if result.status != "answered" or result.answer is None:
+        result.verified = result.verification = None
+        return
+    if result.verified is None:
+        verdict = verify_cells(result.answer, result.evidence)
+        result.verified = cast(Verified, verdict.verified)
+        result.verification = verdict.why
+    trace.event(
+        "qa", stage="verify", verified=result.verified, why=result.verification,
+        evidence=[_cell_json(c) for c in result.evidence[:50]],
+    )  # fmt: skip
 
 
 def answer_items(answer: str | None, separators: Sequence[str]) -> list[str]:

@@ -131,19 +131,19 @@ def import_libraries() -> dict[str, Any]:  # pragma: no cover - runs only in the
 
 
 def import_lineage() -> Any:  # pragma: no cover - runs only in the child
-    """The lineage module (`_lineage_pandas`), its pandas wrappers installed."""
+    """The lineage module (`_lineage_setup`), its pandas wrappers installed."""
     if __package__:
-        from . import _lineage_pandas
+        from . import _lineage_setup
     else:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         try:
-            import _lineage_pandas  # type: ignore[import-not-found,no-redef]
+            import _lineage_setup  # type: ignore[import-not-found,no-redef]
 
-            _lineage_pandas.install()  # imports its sibling modules by path too
+            _lineage_setup.install()  # imports its sibling modules by path too
         finally:
             del sys.path[0]
-    _lineage_pandas.install()
-    return _lineage_pandas
+    _lineage_setup.install()
+    return _lineage_setup
 
 
 def load_frames(rfd: int, names: list[str]) -> dict[str, Any]:  # pragma: no cover - child only

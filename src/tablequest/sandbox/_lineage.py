@@ -340,7 +340,10 @@ def report(value: Any, recipe_of: Any) -> str:
 
 
 def _text(value: Any) -> str:
+    """A value as the host matches it with an answer: one-dimensional values as a list."""
     try:
+        if getattr(value, "ndim", 0) == 1 and hasattr(value, "tolist"):
+            return str(value.tolist()[:50])[:MAX_TEXT]
         return str(value)[:MAX_TEXT]
     except Exception:
         return ""

@@ -9,8 +9,6 @@ calls made by the cell's code (`_lineage.from_user`), never for pandas' internal
 
 from __future__ import annotations
 
-import builtins
-import contextlib
 import functools
 import time
 from typing import Any
@@ -310,28 +308,6 @@ def _frame_reduce(name: str) -> Any:
     return build
 
 
-def _escape(name: str) -> Any:
-    def build(obj: Any, result: Any, args: Any, kwargs: Any) -> Any:
-        node = recipe_of(obj)
-        L.escaped(result, node)
-        return result
-
-    return build
-
-
-def _values_property(cls: Any) -> Any:
-    original = cls.values
-
-    def values(self: Any) -> Any:
-        result = original.fget(self)
-        if L.STATE.enabled and L.from_user():
-            with contextlib.suppress(Exception):
-                L.escaped(result, recipe_of(self))
-        return result
-
-    return property(values)
-
-
 def recipe_of(value: Any) -> Any:
     """The recipe of a cell's value: tagged scalars, Series, DataFrames, escaped values."""
     node = getattr(value, "_tq", None)
@@ -355,130 +331,3 @@ def recipe_of(value: Any) -> Any:
         return ("opaque", tuple(leaves)) if leaves else None
     found = L.STATE.escaped.get(id(value))
     return found[1] if found is not None and found[0] is value else None
-
-
-class Builtins:
-    """Lineage-keeping stand-ins for the builtins a cell calls by name (`rewrite`)."""
-
-    @staticmethod
-    def tq_builtin_len(obj: Any) -> Any:
-        n = builtins.len(obj)
-        if isinstance(obj, pd.DataFrame | pd.Series):
-            return L.tag(n, count_recipe(obj))
-        return n
-
-    @staticmethod
-    def tq_builtin_float(*args: Any) -> Any:
-        value = builtins.float(*args)
-        return L.tag(value, getattr(args[0], "_tq", None)) if args else value
-
-    @staticmethod
-    def tq_builtin_int(*args: Any) -> Any:
-        value = builtins.int(*args)
-        node = getattr(args[0], "_tq", None) if args else None
-        return L.tag(value, ("un", "int", node) if node is not None else None)
-
-    @staticmethod
-    def tq_builtin_str(*args: Any, **kwargs: Any) -> Any:
-        value = builtins.str(*args, **kwargs)
-        return L.tag(value, getattr(args[0], "_tq", None)) if args else value
-
-    @staticmethod
-    def tq_builtin_sum(obj: Any, *args: Any) -> Any:
-        if isinstance(obj, pd.Series) and not args:
-            return obj.sum()
-        return builtins.sum(obj, *args)
-
-    @staticmethod
-    def tq_builtin_max(*args: Any, **kwargs: Any) -> Any:
-        if len(args) == 1 and not kwargs and isinstance(args[0], pd.Series):
-            return args[0].max()
-        return builtins.max(*args, **kwargs)
-
-    @staticmethod
-    def tq_builtin_min(*args: Any, **kwargs: Any) -> Any:
-        if len(args) == 1 and not kwargs and isinstance(args[0], pd.Series):
-            return args[0].min()
-        return builtins.min(*args, **kwargs)
-
-    @staticmethod
-    def tq_builtin_print(*args: Any, **kwargs: Any) -> None:
-        for arg in args[: L.MAX_PRINTED]:
-            node = recipe_of(arg)
-            if node is not None and len(L.STATE.printed) < L.MAX_PRINTED:
-                L.STATE.printed.append(L.item(L._text(arg), node))
-        builtins.print(*args, **kwargs)
-
-    @staticmethod
-    def start() -> None:
-        """Before a cell: fresh records, lineage on."""
-        L.reset()
-        L.STATE.enabled = True
-
-    @staticmethod
-    def finish(value: Any) -> str | None:
-        """After a cell: lineage off, the report of `value` and the printed values."""
-        L.STATE.enabled = False
-        try:
-            return L.report(value, recipe_of)
-        except Exception:
-            return None
-        finally:
-            L.reset()
-
-
-BUILTIN_NAMES = ("len", "float", "int", "str", "sum", "max", "min", "print")
-Builtins.NAMES = BUILTIN_NAMES  # type: ignore[attr-defined]
-
-
-def install() -> None:
-    """Wrap pandas once (idempotent)."""
-    if getattr(pd.Series, "_tq_installed", False):
-        return
-    if __package__:  # imported here: the group-by wrappers read this module's resolvers
-        from . import _lineage_groups as G
-    else:
-        import _lineage_groups as G  # type: ignore[import-not-found,no-redef]
-    for name in (*REDUCTIONS, "item"):
-        _wrap(pd.Series, name, _series_reduce(name))
-    for name in ("idxmax", "idxmin"):
-        _wrap(pd.Series, name, G.idx_label)
-    for dunder, op in {**L._BINOPS, **_CMP}.items():
-        _wrap(pd.Series, dunder, _series_binop(op))
-        rname = "__r" + dunder[2:]
-        if dunder in L._BINOPS and hasattr(pd.Series, rname):
-            _wrap(pd.Series, rname, _series_binop("r" + op))
-    from pandas.core import groupby, indexing
-    indexers = ((indexing._LocIndexer, False), (indexing._iLocIndexer, True),
-                (indexing._AtIndexer, False), (indexing._iAtIndexer, True))  # fmt: skip
-    for indexer, positional in indexers:
-        _wrap(indexer, "__getitem__", _indexer(positional))
-    _wrap(pd.Series, "__getitem__", _series_getitem)
-    _wrap(pd.DataFrame, "__getitem__", _frame_getitem)
-    setattr(pd.DataFrame, "shape", _shape(pd.DataFrame.shape))  # noqa: B010 - a property
-    for name in ("sum", "mean", "median", "min", "max", "count"):
-        _wrap(pd.DataFrame, name, _frame_reduce(name))
-    grouped: tuple[Any, ...] = (groupby.SeriesGroupBy, groupby.DataFrameGroupBy)
-    for gb_class in grouped:
-        for name in GROUP_OPS:
-            _wrap(gb_class, name, G.group_op(name))
-    setattr(pd.DataFrame, "groupby", G.groupby(pd.DataFrame.groupby))  # noqa: B010
-    getitem = G.gb_getitem(groupby.DataFrameGroupBy.__getitem__)
-    setattr(groupby.DataFrameGroupBy, "__getitem__", getitem)  # noqa: B010
-    _wrap(pd.Series, "value_counts", G.value_counts)
-    frames: tuple[Any, ...] = (pd.Series, pd.DataFrame)
-    for cls in frames:
-        for name in ESCAPES:
-            if hasattr(cls, name):
-                _wrap(cls, name, _escape(name))
-        setattr(cls, "values", _values_property(cls))  # noqa: B010
-    pd.Series._tq_installed = True  # type: ignore[attr-defined]
-
-
-def bind(frames: dict[str, pd.DataFrame]) -> None:
-    """Give each bound frame its base lineage: column c of frame f is ("src", f, c)."""
-    for name, df in frames.items():
-        if df.index.name != L.ROW_INDEX or not df.index.is_unique:
-            continue
-        cols = {c: ("src", name, str(c)) for c in df.columns}
-        df.attrs = {**df.attrs, L.KEY: L.Lin(df, cols=cols)}

@@ -54,7 +54,7 @@ class CappedWriter(io.TextIOBase):
         return text
 
 
-#: the namespace name of the lineage builtins (`_lineage_pandas.Builtins`), when installed
+#: the namespace name of the lineage builtins (`_lineage_setup.Builtins`), when installed
 LINEAGE = "__tq__"
 
 

@@ -38,6 +38,9 @@ HOW_WORDS = {
     "untracked": "untracked: read by code that could not be traced",
 }
 """How an evidence cell was found, as the card's evidence list says it (`CellRef.how`)."""
+MAX_EVIDENCE_LINES = 50
+"""Evidence cells the card lists by name (a computed mean may have thousands); the rest are
+counted, and the API's result lists them all."""
 
 
 @dataclass(frozen=True)
@@ -96,7 +99,7 @@ def _table(state: ServerState, result: Result, table_id: str) -> Table | None:
 
 def _evidence(state: ServerState, result: Result) -> list[EvidenceLine]:
     lines = []
-    for cell in result.evidence:
+    for cell in result.evidence[:MAX_EVIDENCE_LINES]:
         table = _table(state, result, cell.table_id)
         column, row = (
             cell_names(table, cell.row, cell.col)
@@ -162,6 +165,7 @@ def answer_context(state: ServerState, question: str, result: Result) -> dict[st
     return {
         "question": question,
         "evidence_lines": _evidence(state, result),
+        "evidence_more": max(0, len(result.evidence) - MAX_EVIDENCE_LINES),
         "table_refs": _tables(state, result),
         "candidates": _candidates(state, question, result),
         "routes": _routes(result),

@@ -147,6 +147,14 @@ def _classes(cell: CellView, row_id: int | None, cited: Mapping[tuple[int, int],
     return classes
 
 
+def _row_classes(row_id: int, previous: int | None, hit_rows: set[int]) -> list[str]:
+    """``matched`` for a row a search matched, ``gap`` after rows left out."""
+    classes = ["matched"] if row_id in hit_rows else []
+    if previous is not None and row_id != previous + 1:
+        classes.append("gap")
+    return classes
+
+
 def table_view(
     table: Table,
     table_id: str,
@@ -191,13 +199,8 @@ def table_view(
             )
             cell.classes = _classes(cell, row_id, cited)
             cells.append(cell)
-        classes = []
-        if row_id is not None:
-            if row_id in hit_rows:
-                classes.append("matched")
-            if previous is not None and row_id != previous + 1:
-                classes.append("gap")
-            previous = row_id
+        classes = [] if row_id is None else _row_classes(row_id, previous, hit_rows)
+        previous = row_id  # header rows (None) come first
         out_rows.append(RowView(row_id, cells, classes))
     return TableView(
         table_id=table_id,

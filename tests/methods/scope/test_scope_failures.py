@@ -163,12 +163,30 @@ def test_tagless_short_answer_taken_after_repair_fails() -> None:
     assert "answer" in fallback_stages(result)
 
 
-@pytest.mark.parametrize("bad", ["", "<think>" + "x " * 50], ids=["empty", "only-thinking"])
+GREETING = "Hello! I am a helpful assistant. How can I help you today?"
+LONG_PROSE = "The league table lists the seasons of the team, " * 10  # no answer marker
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["", "<think>" + "x " * 50, GREETING, LONG_PROSE],
+    ids=["empty", "only-thinking", "greeting", "long-prose"],
+)
 def test_no_answer_at_all_fails_with_a_reason(bad: str) -> None:
+    """Issue 36: a reply with no answer in the <answer> format is never the answer."""
     result, trace, _ = ask(Bot(answer=bad))
     assert result.status == "failed" and result.answer is None
-    assert "no usable <answer>" in (result.reason or "")
+    assert result.reason == "the model's reply had no answer in the expected format"
     assert trace.events[-1]["stage"] == "end" and trace.events[-1]["status"] == "failed"
+    (event,) = [e for e in trace.events if e["kind"] == "fallback" and "reply" in e]
+    assert event["stage"] == "answer" and event["reason"] == result.reason
+    assert event["reply"] == (bad if len(bad) <= 200 else bad[:200] + "…")
+
+
+def test_a_short_tagless_answer_is_still_taken() -> None:
+    result, _, _ = ask(Bot(answer="2004"))
+    assert result.status == "answered" and result.answer == "2004"
+    assert result.details["answer_unparsed"] is True
 
 
 def test_answer_server_error_fails_with_a_reason() -> None:

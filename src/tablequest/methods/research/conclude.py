@@ -22,8 +22,8 @@ from tablequest.llm.parse import (
     reply_start,
 )
 from tablequest.methods.base import Result, Status, Task
+from tablequest.methods.research.evidence import research_evidence
 from tablequest.methods.research.execute import PathOutcome
-from tablequest.methods.research.feedback import locate
 from tablequest.methods.research.meta import MetaGraph
 from tablequest.methods.research.operations import path_key
 from tablequest.methods.research.options import ResearchOptions
@@ -53,12 +53,13 @@ def conclude(
     figures = winner.figures if winner else []
     if not figures and run.query_type == "chart":
         figures = next((o.figures for o in run.outcomes if o.figures), [])
+    cells, verdict = research_evidence(run, answer, winner) if answer else ([], None)
     result = Result(
         answer=answer, status=status, tables_consulted=[run.table_id],
-        final_table=run.table_id,
-        evidence=locate(run.table, run.table_id, answer) if answer else [],
-        method="research",
+        final_table=run.table_id, evidence=cells, method="research",
     )  # fmt: skip
+    if verdict is not None:
+        result.verified, result.verification = verdict.verified, verdict.why  # type: ignore[assignment]
     result.details = details(run, options, votes, winner, fallback, reason)
     return result, figures
 

@@ -143,7 +143,7 @@ def _dtr_chart():
         print("__DTR_CHART__" + _dtr_json.dumps({"error": str(exc)}))
 """
 RESET_CODE = "df = _dtr_df.copy()\nresult = None\nplt.close('all')"
-PROBE_CODE = "_dtr_probe(result)"
+PROBE_CODE = "_dtr_probe(result)\nresult"  # the cell's value: its lineage is the evidence
 CHART_SUFFIX = "\n_dtr_chart()"
 _RESTARTED = "sandbox was restarted"
 _PLOTS = re.compile(r"\bplt\.|\.plot\(|\bplot\.|matplotlib", re.I)
@@ -231,6 +231,8 @@ class OpRecord:
     error: str | None = None
     seconds: float = 0.0
     probe: Probe | None = None
+    lineage: dict[str, Any] | None = None
+    """The cell lineage of the operation's ``result`` (`ExecResult.lineage`)."""
 
 
 @dataclass
@@ -397,6 +399,7 @@ def _execute(record: OpRecord, ctx: StepContext, runner: Workspace, out: PathOut
     code = record.code + (CHART_SUFFIX if charting else "") + "\n" + PROBE_CODE
     result = runner.run(code, timeout=ctx.exec_timeout)
     record.ok, record.error, record.seconds = result.ok, result.error, result.seconds
+    record.lineage = result.lineage if result.ok else None
     record.probe, stdout = parse_probe(result.stdout) if result.ok else (None, result.stdout)
     kept = []
     for line in stdout.splitlines():

@@ -272,8 +272,9 @@ class DTR:
         result.details.update(ablation_details(run, opts))
         report_text = write_report(run, question, result, figures, opts)
         result.details["report"] = report_text
+        q.finish(result, self.name, ANSWER_SEPARATORS)  # the verdict's event, then the end
         q.trace.event("decision", stage="end", status=result.status, answer=result.answer)
-        return Research(q.finish(result, self.name, ANSWER_SEPARATORS), figures, report_text)
+        return Research(result, figures, report_text)
 
     # -- steps of Algorithm 1 ------------------------------------------------------------
     def _memory(self, store: Any, trace: Trace) -> ExperienceMemory | None:

@@ -140,9 +140,9 @@ def answer(run: ScopeRun, qa_table: Table, *, local: bool) -> Answer:
     if fit.max_tokens < run.options.qa_max_tokens:
         details["max_tokens_lowered_to"] = fit.max_tokens
     value, last = _ask(run, messages, fit.max_tokens)
-    value, reason, unparsed = _checked(run, value, last)
+    value, why, unparsed = _checked(run, value, last)
     if value is None:
-        return Answer(None, reason, details=details)
+        return Answer(None, why, details=details)
     evidence = locate_evidence(qa_table, run.table_id, value)
     source = "answer_cells" if evidence else "none"
     if not evidence and local:

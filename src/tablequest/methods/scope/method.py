@@ -150,7 +150,7 @@ class TabScope:
             tokenizer=tokenizer,
         )
         run.decision("start", method=self.name, options=self.options.label(), question=question)
-        result = _run(run)
+        result = q.finish(_run(run), self.name, ANSWER_SEPARATORS)  # verdict event before end
         q.trace.event(
             "decision",
             stage="end",
@@ -161,7 +161,7 @@ class TabScope:
             breakdown=result.details.get("breakdown"),
             subtable=result.details.get("subtable"),
         )
-        return q.finish(result, self.name, ANSWER_SEPARATORS)
+        return result
 
     def close(self) -> None:
         with self._lock:

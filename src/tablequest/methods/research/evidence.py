@@ -1,0 +1,56 @@
+"""DTR's evidence: the cells its winning operation path computed the answer from.
+
+The answer is the Eq. 6 vote over the paths' answers (`reflect.vote`); its evidence is read
+from the lineage of the winning path's operations (newest first: the value of ``result`` that
+the answer renders, `methods.evidence.evidence_of`) and verified by re-running that value's
+recipe over the table. The execution frame's columns map to the table's columns through
+`ExecFrame.grid_cols` (row-header, section and ``_aggregate`` columns are not cells of the
+grid and are dropped); its index is the table's row ids. When no operation's value states the
+answer, the fallback is value matching among the cells those operations read; for the
+non-code fallback (the model read the table as Markdown, `conclude.direct_answer`) it is value
+matching in the table it was shown, each cell ``matched`` or ``ambiguous`` (ours; the paper
+shows no evidence, docs/methods.md "Evidence").
+"""
+
+from __future__ import annotations
+
+from tablequest.methods.evidence import (
+    Binding,
+    Verdict,
+    evidence_of,
+    mark_matches,
+    read_cells,
+    same_value,
+    traced_items,
+    verify_cells,
+)
+from tablequest.methods.research.execute import PathOutcome
+from tablequest.methods.research.feedback import locate
+from tablequest.methods.research.state import QuestionRun
+from tablequest.table import CellRef
+
+__all__ = ["research_evidence"]
+
+
+def research_evidence(
+    run: QuestionRun, answer: str, winner: PathOutcome | None
+) -> tuple[list[CellRef], Verdict | None]:
+    """The answer's cells and verdict (None: `Query.finish` checks the matched cells)."""
+    if winner is None:
+        return mark_matches(locate(run.table, run.table_id, answer), answer), None
+    table = run.table
+    columns = {
+        name: table.col_ids[pos]
+        for name, pos in run.comp.frame.grid_cols.items()
+        if 0 <= pos < len(table.col_ids)
+    }
+    bindings = {"df": Binding("df", run.table_id, table, columns)}
+    runs = [traced_items(op.lineage) for op in reversed(winner.ops) if op.lineage]
+    found = evidence_of(answer, runs, bindings)
+    if found is not None:
+        return found
+    items = [answer, *(p.strip() for p in answer.split(",") if p.strip())]
+    read = read_cells(runs, bindings)
+    matched = [c for c in read if any(same_value(i, c.value) for i in items)]
+    cells = mark_matches(matched, answer)
+    return cells, verify_cells(answer, cells)
