@@ -13,6 +13,7 @@ def test_table_all() -> None:
             "HEADER_SEP",
             "SERIAL_FORMATS",
             "CellRef",
+            "EvidenceHow",
             "Format",
             "Merge",
             "Preview",

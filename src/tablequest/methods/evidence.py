@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tablequest.errors import TablequestError
 from tablequest.table import CellRef, Table
 
 __all__ = [
@@ -199,7 +200,7 @@ def _number(text: str) -> float | None:
     return -value if neg else value
 
 
-class _Unknown(Exception):
+class _Unknown(TablequestError):
     """The recipe cannot be re-run (opaque part, missing cell, non-numeric operand)."""
 
 

@@ -13,8 +13,10 @@ reply's start in the trace (issue 36; the paper, App. C.3, gives the ``<answer>`
 not what happens without it); a refusal or tool syntax given as the answer
 (`llm.parse.is_non_answer`) fails too. A
 list answer keeps the model's separators. Evidence (the cells the answer used):
-body cells of the answering table equal to an answer item (`locate_evidence`); when none match
-(counts, sums) on the localized path, the sub-table's cells (at most 50) are the evidence. A
+cells of the table the model read (the sub-table on the localized path, the table on the full
+path) equal to an answer item (`locate_evidence`), ``matched``, or ``ambiguous`` when several
+hold the same item (`evidence.mark_matches`); when none match (counts, sums) on the localized
+path, the sub-table's cells (at most 50) are the evidence, ``untracked`` (read, use unknown). A
 table that does not fit the model's context is never sent or cut: the status is "failed" with
 the token counts as the reason.
 """
@@ -34,6 +36,7 @@ from tablequest.llm.parse import (
     reply_start,
 )
 from tablequest.methods.base import locate_evidence
+from tablequest.methods.evidence import mark_matches
 from tablequest.methods.scope import prompts
 from tablequest.methods.scope.state import ScopeRun, linearize
 from tablequest.table import CellRef, Table
@@ -57,11 +60,12 @@ class Answer:
 
 
 def subtable_evidence(table: Table, table_id: str, limit: int = MAX_EVIDENCE) -> list[CellRef]:
-    """Every body cell of `table` (original coordinates), at most `limit`."""
+    """Every body cell of `table` (original coordinates), at most `limit`, as ``untracked``:
+    the model read them, which of them the answer used is not known."""
     out: list[CellRef] = []
     for r, row in enumerate(table.body):
         for c, value in enumerate(row):
-            out.append(CellRef(table_id, table.row_ids[r], table.col_ids[c], value))
+            out.append(CellRef(table_id, table.row_ids[r], table.col_ids[c], value, "untracked"))
             if len(out) >= limit:
                 return out
     return out
@@ -143,9 +147,9 @@ def answer(run: ScopeRun, qa_table: Table, *, local: bool) -> Answer:
     value, why, unparsed = _checked(run, value, last)
     if value is None:
         return Answer(None, why, details=details)
-    evidence = locate_evidence(qa_table, run.table_id, value)
+    evidence = mark_matches(locate_evidence(qa_table, run.table_id, value), value)
     source = "answer_cells" if evidence else "none"
-    if not evidence and local:
+    if not evidence and local:  # a computed answer: the cells read, not which ones it used
         evidence, source = subtable_evidence(qa_table, run.table_id), "subtable"
     run.query.trace.event("qa", table=run.table_id, local=local, answer=value, evidence=source)
     return Answer(value, None, unparsed, evidence, source, details)

@@ -5,15 +5,16 @@ Table 20 caption), each cut at `qa_table_chars` (ours). With match-only QA (abla
 table is shown only through the rows its patterns match, without its head.
 
 Parsing (ours): the reply is one JSON object {status, answer, evidence}; evidence cells are
-named by table, column and value and are checked against the table (unknown ones are
-dropped); when the model cites nothing valid, cells equal to the answer are located in the
-table. A reply that is not JSON is read as plain text (`llm.parse.extract_answer`: its
-``<answer>`` tag or ``Answer:`` line, else the whole text) and taken as the answer when short
-(recorded via the "unparsed" flag); a missing reply (the call failed) is a failure. A reply
-with no answer in this format — empty, long prose without an answer marker, or a greeting
-(`llm.parse.is_chatter`) — is a failure with the reason `NO_ANSWER_IN_FORMAT` and the reply's
-start kept for the trace (issue 36; the paper does not say, ours).
-"""
+named by table, column and value and are checked against the table: a citation held by one cell
+is ``cited``, by several ``ambiguous``, by none dropped (a ``fallback`` trace event lists it);
+when the model cites nothing valid, cells equal to the answer are located in the table the
+model read, ``matched`` or ``ambiguous`` (`evidence.mark_matches`). A reply that is not JSON is
+read as plain text (`llm.parse.extract_answer`: its ``<answer>`` tag or ``Answer:`` line, else
+the whole text) and taken as the answer when short (recorded via the "unparsed" flag); a
+missing reply (the call failed) is a failure. A reply with no answer in this format — empty,
+long prose without an answer marker, or a greeting (`llm.parse.is_chatter`) — is a failure with
+the reason `NO_ANSWER_IN_FORMAT` and the reply's start kept for the trace (issue 36; the paper
+does not say, ours)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ from tablequest.llm.parse import (
     reply_start,
 )
 from tablequest.methods.base import locate_evidence
-from tablequest.table import CellRef, Table
+from tablequest.methods.evidence import mark_matches
+from tablequest.table import CellRef, EvidenceHow, Table
 from tablequest.table.preview import preview
 from tablequest.table.serialize import serialize
 from tablequest.trace import Trace
@@ -56,6 +58,8 @@ class QAOutcome:
     """Why the reply gave no answer (`NO_ANSWER_IN_FORMAT`), for the Result and the trace."""
     reply: str | None = None
     """The start of a reply that had no answer in the expected format."""
+    dropped: list[dict[str, str]] = field(default_factory=list)
+    """Cited cells that do not exist (no such table, column or value), for the trace."""
 
     @property
     def satisfactory(self) -> bool:
@@ -118,18 +122,22 @@ def parse_qa(raw: str | None, tables: Mapping[str, tuple[str, Table]], *, task: 
                              reason=NO_ANSWER_IN_FORMAT, reply=reply_start(raw))  # fmt: skip
     if status == "answered" and (not answer or is_non_answer(answer)):
         status = "insufficient"  # a refusal or tool syntax is never an answer
-    evidence, final = _evidence(data.get("evidence"), tables)
+    evidence, final, dropped = _evidence(data.get("evidence"), tables)
     final = final or first
     if status == "answered" and not evidence and answer and final:
         table = next(t for tid, t in tables.values() if tid == final)
-        evidence = locate_evidence(table, final, answer)
-    return QAOutcome(status, answer if status == "answered" else None, evidence, final)
+        evidence = mark_matches(locate_evidence(table, final, answer), answer)
+    answered = answer if status == "answered" else None
+    return QAOutcome(status, answered, evidence, final, dropped=dropped)
 
 
 def record_no_answer(trace: Trace, outcome: QAOutcome) -> None:
     """A "fallback" trace event with the start of a reply that had no answer (if it had none)."""
     if outcome.reason is not None:
         trace.event("fallback", stage="qa", reason=outcome.reason, reply=outcome.reply)
+    if outcome.dropped:
+        trace.event("fallback", stage="evidence", reason="cited cells not in the table",
+                    dropped=outcome.dropped[:20])  # fmt: skip
 
 
 def _plain_answer(raw: str) -> str | None:
@@ -172,29 +180,34 @@ def _verdict(answer: str | None) -> str | None:
 
 def _evidence(
     cited: Any, tables: Mapping[str, tuple[str, Table]]
-) -> tuple[list[CellRef], str | None]:
-    """Cited cells that really exist: (cells, the table most cited)."""
+) -> tuple[list[CellRef], str | None, list[dict[str, str]]]:
+    """Cited cells that really exist: (cells, the table most cited, the citations dropped).
+
+    A citation names a table, a column and a value; the cell holding that value in that
+    column is ``cited``; when several rows hold it, each is ``ambiguous``."""
     if not isinstance(cited, list):
-        return [], None
+        return [], None, []
     found: list[CellRef] = []
+    dropped: list[dict[str, str]] = []
     for item in cited[:50]:
         if not isinstance(item, dict):
             continue
         key = str(item.get("table", "Table_0"))
-        if key not in tables:
-            continue
-        tid, table = tables[key]
         column, value = str(item.get("column", "")).strip(), str(item.get("value", "")).strip()
-        found.extend(_find_cells(table, tid, column, value))
+        cells = _find_cells(*tables[key], column, value) if key in tables else []
+        if not cells:
+            dropped.append({"table": key[:40], "column": column[:80], "value": value[:80]})
+        how: EvidenceHow = "cited" if len(cells) == 1 else "ambiguous"
+        found.extend(CellRef(c.table_id, c.row, c.col, c.value, how) for c in cells)
     if not found:
-        return [], None
+        return [], None, dropped
     counts: dict[str, int] = {}
     for ref in found:
         counts[ref.table_id] = counts.get(ref.table_id, 0) + 1
-    return list(dict.fromkeys(found)), max(counts, key=lambda k: counts[k])
+    return list(dict.fromkeys(found)), max(counts, key=lambda k: counts[k]), dropped
 
 
-def _find_cells(table: Table, tid: str, column: str, value: str) -> list[CellRef]:
+def _find_cells(tid: str, table: Table, column: str, value: str) -> list[CellRef]:
     cols = [j for j, name in enumerate(table.columns) if name.lower() == column.lower()]
     if not cols or not value:
         return []
