@@ -72,6 +72,10 @@ def test_http_session_calls_every_tool(http_server: HttpServer, bed: Bed) -> Non
     run = out["code"]
     assert not run.is_error and run.structured_content["stdout"] == "1000\n"
     assert run.structured_content["value"] == "61" and run.structured_content["figures"] == 1
+    # issue 36: the value's cells, by lineage, under the table's id; the max re-run over them
+    evidence = run.structured_content["evidence"]
+    assert [(e["table_id"], e["value"], e["how"]) for e in evidence] == [(lakes, "61", "computed")]
+    assert run.structured_content["verified"] == "verified" and "verified:" in text(run)
     image = run.content[1]
     assert image.mime_type == "image/png"
     assert base64.b64decode(image.data).startswith(b"\x89PNG\r\n\x1a\n")

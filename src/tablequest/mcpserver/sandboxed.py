@@ -17,13 +17,14 @@ from __future__ import annotations
 import keyword
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
 from tablequest.errors import TablequestError
+from tablequest.methods.evidence import Binding, Verdict, evidence_of, traced_items
 from tablequest.sandbox import ExecResult, Sandbox
-from tablequest.table import Table
+from tablequest.table import CellRef, Table
 
 __all__ = ["MAX_CODE_CHARS", "MAX_TABLES", "CodeRunner", "PandasRun", "check_names"]
 
@@ -31,6 +32,7 @@ MAX_TABLES = 8
 MAX_CODE_CHARS = 20_000
 DEFAULT_TIMEOUT = 20.0
 MAX_TIMEOUT = 60.0
+EVIDENCE_LINES = 20
 
 
 class BadFrameName(TablequestError, ValueError):
@@ -44,15 +46,25 @@ class PandasRun:
     result: ExecResult
     frames: dict[str, tuple[int, int]]
     """Each bound name → its DataFrame's shape."""
+    evidence: list[CellRef] = field(default_factory=list)
+    """The cells the value (else the last printed value) was computed from (`run_evidence`)."""
+    verified: str | None = None
+    verification: str | None = None
 
     def text(self) -> str:
-        """The run as the model reads it: bound frames, stdout, value or error."""
+        """The run as the model reads it: bound frames, stdout, value or error, evidence."""
         bound = ", ".join(f"{n} ({r}×{c})" for n, (r, c) in self.frames.items())
         parts = [f"tables bound: {bound or 'none'}"]
         if self.result.stdout:
             parts.append(f"stdout:\n{self.result.stdout}")
         if self.result.ok and self.result.value is not None:
             parts.append(f"value:\n{self.result.value}")
+        if self.verified is not None:
+            cells = [f"{c.table_id} row {c.row} col {c.col} = {c.value[:40]!r} ({c.how})"
+                     for c in self.evidence[:EVIDENCE_LINES]]  # fmt: skip
+            more = len(self.evidence) - len(cells)
+            cells += [f"… {more} more (structured content lists them)"] if more > 0 else []
+            parts.append(f"{self.verified}: {self.verification}\nevidence:\n" + "\n".join(cells))
         if not self.result.ok:
             parts.append(f"error: {self.result.error}")
         if self.result.figures:
@@ -91,8 +103,15 @@ class CodeRunner:
                 self._sandbox = self._make()
             return self._sandbox
 
-    def run(self, code: str, tables: Mapping[str, Table], timeout: float) -> PandasRun:
-        """Bind `tables` by name, run `code` once, end the session.
+    def run(
+        self,
+        code: str,
+        tables: Mapping[str, Table],
+        timeout: float,
+        ids: Mapping[str, str] | None = None,
+    ) -> PandasRun:
+        """Bind `tables` by name, run `code` once, end the session. `ids` names each bound
+        table's id (the evidence's ``table_id``; the bound name when not given).
 
         Raises:
             BadFrameName: see `check_names`.
@@ -104,10 +123,34 @@ class CodeRunner:
             self.runs += 1
         with self._box().session(frames) as session:
             result = session.run(code, timeout=timeout)
-        return PandasRun(result, {n: (len(f), len(f.columns)) for n, f in frames.items()})
+        shapes = {n: (len(f), len(f.columns)) for n, f in frames.items()}
+        bindings = {
+            n: Binding.of(n, (ids or {}).get(n, n), t, [str(c) for c in frames[n].columns])
+            for n, t in tables.items()
+        }
+        cells, verdict = run_evidence(result, bindings)
+        if verdict is None:
+            return PandasRun(result, shapes)
+        return PandasRun(result, shapes, cells, verdict.verified, verdict.why)
 
     def close(self) -> None:
         with self._lock:
             box, self._sandbox = self._sandbox, None
         if box is not None:
             box.close()
+
+
+def run_evidence(
+    result: ExecResult, bindings: Mapping[str, Binding]
+) -> tuple[list[CellRef], Verdict | None]:
+    """The cells of the run's value (else of its last printed value) and whether that value
+    recomputes from them; (``[]``, None) when the run failed or showed nothing."""
+    if not result.ok:
+        return [], None
+    items = traced_items(result.lineage)
+    if not items:
+        return [], None
+    has_value = bool((result.lineage or {}).get("value"))
+    item = items[0] if has_value else items[-1]
+    found = evidence_of(item.text, [[item]], bindings)
+    return found if found is not None else ([], None)

@@ -51,6 +51,7 @@ from tablequest.mcpserver.asking import AskOutcome, OptionValue, run_ask, run_re
 from tablequest.mcpserver.sandboxed import DEFAULT_TIMEOUT, MAX_CODE_CHARS, MAX_TABLES, MAX_TIMEOUT
 from tablequest.mcpserver.tools import TableTools
 from tablequest.mcpserver.window import DEFAULT_CHARS, MAX_CHARS
+from tablequest.methods.evidence import cell_json
 from tablequest.serve.api import scrubber
 from tablequest.serve.models import DEFAULT_ENCODER, TABLE_ID, validation_text
 from tablequest.serve.state import ServerState
@@ -218,7 +219,10 @@ def _reading_tools(server: MCPServer, state: ServerState, tools: TableTools) -> 
 
     @server.tool(
         description="Run Python (pandas) over tables bound by name, in the sandbox the methods "
-        "use; returns stdout, the last expression's value and matplotlib figures as PNG."
+        "use; returns stdout, the last expression's value, matplotlib figures as PNG, and the "
+        "value's evidence: the cells it was computed from (table_id, row, col, value, how: "
+        "computed | untracked) with verified (verified | unverified | contradicted: whether "
+        "the value recomputes from those cells) and verification (why)."
     )
     def run_pandas(
         code: Annotated[str, Field(min_length=1, max_length=MAX_CODE_CHARS)],
@@ -236,6 +240,8 @@ def _reading_tools(server: MCPServer, state: ServerState, tools: TableTools) -> 
             "error": result.error, "figures": len(result.figures),
             "frames": {n: list(s) for n, s in run.frames.items()},
             "seconds": round(result.seconds, 3),
+            "verified": run.verified, "verification": run.verification,
+            "evidence": [cell_json(c) for c in run.evidence],
         }  # fmt: skip
         content: list[ContentBlock] = [TextContent(type="text", text=run.text())]
         content += [_image(png) for png in result.figures]

@@ -109,7 +109,7 @@ class TableTools:
         check_names(tables)
         with self.state.stores.reader() as store:
             frames = {name: self._table(store, tid)[0] for name, tid in tables.items()}
-        return self.runner.run(code, frames, timeout)
+        return self.runner.run(code, frames, timeout, ids=dict(tables))
 
     @staticmethod
     def _table(store: ReadStore, table_id: str) -> tuple[Table, str]:

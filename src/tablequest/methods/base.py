@@ -49,7 +49,7 @@ from tablequest.llm.base import LLM
 from tablequest.llm.deadline import Deadline
 from tablequest.llm.instrument import Instrumented
 from tablequest.llm.usage import StepBudget, UsageMeter, UsageTotals
-from tablequest.methods.evidence import verify_cells
+from tablequest.methods.evidence import cell_json, verify_cells
 from tablequest.table import CellRef, Table
 from tablequest.trace import Trace
 
@@ -268,19 +268,13 @@ class Result:
             "final_table": ref(self.final_table) if self.final_table else None,
             "verified": self.verified,
             "verification": self.verification,
-            "evidence": [_cell_json(c) for c in self.evidence],
+            "evidence": [cell_json(c) for c in self.evidence],
             "steps": self.steps,
             "action_counts": dict(self.details.get("action_counts", {})),
             "usage": self.usage.to_dict(),
             "trace": self.trace_path,
             "details": extra,
         }
-
-
-def _cell_json(cell: CellRef) -> dict[str, Any]:
-    """One evidence cell of the payload: where it is, its value and how it was found."""
-    return {"table_id": cell.table_id, "row": cell.row, "col": cell.col, "value": cell.value,
-            "how": cell.how}  # fmt: skip
 
 
 @runtime_checkable
@@ -403,7 +397,7 @@ def _settle_verdict(result: Result, trace: Trace) -> None:
         result.verification = verdict.why
     trace.event(
         "qa", stage="verify", verified=result.verified, why=result.verification,
-        evidence=[_cell_json(c) for c in result.evidence[:50]],
+        evidence=[cell_json(c) for c in result.evidence[:50]],
     )  # fmt: skip
 
 

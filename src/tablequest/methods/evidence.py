@@ -39,6 +39,7 @@ __all__ = [
     "Traced",
     "Verdict",
     "best_traced",
+    "cell_json",
     "check_cited",
     "evidence_of",
     "mark_matches",
@@ -178,6 +179,12 @@ def lineage_cells(item: Traced, bindings: Mapping[str, Binding], how: str = "com
                 if len(seen) >= MAX_EVIDENCE:
                     return list(seen.values())
     return list(seen.values())
+
+
+def cell_json(cell: CellRef) -> dict[str, Any]:
+    """One evidence cell as the payloads give it: where, its value, how it was found."""
+    return {"table_id": cell.table_id, "row": cell.row, "col": cell.col, "value": cell.value,
+            "how": cell.how}  # fmt: skip
 
 
 def _how(cell: CellRef, how: str) -> CellRef:

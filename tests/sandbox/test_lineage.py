@@ -1,0 +1,139 @@
+"""Cell lineage (issue 36 Must 1): which cells a value was computed from, and the host's
+re-run of it (`methods.evidence`). The child's modules run here in-process (fast); one test
+goes through a real sandbox session."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from tablequest.methods.evidence import Binding, evidence_of, traced_items
+from tablequest.sandbox import Sandbox, SandboxUnavailable, _lineage_setup, _repl
+from tablequest.table import Table
+
+# West's Q3 revenue and South's H2 total are both 205: a value search would find both
+REVENUE = Table(
+    cells=(
+        ("Region", "Q1", "Q2", "Q3", "Q4", "H2"),
+        ("North", "100", "110", "120", "130", "250"),
+        ("South", "120", "130", "140", "150", "205"),
+        ("East", "90", "95", "100", "110", "210"),
+        ("West", "50", "60", "205", "70", "275"),
+    )
+)
+COLS = {"Region": 0, "Q1": 1, "Q2": 2, "Q3": 3, "Q4": 4, "H2": 5}
+
+
+class Cell:
+    """One in-process cell run: the value's text and its evidence as (row, column, how)."""
+
+    def __init__(self, reply: dict[str, Any], answer: str | None) -> None:
+        self.reply = reply
+        lineage = json.loads(reply["lineage"]) if reply.get("lineage") else None
+        items = traced_items(lineage)
+        bindings = {"df": Binding.of("df", "T", REVENUE)}
+        text = answer if answer is not None else (items[0].text if items else "")
+        found = evidence_of(text, [items], bindings) if items else None
+        names = {v: k for k, v in COLS.items()}
+        self.cells = [(c.row, names[c.col], c.how) for c in found[0]] if found else []
+        self.verified = found[1].verified if found else None
+        self.why = found[1].why if found else None
+
+
+@pytest.fixture
+def run() -> Any:
+    _lineage_setup.install()
+    df = REVENUE.to_dataframe()
+    _lineage_setup.bind({"df": df})
+    namespace = {"__name__": "__main__", "df": df, "pd": pd, "__tq__": _lineage_setup.Builtins}
+
+    def cell(code: str, answer: str | None = None) -> Cell:
+        reply = _repl.run_cell(code, namespace, max_output=10_000, max_value=10_000)
+        assert reply["ok"], reply["error"]
+        return Cell(reply, answer)
+
+    return cell
+
+
+def test_a_lookup_is_its_cell_never_an_equal_one_elsewhere(run: Any) -> None:
+    got = run('df.loc[df.Region == "West", "Q3"].iloc[0]')
+    assert got.reply["value"] == "np.int64(205)"  # the tag never shows
+    assert got.cells == [(3, "Q3", "computed")] and got.verified == "verified"
+    assert run('df.at[3, "Q3"]').cells == [(3, "Q3", "computed")]
+    assert run('df[df.Region == "West"]["Q3"].item()').cells == [(3, "Q3", "computed")]
+
+
+def test_a_row_sum_is_the_rows_cells(run: Any) -> None:
+    got = run('df.loc[df.Region == "West", ["Q1", "Q2", "Q3", "Q4"]].sum(axis=1).iloc[0]')
+    assert got.cells == [(3, q, "computed") for q in ("Q1", "Q2", "Q3", "Q4")]
+    assert got.verified == "verified" and "385" in (got.why or "")
+
+
+def test_a_column_mean_and_arithmetic_on_it(run: Any) -> None:
+    got = run("round(float(df['Q3'].mean()) * 2, 1)")
+    assert got.cells == [(r, "Q3", "computed") for r in range(4)]
+    assert got.reply["value"] == "282.5" and got.verified == "verified"
+
+
+def test_idxmax_names_the_winning_cell(run: Any) -> None:
+    got = run('df.loc[df["Q3"].idxmax(), "Region"]')
+    assert got.cells == [(3, "Region", "computed"), (3, "Q3", "computed")]
+    assert got.verified == "verified"
+
+
+@pytest.mark.parametrize(
+    "code", ["(df.Q3 > 110).sum()", "len(df[df.Q3 > 110])", "df[df['Q3'] > 110].shape[0]"]
+)
+def test_a_count_with_a_predicate_is_the_counted_cells(run: Any, code: str) -> None:
+    got = run(code)
+    assert got.cells == [(0, "Q3", "computed"), (1, "Q3", "computed"), (3, "Q3", "computed")]
+    assert got.verified == "verified"
+
+
+def test_a_groupby_sum_is_its_groups_cells_not_an_equal_group(run: Any) -> None:
+    got = run('df.groupby("Region")["Q3"].sum()["West"]')
+    assert got.cells == [(3, "Q3", "computed")] and got.verified == "verified"
+    best = run('df.groupby("Region")["H2"].sum().idxmax()')
+    assert best.reply["value"] == "'West'" and best.verified == "verified"
+    assert best.cells == [(3, "Region", "computed"), (3, "H2", "computed")]
+
+
+def test_lists_and_printed_values(run: Any) -> None:
+    got = run("df[df.Q3 > 110].Region.tolist()", "North, South, West")
+    assert got.cells == [(r, "Region", "computed") for r in (0, 1, 3)]
+    assert got.verified == "verified"
+    printed = run("best = df.Q3.max()\nprint('the best is', best)", "205")
+    assert printed.cells == [(3, "Q3", "computed")] and printed.verified == "verified"
+
+
+def test_code_that_defeats_tracking_says_untracked(run: Any) -> None:
+    got = run('df.loc[df.Region == "West", ["Q1", "Q2"]].values.sum()')
+    assert got.cells == [(3, "Q1", "untracked"), (3, "Q2", "untracked")]
+    assert got.verified == "unverified" and "untracked" in (got.why or "")
+    shifted = run("df.Q3.cumsum().iloc[-1]")  # a derivation whose cells are not traced
+    assert shifted.cells == [] and shifted.verified == "unverified"
+    looped = run("sum(v for v in df.Q3.to_dict().values())")
+    assert looped.verified == "unverified"
+
+
+def test_a_value_the_table_does_not_give_is_contradicted(run: Any) -> None:
+    got = run('df.loc[3, "Q3"] = 999\ndf.loc[3, "Q3"]')  # the code changed the data
+    assert got.cells == [(3, "Q3", "computed")] and got.verified == "contradicted"
+    assert "205" in (got.why or "")
+
+
+def test_through_a_real_sandbox() -> None:
+    try:
+        sandbox = Sandbox()
+    except SandboxUnavailable as exc:
+        pytest.skip(str(exc))
+    with sandbox, sandbox.session({"df": REVENUE.to_dataframe()}) as session:
+        result = session.run('df.loc[df.Region == "West", "Q3"].iloc[0]')
+    assert result.ok and result.value == "np.int64(205)"
+    items = traced_items(result.lineage)
+    found = evidence_of("205", [items], {"df": Binding.of("df", "T", REVENUE)})
+    assert found is not None and found[1].verified == "verified"
+    assert [(c.row, c.col, c.value, c.how) for c in found[0]] == [(3, 3, "205", "computed")]
