@@ -137,3 +137,16 @@ def test_through_a_real_sandbox() -> None:
     found = evidence_of("205", [items], {"df": Binding.of("df", "T", REVENUE)})
     assert found is not None and found[1].verified == "verified"
     assert [(c.row, c.col, c.value, c.how) for c in found[0]] == [(3, 3, "205", "computed")]
+
+
+def test_a_merge_keeps_each_sides_rows(run: Any) -> None:
+    code = (
+        "targets = pd.DataFrame({'Region': ['West', 'South'], 'Target': [200, 150]})\n"
+        "m = df.merge(targets, on='Region')\n"
+        "m.loc[m.Region == 'West', 'Q3'].iloc[0]"
+    )
+    got = run(code)
+    assert got.cells == [(3, "Q3", "computed")] and got.verified == "verified"
+    total = run("df.merge(df[['Region', 'H2']], on='Region', suffixes=('', '_2'))['H2_2'].sum()")
+    assert total.cells == [(r, "H2", "computed") for r in range(4)]
+    assert total.verified == "verified"

@@ -110,6 +110,8 @@ class Traced:
     escaped: Traced | None = None
     cut: bool = False
     cells: list[CellRef] = field(default_factory=list)
+    at: list[list[Any]] = field(default_factory=list)
+    """A merge's row maps: for each leaf row (by position), the row id on one side."""
 
 
 def traced_items(lineage: Mapping[str, Any] | None) -> list[Traced]:
@@ -127,7 +129,9 @@ def _traced(raw: Any) -> Traced | None:
     rows = raw.get("rows")
     rows = [r for r in rows if isinstance(r, list)] if isinstance(rows, list) else []
     escaped = _traced(raw.get("escaped")) if raw.get("escaped") is not None else None
-    return Traced(raw["text"], raw.get("recipe"), rows, escaped, bool(raw.get("cut")))
+    at = raw.get("at")
+    at = [a for a in at if isinstance(a, list)] if isinstance(at, list) else []
+    return Traced(raw["text"], raw.get("recipe"), rows, escaped, bool(raw.get("cut")), at=at)
 
 
 def _expand(runs: Sequence[Any]) -> list[int]:
@@ -149,35 +153,52 @@ def _leaves(node: Any) -> list[Any]:
     return [leaf for part in node[1:] for leaf in _leaves(part)]
 
 
-def _sources(elem: Any) -> list[tuple[str, str]]:
+def _collect(item: Traced, elem: Any, pairs: list[tuple[int, Any]], out: list[Any]) -> None:
+    """(frame, column, row) of every cell `elem` reads at the leaf rows `pairs` (position in
+    the leaf, row id); a merge's ``at`` list re-maps each position to the other side's row."""
     if not isinstance(elem, list) or not elem:
-        return []
+        return
     if isinstance(elem[0], list):  # a list of nodes (rowagg's sources)
-        return [s for part in elem for s in _sources(part)]
-    if elem[0] == "src" and len(elem) == 3:
-        return [(str(elem[1]), str(elem[2]))]
-    if elem[0] == "scalar":
-        return []
-    return [s for part in elem[1:] for s in _sources(part)]
+        for part in elem:
+            _collect(item, part, pairs, out)
+    elif elem[0] == "src" and len(elem) == 3:
+        out.extend((str(elem[1]), str(elem[2]), row) for _, row in pairs)
+    elif elem[0] == "at" and len(elem) == 3:
+        mapped = _at(item, elem[1])
+        moved = [(pos, mapped[pos]) for pos, _ in pairs if 0 <= pos < len(mapped)]
+        _collect(item, elem[2], [(p, r) for p, r in moved if isinstance(r, int)], out)
+    elif elem[0] == "scalar" and len(elem) == 2:
+        for leaf in _leaves(elem[1]):
+            _leaf_cells(item, leaf, out)
+    else:
+        for part in elem[1:]:
+            _collect(item, part, pairs, out)
+
+
+def _at(item: Traced, ref: Any) -> list[Any]:
+    return item.at[ref] if isinstance(ref, int) and 0 <= ref < len(item.at) else []
+
+
+def _leaf_cells(item: Traced, leaf: Any, out: list[Any]) -> None:
+    ref = leaf[3] if len(leaf) == 4 else None
+    if isinstance(ref, int) and 0 <= ref < len(item.rows):
+        _collect(item, leaf[2], list(enumerate(_expand(item.rows[ref]))), out)
 
 
 def lineage_cells(item: Traced, bindings: Mapping[str, Binding], how: str = "computed"
                   ) -> list[CellRef]:  # fmt: skip
     """The cells an item's recipe read, checked against the tables (unknown ones dropped)."""
-    seen: dict[tuple[str, int, int], CellRef] = {}
+    found: list[Any] = []
     for leaf in _leaves(item.recipe):
-        ref = leaf[3] if len(leaf) == 4 else None
-        if not isinstance(ref, int) or not 0 <= ref < len(item.rows):
-            continue
-        rows = _expand(item.rows[ref])
-        for frame, col in _sources(leaf[2]):
-            binding = bindings.get(frame)
-            for row in rows if binding is not None else ():
-                cell = binding.cell(row, col) if binding is not None else None
-                if cell is not None:
-                    seen.setdefault((cell.table_id, cell.row, cell.col), _how(cell, how))
-                if len(seen) >= MAX_EVIDENCE:
-                    return list(seen.values())
+        _leaf_cells(item, leaf, found)
+    seen: dict[tuple[str, int, int], CellRef] = {}
+    for frame, col, row in found:
+        binding = bindings.get(frame)
+        cell = binding.cell(row, col) if binding is not None else None
+        if cell is not None:
+            seen.setdefault((cell.table_id, cell.row, cell.col), _how(cell, how))
+        if len(seen) >= MAX_EVIDENCE:
+            break
     return list(seen.values())
 
 
@@ -273,18 +294,23 @@ class _Evaluator:
             raise _Unknown("rows not sent")
         return _expand(self.item.rows[ref])
 
-    def elem(self, node: Any, row: int) -> Any:
+    def elem(self, node: Any, pos: int, row: int) -> Any:
         kind = node[0] if isinstance(node, list) and node else None
         if kind == "src":
             return _cell_value(self.bindings, str(node[1]), str(node[2]), row)
         if kind == "const":
             return node[1]
+        if kind == "at":  # a merged row: the other side's row id at this position
+            mapped = _at(self.item, node[1])
+            if not 0 <= pos < len(mapped) or not isinstance(mapped[pos], int):
+                return math.nan
+            return self.elem(node[2], pos, mapped[pos])
         if kind == "bin":
-            return _bin(str(node[1]), self.elem(node[2], row), self.elem(node[3], row))
+            return _bin(str(node[1]), self.elem(node[2], pos, row), self.elem(node[3], pos, row))
         if kind == "un":
-            return _unary(str(node[1]), self.elem(node[2], row))
+            return _unary(str(node[1]), self.elem(node[2], pos, row))
         if kind == "rowagg":
-            return _reduce(str(node[1]), [self.elem(src, row) for src in node[2]])
+            return _reduce(str(node[1]), [self.elem(src, pos, row) for src in node[2]])
         if kind == "scalar":
             return self.scalar(node[1])
         raise _Unknown(f"element {kind!r}")
@@ -292,12 +318,12 @@ class _Evaluator:
     def scalar(self, node: Any) -> Any:
         kind = node[0] if isinstance(node, list) and node else None
         if kind == "agg":
-            values = [self.elem(node[2], row) for row in self.rows(node[3])]
+            values = [self.elem(node[2], i, row) for i, row in enumerate(self.rows(node[3]))]
             if str(node[1]) == "count" and values and all(isinstance(v, bool) for v in values):
                 return sum(1 for v in values if v)
             return _reduce(str(node[1]), values)
         if kind == "list":
-            return [self.elem(node[2], row) for row in self.rows(node[3])]
+            return [self.elem(node[2], i, row) for i, row in enumerate(self.rows(node[3]))]
         if kind == "const":
             return node[1]
         if kind == "bin":

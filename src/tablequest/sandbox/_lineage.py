@@ -11,7 +11,9 @@ carries a *recipe*, a small tree the host can re-run over the table's own cells:
 
 - element expressions (one row of an aligned Series): ``("src", frame, column)``,
   ``("const", v)``, ``("bin", op, a, b)``, ``("un", op, a)``, ``("rowagg", op, [srcs])``,
-  ``("scalar", recipe)`` (a scalar broadcast over the rows);
+  ``("scalar", recipe)`` (a scalar broadcast over the rows), ``("map", labels, elem)`` (a
+  merge's row: `labels` maps the merged frame's labels to the rows of `elem`'s frame; sent to
+  the host as ``("at", k, elem)``, the k-th list of ``at`` giving each leaf row's row id);
 - scalar recipes: ``("agg", op, elem, rows)`` (a reduction of `elem` over row ids ``rows``;
   ``item`` is a single cell), ``("const", v)``, ``("bin", op, a, b)``, ``("un", op, a)``,
   ``("with", main, ctx)`` (the value of `main`; `ctx` was read to find it, as the row label
@@ -54,7 +56,7 @@ class Lin:
     reduction result to scalar recipes; `filt` are the element expressions that row
     selections read (what a count counted)."""
 
-    __slots__ = ("__weakref__", "cols", "elem", "filt", "owner", "recipes")
+    __slots__ = ("__weakref__", "cols", "elem", "filt", "index", "owner", "recipes")
 
     def __init__(
         self,
@@ -64,12 +66,14 @@ class Lin:
         elem: Any = None,
         recipes: dict[Any, Any] | None = None,
         filt: tuple[Any, ...] = (),
+        index: Any = ROW_INDEX,
     ) -> None:
         self.owner = owner
         self.cols = cols
         self.elem = elem
         self.recipes = recipes
         self.filt = filt
+        self.index = index  # the index name under which labels are rows (None after a merge)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Lin:
         return self  # immutable once set: pandas copies attrs deeply on every derivation
@@ -256,13 +260,44 @@ def _runs(rows: Any) -> list[int]:
     return np.column_stack((starts, ends)).ravel().tolist()
 
 
+def has_map(node: Any) -> bool:
+    if not isinstance(node, tuple) or not node:
+        return False
+    if node[0] == "map":
+        return True
+    return any(has_map(p) for p in node[1:] if isinstance(p, tuple | list))
+
+
 class _Encoder:
-    """Recipes to JSON: row sets go to one table (`rows`), capped in size."""
+    """Recipes to JSON: row sets go to one table (`rows`), capped in size; a merge's row maps
+    to another (`at`), one row id per leaf row, in the leaf's order."""
 
     def __init__(self) -> None:
         self.rows: list[list[int]] = []
+        self.at: list[list[Any]] = []
         self.ints = 0
         self.cut = False
+
+    def at_ref(self, labels: list[Any]) -> int:
+        if self.ints + len(labels) > MAX_ROW_INTS:
+            self.cut = True
+            labels = []
+        self.ints += len(labels)
+        self.at.append([_plain(v) if v == v else None for v in labels])  # NaN: unmatched
+        return len(self.at) - 1
+
+    def elem(self, node: Any, labels: list[Any]) -> Any:
+        """An element expression whose merge maps are resolved for these leaf rows."""
+        if not isinstance(node, tuple):
+            return _plain(node)
+        if node[0] == "map":
+            mapped = node[1].reindex(labels).tolist()
+            return ["at", self.at_ref(mapped), self.elem(node[2], mapped)]
+        if node[0] == "rowagg":
+            return ["rowagg", node[1], [self.elem(src, labels) for src in node[2]]]
+        if node[0] == "scalar":
+            return ["scalar", self.encode(node[1])]
+        return [node[0], *(self.elem(p, labels) for p in node[1:])]
 
     def rows_ref(self, rows: Any) -> int:
         runs = _runs(rows)
@@ -278,8 +313,11 @@ class _Encoder:
             return _plain(node)
         kind = node[0]
         if kind in ("agg", "list"):
-            return [kind, node[1] if kind == "agg" else "list", self.encode(node[-2]),
-                    self.rows_ref(node[-1])]  # fmt: skip
+            op = node[1] if kind == "agg" else "list"
+            if has_map(node[-2]):  # rows are positions: each map gives its rows in this order
+                labels = list(node[-1])
+                return [kind, op, self.elem(node[-2], labels), self.rows_ref(range(len(labels)))]
+            return [kind, op, self.encode(node[-2]), self.rows_ref(node[-1])]
         if kind == "opaque":
             return ["opaque", [self.encode(leaf) for leaf in node[1]]]
         if kind == "rowagg":
@@ -301,7 +339,10 @@ def item(text: str, node: Any) -> dict[str, Any]:
     """One traced value as sent to the host: its text, recipe and row table."""
     enc = _Encoder()
     recipe = enc.encode(node) if node is not None else None
-    return {"text": text[:MAX_TEXT], "recipe": recipe, "rows": enc.rows, "cut": enc.cut}
+    out = {"text": text[:MAX_TEXT], "recipe": recipe, "rows": enc.rows, "cut": enc.cut}
+    if enc.at:
+        out["at"] = enc.at
+    return out
 
 
 def reset() -> None:
@@ -335,6 +376,7 @@ def report(value: Any, recipe_of: Any) -> str:
             for part in (entry, (entry or {}).get("escaped")):
                 if part is not None:
                     part["rows"], part["cut"] = [[] for _ in part["rows"]], True
+                    part["at"] = [[] for _ in part.get("at", [])]
         text = json.dumps(out, allow_nan=False, default=str)
     return text
 

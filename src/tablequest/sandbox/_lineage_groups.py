@@ -1,10 +1,14 @@
-"""Cell lineage of group-bys, ``value_counts`` and ``idxmax``/``idxmin`` (see `_lineage`).
+"""Cell lineage of group-bys, ``value_counts``, ``idxmax``/``idxmin`` and merges (see
+`_lineage`).
 
 A group-by result's lineage maps each group label (and, for a DataFrame result, each
 (label, column)) to the recipe of its value — the reduction over the group's rows — and
 ``("__key__", label)`` to the recipe of the label itself (the first cell of the key column
 in the group), so ``idxmax`` over a group-by result names the key cells and the winning
-group's cells. Runs inside the sandbox child and in host tests.
+group's cells. A merge of traced frames is run with each side's row ids as an extra column,
+removed from the result; each result column's element is ``("map", ids, elem)``: the side's
+row id of each merged row, then the side's element (key columns come from the left frame).
+Runs inside the sandbox child and in host tests.
 """
 
 from __future__ import annotations
@@ -136,3 +140,66 @@ def idx_label(s: pd.Series, result: Any, args: Any, kwargs: Any) -> Any:
         main = key if key is not None else ("const", L._plain(result))
         return L.tag(result, ("with", main, value) if value is not None else None)
     return L.tag(result, reduction(s, "idxmax", result))
+
+
+_LEFT, _RIGHT = "__tq_left_row", "__tq_right_row"
+
+
+def merge(original: Any) -> Any:
+    """`pd.merge` / `DataFrame.merge` keeping which rows of each side a merged row came from."""
+
+    @functools.wraps(original)
+    def merged(left: Any, right: Any, *args: Any, **kwargs: Any) -> Any:
+        sides = (frame_lin(left), frame_lin(right) if isinstance(right, pd.DataFrame) else None)
+        if not (L.STATE.enabled and L.from_user()) or sides == (None, None):
+            return original(left, right, *args, **kwargs)
+        ids = [_with_ids(f, name, lin) for f, name, lin in ((left, _LEFT, sides[0]),
+                                                            (right, _RIGHT, sides[1]))]  # fmt: skip
+        result = original(ids[0], ids[1], *args, **kwargs)
+        maps = {n: result.pop(n) for n in (_LEFT, _RIGHT) if n in result.columns}
+        try:
+            cols = _merged_columns(result, left, right, sides, maps, kwargs.get("suffixes"))
+        except Exception:
+            return result
+        return L.set_lin(result, L.Lin(result, cols=cols, index=result.index.name))
+
+    return merged
+
+
+def _with_ids(frame: Any, name: str, lin: L.Lin | None) -> Any:
+    if lin is None:
+        return frame
+    out = frame.copy(deep=False)
+    out[name] = frame.index.to_numpy()
+    return out
+
+
+def _merged_columns(
+    result: Any, left: Any, right: Any, sides: tuple[Any, Any], maps: dict[str, Any],
+    suffixes: Any,
+) -> dict[Any, Any]:  # fmt: skip
+    lsuf, rsuf = suffixes if suffixes is not None else ("_x", "_y")
+    cols: dict[Any, Any] = {}
+    for col in result.columns:
+        side, name = _origin(col, left.columns, right.columns, lsuf, rsuf)
+        if side < 0:
+            continue
+        lin, key = (sides[0], _LEFT) if side == 0 else (sides[1], _RIGHT)
+        elem = (lin.cols or {}).get(name) if lin is not None else None
+        if elem is not None and key in maps:
+            cols[col] = ("map", maps[key], elem)
+    return cols
+
+
+def _origin(col: Any, left: Any, right: Any, lsuf: Any, rsuf: Any) -> tuple[int, Any]:
+    """Which side a merged column came from, and its name there (keys: the left's)."""
+    if col in left:
+        return 0, col
+    if col in right:
+        return 1, col
+    text = str(col)
+    if lsuf and text.endswith(str(lsuf)) and text[: -len(str(lsuf))] in left:
+        return 0, text[: -len(str(lsuf))]
+    if rsuf and text.endswith(str(rsuf)) and text[: -len(str(rsuf))] in right:
+        return 1, text[: -len(str(rsuf))]
+    return -1, col

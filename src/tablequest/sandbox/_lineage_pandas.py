@@ -77,7 +77,7 @@ def series_lin(s: Any) -> tuple[str, Any, tuple[Any, ...]] | None:
             return None
         if ref.index.name != s.index.name or not _same_values(s, ref):
             return None
-    if elem is not None and s.index.name == L.ROW_INDEX:
+    if elem is not None and s.index.name == lin.index:
         return ("aligned", elem, lin.filt)
     if recipes:
         return ("explicit", recipes, lin.filt)
@@ -89,10 +89,10 @@ def frame_lin(df: Any) -> L.Lin | None:
     lin = lin_of(df)
     if lin is None or not isinstance(df, pd.DataFrame) or lin.cols is None:
         return None
-    if df.index.name != L.ROW_INDEX:
+    if df.index.name != lin.index:
         return None
     owner = lin.owner
-    if owner is not df and (not isinstance(owner, pd.DataFrame) or owner.index.name != L.ROW_INDEX):
+    if owner is not df and (not isinstance(owner, pd.DataFrame) or owner.index.name != lin.index):
         return None
     return lin
 
@@ -235,7 +235,7 @@ def _with_filter(result: Any, exprs: tuple[Any, ...]) -> Any:
     if not exprs or lin is None:
         return result
     copy = L.Lin(lin.owner, cols=lin.cols, elem=lin.elem, recipes=lin.recipes,
-                 filt=lin.filt + exprs)  # fmt: skip
+                 filt=lin.filt + exprs, index=lin.index)  # fmt: skip
     try:
         result.attrs = {**result.attrs, L.KEY: copy}
     except Exception:

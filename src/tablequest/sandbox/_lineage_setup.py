@@ -179,6 +179,8 @@ def install() -> None:
     getitem = G.gb_getitem(groupby.DataFrameGroupBy.__getitem__)
     setattr(groupby.DataFrameGroupBy, "__getitem__", getitem)  # noqa: B010
     _wrap(pd.Series, "value_counts", G.value_counts)
+    setattr(pd.DataFrame, "merge", G.merge(pd.DataFrame.merge))  # noqa: B010
+    setattr(pd, "merge", G.merge(pd.merge))  # noqa: B010
     frames: tuple[Any, ...] = (pd.Series, pd.DataFrame)
     for cls in frames:
         for name in ESCAPES:
