@@ -271,3 +271,49 @@ def test_embedding_cache_falls_back_when_unusable(tmp_path: Path) -> None:
     assert result.exit_code == 4, result.output  # no model configured
     events = read_trace(json.loads(result.stdout)["trace"])
     assert any(e.get("stage") == "embedding_cache" for e in events)
+
+
+REVENUE = (
+    "Region,Q1,Q2,Q3,Q4,H2\nNorth,100,110,120,130,250\nSouth,120,130,140,150,205\n"
+    "East,90,95,100,110,210\nWest,50,60,205,70,275\n"
+)
+
+
+def lookup_server(final: str | None = None) -> Any:
+    """One lookup action, then the observed value (or `final`) as the Final Answer."""
+
+    def reply(body: dict[str, Any]) -> str:
+        prompt = body["messages"][-1]["content"]
+        if "suggest some column names" in prompt:
+            return '["Q3"]'
+        if "extract some keywords" in prompt:
+            return '["West"]'
+        if "\nObservation: " not in prompt.split("Begin!")[-1]:
+            return "Thought: look it up\nAction: df.loc[df.Region == 'West', 'Q3'].iloc[0]"
+        found = re.findall(r"Observation: (.*)\n", prompt)[-1]
+        return f"Thought: done\nFinal Answer: {final or found}"
+
+    return reply
+
+
+def test_rag_evidence_is_the_cell_its_code_read(tmp_path: Path) -> None:
+    """Issue 36: West's Q3 and South's H2 both hold 205; the answer's evidence is the one
+    cell the code read, verified; an answer the code did not compute is not verified."""
+    table = tmp_path / "revenue.csv"
+    table.write_text(REVENUE)
+    question = "What was the revenue of the West region in Q3?"
+    args = ["-o", "encoder", "bm25", "--json", "--require-verified"]
+    with StubServer(lookup_server()) as stub:
+        out = ask(table, tmp_path, "--llm-url", stub.url, "--model", "m", *args, question=question)
+    assert out.exit_code == 0, out.output
+    payload = json.loads(out.stdout)
+    assert payload["answer"] == "205" and payload["verified"] == "verified"
+    cells = [(e["row"], e["col"], e["value"], e["how"]) for e in payload["evidence"]]
+    assert cells == [(3, 3, "205", "computed")]  # never South's H2 (1, 5)
+    events = read_trace(payload["trace"])
+    assert [e["verified"] for e in events if e.get("stage") == "verify"] == ["verified"]
+    with StubServer(lookup_server("210")) as stub:
+        out = ask(table, tmp_path, "--llm-url", stub.url, "--model", "m", *args, question=question)
+    assert out.exit_code == 5, out.output  # answered, not verified
+    payload = json.loads(out.stdout)
+    assert payload["verified"] == "unverified" and payload["evidence"] == []

@@ -91,6 +91,12 @@ def test_real_sandbox_and_http_stub_on_10k_cells(tmp_path: Path, sandbox: Sandbo
     assert requests[2]["stop"] == ["Observation:"]
     events = read_trace(result.trace_path or "")
     assert [e["ok"] for e in events if e["kind"] == "exec"] == [True, False, True]
+    # issue 36: the evidence is the wallets' prices the mean read (cleaned by the code, re-read
+    # as numbers), never a cell that happens to equal the mean
+    wallets = set(frame.index[frame["category"] == "wallet"])
+    assert {e.how for e in result.evidence} == {"computed"} and result.verified == "verified"
+    assert {e.col for e in result.evidence} == {6} and {e.row for e in result.evidence} <= wallets
+    assert f"from {len(wallets)} cells" in (result.verification or "")
     assert result.details["databases"]["kept_pairs"] > 100
     payload = result.to_json()
     json.dumps(payload)

@@ -150,3 +150,20 @@ def test_a_merge_keeps_each_sides_rows(run: Any) -> None:
     total = run("df.merge(df[['Region', 'H2']], on='Region', suffixes=('', '_2'))['H2_2'].sum()")
     assert total.cells == [(r, "H2", "computed") for r in range(4)]
     assert total.verified == "verified"
+
+
+def test_cleaning_keeps_the_cells(run: Any) -> None:
+    money = "df['cash'] = '$' + df['Q3'].astype(str) + '.00'\n"
+    got = run(
+        money + "df['p'] = df['cash'].str.replace('$', '').astype(float)\n"
+        "df.loc[df.Region == 'West', 'p'].iloc[0]"
+    )
+    # the cells of the cleaned column are West's Q3; text concatenation is not re-run
+    assert got.cells == [(3, "Q3", "computed")] and got.verified == "unverified"
+    got = run("pd.to_numeric(df['Q3'].astype(str).str.strip()).mean()")
+    assert got.cells == [(r, "Q3", "computed") for r in range(4)] and got.verified == "verified"
+    count = run("df.Region.str.contains('th').sum()")  # North, South
+    assert count.cells == [(0, "Region", "computed"), (1, "Region", "computed")]
+    assert count.verified == "verified"
+    year = run("df.Region.str.len().max()")  # not a number the cells say: never contradicted
+    assert year.verified == "unverified"

@@ -112,6 +112,8 @@ class Traced:
     cells: list[CellRef] = field(default_factory=list)
     at: list[list[Any]] = field(default_factory=list)
     """A merge's row maps: for each leaf row (by position), the row id on one side."""
+    read: int = 0
+    """How many cells the recipe read (the evidence lists at most `MAX_EVIDENCE`)."""
 
 
 def traced_items(lineage: Mapping[str, Any] | None) -> list[Traced]:
@@ -191,6 +193,7 @@ def lineage_cells(item: Traced, bindings: Mapping[str, Binding], how: str = "com
     found: list[Any] = []
     for leaf in _leaves(item.recipe):
         _leaf_cells(item, leaf, found)
+    item.read = len(set(found))
     seen: dict[tuple[str, int, int], CellRef] = {}
     for frame, col, row in found:
         binding = bindings.get(frame)
@@ -253,7 +256,7 @@ _BIN: dict[str, Callable[[Any, Any], Any]] = {
 
 def _bin(op: str, a: Any, b: Any) -> Any:
     if op.startswith("r") and op[1:] in _BIN:
-        return _BIN[op[1:]](b, a)
+        op, a, b = op[1:], b, a
     if op not in _BIN:
         raise _Unknown(f"operator {op!r}")
     try:
@@ -288,6 +291,7 @@ def _reduce(op: str, values: list[Any]) -> Any:
 class _Evaluator:
     def __init__(self, item: Traced, bindings: Mapping[str, Binding]) -> None:
         self.item, self.bindings = item, bindings
+        self.cleaned = False  # a cell went through the code's own cleaning
 
     def rows(self, ref: Any) -> list[int]:
         if not isinstance(ref, int) or not 0 <= ref < len(self.item.rows) or self.item.cut:
@@ -307,6 +311,13 @@ class _Evaluator:
             return self.elem(node[2], pos, mapped[pos])
         if kind == "bin":
             return _bin(str(node[1]), self.elem(node[2], pos, row), self.elem(node[3], pos, row))
+        if kind == "un" and node[1] == "clean":  # code cleaned the cell: read it as a number
+            self.cleaned = True
+            value = self.elem(node[2], pos, row)
+            number = _number(value) if isinstance(value, str) else value
+            if number is None:
+                raise _Unknown("the code transformed text cells (not re-run here)")
+            return number
         if kind == "un":
             return _unary(str(node[1]), self.elem(node[2], pos, row))
         if kind == "rowagg":
@@ -317,6 +328,8 @@ class _Evaluator:
 
     def scalar(self, node: Any) -> Any:
         kind = node[0] if isinstance(node, list) and node else None
+        if kind == "agg" and node[1] in ("count", "size"):
+            return len(self.rows(node[3]))  # the rows are the counted ones
         if kind == "agg":
             values = [self.elem(node[2], i, row) for i, row in enumerate(self.rows(node[3]))]
             if str(node[1]) == "count" and values and all(isinstance(v, bool) for v in values):
@@ -392,16 +405,19 @@ def verify(answer: str, item: Traced, bindings: Mapping[str, Binding]) -> Verdic
     """Re-run `item`'s recipe over the tables and compare with `answer`."""
     if item.recipe is None:
         return Verdict("unverified", "the value was computed outside tracked pandas operations")
+    evaluator = _Evaluator(item, bindings)
     try:
-        value = _Evaluator(item, bindings).scalar(item.recipe)
+        value = evaluator.scalar(item.recipe)
     except _Unknown as exc:
         return Verdict("unverified", f"not re-run: {exc}")
     except RecursionError:
         return Verdict("unverified", "not re-run: the computation is too deep")
     shown = _text(value) if not isinstance(value, list) else ", ".join(_text(v) for v in value)
     if same_value(answer, value):
-        n = len(item.cells)
+        n = max(item.read, len(item.cells))
         return Verdict("verified", f"{shown[:80]} recomputed from {n} cell{'s' * (n != 1)}")
+    if evaluator.cleaned:  # the code's cleaning is not ours to re-run: no contradiction
+        return Verdict("unverified", f"its cells, read as numbers, give {shown[:80]}")
     return Verdict("contradicted", f"its cells give {shown[:80]}, not {answer[:80]}")
 
 

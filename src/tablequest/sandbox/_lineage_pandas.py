@@ -156,6 +156,22 @@ def _wrap(cls: Any, name: str, build: Any) -> None:
     setattr(cls, name, wrapper)
 
 
+def _wrap_function(original: Any, build: Any) -> Any:
+    """A module-level function (``pd.to_numeric``) wrapped like `_wrap`'s methods."""
+
+    @functools.wraps(original)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        result = original(*args, **kwargs)
+        if not L.STATE.enabled or not L.from_user():
+            return result
+        try:
+            return build(None, result, args, kwargs)
+        except Exception:
+            return result
+
+    return wrapper
+
+
 def _series_reduce(name: str) -> Any:
     def build(s: pd.Series, result: Any, args: Any, kwargs: Any) -> Any:
         if isinstance(result, pd.Series | pd.DataFrame):
@@ -181,7 +197,9 @@ def _series_binop(op: str) -> Any:
                 b = ("const", other)
         if mine is None or mine[0] != "aligned" or b is None:
             return result
-        return L.set_lin(result, L.Lin(result, elem=("bin", op, mine[1], b), filt=mine[2]))
+        index = _index_of(s)
+        lin = L.Lin(result, elem=("bin", op, mine[1], b), filt=mine[2], index=index)
+        return L.set_lin(result, lin)
 
     return build
 
@@ -303,7 +321,8 @@ def _frame_reduce(name: str) -> Any:
         srcs = [cols[c] for c in numeric.columns if c in cols]
         if not srcs:
             return result
-        return L.set_lin(result, L.Lin(result, elem=("rowagg", name, srcs), filt=lin.filt))
+        rowagg = L.Lin(result, elem=("rowagg", name, srcs), filt=lin.filt, index=lin.index)
+        return L.set_lin(result, rowagg)
 
     return build
 
@@ -331,3 +350,44 @@ def recipe_of(value: Any) -> Any:
         return ("opaque", tuple(leaves)) if leaves else None
     found = L.STATE.escaped.get(id(value))
     return found[1] if found is not None and found[0] is value else None
+
+
+def _index_of(obj: Any) -> Any:
+    lin = lin_of(obj)
+    return lin.index if lin is not None else L.ROW_INDEX
+
+
+def cleaned(source_of: Any) -> Any:
+    """A builder for elementwise transforms (``str`` methods, ``astype``, ``map``, ``apply``,
+    ``fillna``, ``to_numeric``): each result element comes from the same row's element, its
+    value no longer the cell's (``("un", "clean", elem)``: the host re-reads it as a number)."""
+
+    def build(obj: Any, result: Any, args: Any, kwargs: Any) -> Any:
+        source = source_of(obj, args)
+        if not isinstance(result, pd.Series) or not isinstance(source, pd.Series):
+            return result
+        resolved = series_lin(source)
+        if resolved is None or resolved[0] != "aligned" or not result.index.equals(source.index):
+            return result
+        lin = L.Lin(result, elem=("un", "clean", resolved[1]), filt=resolved[2],
+                    index=_index_of(source))  # fmt: skip
+        return L.set_lin(result, lin)
+
+    return build
+
+
+def set_column(df: pd.DataFrame, result: Any, args: Any, kwargs: Any) -> Any:
+    """``df[key] = value``: the column's element is the value's (dropped when untraced)."""
+    lin = frame_lin(df)
+    if lin is None or lin.cols is None or len(args) != 2:
+        return result
+    key, value = args
+    if not pd.api.types.is_hashable(key):
+        return result
+    resolved = series_lin(value) if isinstance(value, pd.Series) else None
+    cols = {k: v for k, v in lin.cols.items() if k != key}
+    if resolved is not None and resolved[0] == "aligned" and value.index.equals(df.index):
+        cols[key] = resolved[1]
+    df.attrs = {**df.attrs, L.KEY: L.Lin(df, cols=cols, filt=lin.filt, index=lin.index)}
+    L.keep(df)
+    return result

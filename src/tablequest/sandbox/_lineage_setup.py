@@ -27,8 +27,11 @@ if __package__:
         _series_reduce,
         _shape,
         _wrap,
+        _wrap_function,
+        cleaned,
         count_recipe,
         recipe_of,
+        set_column,
     )
 else:  # loaded by path inside the sandbox child
     import _lineage as L  # type: ignore[import-not-found,no-redef]
@@ -46,8 +49,11 @@ else:  # loaded by path inside the sandbox child
         _series_reduce,
         _shape,
         _wrap,
+        _wrap_function,
+        cleaned,
         count_recipe,
         recipe_of,
+        set_column,
     )
 
 
@@ -179,6 +185,7 @@ def install() -> None:
     getitem = G.gb_getitem(groupby.DataFrameGroupBy.__getitem__)
     setattr(groupby.DataFrameGroupBy, "__getitem__", getitem)  # noqa: B010
     _wrap(pd.Series, "value_counts", G.value_counts)
+    _install_cleaning()
     setattr(pd.DataFrame, "merge", G.merge(pd.DataFrame.merge))  # noqa: B010
     setattr(pd, "merge", G.merge(pd.merge))  # noqa: B010
     frames: tuple[Any, ...] = (pd.Series, pd.DataFrame)
@@ -197,3 +204,21 @@ def bind(frames: dict[str, pd.DataFrame]) -> None:
             continue
         cols = {c: ("src", name, str(c)) for c in df.columns}
         df.attrs = {**df.attrs, L.KEY: L.Lin(df, cols=cols)}
+
+
+CLEANING = ("astype", "map", "apply", "fillna", "round", "abs", "clip")
+
+
+def _install_cleaning() -> None:
+    """Elementwise transforms keep their rows' cells (`cleaned`); ``df[key] = …`` keeps the
+    new column's (`set_column`)."""
+    from pandas.core.strings.accessor import StringMethods
+
+    for name in CLEANING:
+        _wrap(pd.Series, name, cleaned(lambda s, args: s))
+    for name in dir(StringMethods):
+        if not name.startswith("_") and callable(getattr(StringMethods, name)):
+            _wrap(StringMethods, name, cleaned(lambda acc, args: acc._data))
+    _wrap(pd.DataFrame, "__setitem__", set_column)
+    numeric = _wrap_function(pd.to_numeric, cleaned(lambda _, args: args[0] if args else None))
+    setattr(pd, "to_numeric", numeric)  # noqa: B010
