@@ -66,6 +66,56 @@ def test_a_lookup_is_its_cell_never_an_equal_one_elsewhere(run: Any) -> None:
     assert run('df[df.Region == "West"]["Q3"].item()').cells == [(3, "Q3", "computed")]
 
 
+def test_selections_keep_their_rows(run: Any) -> None:
+    got = run("df.query('Q3 > 110').nlargest(1, 'Q3')['Region'].iloc[0]")
+    assert got.cells == [(3, "Region", "computed")] and got.verified == "verified"
+    top = run("df.sort_values('Q1').head(2)['Q1'].sum()")  # East 90 + West 50
+    assert top.cells == [(2, "Q1", "computed"), (3, "Q1", "computed")]
+    assert top.verified == "verified"
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "df.iloc[3]['Q3']",
+        "df.sort_values('Q3', ascending=False).iloc[0]['Q3']",
+        "df.loc[df.Q3.idxmax()]['Q3']",
+        "df.set_index('Region').loc['West', 'Q3']",
+        "df.set_index('Region')['Q3']['West']",
+    ],
+)
+def test_rows_read_whole_and_reindexed_frames(run: Any, code: str) -> None:
+    got = run(code)
+    assert (3, "Q3", "computed") in got.cells and got.verified == "verified"
+    assert {c[0] for c in got.cells} == {3}
+
+
+def test_long_lists_multi_line_items_and_items_with_commas() -> None:
+    """A list too long for its text, items holding a newline or ", ", and "?" as an item."""
+    rows = [("Name", "Date", "Score")]
+    rows += [(f"name {i}\nline two", f"June {i % 28 + 1}, 2000", str(i)) for i in range(80)]
+    rows += [("?", "?", "-1")]
+    table = Table(cells=tuple(rows))
+    _lineage_setup.install()
+    df = table.to_dataframe()
+    _lineage_setup.bind({"df": df})
+    namespace = {"df": df, "pd": pd, "__tq__": _lineage_setup.Builtins}
+    bindings = {"df": Binding.of("df", "T", table)}
+
+    def found(code: str, answer: str) -> Any:
+        reply = _repl.run_cell(code, namespace, max_output=10_000, max_value=10_000)
+        return evidence_of(answer, [traced_items(json.loads(reply["lineage"]))], bindings)
+
+    names = ", ".join(f"name {i}\nline two" for i in range(1, 80))
+    got = found("df[df.Score > 0].Name.tolist()", names)
+    assert got is not None and got[1].verified == "verified" and len(got[0]) == 79
+    dates = ", ".join(f"June {i % 28 + 1}, 2000" for i in range(70, 80))
+    got = found("df[df.Score >= 70].Date.tolist()", dates)
+    assert got is not None and got[1].verified == "verified" and len(got[0]) == 10
+    got = found("df.loc[df.Score.idxmin(), 'Name']", "?")
+    assert got is not None and got[1].verified == "verified"
+
+
 def test_a_row_sum_is_the_rows_cells(run: Any) -> None:
     got = run('df.loc[df.Region == "West", ["Q1", "Q2", "Q3", "Q4"]].sum(axis=1).iloc[0]')
     assert got.cells == [(3, q, "computed") for q in ("Q1", "Q2", "Q3", "Q4")]
@@ -167,3 +217,27 @@ def test_cleaning_keeps_the_cells(run: Any) -> None:
     assert count.verified == "verified"
     year = run("df.Region.str.len().max()")  # not a number the cells say: never contradicted
     assert year.verified == "unverified"
+
+
+@pytest.mark.parametrize(
+    "recipe",
+    [
+        ["agg", "sum", ["bin"], 0],
+        ["agg", "item", ["src", "df"], 0],
+        ["agg", "mean", ["src", "df", "Q3"], 7],
+        ["with", ["agg"], ["agg", "sum"]],
+        ["bin", "+", ["const"], ["const", 1]],
+        ["agg", "sum", ["at", 5, ["src", "df", "Q3"]], 0],
+        ["list", "list", [[["src", "df", "Q3"]]], 0],
+        ["opaque", [["agg", "sum", ["src", "nope", "Q3"], 0]]],
+        "not a recipe",
+        [[[[[[[[[[["agg", "sum", ["src", "df", "Q3"], 0]]]]]]]]]]],
+    ],
+)
+def test_a_malformed_lineage_from_the_child_names_nothing_and_never_raises(recipe: Any) -> None:
+    bindings = {"df": Binding.of("df", "T", REVENUE)}
+    for rows in ([[0, 2_000_000_000]], [[0, 3]], [["x", None]], "rows"):
+        lineage = {"value": {"text": "205", "recipe": recipe, "rows": rows, "at": [[None]]}}
+        found = evidence_of("205", [traced_items(lineage)], bindings)
+        assert found is not None and found[1].verified in ("unverified", "contradicted")
+        assert all(c.value == REVENUE.body[c.row][c.col] for c in found[0])

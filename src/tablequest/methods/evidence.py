@@ -23,6 +23,8 @@ cell; cited cells verify a list answer when the answer's items are their values.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import math
 import re
 import statistics
@@ -30,6 +32,8 @@ import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from tablequest.errors import TablequestError
 from tablequest.table import CellRef, Table
@@ -106,7 +110,7 @@ class Traced:
 
     text: str
     recipe: Any
-    rows: list[list[int]]
+    rows: list[Any]
     escaped: Traced | None = None
     cut: bool = False
     cells: list[CellRef] = field(default_factory=list)
@@ -129,20 +133,48 @@ def _traced(raw: Any) -> Traced | None:
     if not isinstance(raw, Mapping) or not isinstance(raw.get("text"), str):
         return None
     rows = raw.get("rows")
-    rows = [r for r in rows if isinstance(r, list)] if isinstance(rows, list) else []
+    rows = [r for r in rows if isinstance(r, list | str)] if isinstance(rows, list) else []
     escaped = _traced(raw.get("escaped")) if raw.get("escaped") is not None else None
     at = raw.get("at")
     at = [a for a in at if isinstance(a, list)] if isinstance(at, list) else []
     return Traced(raw["text"], raw.get("recipe"), rows, escaped, bool(raw.get("cut")), at=at)
 
 
-def _expand(runs: Sequence[Any]) -> list[int]:
+MAX_ROWS = 1_000_000
+"""Most row ids one traced value may expand to (the child is untrusted: its runs are bounded
+here, not by its word)."""
+
+
+def _expand(runs: Any) -> list[int]:
+    if isinstance(runs, str):
+        return _bits(runs)
     out: list[int] = []
     for i in range(0, len(runs) - 1, 2):
         start, end = runs[i], runs[i + 1]
-        if isinstance(start, int) and isinstance(end, int) and 0 <= end - start < 1_000_000:
-            out.extend(range(start, end + 1))
+        if not (isinstance(start, int) and isinstance(end, int) and end - start >= 0):
+            continue
+        if len(out) + end - start + 1 > MAX_ROWS:
+            raise _Unknown(f"more than {MAX_ROWS:,} rows")
+        out.extend(range(start, end + 1))
     return out
+
+
+def _bits(text: str) -> list[int]:
+    """A bitmap row set, ``"bits:FIRST:SPAN:BASE64"`` (`sandbox._lineage._runs`)."""
+    parts = text.split(":", 3)
+    if len(parts) != 4 or parts[0] != "bits":
+        raise _Unknown("a malformed row set")
+    try:
+        first, span = int(parts[1]), int(parts[2])
+        packed = np.frombuffer(base64.b64decode(parts[3], validate=True), dtype=np.uint8)
+    except (ValueError, binascii.Error) as exc:
+        raise _Unknown("a malformed row set") from exc
+    if not 0 < span <= 8 * len(packed) or span > 64 * MAX_ROWS:
+        raise _Unknown("a malformed row set")
+    rows = np.nonzero(np.unpackbits(packed)[:span])[0]
+    if rows.size > MAX_ROWS:
+        raise _Unknown(f"more than {MAX_ROWS:,} rows")
+    return list((rows + first).tolist())
 
 
 def _leaves(node: Any) -> list[Any]:
@@ -191,8 +223,13 @@ def lineage_cells(item: Traced, bindings: Mapping[str, Binding], how: str = "com
                   ) -> list[CellRef]:  # fmt: skip
     """The cells an item's recipe read, checked against the tables (unknown ones dropped)."""
     found: list[Any] = []
-    for leaf in _leaves(item.recipe):
-        _leaf_cells(item, leaf, found)
+    try:
+        for leaf in _leaves(item.recipe):
+            _leaf_cells(item, leaf, found)
+            if len(found) > MAX_ROWS:
+                raise _Unknown(f"more than {MAX_ROWS:,} cells")
+    except (_Unknown, IndexError, TypeError, ValueError, RecursionError):
+        return []  # a malformed or oversized lineage names no cell
     item.read = len(set(found))
     seen: dict[tuple[str, int, int], CellRef] = {}
     for frame, col, row in found:
@@ -380,10 +417,13 @@ def _decimals(text: str) -> int:
 def same_value(answer: str, value: Any) -> bool:
     """Whether an answer states `value` (a number within the answer's own rounding)."""
     if isinstance(value, list):
+        texts = [_text(v) for v in value]
+        if not texts:
+            return False
+        if _norm(answer) == _norm(" ".join(texts)) != "":  # in order, any separator: items
+            return True  # that hold ", " themselves ("June 2, 2000") are read whole
         items = [x for x in re.split(r"\s*\|\s*|,\s+|;\s*|\n", answer) if x.strip()]
-        return len(value) > 0 and sorted(_norm(i) for i in items) == sorted(
-            _norm(_text(v)) for v in value
-        )
+        return sorted(_norm(i) for i in items) == sorted(_norm(t) for t in texts)
     if isinstance(value, bool):
         return _norm(answer) in (("true", "yes") if value else ("false", "no"))
     if isinstance(value, int | float):
@@ -392,7 +432,9 @@ def same_value(answer: str, value: Any) -> bool:
             return False
         tolerance = max(0.5 * 10 ** -_decimals(answer), 1e-9 * abs(float(value)))
         return bool(abs(number - float(value)) <= tolerance + 1e-12)
-    return bool(_norm(answer) == _norm(str(value)) and _norm(answer) != "")
+    if _norm(answer) == "":  # punctuation only ("?", "-"): compared as written
+        return answer.strip() != "" and answer.strip() == str(value).strip()
+    return bool(_norm(answer) == _norm(str(value)))
 
 
 def _text(value: Any) -> str:
@@ -412,6 +454,8 @@ def verify(answer: str, item: Traced, bindings: Mapping[str, Binding]) -> Verdic
         return Verdict("unverified", f"not re-run: {exc}")
     except RecursionError:
         return Verdict("unverified", "not re-run: the computation is too deep")
+    except (IndexError, KeyError, TypeError, ValueError, ArithmeticError, AttributeError):
+        return Verdict("unverified", "not re-run: its recipe is malformed")
     shown = _text(value) if not isinstance(value, list) else ", ".join(_text(v) for v in value)
     if same_value(answer, value):
         n = max(item.read, len(item.cells))
@@ -421,8 +465,12 @@ def verify(answer: str, item: Traced, bindings: Mapping[str, Binding]) -> Verdic
     return Verdict("contradicted", f"its cells give {shown[:80]}, not {answer[:80]}")
 
 
-def best_traced(answer: str, runs: Iterable[Sequence[Traced]]) -> Traced | None:
-    """The traced value the answer states: newest run first, its value before its prints."""
+def best_traced(
+    answer: str, runs: Iterable[Sequence[Traced]], bindings: Mapping[str, Binding] | None = None
+) -> Traced | None:
+    """The traced value the answer states: newest run first, its value before its prints.
+    A list too long for its text (or with items the text escapes) is compared by its
+    values, re-read from the table."""
     for items in runs:
         for item in items:
             value = _number(item.text)
@@ -430,7 +478,19 @@ def best_traced(answer: str, runs: Iterable[Sequence[Traced]]) -> Traced | None:
                 return item
             if item.text.startswith("[") and same_value(answer, _list_text(item.text)):
                 return item
+            if bindings is not None and _states_list(answer, item, bindings):
+                return item
     return None
+
+
+def _states_list(answer: str, item: Traced, bindings: Mapping[str, Binding]) -> bool:
+    if not (isinstance(item.recipe, list) and item.recipe[:1] == ["list"]):
+        return False
+    try:
+        values = _Evaluator(item, bindings).scalar(item.recipe)
+    except (_Unknown, IndexError, KeyError, TypeError, ValueError, RecursionError):
+        return False
+    return isinstance(values, list) and same_value(answer, values)
 
 
 def _list_text(text: str) -> list[str]:
@@ -494,7 +554,7 @@ def evidence_of(answer: str, runs: Sequence[Sequence[Traced]], bindings: Mapping
                 ) -> tuple[list[CellRef], Verdict] | None:  # fmt: skip
     """The evidence and verdict of the traced value `answer` states (runs newest first), or
     None when no traced value states it."""
-    item = best_traced(answer, runs)
+    item = best_traced(answer, runs, bindings)
     if item is None:
         return None
     if item.recipe is None:
@@ -502,7 +562,8 @@ def evidence_of(answer: str, runs: Sequence[Sequence[Traced]], bindings: Mapping
         why = (
             "untracked: the value left pandas (.values, a loop, to_dict) after reading these cells"
             if cells
-            else "untracked: computed by operations whose cells are not traced (cumsum, apply, …)"
+            else "untracked: computed by operations whose cells are not traced here "
+            "(cumsum, shift, a pivot, …)"
         )
         return cells, Verdict("unverified", why)
     item.cells = lineage_cells(item, bindings)

@@ -31,9 +31,11 @@ the type pandas returned (`np.float64`, `np.int64`, `int`, `float`, `str`).
 
 from __future__ import annotations
 
+import base64
 import json
 import sys
 import weakref
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -64,7 +66,7 @@ class Lin:
         *,
         cols: dict[Any, Any] | None = None,
         elem: Any = None,
-        recipes: dict[Any, Any] | None = None,
+        recipes: Mapping[Any, Any] | None = None,
         filt: tuple[Any, ...] = (),
         index: Any = ROW_INDEX,
     ) -> None:
@@ -246,18 +248,31 @@ def tag(value: Any, node: Any) -> Any:
 # ---- serialization ------------------------------------------------------------------------
 
 
-def _runs(rows: Any) -> list[int]:
-    """Row ids as flat [start, end, start, end, …] runs (inclusive), sorted."""
+MAX_RUNS = 64
+
+
+def _runs(rows: Any) -> list[int] | str:
+    """Row ids as flat [start, end, start, end, …] runs (inclusive), sorted; past `MAX_RUNS`
+    runs (a scattered selection) a bitmap, ``"bits:FIRST:SPAN:BASE64"`` (bit i set: row
+    FIRST + i), which is smaller and far cheaper to write and read as JSON."""
     try:
-        values = np.unique(np.asarray(rows, dtype=np.int64))
+        values = np.asarray(rows, dtype=np.int64)
     except (TypeError, ValueError, OverflowError):
         return []
+    if values.size > 1 and not bool(np.all(values[1:] > values[:-1])):
+        values = np.unique(values)  # selections keep the rows sorted: most never get here
     if values.size == 0:
         return []
     breaks = np.nonzero(np.diff(values) != 1)[0]
+    first, span = int(values[0]), int(values[-1] - values[0] + 1)
+    digits = len(str(int(values[-1]))) + 1
+    if breaks.size >= MAX_RUNS and span // 6 < 2 * (breaks.size + 1) * digits:
+        bits = np.zeros(span, dtype=bool)
+        bits[values - first] = True
+        return f"bits:{first}:{span}:" + base64.b64encode(np.packbits(bits).tobytes()).decode()
     starts = np.concatenate(([values[0]], values[breaks + 1]))
     ends = np.concatenate((values[breaks], [values[-1]]))
-    return np.column_stack((starts, ends)).ravel().tolist()
+    return list(np.column_stack((starts, ends)).ravel().tolist())
 
 
 def has_map(node: Any) -> bool:
@@ -273,7 +288,7 @@ class _Encoder:
     to another (`at`), one row id per leaf row, in the leaf's order."""
 
     def __init__(self) -> None:
-        self.rows: list[list[int]] = []
+        self.rows: list[list[int] | str] = []
         self.at: list[list[Any]] = []
         self.ints = 0
         self.cut = False
@@ -301,10 +316,11 @@ class _Encoder:
 
     def rows_ref(self, rows: Any) -> int:
         runs = _runs(rows)
-        if self.ints + len(runs) > MAX_ROW_INTS:
+        size = len(runs) if isinstance(runs, list) else len(runs) // 8
+        if self.ints + size > MAX_ROW_INTS:
             self.cut = True
-            runs = runs[: max(0, MAX_ROW_INTS - self.ints) // 2 * 2]
-        self.ints += len(runs)
+            runs = []
+        self.ints += size
         self.rows.append(runs)
         return len(self.rows) - 1
 

@@ -14,6 +14,8 @@ Runs inside the sandbox child and in host tests.
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,13 +23,13 @@ import pandas as pd
 
 if __package__:
     from . import _lineage as L
-    from ._lineage_pandas import frame_lin, reduction, series_lin
+    from ._lineage_pandas import reduction, series_lin, trusted_frame
 else:  # loaded by path inside the sandbox child
     import _lineage as L  # type: ignore[import-not-found,no-redef]
     from _lineage_pandas import (  # type: ignore[import-not-found,no-redef]
-        frame_lin,
         reduction,
         series_lin,
+        trusted_frame,
     )
 
 
@@ -37,40 +39,90 @@ def group_op(name: str) -> Any:
         keys = getattr(gb, "_tq_keys", None)
         if frame is None or not isinstance(result, pd.Series | pd.DataFrame):
             return result
-        lin = frame_lin(frame)
+        lin = trusted_frame(frame)
         if lin is None:
             return result
-        indices = gb.indices
-        labels = frame.index
-        recipes: dict[Any, Any] = {}
-        columns = [result.name] if isinstance(result, pd.Series) else list(result.columns)
-        for group, positions in indices.items():
-            rows = labels[np.asarray(positions)].tolist()
-            key_node = _key_recipe(lin, keys, rows)
-            for col in columns:
-                cols = lin.cols or {}
-                elem = cols.get(col) if col in cols else _key_elem(lin, keys)
-                if elem is None:
-                    continue
-                op = "size" if name == "size" else name
-                node = _group_value(frame, col, op, elem, rows, result, group)
-                if isinstance(result, pd.Series):
-                    recipes[group] = node
-                else:
-                    recipes[(group, col)] = node
-            recipes[("__key__", group)] = key_node
-        return L.set_lin(result, L.Lin(result, recipes=recipes))
+        series = isinstance(result, pd.Series)
+        columns = [result.name] if series else list(result.columns)
+        recipes = GroupRecipes(Group(frame, lin, keys, name, gb, result), columns, series)
+        return L.set_lin(result, L.Lin(result, recipes=recipes, index=result.index.name))
 
     return build
 
 
-def _group_value(frame: Any, col: Any, op: str, elem: Any, rows: list[Any], result: Any,
+@dataclass
+class Group:
+    """What a group-by result's recipes are built from, when one is asked for (pandas'
+    ``indices`` of every group costs more than the group-by itself: one key column is
+    compared with the one label instead)."""
+
+    frame: Any
+    lin: L.Lin
+    keys: Any
+    op: str
+    gb: Any
+    result: Any
+    indices: Any = None
+
+    def has(self, label: Any) -> bool:
+        try:
+            return bool(label in self.result.index)
+        except TypeError:
+            return False
+
+    def rows(self, label: Any) -> Any:
+        if isinstance(self.keys, str) and self.keys in self.frame.columns:
+            column = self.frame[self.keys]
+            return self.frame.index[(column == label).to_numpy(dtype=bool)].to_numpy()
+        if self.indices is None:
+            self.indices = self.gb.indices
+        return self.frame.index[np.asarray(self.indices[label])].to_numpy()
+
+
+class GroupRecipes(Mapping[Any, Any]):
+    """A group-by result's recipes, built on demand (a result may have thousands of groups
+    and the code reads a few): a group label (Series) or (label, column) (DataFrame) → the
+    reduction over the group's rows; ``("__key__", label)`` → the group's key cells."""
+
+    def __init__(self, group: Group, columns: list[Any], series: bool) -> None:
+        self.group, self.columns, self.series = group, columns, series
+
+    def __getitem__(self, key: Any) -> Any:
+        g = self.group
+        if isinstance(key, tuple) and len(key) == 2 and key[0] == "__key__":
+            if not g.has(key[1]):
+                raise KeyError(key)
+            return _key_recipe(g.lin, g.keys, g.rows(key[1]))
+        label, col = (key, self.columns[0]) if self.series else key
+        if not g.has(label) or col not in self.columns:
+            raise KeyError(key)
+        cols = g.lin.cols or {}
+        elem = cols.get(col) if col in cols else _key_elem(g.lin, g.keys)
+        if elem is None:
+            raise KeyError(key)
+        return _group_value(g.frame, col, g.op, elem, g.rows(label), g.result, label)
+
+    def __iter__(self) -> Iterator[Any]:
+        for label in self.group.result.index:
+            for col in self.columns:
+                yield label if self.series else (label, col)
+            yield ("__key__", label)
+
+    def __len__(self) -> int:
+        return len(self.group.result.index) * (len(self.columns) + 1)
+
+    def column(self, name: Any) -> GroupRecipes:
+        """One column's recipes, keyed by group label."""
+        return GroupRecipes(self.group, [name], True)
+
+
+def _group_value(frame: Any, col: Any, op: str, elem: Any, rows: Any, result: Any,
                  group: Any) -> Any:  # fmt: skip
     if op in ("min", "max") and col in frame.columns:
         try:
             value = result[group] if isinstance(result, pd.Series) else result.loc[group, col]
             values = frame.loc[rows, col]
-            rows = values.index[(values == value).to_numpy()].tolist()
+            rows = values.index[(values == value).to_numpy()].to_numpy()
         except Exception:
             return ("opaque", (("agg", op, elem, rows),))
     return ("agg", op, elem, rows)
@@ -123,7 +175,7 @@ def value_counts(s: pd.Series, result: Any, args: Any, kwargs: Any) -> Any:
         return result
     recipes: dict[Any, Any] = {}
     for value in result.index:
-        rows = s.index[(s == value).to_numpy()].tolist()
+        rows = s.index[(s == value).to_numpy()].to_numpy()
         recipes[value] = ("agg", "size", resolved[1], rows)
         recipes[("__key__", value)] = ("agg", "first", resolved[1], rows)
     return L.set_lin(result, L.Lin(result, recipes=recipes))
@@ -150,7 +202,10 @@ def merge(original: Any) -> Any:
 
     @functools.wraps(original)
     def merged(left: Any, right: Any, *args: Any, **kwargs: Any) -> Any:
-        sides = (frame_lin(left), frame_lin(right) if isinstance(right, pd.DataFrame) else None)
+        sides = (
+            trusted_frame(left),
+            trusted_frame(right) if isinstance(right, pd.DataFrame) else None,
+        )
         if not (L.STATE.enabled and L.from_user()) or sides == (None, None):
             return original(left, right, *args, **kwargs)
         ids = [_with_ids(f, name, lin) for f, name, lin in ((left, _LEFT, sides[0]),
@@ -203,3 +258,16 @@ def _origin(col: Any, left: Any, right: Any, lsuf: Any, rsuf: Any) -> tuple[int,
     if rsuf and text.endswith(str(rsuf)) and text[: -len(str(rsuf))] in right:
         return 1, text[: -len(str(rsuf))]
     return -1, col
+
+
+def set_index(df: Any, result: Any, args: Any, kwargs: Any) -> Any:
+    """``df.set_index(key)``: rows keep their cells, now found by the key's label (a map from
+    each new label to the row id; only for a unique new index, where the map is one to one)."""
+    lin = trusted_frame(df)
+    if lin is None or lin.cols is None or not isinstance(result, pd.DataFrame):
+        return result
+    if len(result) != len(df) or not result.index.is_unique:
+        return result
+    mapping = pd.Series(df.index.to_numpy(), index=result.index)
+    cols = {c: ("map", mapping, lin.cols[c]) for c in result.columns if c in lin.cols}
+    return L.set_lin(result, L.Lin(result, cols=cols, index=result.index.name))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -70,7 +71,7 @@ def series_lin(s: Any) -> tuple[str, Any, tuple[Any, ...]] | None:
             if not isinstance(ref, pd.Series):
                 return None
             elem = (lin.cols or {}).get(name)
-            recipes = {k[0]: v for k, v in (lin.recipes or {}).items() if k[1] == name} or None
+            recipes = _column_recipes(lin.recipes, name)
         elif isinstance(owner, pd.Series):
             ref = owner
         else:
@@ -105,8 +106,8 @@ def element(s: pd.Series, resolved: tuple[str, Any, Any], label: Any) -> Any:
     return data.get(label)
 
 
-def rows_where(s: pd.Series, mask: Any) -> list[Any]:
-    return s.index[np.asarray(mask, dtype=bool)].tolist()
+def rows_where(s: pd.Series, mask: Any) -> Any:
+    return s.index[np.asarray(mask, dtype=bool)].to_numpy()
 
 
 def reduction(s: pd.Series, name: str, result: Any) -> Any:
@@ -216,9 +217,13 @@ def _scalar_lookup(obj: Any, key: Any, positional: bool) -> Any:
         row, col = key
         if positional:
             row, col = obj.index[row], obj.columns[col]
-        column = obj[col]
-        resolved = series_lin(column) if isinstance(column, pd.Series) else None
-        node = element(column, resolved, row) if resolved is not None else None
+        trusted = trusted_frame(obj)
+        if trusted is not None and trusted.cols is not None and col in trusted.cols:
+            node = ("agg", "item", trusted.cols[col], [row])
+        else:
+            column = obj[col]
+            resolved = series_lin(column) if isinstance(column, pd.Series) else None
+            node = element(column, resolved, row) if resolved is not None else None
     else:
         return None
     for extra in ctx:
@@ -241,37 +246,103 @@ def _filter_exprs(key: Any) -> tuple[Any, ...]:
 def _indexer(positional: bool) -> Any:
     def build(indexer: Any, result: Any, args: Any, kwargs: Any) -> Any:
         obj, key = indexer.obj, args[0] if args else None
+        if isinstance(obj, pd.DataFrame) and isinstance(result, pd.Series) and _one_row(key):
+            return _row_of(result, obj, key, positional)
         if isinstance(result, pd.Series | pd.DataFrame):
-            return _with_filter(result, _filter_exprs(key))
+            return selected(result, obj, _filter_exprs(key))
         return L.tag(result, _scalar_lookup(obj, key, positional))
 
     return build
 
 
-def _with_filter(result: Any, exprs: tuple[Any, ...]) -> Any:
-    lin = lin_of(result)
-    if not exprs or lin is None:
-        return result
-    copy = L.Lin(lin.owner, cols=lin.cols, elem=lin.elem, recipes=lin.recipes,
-                 filt=lin.filt + exprs, index=lin.index)  # fmt: skip
-    try:
-        result.attrs = {**result.attrs, L.KEY: copy}
-    except Exception:
-        return result
-    return result
+def _one_row(key: Any) -> bool:
+    """``df.loc[label]`` / ``df.iloc[3]``: a key that picks one row, all its columns."""
+    if isinstance(key, tuple):
+        return len(key) == 2 and _one_row(key[0]) and isinstance(key[1], slice)
+    return pd.api.types.is_scalar(key) or getattr(key, "_tq", None) is not None
+
+
+def _row_of(row: pd.Series, df: pd.DataFrame, key: Any, positional: bool) -> Any:
+    """One row as a Series over the columns: each element is that row's cell."""
+    lin = trusted_frame(df)
+    if lin is None or lin.cols is None:
+        return row
+    label = key[0] if isinstance(key, tuple) else key
+    label = df.index[label] if positional else label
+    cols = lin.cols
+    recipes: dict[Any, Any] = {c: ("agg", "item", cols[c], [label]) for c in row.index if c in cols}
+    context = L.node_of(key[0] if isinstance(key, tuple) else key)
+    if context is not None and context[0] != "const":
+        recipes = {c: ("with", r, context) for c, r in recipes.items()}
+    return L.set_lin(row, L.Lin(row, recipes=recipes, index=row.index.name))
+
+
+def trusted_frame(df: Any) -> L.Lin | None:
+    """A frame lineage set on `df` itself (by `bind` or a wrapped selection)."""
+    lin = lin_of(df)
+    if lin is None or lin.owner is not df or df.index.name != lin.index:
+        return None
+    return lin
+
+
+def selected(result: Any, source: Any, exprs: tuple[Any, ...] = ()) -> Any:
+    """`result` holds `source`'s values at its labels (a selection): its own lineage, so it
+    is trusted without comparing values; `exprs` are the masks that selected its rows."""
+    if isinstance(source, pd.DataFrame):
+        lin = trusted_frame(source)
+        if lin is None:
+            return result
+        if isinstance(result, pd.DataFrame):
+            new = L.Lin(result, cols=lin.cols, recipes=lin.recipes, filt=lin.filt + exprs,
+                        index=lin.index)  # fmt: skip
+            return L.set_lin(result, new)
+        name = result.name
+        if not pd.api.types.is_hashable(name):
+            return result
+        elem = (lin.cols or {}).get(name)
+        recipes = _column_recipes(lin.recipes, name)
+    else:
+        resolved = series_lin(source)
+        lin = lin_of(source)
+        if resolved is None or lin is None or not isinstance(result, pd.Series):
+            return result
+        elem = resolved[1] if resolved[0] == "aligned" else None
+        recipes = resolved[1] if resolved[0] == "explicit" else None
+    new = L.Lin(result, elem=elem, recipes=recipes, filt=lin.filt + exprs, index=lin.index)
+    return L.set_lin(result, new)
+
+
+def _column_recipes(recipes: Mapping[Any, Any] | None, name: Any) -> Mapping[Any, Any] | None:
+    """A column's recipes from a frame's (keyed by (label, column))."""
+    column = getattr(recipes, "column", None)
+    if column is not None:  # a group-by's, built on demand
+        found: Mapping[Any, Any] = column(name)
+        return found
+    found = {
+        k[0]: v for k, v in (recipes or {}).items()
+        if isinstance(k, tuple) and len(k) == 2 and k[1] == name
+    }  # fmt: skip
+    return found or None
 
 
 def _series_getitem(s: pd.Series, result: Any, args: Any, kwargs: Any) -> Any:
     if isinstance(result, pd.Series | pd.DataFrame):
-        return _with_filter(result, _filter_exprs(args[0]))
+        return selected(result, s, _filter_exprs(args[0]))
     key = args[0]
     positional = not (pd.api.types.is_hashable(key) and key in s.index)
     return L.tag(result, _scalar_lookup(s, key, positional))
 
 
 def _frame_getitem(df: pd.DataFrame, result: Any, args: Any, kwargs: Any) -> Any:
-    if isinstance(result, pd.DataFrame):
-        return _with_filter(result, _filter_exprs(args[0]))
+    if isinstance(result, pd.Series | pd.DataFrame):
+        return selected(result, df, _filter_exprs(args[0]))
+    return result
+
+
+def keep_rows(obj: Any, result: Any, args: Any, kwargs: Any) -> Any:
+    """``head``, ``sort_values``, ``nlargest``, ``query``, ``dropna``, …: rows kept as they are."""
+    if isinstance(result, pd.Series | pd.DataFrame) and result.index.name == obj.index.name:
+        return selected(result, obj)
     return result
 
 
@@ -281,14 +352,14 @@ def count_recipe(df: Any) -> Any:
         resolved = series_lin(df)
         if resolved is None or resolved[0] != "aligned":
             return None
-        return ("agg", "size", resolved[2][-1] if resolved[2] else resolved[1], df.index.tolist())
+        return ("agg", "size", resolved[2][-1] if resolved[2] else resolved[1], df.index.to_numpy())
     lin = frame_lin(df)
     if lin is None or lin.cols is None:
         return None
     exprs = lin.filt or tuple(lin.cols[c] for c in df.columns[:1] if c in lin.cols)
     if not exprs:
         return None
-    return ("agg", "size", exprs[-1], df.index.tolist())
+    return ("agg", "size", exprs[-1], df.index.to_numpy())
 
 
 def _shape(original: Any) -> Any:
@@ -306,7 +377,7 @@ def _shape(original: Any) -> Any:
 
 def _frame_reduce(name: str) -> Any:
     def build(df: pd.DataFrame, result: Any, args: Any, kwargs: Any) -> Any:
-        lin = frame_lin(df)
+        lin = trusted_frame(df)
         if lin is None or lin.cols is None or not isinstance(result, pd.Series):
             return result
         cols = lin.cols
@@ -337,15 +408,15 @@ def recipe_of(value: Any) -> Any:
         if resolved is None:
             return None
         if resolved[0] == "aligned":
-            return ("list", resolved[1], value.index.tolist())
+            return ("list", resolved[1], value.index.to_numpy())
         parts = [resolved[1].get(label) for label in value.index[:200]]
         leaves = [leaf for p in parts if p is not None for leaf in L.leaves(p)]
         return ("opaque", tuple(leaves)) if leaves else None
     if isinstance(value, pd.DataFrame):
-        lin = frame_lin(value)
+        lin = trusted_frame(value)
         if lin is None or lin.cols is None:
             return None
-        rows = value.index.tolist()
+        rows = value.index.to_numpy()
         leaves = [("list", lin.cols[c], rows) for c in value.columns if c in lin.cols]
         return ("opaque", tuple(leaves)) if leaves else None
     found = L.STATE.escaped.get(id(value))
@@ -378,7 +449,7 @@ def cleaned(source_of: Any) -> Any:
 
 def set_column(df: pd.DataFrame, result: Any, args: Any, kwargs: Any) -> Any:
     """``df[key] = value``: the column's element is the value's (dropped when untraced)."""
-    lin = frame_lin(df)
+    lin = trusted_frame(df)
     if lin is None or lin.cols is None or len(args) != 2:
         return result
     key, value = args

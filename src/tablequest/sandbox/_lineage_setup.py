@@ -30,6 +30,7 @@ if __package__:
         _wrap_function,
         cleaned,
         count_recipe,
+        keep_rows,
         recipe_of,
         set_column,
     )
@@ -52,6 +53,7 @@ else:  # loaded by path inside the sandbox child
         _wrap_function,
         cleaned,
         count_recipe,
+        keep_rows,
         recipe_of,
         set_column,
     )
@@ -173,7 +175,12 @@ def install() -> None:
     for indexer, positional in indexers:
         _wrap(indexer, "__getitem__", _indexer(positional))
     _wrap(pd.Series, "__getitem__", _series_getitem)
+    for cls in (pd.Series, pd.DataFrame):
+        for name in SELECTIONS:
+            if hasattr(cls, name):
+                _wrap(cls, name, keep_rows)
     _wrap(pd.DataFrame, "__getitem__", _frame_getitem)
+    _wrap(pd.DataFrame, "__getattr__", _frame_getitem)  # df.Q3: a column, as df["Q3"]
     setattr(pd.DataFrame, "shape", _shape(pd.DataFrame.shape))  # noqa: B010 - a property
     for name in ("sum", "mean", "median", "min", "max", "count"):
         _wrap(pd.DataFrame, name, _frame_reduce(name))
@@ -187,6 +194,7 @@ def install() -> None:
     _wrap(pd.Series, "value_counts", G.value_counts)
     _install_cleaning()
     setattr(pd.DataFrame, "merge", G.merge(pd.DataFrame.merge))  # noqa: B010
+    _wrap(pd.DataFrame, "set_index", G.set_index)
     setattr(pd, "merge", G.merge(pd.merge))  # noqa: B010
     frames: tuple[Any, ...] = (pd.Series, pd.DataFrame)
     for cls in frames:
@@ -206,6 +214,8 @@ def bind(frames: dict[str, pd.DataFrame]) -> None:
         df.attrs = {**df.attrs, L.KEY: L.Lin(df, cols=cols)}
 
 
+SELECTIONS = ("head", "tail", "sort_values", "sort_index", "nlargest", "nsmallest", "query",
+              "dropna", "drop_duplicates", "copy", "sample", "filter")  # fmt: skip
 CLEANING = ("astype", "map", "apply", "fillna", "round", "abs", "clip")
 
 
