@@ -68,7 +68,9 @@ def test_a_lookup_is_its_cell_never_an_equal_one_elsewhere(run: Any) -> None:
 
 def test_selections_keep_their_rows(run: Any) -> None:
     got = run("df.query('Q3 > 110').nlargest(1, 'Q3')['Region'].iloc[0]")
-    assert got.cells == [(3, "Region", "computed")] and got.verified == "verified"
+    # the row picked by position after nlargest was picked by its Q3: that cell is evidence too
+    assert got.cells == [(3, "Region", "computed"), (3, "Q3", "computed")]
+    assert got.verified == "verified"
     top = run("df.sort_values('Q1').head(2)['Q1'].sum()")  # East 90 + West 50
     assert top.cells == [(2, "Q1", "computed"), (3, "Q1", "computed")]
     assert top.verified == "verified"
@@ -88,6 +90,8 @@ def test_rows_read_whole_and_reindexed_frames(run: Any, code: str) -> None:
     got = run(code)
     assert (3, "Q3", "computed") in got.cells and got.verified == "verified"
     assert {c[0] for c in got.cells} == {3}
+    top = run("df.sort_values('Q3').iloc[-1]['Region']")  # picked by the sort's key
+    assert top.cells == [(3, "Region", "computed"), (3, "Q3", "computed")]
 
 
 def test_long_lists_multi_line_items_and_items_with_commas() -> None:

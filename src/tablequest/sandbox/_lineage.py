@@ -58,7 +58,7 @@ class Lin:
     reduction result to scalar recipes; `filt` are the element expressions that row
     selections read (what a count counted)."""
 
-    __slots__ = ("__weakref__", "cols", "elem", "filt", "index", "owner", "recipes")
+    __slots__ = ("__weakref__", "cols", "elem", "filt", "index", "order", "owner", "recipes")
 
     def __init__(
         self,
@@ -69,6 +69,7 @@ class Lin:
         recipes: Mapping[Any, Any] | None = None,
         filt: tuple[Any, ...] = (),
         index: Any = ROW_INDEX,
+        order: tuple[Any, ...] = (),
     ) -> None:
         self.owner = owner
         self.cols = cols
@@ -76,6 +77,7 @@ class Lin:
         self.recipes = recipes
         self.filt = filt
         self.index = index  # the index name under which labels are rows (None after a merge)
+        self.order = order  # what sorted the rows: a row picked by position was picked by it
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Lin:
         return self  # immutable once set: pandas copies attrs deeply on every derivation

@@ -226,8 +226,16 @@ def _scalar_lookup(obj: Any, key: Any, positional: bool) -> Any:
             node = element(column, resolved, row) if resolved is not None else None
     else:
         return None
+    if positional and node is not None:  # picked by position in sorted rows: by the sort keys
+        node = _with_order(node, lin_of(obj), label if isinstance(obj, pd.Series) else row)
     for extra in ctx:
         node = ("with", node, extra) if node is not None else None
+    return node
+
+
+def _with_order(node: Any, lin: L.Lin | None, label: Any) -> Any:
+    for elem in lin.order if lin is not None else ():
+        node = ("with", node, ("agg", "item", elem, [label]))
     return node
 
 
@@ -274,6 +282,8 @@ def _row_of(row: pd.Series, df: pd.DataFrame, key: Any, positional: bool) -> Any
     context = L.node_of(key[0] if isinstance(key, tuple) else key)
     if context is not None and context[0] != "const":
         recipes = {c: ("with", r, context) for c, r in recipes.items()}
+    if positional:
+        recipes = {c: _with_order(r, lin, label) for c, r in recipes.items()}
     return L.set_lin(row, L.Lin(row, recipes=recipes, index=row.index.name))
 
 
@@ -285,16 +295,19 @@ def trusted_frame(df: Any) -> L.Lin | None:
     return lin
 
 
-def selected(result: Any, source: Any, exprs: tuple[Any, ...] = ()) -> Any:
+def selected(
+    result: Any, source: Any, exprs: tuple[Any, ...] = (), order: tuple[Any, ...] = ()
+) -> Any:
     """`result` holds `source`'s values at its labels (a selection): its own lineage, so it
-    is trusted without comparing values; `exprs` are the masks that selected its rows."""
+    is trusted without comparing values; `exprs` are the masks that selected its rows,
+    `order` what sorted them."""
     if isinstance(source, pd.DataFrame):
         lin = trusted_frame(source)
         if lin is None:
             return result
         if isinstance(result, pd.DataFrame):
             new = L.Lin(result, cols=lin.cols, recipes=lin.recipes, filt=lin.filt + exprs,
-                        index=lin.index)  # fmt: skip
+                        index=lin.index, order=order or lin.order)  # fmt: skip
             return L.set_lin(result, new)
         name = result.name
         if not pd.api.types.is_hashable(name):
@@ -308,7 +321,8 @@ def selected(result: Any, source: Any, exprs: tuple[Any, ...] = ()) -> Any:
             return result
         elem = resolved[1] if resolved[0] == "aligned" else None
         recipes = resolved[1] if resolved[0] == "explicit" else None
-    new = L.Lin(result, elem=elem, recipes=recipes, filt=lin.filt + exprs, index=lin.index)
+    new = L.Lin(result, elem=elem, recipes=recipes, filt=lin.filt + exprs, index=lin.index,
+                order=order or lin.order)  # fmt: skip
     return L.set_lin(result, new)
 
 
@@ -339,11 +353,31 @@ def _frame_getitem(df: pd.DataFrame, result: Any, args: Any, kwargs: Any) -> Any
     return result
 
 
-def keep_rows(obj: Any, result: Any, args: Any, kwargs: Any) -> Any:
-    """``head``, ``sort_values``, ``nlargest``, ``query``, ``dropna``, …: rows kept as they are."""
-    if isinstance(result, pd.Series | pd.DataFrame) and result.index.name == obj.index.name:
-        return selected(result, obj)
-    return result
+def keep_rows(name: str) -> Any:
+    """``head``, ``sort_values``, ``nlargest``, ``query``, ``dropna``, …: rows kept as they
+    are; a sort's keys are remembered (a row then picked by position was picked by them)."""
+
+    def build(obj: Any, result: Any, args: Any, kwargs: Any) -> Any:
+        if isinstance(result, pd.Series | pd.DataFrame) and result.index.name == obj.index.name:
+            return selected(result, obj, order=_order_exprs(obj, name, args, kwargs))
+        return result
+
+    return build
+
+
+def _order_exprs(obj: Any, name: str, args: Any, kwargs: Any) -> tuple[Any, ...]:
+    if name not in ("sort_values", "nlargest", "nsmallest"):
+        return ()
+    if isinstance(obj, pd.Series):
+        resolved = series_lin(obj)
+        return (resolved[1],) if resolved is not None and resolved[0] == "aligned" else ()
+    lin = trusted_frame(obj)
+    position = 0 if name == "sort_values" else 1
+    keys = kwargs.get("by" if name == "sort_values" else "columns")
+    keys = keys if keys is not None else (args[position] if len(args) > position else None)
+    keys = [keys] if isinstance(keys, str) else list(keys or [])
+    cols = (lin.cols or {}) if lin is not None else {}
+    return tuple(cols[k] for k in keys if pd.api.types.is_hashable(k) and k in cols)
 
 
 def count_recipe(df: Any) -> Any:

@@ -178,7 +178,7 @@ def install() -> None:
     for cls in (pd.Series, pd.DataFrame):
         for name in SELECTIONS:
             if hasattr(cls, name):
-                _wrap(cls, name, keep_rows)
+                _wrap(cls, name, keep_rows(name))
     _wrap(pd.DataFrame, "__getitem__", _frame_getitem)
     _wrap(pd.DataFrame, "__getattr__", _frame_getitem)  # df.Q3: a column, as df["Q3"]
     setattr(pd.DataFrame, "shape", _shape(pd.DataFrame.shape))  # noqa: B010 - a property
