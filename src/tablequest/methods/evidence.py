@@ -45,6 +45,7 @@ __all__ = [
     "best_traced",
     "cell_json",
     "check_cited",
+    "code_evidence",
     "evidence_of",
     "mark_matches",
     "read_cells",
@@ -581,3 +582,29 @@ def read_cells(runs: Iterable[Sequence[Traced]], bindings: Mapping[str, Binding]
             for cell in lineage_cells(item, bindings):
                 seen.setdefault((cell.table_id, cell.row, cell.col), cell)
     return list(seen.values())
+
+
+def code_evidence(
+    answer: str,
+    lineages: Iterable[Mapping[str, Any] | None],
+    bindings: Mapping[str, Binding],
+    also_read: Sequence[CellRef] = (),
+) -> tuple[list[CellRef], Verdict]:
+    """The evidence of an answer reached by running code (`lineages` newest first): the
+    traced value it states (`evidence_of`), else value matching among the cells the code
+    read and `also_read` (cells the method showed the model), ``matched`` or ``ambiguous``."""
+    runs = [traced_items(lineage) for lineage in lineages if lineage]
+    found = evidence_of(answer, runs, bindings)
+    if found is not None:
+        return found
+    candidates = [*read_cells(runs, bindings), *also_read]
+    matched = [c for c in candidates if _states(answer, c.value)]
+    unique = list({(c.table_id, c.row, c.col): c for c in matched}.values())
+    cells = mark_matches(unique, answer)
+    return cells, verify_cells(answer, cells)
+
+
+def _states(answer: str, value: str) -> bool:
+    """Whether a cell holds the answer or one of its items."""
+    items = [answer, *(p.strip() for p in answer.replace("|", ",").split(",") if p.strip())]
+    return any(same_value(item, _number(value) or value) for item in items)

@@ -14,54 +14,16 @@ import pandas as pd
 if __package__:
     from . import _lineage as L
     from . import _lineage_groups as G
-    from ._lineage_pandas import (
-        _CMP,
-        ESCAPES,
-        GROUP_OPS,
-        REDUCTIONS,
-        _frame_getitem,
-        _frame_reduce,
-        _indexer,
-        _series_binop,
-        _series_getitem,
-        _series_reduce,
-        _shape,
-        _wrap,
-        _wrap_function,
-        cleaned,
-        count_recipe,
-        keep_rows,
-        recipe_of,
-        set_column,
-    )
+    from . import _lineage_pandas as P
 else:  # loaded by path inside the sandbox child
     import _lineage as L  # type: ignore[import-not-found,no-redef]
     import _lineage_groups as G  # type: ignore[import-not-found,no-redef]
-    from _lineage_pandas import (  # type: ignore[import-not-found,no-redef]
-        _CMP,
-        ESCAPES,
-        GROUP_OPS,
-        REDUCTIONS,
-        _frame_getitem,
-        _frame_reduce,
-        _indexer,
-        _series_binop,
-        _series_getitem,
-        _series_reduce,
-        _shape,
-        _wrap,
-        _wrap_function,
-        cleaned,
-        count_recipe,
-        keep_rows,
-        recipe_of,
-        set_column,
-    )
+    import _lineage_pandas as P  # type: ignore[import-not-found,no-redef]
 
 
 def _escape(name: str) -> Any:
     def build(obj: Any, result: Any, args: Any, kwargs: Any) -> Any:
-        node = recipe_of(obj)
+        node = P.recipe_of(obj)
         L.escaped(result, node)
         return result
 
@@ -75,7 +37,7 @@ def _values_property(cls: Any) -> Any:
         result = original.fget(self)
         if L.STATE.enabled and L.from_user():
             with contextlib.suppress(Exception):
-                L.escaped(result, recipe_of(self))
+                L.escaped(result, P.recipe_of(self))
         return result
 
     return property(values)
@@ -88,7 +50,7 @@ class Builtins:
     def tq_builtin_len(obj: Any) -> Any:
         n = builtins.len(obj)
         if isinstance(obj, pd.DataFrame | pd.Series):
-            return L.tag(n, count_recipe(obj))
+            return L.tag(n, P.count_recipe(obj))
         return n
 
     @staticmethod
@@ -128,7 +90,7 @@ class Builtins:
     @staticmethod
     def tq_builtin_print(*args: Any, **kwargs: Any) -> None:
         for arg in args[: L.MAX_PRINTED]:
-            node = recipe_of(arg)
+            node = P.recipe_of(arg)
             if node is not None and len(L.STATE.printed) < L.MAX_PRINTED:
                 L.STATE.printed.append(L.item(L._text(arg), node))
         builtins.print(*args, **kwargs)
@@ -144,7 +106,7 @@ class Builtins:
         """After a cell: lineage off, the report of `value` and the printed values."""
         L.STATE.enabled = False
         try:
-            return L.report(value, recipe_of)
+            return L.report(value, P.recipe_of)
         except Exception:
             return None
         finally:
@@ -159,48 +121,48 @@ def install() -> None:
     """Wrap pandas once (idempotent)."""
     if getattr(pd.Series, "_tq_installed", False):
         return
-    for name in (*REDUCTIONS, "item"):
-        _wrap(pd.Series, name, _series_reduce(name))
+    for name in (*P.REDUCTIONS, "item"):
+        P._wrap(pd.Series, name, P._series_reduce(name))
     for name in ("idxmax", "idxmin"):
-        _wrap(pd.Series, name, G.idx_label)
-    for dunder, op in {**L._BINOPS, **_CMP}.items():
-        _wrap(pd.Series, dunder, _series_binop(op))
+        P._wrap(pd.Series, name, G.idx_label)
+    for dunder, op in {**L._BINOPS, **P._CMP}.items():
+        P._wrap(pd.Series, dunder, P._series_binop(op))
         rname = "__r" + dunder[2:]
         if dunder in L._BINOPS and hasattr(pd.Series, rname):
-            _wrap(pd.Series, rname, _series_binop("r" + op))
+            P._wrap(pd.Series, rname, P._series_binop("r" + op))
     from pandas.core import groupby, indexing
 
     indexers = ((indexing._LocIndexer, False), (indexing._iLocIndexer, True),
                 (indexing._AtIndexer, False), (indexing._iAtIndexer, True))  # fmt: skip
     for indexer, positional in indexers:
-        _wrap(indexer, "__getitem__", _indexer(positional))
-    _wrap(pd.Series, "__getitem__", _series_getitem)
+        P._wrap(indexer, "__getitem__", P._indexer(positional))
+    P._wrap(pd.Series, "__getitem__", P._series_getitem)
     for cls in (pd.Series, pd.DataFrame):
         for name in SELECTIONS:
             if hasattr(cls, name):
-                _wrap(cls, name, keep_rows(name))
-    _wrap(pd.DataFrame, "__getitem__", _frame_getitem)
-    _wrap(pd.DataFrame, "__getattr__", _frame_getitem)  # df.Q3: a column, as df["Q3"]
-    setattr(pd.DataFrame, "shape", _shape(pd.DataFrame.shape))  # noqa: B010 - a property
+                P._wrap(cls, name, P.keep_rows(name))
+    P._wrap(pd.DataFrame, "__getitem__", P._frame_getitem)
+    P._wrap(pd.DataFrame, "__getattr__", P._frame_getitem)  # df.Q3: a column, as df["Q3"]
+    setattr(pd.DataFrame, "shape", P._shape(pd.DataFrame.shape))  # noqa: B010 - a property
     for name in ("sum", "mean", "median", "min", "max", "count"):
-        _wrap(pd.DataFrame, name, _frame_reduce(name))
+        P._wrap(pd.DataFrame, name, P._frame_reduce(name))
     grouped: tuple[Any, ...] = (groupby.SeriesGroupBy, groupby.DataFrameGroupBy)
     for gb_class in grouped:
-        for name in GROUP_OPS:
-            _wrap(gb_class, name, G.group_op(name))
+        for name in P.GROUP_OPS:
+            P._wrap(gb_class, name, G.group_op(name))
     setattr(pd.DataFrame, "groupby", G.groupby(pd.DataFrame.groupby))  # noqa: B010
     getitem = G.gb_getitem(groupby.DataFrameGroupBy.__getitem__)
     setattr(groupby.DataFrameGroupBy, "__getitem__", getitem)  # noqa: B010
-    _wrap(pd.Series, "value_counts", G.value_counts)
+    P._wrap(pd.Series, "value_counts", G.value_counts)
     _install_cleaning()
     setattr(pd.DataFrame, "merge", G.merge(pd.DataFrame.merge))  # noqa: B010
-    _wrap(pd.DataFrame, "set_index", G.set_index)
+    P._wrap(pd.DataFrame, "set_index", G.set_index)
     setattr(pd, "merge", G.merge(pd.merge))  # noqa: B010
     frames: tuple[Any, ...] = (pd.Series, pd.DataFrame)
     for cls in frames:
-        for name in ESCAPES:
+        for name in P.ESCAPES:
             if hasattr(cls, name):
-                _wrap(cls, name, _escape(name))
+                P._wrap(cls, name, _escape(name))
         setattr(cls, "values", _values_property(cls))  # noqa: B010
     pd.Series._tq_installed = True  # type: ignore[attr-defined]
 
@@ -220,15 +182,15 @@ CLEANING = ("astype", "map", "apply", "fillna", "round", "abs", "clip")
 
 
 def _install_cleaning() -> None:
-    """Elementwise transforms keep their rows' cells (`cleaned`); ``df[key] = …`` keeps the
-    new column's (`set_column`)."""
+    """Elementwise transforms keep their rows' cells (`_lineage_pandas.cleaned`); ``df[key] = …`` keeps the
+    new column's (`_lineage_pandas.set_column`)."""
     from pandas.core.strings.accessor import StringMethods
 
     for name in CLEANING:
-        _wrap(pd.Series, name, cleaned(lambda s, args: s))
+        P._wrap(pd.Series, name, P.cleaned(lambda s, args: s))
     for name in dir(StringMethods):
         if not name.startswith("_") and callable(getattr(StringMethods, name)):
-            _wrap(StringMethods, name, cleaned(lambda acc, args: acc._data))
-    _wrap(pd.DataFrame, "__setitem__", set_column)
-    numeric = _wrap_function(pd.to_numeric, cleaned(lambda _, args: args[0] if args else None))
+            P._wrap(StringMethods, name, P.cleaned(lambda acc, args: acc._data))
+    P._wrap(pd.DataFrame, "__setitem__", P.set_column)
+    numeric = P._wrap_function(pd.to_numeric, P.cleaned(lambda _, args: args[0] if args else None))
     setattr(pd, "to_numeric", numeric)  # noqa: B010

@@ -16,16 +16,7 @@ from collections.abc import Sequence
 
 import pyarrow.compute as pc
 
-from tablequest.methods.evidence import (
-    Binding,
-    Verdict,
-    evidence_of,
-    mark_matches,
-    read_cells,
-    same_value,
-    traced_items,
-    verify_cells,
-)
+from tablequest.methods.evidence import Binding, Verdict, code_evidence
 from tablequest.methods.rag.prepared import PreparedTable
 from tablequest.methods.rag.solver import SolveOutcome
 from tablequest.table import CellRef
@@ -44,20 +35,9 @@ def rag_evidence(
 ) -> tuple[list[CellRef], Verdict]:
     """The answer's cells and verdict (see the module docstring)."""
     bindings = {"df": Binding.of("df", table_id, prepared.table, list(prepared.frame.columns))}
-    runs = [traced_items(lineage) for o in agreeing for lineage in reversed(o.lineages)]
-    found = evidence_of(answer, runs, bindings)
-    if found is not None:
-        return found
-    candidates = read_cells(runs, bindings) + retrieved_cells(prepared, table_id, retrieved)
-    matched = [c for c in candidates if _states(answer, c.value)]
-    unique = list({(c.row, c.col): c for c in matched}.values())
-    cells = mark_matches(unique, answer)
-    return cells, verify_cells(answer, cells)
-
-
-def _states(answer: str, value: str) -> bool:
-    items = [answer, *(p.strip() for p in answer.replace("|", ",").split(",") if p.strip())]
-    return any(same_value(item, value) for item in items)
+    lineages = [lineage for o in agreeing for lineage in reversed(o.lineages)]
+    shown = retrieved_cells(prepared, table_id, retrieved)
+    return code_evidence(answer, lineages, bindings, shown)
 
 
 def retrieved_cells(

@@ -14,16 +14,7 @@ shows no evidence, docs/methods.md "Evidence").
 
 from __future__ import annotations
 
-from tablequest.methods.evidence import (
-    Binding,
-    Verdict,
-    evidence_of,
-    mark_matches,
-    read_cells,
-    same_value,
-    traced_items,
-    verify_cells,
-)
+from tablequest.methods.evidence import Binding, Verdict, code_evidence, mark_matches
 from tablequest.methods.research.execute import PathOutcome
 from tablequest.methods.research.feedback import locate
 from tablequest.methods.research.state import QuestionRun
@@ -45,12 +36,4 @@ def research_evidence(
         if 0 <= pos < len(table.col_ids)
     }
     bindings = {"df": Binding("df", run.table_id, table, columns)}
-    runs = [traced_items(op.lineage) for op in reversed(winner.ops) if op.lineage]
-    found = evidence_of(answer, runs, bindings)
-    if found is not None:
-        return found
-    items = [answer, *(p.strip() for p in answer.split(",") if p.strip())]
-    read = read_cells(runs, bindings)
-    matched = [c for c in read if any(same_value(i, c.value) for i in items)]
-    cells = mark_matches(matched, answer)
-    return cells, verify_cells(answer, cells)
+    return code_evidence(answer, [op.lineage for op in reversed(winner.ops)], bindings)
