@@ -87,10 +87,9 @@ class Lin:
 
 
 class _State:
-    """Per-cell records: owners kept alive, values that escaped tracking, printed items."""
+    """Per-cell records: values that escaped tracking, printed items, time spent."""
 
     def __init__(self) -> None:
-        self.owners: list[Any] = []
         self.escaped: dict[int, tuple[Any, Any]] = {}
         self.printed: list[dict[str, Any]] = []
         self.enabled = False
@@ -100,18 +99,12 @@ class _State:
 STATE = _State()
 
 
-def keep(owner: Any) -> None:
-    """Keep a lineage owner alive until the cell ends (temporaries die before `.sum()`)."""
-    STATE.owners.append(owner)
-
-
 def set_lin(obj: Any, lin: Lin) -> Any:
     """Attach `lin` to `obj` (a new attrs dict: pandas shares them between objects)."""
     try:
         obj.attrs = {**obj.attrs, KEY: lin}
     except Exception:
         return obj
-    keep(obj)
     return obj
 
 
@@ -364,7 +357,6 @@ def item(text: str, node: Any) -> dict[str, Any]:
 
 
 def reset() -> None:
-    STATE.owners.clear()
     STATE.escaped.clear()
     STATE.printed.clear()
     STATE.seconds = 0.0

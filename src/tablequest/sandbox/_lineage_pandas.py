@@ -494,5 +494,4 @@ def set_column(df: pd.DataFrame, result: Any, args: Any, kwargs: Any) -> Any:
     if resolved is not None and resolved[0] == "aligned" and value.index.equals(df.index):
         cols[key] = resolved[1]
     df.attrs = {**df.attrs, L.KEY: L.Lin(df, cols=cols, filt=lin.filt, index=lin.index)}
-    L.keep(df)
     return result

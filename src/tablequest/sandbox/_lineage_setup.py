@@ -182,8 +182,8 @@ CLEANING = ("astype", "map", "apply", "fillna", "round", "abs", "clip")
 
 
 def _install_cleaning() -> None:
-    """Elementwise transforms keep their rows' cells (`_lineage_pandas.cleaned`); ``df[key] = …`` keeps the
-    new column's (`_lineage_pandas.set_column`)."""
+    """Elementwise transforms keep their rows' cells (`_lineage_pandas.cleaned`);
+    ``df[key] = …`` keeps the new column's (`_lineage_pandas.set_column`)."""
     from pandas.core.strings.accessor import StringMethods
 
     for name in CLEANING:
