@@ -94,6 +94,7 @@ class _State:
         self.printed: list[dict[str, Any]] = []
         self.enabled = False
         self.seconds = 0.0
+        self.marked: tuple[Any, ...] = ()
 
 
 STATE = _State()
@@ -358,6 +359,7 @@ def item(text: str, node: Any) -> dict[str, Any]:
 
 def reset() -> None:
     STATE.escaped.clear()
+    STATE.marked = ()
     STATE.printed.clear()
     STATE.seconds = 0.0
 

@@ -102,9 +102,18 @@ class Builtins:
         L.STATE.enabled = True
 
     @staticmethod
+    def mark(value: Any) -> None:
+        """Name the cell's value for its lineage without making it the last expression (whose
+        preview a caller may not want to pay for: DTR's probe)."""
+        L.STATE.marked = (value,)
+
+    @staticmethod
     def finish(value: Any) -> str | None:
-        """After a cell: lineage off, the report of `value` and the printed values."""
+        """After a cell: lineage off, the report of `value` (else of the marked value) and
+        the printed values."""
         L.STATE.enabled = False
+        if value is None and L.STATE.marked:
+            value = L.STATE.marked[0]
         try:
             return L.report(value, P.recipe_of)
         except Exception:

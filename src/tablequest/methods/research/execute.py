@@ -121,6 +121,11 @@ def _dtr_probe(value, limit=50):
         out.update(items=[str(value)[:4000]])
     print("__DTR_PROBE__" + _dtr_json.dumps(out, default=str))
 
+def _dtr_mark(v):
+    shim = globals().get("__tq__")
+    if shim is not None:
+        shim.mark(v)
+
 def _dtr_chart():
     try:
         if not plt.get_fignums():
@@ -143,7 +148,8 @@ def _dtr_chart():
         print("__DTR_CHART__" + _dtr_json.dumps({"error": str(exc)}))
 """
 RESET_CODE = "df = _dtr_df.copy()\nresult = None\nplt.close('all')"
-PROBE_CODE = "_dtr_probe(result)\nresult"  # the cell's value: its lineage is the evidence
+# the probe describes `result`; marking it makes its lineage the evidence (no preview of it)
+PROBE_CODE = "_dtr_probe(result)\n_dtr_mark(result)"
 CHART_SUFFIX = "\n_dtr_chart()"
 _RESTARTED = "sandbox was restarted"
 _PLOTS = re.compile(r"\bplt\.|\.plot\(|\bplot\.|matplotlib", re.I)
