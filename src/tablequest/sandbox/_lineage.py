@@ -255,11 +255,13 @@ def _runs(rows: Any) -> list[int] | str:
         values = np.asarray(rows, dtype=np.int64)
     except (TypeError, ValueError, OverflowError):
         return []
-    if values.size > 1 and not bool(np.all(values[1:] > values[:-1])):
+    steps = np.diff(values)
+    if steps.size and not bool((steps > 0).all()):
         values = np.unique(values)  # selections keep the rows sorted: most never get here
+        steps = np.diff(values)
     if values.size == 0:
         return []
-    breaks = np.nonzero(np.diff(values) != 1)[0]
+    breaks = np.nonzero(steps != 1)[0]
     first, span = int(values[0]), int(values[-1] - values[0] + 1)
     digits = len(str(int(values[-1]))) + 1
     if breaks.size >= MAX_RUNS and span // 6 < 2 * (breaks.size + 1) * digits:

@@ -118,7 +118,7 @@ def reduction(s: pd.Series, name: str, result: Any) -> Any:
     kind, data, _ = resolved
     if name in ("idxmax", "idxmin"):
         return ("with", ("const", L._plain(result)), element(s, resolved, result))
-    notna = s.notna().to_numpy()
+    notna = s.notna().to_numpy() if s.hasnans else np.ones(len(s), dtype=bool)
     if name in ("min", "max"):
         mask = (s == result).to_numpy() & notna
     elif name == "sum" and s.dtype == bool:
