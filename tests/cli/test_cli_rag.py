@@ -314,6 +314,7 @@ def test_rag_evidence_is_the_cell_its_code_read(tmp_path: Path) -> None:
     assert [e["verified"] for e in events if e.get("stage") == "verify"] == ["verified"]
     with StubServer(lookup_server("210")) as stub:
         out = ask(table, tmp_path, "--llm-url", stub.url, "--model", "m", *args, question=question)
-    assert out.exit_code == 5, out.output  # answered, not verified
+    assert out.exit_code == 5, out.output  # answered, not verified, and it says so
+    assert "unverified, not verified (--require-verified)" in out.stderr
     payload = json.loads(out.stdout)
     assert payload["verified"] == "unverified" and payload["evidence"] == []

@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from tablequest.methods.evidence import Binding, evidence_of, traced_items
+from tablequest.methods.evidence import Binding, code_evidence, evidence_of, traced_items
 from tablequest.sandbox import Sandbox, SandboxUnavailable, _lineage_setup, _repl
 from tablequest.table import Table
 
@@ -55,6 +55,7 @@ def run() -> Any:
         assert reply["ok"], reply["error"]
         return Cell(reply, answer)
 
+    cell.namespace = namespace  # type: ignore[attr-defined]
     return cell
 
 
@@ -245,3 +246,67 @@ def test_a_malformed_lineage_from_the_child_names_nothing_and_never_raises(recip
         found = evidence_of("205", [traced_items(lineage)], bindings)
         assert found is not None and found[1].verified in ("unverified", "contradicted")
         assert all(c.value == REVENUE.body[c.row][c.col] for c in found[0])
+
+
+def test_two_values_stating_the_answer_are_ambiguous(run: Any) -> None:
+    got = run(
+        "s = df.loc[df.Region == 'South', 'H2'].iloc[0]\n"
+        "w = df.loc[df.Region == 'West', 'Q3'].iloc[0]\nprint(s)\nprint(w)",
+        "205",
+    )
+    assert set(got.cells) == {(1, "H2", "ambiguous"), (3, "Q3", "ambiguous")}
+    assert got.verified == "unverified" and "ambiguous" in (got.why or "")
+
+
+def test_an_answer_the_code_did_not_compute_is_never_verified(run: Any) -> None:
+    got = run("df[df.Region == 'West'].Q1.sum()", "60")  # the code said 50; Q2 holds 60
+    assert got.verified is None  # no traced value states 60
+    reply = _repl.run_cell(
+        "df[df.Region == 'West'].Q2.sum()", run.namespace, max_output=100, max_value=100
+    )
+    cells, verdict = code_evidence(
+        "61", [json.loads(reply["lineage"])], {"df": Binding.of("df", "T", REVENUE)}
+    )
+    assert cells == [] and verdict.verified == "unverified"
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        "df.columns = ['Region', 'Q1', 'Q2', 'H2', 'Q4', 'Q3']",
+        "import warnings\nwith warnings.catch_warnings():\n    warnings.simplefilter('ignore')\n"
+        "    df.rename(columns={'Q3': 'H2', 'H2': 'Q3'}, inplace=True)",
+        "df.index = df.index[::-1]",
+    ],
+)
+def test_relabelled_frames_are_untracked_not_misattributed(run: Any, edit: str) -> None:
+    got = run(edit + "\ndf.loc[df.Region == 'West', 'Q3'].iloc[0]")
+    assert got.cells == [] and got.verified == "unverified"
+
+
+def test_code_that_edits_the_data_in_place_is_never_verified(run: Any) -> None:
+    got = run("df.replace({'Q3': {205: 1}}, inplace=True)\ndf.Q3.max()")
+    assert got.cells == [(1, "Q3", "computed")] and got.verified == "unverified"
+    assert "changed the table" in (got.why or "")
+
+
+def test_values_behave_as_plain_pandas_gives_them(run: Any) -> None:
+    assert run("import json\njson.dumps({'t': sum(df.Q3)})").reply["value"] == "'{\"t\": 565}'"
+    assert run("type(df.Q3.max()).__name__").reply["value"] == "'int64'"
+    assert run("str(type(df.Q3.max()))").reply["value"] == "\"<class 'numpy.int64'>\""
+    assert run("sum(df.Q3)").reply["value"] == "565"
+
+
+@pytest.mark.parametrize(
+    ("code", "rows"),
+    [
+        ("df.Q3.eq(205).sum()", [3]),
+        ("df.Q3.isin([120, 205]).sum()", [0, 3]),
+        ("df.Q3.between(130, 210).sum()", [1, 3]),
+        ("df.loc[df.Region == 'West'].Q3.agg('sum')", [3]),
+        ("df.loc[df.Q3.idxmax()].Q3", [3]),
+    ],
+)
+def test_common_idioms_keep_their_cells(run: Any, code: str, rows: list[int]) -> None:
+    got = run(code)
+    assert sorted({c[0] for c in got.cells}) == rows and got.verified == "verified"

@@ -137,7 +137,11 @@ def ask_command(
         if corpus is not None:
             corpus.close()
     _print(result, question, json_out=json_out)
-    raise typer.Exit(exit_status(result, require_verified=require_verified))
+    status = exit_status(result, require_verified=require_verified)
+    if status == _exit.NOT_VERIFIED:  # say why the exit is not 0 (stderr: --json stays JSON)
+        print(f"tablequest: the answer is {result.verified}, not verified "
+              f"(--require-verified): exit 5", file=sys.stderr)  # fmt: skip
+    raise typer.Exit(status)
 
 
 def _print(result: Result, question: str, *, json_out: bool) -> None:

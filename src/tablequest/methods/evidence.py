@@ -119,6 +119,8 @@ class Traced:
     """A merge's row maps: for each leaf row (by position), the row id on one side."""
     read: int = 0
     """How many cells the recipe read (the evidence lists at most `MAX_EVIDENCE`)."""
+    mutated: bool = False
+    """The code had changed a bound table's data in place before this value."""
 
 
 def traced_items(lineage: Mapping[str, Any] | None) -> list[Traced]:
@@ -138,7 +140,8 @@ def _traced(raw: Any) -> Traced | None:
     escaped = _traced(raw.get("escaped")) if raw.get("escaped") is not None else None
     at = raw.get("at")
     at = [a for a in at if isinstance(a, list)] if isinstance(at, list) else []
-    return Traced(raw["text"], raw.get("recipe"), rows, escaped, bool(raw.get("cut")), at=at)
+    cut, mutated = bool(raw.get("cut")), raw.get("mutated") is True
+    return Traced(raw["text"], raw.get("recipe"), rows, escaped, cut, at=at, mutated=mutated)
 
 
 MAX_ROWS = 1_000_000
@@ -555,22 +558,57 @@ def evidence_of(answer: str, runs: Sequence[Sequence[Traced]], bindings: Mapping
                 ) -> tuple[list[CellRef], Verdict] | None:  # fmt: skip
     """The evidence and verdict of the traced value `answer` states (runs newest first), or
     None when no traced value states it."""
-    item = best_traced(answer, runs, bindings)
-    if item is None:
+    stating = all_stating(answer, runs, bindings)
+    if not stating:
         return None
+    item = stating[0]
+    others = _other_cells(item, stating[1:], bindings)
+    if others:  # several values the code produced state the answer, from other cells
+        cells = lineage_cells(item, bindings, "ambiguous") if item.recipe is not None else []
+        cells = list({(c.table_id, c.row, c.col): c for c in [*cells, *others]}.values())
+        why = f"ambiguous: {len(stating)} values the code produced state {answer[:40]}"
+        return cells[:MAX_EVIDENCE], Verdict("unverified", why)
     if item.recipe is None:
         cells = lineage_cells(item.escaped, bindings, "untracked") if item.escaped else []
         why = (
             "untracked: the value left pandas (.values, a loop, to_dict) after reading these cells"
             if cells
-            else "untracked: computed by operations whose cells are not traced here "
-            "(cumsum, shift, a pivot, …)"
+            else "untracked: the operations that computed it are not traced "
+            "(docs/methods.md, Evidence)"
         )
         return cells, Verdict("unverified", why)
     item.cells = lineage_cells(item, bindings)
     if not item.cells:
         return [], Verdict("unverified", "its cells are not in the table")
-    return item.cells, verify(answer, item, bindings)
+    verdict = verify(answer, item, bindings)
+    if verdict.verified == "verified" and item.mutated:
+        why = "the code changed the table's data before computing it (an in-place edit)"
+        return item.cells, Verdict("unverified", why)
+    return item.cells, verdict
+
+
+def all_stating(
+    answer: str, runs: Iterable[Sequence[Traced]], bindings: Mapping[str, Binding]
+) -> list[Traced]:
+    """Every traced value that states the answer, the first found first (`best_traced`)."""
+    out: list[Traced] = []
+    for items in runs:
+        for item in items:
+            if best_traced(answer, [[item]], bindings) is not None:
+                out.append(item)
+    return out
+
+
+def _other_cells(item: Traced, rest: Sequence[Traced], bindings: Mapping[str, Binding]
+                 ) -> list[CellRef]:  # fmt: skip
+    """Cells of other stating values that `item` does not name (none: no ambiguity)."""
+    mine = {(c.table_id, c.row, c.col) for c in lineage_cells(item, bindings)}
+    out: list[CellRef] = []
+    for other in rest:
+        cells = lineage_cells(other, bindings, "ambiguous") if other.recipe is not None else []
+        if {(c.table_id, c.row, c.col) for c in cells} != mine:
+            out.extend(cells)
+    return out
 
 
 def read_cells(runs: Iterable[Sequence[Traced]], bindings: Mapping[str, Binding]
@@ -592,7 +630,8 @@ def code_evidence(
 ) -> tuple[list[CellRef], Verdict]:
     """The evidence of an answer reached by running code (`lineages` newest first): the
     traced value it states (`evidence_of`), else value matching among the cells the code
-    read and `also_read` (cells the method showed the model), ``matched`` or ``ambiguous``."""
+    read and `also_read` (cells the method showed the model), ``matched`` or ``ambiguous``
+    and never verified: the code computed something else than what the model answered."""
     runs = [traced_items(lineage) for lineage in lineages if lineage]
     found = evidence_of(answer, runs, bindings)
     if found is not None:
@@ -601,7 +640,12 @@ def code_evidence(
     matched = [c for c in candidates if _states(answer, c.value)]
     unique = list({(c.table_id, c.row, c.col): c for c in matched}.values())
     cells = mark_matches(unique, answer)
-    return cells, verify_cells(answer, cells)
+    why = (
+        "no value the code produced states the answer; cells it read that hold it are listed"
+        if cells
+        else "no value the code produced states the answer"
+    )
+    return cells, Verdict("unverified", why)
 
 
 def _states(answer: str, value: str) -> bool:

@@ -95,6 +95,7 @@ class _State:
         self.enabled = False
         self.seconds = 0.0
         self.marked: tuple[Any, ...] = ()
+        self.mutated = False  # the session's code edited a bound table in place (kept)
 
 
 STATE = _State()
@@ -213,7 +214,9 @@ def _tagged_class(base: type) -> type:
         attrs["__repr__"] = lambda self: base.__repr__(base(self.item()))
         attrs["__str__"] = lambda self: base.__str__(base(self.item()))
     attrs["__reduce__"] = lambda self: (base, (base(self),))
-    return type("Tracked" + base.__name__.capitalize(), (base,), attrs)
+    # named as the type pandas returned: type(x).__name__ and its repr show no tag either
+    attrs["__module__"], attrs["__qualname__"] = base.__module__, base.__qualname__
+    return type(base.__name__, (base,), attrs)
 
 
 TAGGED: dict[type, type] = {
@@ -384,6 +387,10 @@ def report(value: Any, recipe_of: Any) -> str:
             read = [leaf for _, n in list(STATE.escaped.values())[-4:] for leaf in leaves(n)]
             value_item["escaped"] = item("", ("opaque", tuple(read)))
     out: dict[str, Any] = {"value": value_item, "printed": STATE.printed[:MAX_PRINTED]}
+    if STATE.mutated:
+        for entry in [value_item, *out["printed"]]:
+            if entry is not None:
+                entry["mutated"] = True
     text = json.dumps(out, allow_nan=False, default=str)
     if len(text) > MAX_REPORT:  # too many rows: keep the recipes, say the rows were cut
         for entry in [value_item, *out["printed"]]:

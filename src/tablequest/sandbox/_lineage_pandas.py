@@ -137,8 +137,11 @@ def reduction(s: pd.Series, name: str, result: Any) -> Any:
 def _wrap(cls: Any, name: str, build: Any) -> None:
     """Replace ``cls.name`` by a wrapper that tags its result with ``build(self, result, …)``."""
     original = getattr(cls, name)
-    if getattr(original, "_tq_wrapped", False):
+    builds = getattr(original, "_tq_builds", None)
+    if builds is not None and getattr(original, "_tq_owner", None) is cls:
+        builds.append(build)  # a second concern (cleaning, then in-place edits): both run
         return
+    builds = [build]
 
     @functools.wraps(original)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -147,13 +150,16 @@ def _wrap(cls: Any, name: str, build: Any) -> None:
             return result
         started = time.perf_counter()
         try:
-            return build(self, result, args, kwargs)
+            for step in builds:
+                result = step(self, result, args, kwargs)
+            return result
         except Exception:
             return result
         finally:
             L.STATE.seconds += time.perf_counter() - started
 
-    wrapper._tq_wrapped = True  # type: ignore[attr-defined]
+    wrapper._tq_builds = builds  # type: ignore[attr-defined]
+    wrapper._tq_owner = cls  # type: ignore[attr-defined]
     setattr(cls, name, wrapper)
 
 

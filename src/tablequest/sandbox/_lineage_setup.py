@@ -70,22 +70,16 @@ class Builtins:
         return L.tag(value, getattr(args[0], "_tq", None)) if args else value
 
     @staticmethod
-    def tq_builtin_sum(obj: Any, *args: Any) -> Any:
-        if isinstance(obj, pd.Series) and not args:
-            return obj.sum()
-        return builtins.sum(obj, *args)
+    def tq_builtin_sum(*args: Any, **kwargs: Any) -> Any:
+        return _over_series(builtins.sum, "sum", args, kwargs)
 
     @staticmethod
     def tq_builtin_max(*args: Any, **kwargs: Any) -> Any:
-        if len(args) == 1 and not kwargs and isinstance(args[0], pd.Series):
-            return args[0].max()
-        return builtins.max(*args, **kwargs)
+        return _over_series(builtins.max, "max", args, kwargs)
 
     @staticmethod
     def tq_builtin_min(*args: Any, **kwargs: Any) -> Any:
-        if len(args) == 1 and not kwargs and isinstance(args[0], pd.Series):
-            return args[0].min()
-        return builtins.min(*args, **kwargs)
+        return _over_series(builtins.min, "min", args, kwargs)
 
     @staticmethod
     def tq_builtin_print(*args: Any, **kwargs: Any) -> None:
@@ -120,6 +114,18 @@ class Builtins:
             return None
         finally:
             L.reset()
+
+
+def _over_series(func: Any, name: str, args: Any, kwargs: Any) -> Any:
+    """``sum(series)``, ``max(series)``: the builtin's own value (a Python number, as plain
+    Python gives), with the lineage of the Series' reduction."""
+    value = func(*args, **kwargs)
+    if len(args) != 1 or kwargs or not isinstance(args[0], pd.Series):
+        return value
+    try:
+        return L.tag(value, P.reduction(args[0], name, value))
+    except Exception:
+        return value
 
 
 BUILTIN_NAMES = ("len", "float", "int", "str", "sum", "max", "min", "print")
@@ -164,6 +170,12 @@ def install() -> None:
     setattr(groupby.DataFrameGroupBy, "__getitem__", getitem)  # noqa: B010
     P._wrap(pd.Series, "value_counts", G.value_counts)
     _install_cleaning()
+    _install_edits()
+    for name, op in COMPARISONS.items():  # s.eq(3) as s == 3
+        P._wrap(pd.Series, name, P._series_binop(op))
+    for name in ("agg", "aggregate"):  # s.agg("sum") as s.sum()
+        P._wrap(pd.Series, name, _named_reduction)
+    P._wrap(pd.Series, "__getattr__", P._series_getitem)  # row.Q3 as row["Q3"]
     setattr(pd.DataFrame, "merge", G.merge(pd.DataFrame.merge))  # noqa: B010
     P._wrap(pd.DataFrame, "set_index", G.set_index)
     setattr(pd, "merge", G.merge(pd.merge))  # noqa: B010
@@ -177,7 +189,9 @@ def install() -> None:
 
 
 def bind(frames: dict[str, pd.DataFrame]) -> None:
-    """Give each bound frame its base lineage: column c of frame f is ("src", f, c)."""
+    """Give each bound frame its base lineage: column c of frame f is ("src", f, c); a new
+    session has not edited its tables."""
+    L.STATE.mutated = False
     for name, df in frames.items():
         if df.index.name != L.ROW_INDEX or not df.index.is_unique:
             continue
@@ -187,7 +201,8 @@ def bind(frames: dict[str, pd.DataFrame]) -> None:
 
 SELECTIONS = ("head", "tail", "sort_values", "sort_index", "nlargest", "nsmallest", "query",
               "dropna", "drop_duplicates", "copy", "sample", "filter")  # fmt: skip
-CLEANING = ("astype", "map", "apply", "fillna", "round", "abs", "clip")
+CLEANING = ("astype", "map", "apply", "fillna", "round", "abs", "clip", "isin", "between")
+COMPARISONS = {"eq": "==", "ne": "!=", "gt": ">", "ge": ">=", "lt": "<", "le": "<="}
 
 
 def _install_cleaning() -> None:
@@ -203,3 +218,68 @@ def _install_cleaning() -> None:
     P._wrap(pd.DataFrame, "__setitem__", P.set_column)
     numeric = P._wrap_function(pd.to_numeric, P.cleaned(lambda _, args: args[0] if args else None))
     setattr(pd, "to_numeric", numeric)  # noqa: B010
+
+
+VALUE_EDITS = ("replace", "fillna", "mask", "where", "clip", "interpolate", "bfill", "ffill")
+LABEL_EDITS = ("rename", "set_axis", "set_index", "reset_index", "rename_axis")  # in place
+
+
+def _forget(obj: Any) -> None:
+    """Drop an object's lineage (its labels no longer name the table's rows or columns)."""
+    if isinstance(getattr(obj, "attrs", None), dict) and L.KEY in obj.attrs:
+        obj.attrs = {k: v for k, v in obj.attrs.items() if k != L.KEY}
+
+
+def _edited(kind: str) -> Any:
+    def build(obj: Any, result: Any, args: Any, kwargs: Any) -> Any:
+        if kind == "always" or kwargs.get("inplace"):
+            if kind == "labels":
+                _forget(obj)
+            elif P.lin_of(obj) is not None:
+                L.STATE.mutated = True  # later values may not be the table's: never verified
+        return result
+
+    return build
+
+
+def _setattr(original: Any) -> Any:
+    def setattr_(self: Any, name: str, value: Any) -> None:
+        original(self, name, value)
+        if name in ("columns", "index") and L.STATE.enabled and L.from_user():
+            _forget(self)
+
+    return setattr_
+
+
+def _install_edits() -> None:
+    """In-place edits: new labels drop the lineage; new values mark the session as having
+    changed the table's data (`STATE.mutated`, sent with every later value)."""
+    from pandas.core import indexing
+
+    frames: tuple[Any, ...] = (pd.Series, pd.DataFrame)
+    for cls in frames:
+        for name in VALUE_EDITS:
+            P._wrap(cls, name, _edited("values"))
+        for name in LABEL_EDITS:
+            if hasattr(cls, name):
+                P._wrap(cls, name, _edited("labels"))
+        P._wrap(cls, "update", _edited("always"))
+        setattr(cls, "__setattr__", _setattr(cls.__setattr__))  # noqa: B010
+    P._wrap(pd.Series, "__setitem__", _edited("always"))
+    setters: tuple[Any, ...] = (indexing._LocIndexer, indexing._iLocIndexer,
+                                indexing._AtIndexer, indexing._iAtIndexer)  # fmt: skip
+    for setter in setters:
+        P._wrap(setter, "__setitem__", _indexed_edit)
+
+
+def _indexed_edit(indexer: Any, result: Any, args: Any, kwargs: Any) -> Any:
+    if P.lin_of(indexer.obj) is not None:
+        L.STATE.mutated = True
+    return result
+
+
+def _named_reduction(s: Any, result: Any, args: Any, kwargs: Any) -> Any:
+    name = args[0] if args else kwargs.get("func")
+    if isinstance(name, str) and name in P.REDUCTIONS and not isinstance(result, pd.Series):
+        return L.tag(result, P.reduction(s, name, result))
+    return result
