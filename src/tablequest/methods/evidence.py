@@ -6,8 +6,9 @@ How each evidence cell is found (`CellRef.how`, docs/methods.md "Evidence"):
   cells the value was computed from, mapped through the run's `Binding` (frame name → table,
   row label → row id, column label → column id). Every cell is checked here: a row or column
   the table does not have is dropped (the child is untrusted).
-- ``cited``: a cell the model named that exists and holds the value it said
-  (`check_cited`); one that does not is dropped and recorded in the trace.
+- ``cited``: a cell the model named that exists and holds the value it said (TableSeek's
+  QA checks its citations, `methods.seek.qa`); one that does not is dropped and recorded in
+  the trace.
 - ``matched``: the answer's value found by value equality, only among the cells the method
   read (the retrieved cells, the sub-table, the rows its code read), never the whole table;
   ``ambiguous`` when several cells hold it (all listed, none certain).
@@ -31,6 +32,7 @@ import statistics
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -44,7 +46,6 @@ __all__ = [
     "Verdict",
     "best_traced",
     "cell_json",
-    "check_cited",
     "code_evidence",
     "evidence_of",
     "mark_matches",
@@ -75,28 +76,22 @@ class Binding:
         labels = list(columns) if columns is not None else list(table.columns)
         return cls(name, table_id, table, dict(zip(labels, table.col_ids, strict=False)))
 
+    @cached_property
+    def _row_positions(self) -> dict[int, int]:
+        return {v: i for i, v in enumerate(self.table.row_ids)}
+
+    @cached_property
+    def _col_positions(self) -> dict[int, int]:
+        return {v: i for i, v in enumerate(self.table.col_ids)}
+
     def cell(self, row: int, col_label: str) -> CellRef | None:
         col = self.columns.get(col_label)
-        pos_r = _positions(self.table.row_ids).get(row)
-        pos_c = _positions(self.table.col_ids).get(col) if col is not None else None
+        pos_r = self._row_positions.get(row)
+        pos_c = self._col_positions.get(col) if col is not None else None
         if pos_r is None or pos_c is None:
             return None
         value = self.table.body[pos_r][pos_c]
         return CellRef(self.table_id, row, int(col or 0), value, "computed")
-
-
-_POSITIONS: dict[int, dict[int, int]] = {}
-
-
-def _positions(ids: tuple[int, ...]) -> dict[int, int]:
-    key = id(ids)
-    found = _POSITIONS.get(key)
-    if found is None or len(found) != len(ids):
-        found = {v: i for i, v in enumerate(ids)}
-        if len(_POSITIONS) > 64:
-            _POSITIONS.clear()
-        _POSITIONS[key] = found
-    return found
 
 
 @dataclass(frozen=True)
@@ -504,27 +499,6 @@ def _list_text(text: str) -> list[str]:
 # ---- cited and matched cells -------------------------------------------------------------
 
 
-def check_cited(cells: Iterable[CellRef], tables: Mapping[str, Table]
-                ) -> tuple[list[CellRef], list[dict[str, Any]]]:  # fmt: skip
-    """Cited cells that exist and hold the value cited (how ``cited``), and the dropped ones
-    with why (for the trace)."""
-    kept: list[CellRef] = []
-    dropped: list[dict[str, Any]] = []
-    for cell in cells:
-        table = tables.get(cell.table_id)
-        pos_r = _positions(table.row_ids).get(cell.row) if table is not None else None
-        pos_c = _positions(table.col_ids).get(cell.col) if table is not None else None
-        if table is None or pos_r is None or pos_c is None:
-            dropped.append({"row": cell.row, "col": cell.col, "why": "no such cell"})
-            continue
-        actual = table.body[pos_r][pos_c]
-        if cell.value and _norm(cell.value) != _norm(actual):
-            dropped.append({"row": cell.row, "col": cell.col, "why": f"holds {actual[:60]!r}"})
-            continue
-        kept.append(CellRef(cell.table_id, cell.row, cell.col, actual, "cited"))
-    return kept, dropped
-
-
 def mark_matches(found: Sequence[CellRef], answer: str) -> list[CellRef]:
     """Matched cells as ``matched``, or ``ambiguous`` where an answer item is held by
     several cells."""
@@ -562,10 +536,11 @@ def evidence_of(answer: str, runs: Sequence[Sequence[Traced]], bindings: Mapping
     if not stating:
         return None
     item = stating[0]
-    others = _other_cells(item, stating[1:], bindings)
+    item.cells = lineage_cells(item, bindings) if item.recipe is not None else []
+    others = _other_cells(item.cells, stating[1:], bindings)
     if others:  # several values the code produced state the answer, from other cells
-        cells = lineage_cells(item, bindings, "ambiguous") if item.recipe is not None else []
-        cells = list({(c.table_id, c.row, c.col): c for c in [*cells, *others]}.values())
+        mine = [_how(c, "ambiguous") for c in item.cells]
+        cells = list({(c.table_id, c.row, c.col): c for c in [*mine, *others]}.values())
         why = f"ambiguous: {len(stating)} values the code produced state {answer[:40]}"
         return cells[:MAX_EVIDENCE], Verdict("unverified", why)
     if item.recipe is None:
@@ -577,7 +552,6 @@ def evidence_of(answer: str, runs: Sequence[Sequence[Traced]], bindings: Mapping
             "(docs/methods.md, Evidence)"
         )
         return cells, Verdict("unverified", why)
-    item.cells = lineage_cells(item, bindings)
     if not item.cells:
         return [], Verdict("unverified", "its cells are not in the table")
     verdict = verify(answer, item, bindings)
@@ -599,10 +573,10 @@ def all_stating(
     return out
 
 
-def _other_cells(item: Traced, rest: Sequence[Traced], bindings: Mapping[str, Binding]
-                 ) -> list[CellRef]:  # fmt: skip
-    """Cells of other stating values that `item` does not name (none: no ambiguity)."""
-    mine = {(c.table_id, c.row, c.col) for c in lineage_cells(item, bindings)}
+def _other_cells(cells: Sequence[CellRef], rest: Sequence[Traced],
+                 bindings: Mapping[str, Binding]) -> list[CellRef]:  # fmt: skip
+    """Cells of other stating values that are not `cells` (none: no ambiguity)."""
+    mine = {(c.table_id, c.row, c.col) for c in cells}
     out: list[CellRef] = []
     for other in rest:
         cells = lineage_cells(other, bindings, "ambiguous") if other.recipe is not None else []
