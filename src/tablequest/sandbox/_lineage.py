@@ -87,13 +87,12 @@ class Lin:
 
 
 class _State:
-    """Per-cell records: values that escaped tracking, printed items, time spent."""
+    """Per-cell records: values that escaped tracking, printed items, the marked value."""
 
     def __init__(self) -> None:
         self.escaped: dict[int, tuple[Any, Any]] = {}
         self.printed: list[dict[str, Any]] = []
         self.enabled = False
-        self.seconds = 0.0
         self.marked: tuple[Any, ...] = ()
         self.mutated = False  # the session's code edited a bound table in place (kept)
 
@@ -366,7 +365,6 @@ def reset() -> None:
     STATE.escaped.clear()
     STATE.marked = ()
     STATE.printed.clear()
-    STATE.seconds = 0.0
 
 
 def escaped(value: Any, node: Any) -> None:

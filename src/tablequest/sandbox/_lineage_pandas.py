@@ -10,7 +10,6 @@ calls made by the cell's code (`_lineage.from_user`), never for pandas' internal
 from __future__ import annotations
 
 import functools
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -148,15 +147,12 @@ def _wrap(cls: Any, name: str, build: Any) -> None:
         result = original(self, *args, **kwargs)
         if not L.STATE.enabled or not L.from_user():
             return result
-        started = time.perf_counter()
         try:
             for step in builds:
                 result = step(self, result, args, kwargs)
             return result
         except Exception:
             return result
-        finally:
-            L.STATE.seconds += time.perf_counter() - started
 
     wrapper._tq_builds = builds  # type: ignore[attr-defined]
     wrapper._tq_owner = cls  # type: ignore[attr-defined]
