@@ -2,9 +2,10 @@
 
 `catalog(store)` reads the listing columns of the `tables` rows (id, file, position, format,
 sheet, title, size) of a store or of every shard of a sharded corpus, in (path, position)
-order. Choices (ours): a table's `name` is its title when the file gave it one, else the
-file's name and sheet; its `source` is the path as ingested plus ``#sheet``, as `search`
-prints it. `matches` is a case-insensitive substring test on id, name and source.
+order, with each table's `sql_name` (its relation). Choices (ours): a table's `name` is its
+title when the file gave it one, else the file's name and sheet; its `source` is the path as
+ingested plus ``#sheet``, as `search` prints it. `matches` is a case-insensitive substring
+test on id, name and source.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from tablequest.corpus.storage.store import Store
 
 __all__ = ["TableEntry", "catalog"]
 
-_COLUMNS = "table_id, path, idx, format, sheet, title, n_rows, n_cols"
+_COLUMNS = "t.table_id, path, idx, format, sheet, title, n_rows, n_cols"
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +33,7 @@ class TableEntry:
     format: str | None
     source: str
     title: str | None
+    sql_name: str | None = None  # its relation (None in a store of format 1)
 
     def matches(self, text: str) -> bool:
         """True when `text` occurs (any case) in the id, name or source."""
@@ -43,11 +45,11 @@ class TableEntry:
 
 
 def _entry(row: tuple[Any, ...]) -> TableEntry:
-    table_id, path, _idx, fmt, sheet, title, n_rows, n_cols = row
+    table_id, path, _idx, fmt, sheet, title, n_rows, n_cols, sql_name = row
     source = path if sheet is None else f"{path}#{sheet}"
     file_name = PurePath(path).name
     name = title or (file_name if sheet is None else f"{file_name}#{sheet}")
-    return TableEntry(table_id, name, int(n_rows), int(n_cols), fmt, source, title)
+    return TableEntry(table_id, name, int(n_rows), int(n_cols), fmt, source, title, sql_name)
 
 
 def catalog(store: Store, *, contains: str | None = None) -> list[TableEntry]:
@@ -56,7 +58,12 @@ def catalog(store: Store, *, contains: str | None = None) -> list[TableEntry]:
     shards = store.stores if isinstance(store, ShardedStore) else [store]
     rows: list[tuple[Any, ...]] = []
     for shard in shards:
-        rows += shard.con.execute(f"SELECT {_COLUMNS} FROM tables").fetchall()
+        if shard.format_version >= 2:
+            joined = "tables t LEFT JOIN relations r USING (table_id)"
+            sql = f"SELECT {_COLUMNS}, r.sql_name FROM {joined}"
+        else:
+            sql = f"SELECT {_COLUMNS}, NULL FROM tables t"
+        rows += shard.con.execute(sql).fetchall()
     rows.sort(key=lambda r: (r[1], r[2]))
     entries = [_entry(r) for r in rows]
     if contains:

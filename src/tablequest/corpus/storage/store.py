@@ -7,6 +7,19 @@ single INSERT, which DuckDB commits as its own transaction):
            n_rows, n_cols, data, text, plain)
     indexes(name, fingerprint, blob)        -- persisted grep / bm25 indexes
     embeddings(content_hash, model, vector) -- dense vectors, keyed by content
+    relations(table_id, sql_name, columns)  -- each table's typed relation (below)
+    store_meta(key, value)                  -- format_version
+    "<sql_name>"(_row, <columns>)           -- one typed DuckDB table per stored table
+
+The typed relations (names, types, metadata) are described in
+`tablequest.corpus.storage.relations`; they are written in the same transaction as the
+`tables` rows, so a table and its relation exist together or not at all. A new store file is
+created with 16 KiB blocks (DuckDB's default of 256 KiB gives every relation, however small,
+a 256 KiB block: 2,000 small tables took 526 MB; with 16 KiB, 35 MB). A store written before
+format 2 (no relations) is rewritten into the new format when it is opened for writing
+(`tablequest migrate STORE` does only that), in a new file renamed over the old one, so it is
+never half-migrated; opened read-only, it reads as before, and what needs relations (`sql`,
+paging) raises `StoreOutdated` naming `tablequest migrate`.
 
 `text` is the table serialized in its corpus format (what grep searches and what previews
 show); `plain` is header and cell words for BM25 and dense encoders. Table ids are opaque
@@ -38,7 +51,15 @@ from typing import Any
 
 import duckdb
 
-from tablequest.corpus.storage.storefile import NO_SPACE, explain, is_store_failure, open_database
+from tablequest.corpus.storage import relations as rel
+from tablequest.corpus.storage.storefile import (
+    BLOCK_SIZE,
+    NO_SPACE,
+    explain,
+    is_store_failure,
+    open_database,
+    sql_literal,
+)
 from tablequest.corpus.storage.storefile import NoStore as NoStore
 from tablequest.corpus.storage.storefile import NotAStore as NotAStore
 from tablequest.corpus.storage.storefile import StoreError as StoreError
@@ -59,6 +80,10 @@ CREATE TABLE IF NOT EXISTS indexes (name TEXT NOT NULL, fingerprint TEXT NOT NUL
 CREATE TABLE IF NOT EXISTS embeddings (
     content_hash TEXT NOT NULL, model TEXT NOT NULL, vector FLOAT[] NOT NULL
 );
+CREATE TABLE IF NOT EXISTS relations (
+    table_id TEXT NOT NULL, sql_name TEXT NOT NULL, columns TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS store_meta (key TEXT NOT NULL, value TEXT NOT NULL);
 """
 
 
@@ -130,6 +155,62 @@ def table_row(table: Table, *, path: str, file_hash: str, idx: int) -> tuple[Any
     )
 
 
+class StoreOutdated(StoreError):
+    """The store was written before typed relations (format 2): `tablequest migrate` it."""
+
+    code = "store_outdated"
+
+
+def _format_version(con: duckdb.DuckDBPyConnection) -> int | None:
+    """The store's format version; None for a store written before versions were kept."""
+    try:
+        row = con.execute("SELECT value FROM store_meta WHERE key = 'format_version'").fetchone()
+    except duckdb.CatalogException:
+        return None
+    return int(row[0]) if row else None
+
+
+def _set_version(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("DELETE FROM store_meta WHERE key = 'format_version'")
+    con.execute("INSERT INTO store_meta VALUES ('format_version', ?)", [str(rel.FORMAT_VERSION)])
+
+
+def _rewrite(path: Path, lock_timeout: float | None) -> None:
+    """Rewrite a store of format 1 as format 2 into a new file, renamed over `path`.
+
+    The old file is held (DuckDB's lock) and only read until the rename, so another process
+    never writes to the file being replaced, and a failure leaves it as it was.
+    """
+    fresh = path.with_name(path.name + ".migrating")
+    fresh.unlink(missing_ok=True)
+    con = open_database(path, read_only=False, lock_timeout=lock_timeout)
+    try:
+        con.execute("CHECKPOINT")  # nothing of the old file is left in a WAL beside it
+        old = con.execute("SELECT current_database()").fetchone()[0]  # type: ignore[index]
+        con.execute(f"ATTACH {sql_literal(str(fresh))} AS tq_fresh (BLOCK_SIZE {BLOCK_SIZE})")
+        con.execute("USE tq_fresh")
+        con.execute(SCHEMA)
+        for name in ("tables", "indexes", "embeddings"):
+            con.execute(f"INSERT INTO {name} SELECT * FROM {rel.quote(old)}.{name}")
+        reader = con.cursor()
+        reader.execute(f"SELECT {ROW_COLUMNS} FROM {rel.quote(old)}.tables ORDER BY table_id")
+        while batch := reader.fetchmany(256):
+            rel.write_relations(con, batch, {})
+        _set_version(con)
+        con.execute(f"USE {rel.quote(old)}")
+        con.execute("DETACH tq_fresh")
+        fresh.replace(path)
+    except BaseException as exc:
+        fresh.unlink(missing_ok=True)
+        Path(str(fresh) + ".wal").unlink(missing_ok=True)
+        if isinstance(exc, duckdb.Error):
+            raise StoreError(f"cannot migrate store {str(path)!r}: {explain(exc)}") from exc
+        raise
+    finally:
+        with contextlib.suppress(duckdb.Error):
+            con.close()
+
+
 class Store:
     """A corpus of tables in DuckDB (`path=None`: in memory).
 
@@ -179,10 +260,61 @@ class Store:
         if not self.read_only:
             try:
                 con.execute(SCHEMA)
+                if _format_version(con) is None and not self._fresh(con):
+                    con.close()
+                    assert self.path is not None  # an in-memory store starts empty
+                    _rewrite(self.path, self.lock_timeout)
+                    self.note(f"store {self.name!r} migrated to format {rel.FORMAT_VERSION}")
+                    return self._connect()
             except duckdb.Error as exc:
                 con.close()
                 raise StoreError(f"cannot write store {self.name!r}: {explain(exc)}") from exc
         return con
+
+    @staticmethod
+    def _fresh(con: duckdb.DuckDBPyConnection) -> bool:
+        """True (and the version written) when a store without a version holds no table."""
+        row = con.execute("SELECT count(*) FROM tables").fetchone()
+        if row and row[0]:
+            return False
+        _set_version(con)
+        return True
+
+    @property
+    def format_version(self) -> int:
+        """1 for a store written before typed relations, else its format version."""
+        return _format_version(self.con) or 1
+
+    def _need_relations(self) -> None:
+        if self.format_version < rel.FORMAT_VERSION:
+            raise StoreOutdated(
+                f"store {self.name!r} was written by an older tablequest (format "
+                f"{self.format_version}) and has no SQL relations: run `tablequest migrate "
+                f"{self.name}` once (it keeps every table)"
+            )
+
+    def relation(self, table_id: str) -> rel.Relation:
+        """The typed relation of `table_id` (name, columns, types).
+
+        Raises:
+            KeyError: no such table. StoreOutdated: a store of format 1.
+        """
+        self._need_relations()
+        row = self.con.execute(
+            "SELECT table_id, sql_name, columns FROM relations WHERE table_id = ?", [table_id]
+        ).fetchone()
+        if row is None:
+            raise KeyError(f"no table {table_id!r} in the store")
+        return rel.Relation.from_row(*row)
+
+    def relations(self) -> list[rel.Relation]:
+        """Every table's relation, by SQL name ([] for a store of format 1)."""
+        if self.format_version < rel.FORMAT_VERSION:
+            return []
+        rows = self.con.execute(
+            "SELECT table_id, sql_name, columns FROM relations ORDER BY sql_name"
+        ).fetchall()
+        return [rel.Relation.from_row(*row) for row in rows]
 
     @property
     def name(self) -> str:
@@ -267,8 +399,9 @@ class Store:
         sql = f"INSERT INTO tables ({ROW_COLUMNS}) VALUES {placeholders}"
         try:
             with self.transaction():
-                self.con.execute("DELETE FROM tables WHERE path = ?", [path])
+                keep = self._drop_paths([path])
                 self.con.execute(sql, params)
+                rel.write_relations(self.con, rows, keep)
         except duckdb.Error as exc:
             if is_store_failure(exc):
                 raise self._write_failed(exc, "a file's tables", rows[0] if rows else None) from exc
@@ -293,24 +426,47 @@ class Store:
             arrow = None
         if arrow is not None:
             try:
-                self._insert_arrow(arrow, [path for path, _, replace in batch if replace])
+                replaced = [path for path, _, replace in batch if replace]
+                self._insert_arrow(arrow, replaced, [row for _, rows, _ in batch for row in rows])
                 return []
             except duckdb.Error as exc:
                 if is_store_failure(exc):
                     probe = next((rows[0] for _, rows, _ in batch if rows), None)
                     raise self._write_failed(exc, "a group of files", probe) from exc
+            except (ValueError, TypeError, KeyError):  # a row whose table cannot be typed
+                pass
         failed = []
         for path, rows, replace in batch:
             try:
                 self.put_file(path, rows, replace=replace)
-            except (duckdb.Error, ValueError, TypeError):
+            except (duckdb.Error, ValueError, TypeError, KeyError):
                 failed.append(path)
         return failed
 
-    def _insert_arrow(self, arrow: Any, replaced: list[str]) -> None:
+    def _drop_paths(self, paths: list[str]) -> dict[str, str]:
+        """Delete the tables of `paths` and their relations; their ids' old relation names."""
+        if not paths:
+            return {}
+        ids = [
+            r[0]
+            for r in self.con.execute(
+                "SELECT table_id FROM tables WHERE list_contains(?, path)", [paths]
+            ).fetchall()
+        ]
+        names = dict(
+            self.con.execute(
+                "SELECT table_id, sql_name FROM relations WHERE list_contains(?, table_id)", [ids]
+            ).fetchall()
+        )
+        rel.drop_relations(self.con, ids)
+        self.con.execute("DELETE FROM tables WHERE list_contains(?, path)", [paths])
+        return names
+
+    def _insert_arrow(
+        self, arrow: Any, replaced: list[str], rows: Sequence[tuple[Any, ...]]
+    ) -> None:
         with self.transaction():
-            if replaced:
-                self.con.execute("DELETE FROM tables WHERE list_contains(?, path)", [replaced])
+            keep = self._drop_paths(replaced)
             self.con.register("tq_batch", arrow)
             try:
                 self.con.execute(
@@ -318,6 +474,7 @@ class Store:
                 )
             finally:
                 self.con.unregister("tq_batch")
+            rel.write_relations(self.con, rows, keep)
 
     def add_table(self, table: Table, *, key: str, idx: int = 0) -> str:
         """Add one in-memory table under a caller-chosen key (used by corpus builders)."""
@@ -389,7 +546,7 @@ class Store:
         """
         rows = self.rows(list(dict.fromkeys(table_ids)))
         sub = Store()
-        sub._insert_arrow(_arrow_rows(rows), [])
+        sub._insert_arrow(_arrow_rows(rows), [], rows)
         return sub
 
     def iter_tables(self) -> Iterator[tuple[str, Table]]:

@@ -33,6 +33,7 @@ import duckdb
 from tablequest.errors import TablequestError
 
 LOCK_TIMEOUT_ENV = "TABLEQUEST_LOCK_TIMEOUT"
+BLOCK_SIZE = 16384  # bytes per block of a new store file (store.py says why)
 DEFAULT_LOCK_TIMEOUT = 10.0
 
 
@@ -215,6 +216,8 @@ def open_database(
         raise NotAStore(_not_a_store(name, what))
     if not read_only:
         _make_parent(path)
+        if not path.exists():
+            _create(path)
     timeout = resolve_lock_timeout(lock_timeout)
     deadline = time.monotonic() + timeout
     delay = _FIRST_DELAY
@@ -241,6 +244,26 @@ def open_database(
                 ) from None
             time.sleep(min(delay, left))
             delay = min(delay * 2, 0.5)
+
+
+def sql_literal(text: str) -> str:
+    """`text` as a quoted SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _create(path: Path) -> None:
+    """Create an empty store file with `BLOCK_SIZE` blocks (DuckDB sets a file's block size
+    once, at creation; `duckdb.connect` with that setting would make every later opening of
+    the file in this process need the same configuration). Any failure here is left to the
+    opening that follows, which reports it."""
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute(f"ATTACH {sql_literal(str(path))} AS tq_new (BLOCK_SIZE {BLOCK_SIZE})")
+        con.execute("DETACH tq_new")
+    except duckdb.Error:
+        pass
+    finally:
+        con.close()
 
 
 def _not_a_store(name: str, what: str) -> str:

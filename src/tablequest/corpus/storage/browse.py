@@ -1,0 +1,308 @@
+"""Browsing a stored table through its relation: pages, sorting, filters, facets, exports.
+
+`page(store, table_id, offset=…, limit=…, sort=…, where=…)` runs one SQL query on the
+table's relation (`corpus/storage/relations.py`) and returns the body row ids of the page in
+order, the matching row count and the typed values; `page_table` turns the ids into a
+`Table` that renders exactly as the stored table does (header rows, merges of the header,
+title, notes), so `show`, the web page and MCP `get_table` show a page as they show a table.
+
+Filters (`column op value`, as `show --where` and `?where=` take them; ours): `column` is the
+SQL name or the header as shown; `op` is one of `= != < <= > >=` (compared as the column's
+type: a value that is not of that type is an error naming it), `~` (contains, any case) or
+`^` (starts with, any case), `null` / `notnull` (no value). Several filters all hold.
+Sorting is by one column, NULLs last, ties in row order. Facets: the most frequent values
+of a column among the matching rows, with their counts (ties by value).
+
+Exports (`export`): csv, tsv, json (records), parquet, xlsx; typed (numbers as numbers,
+dates as dates) from the relation, columns named by their header paths; `raw=True` gives
+the cells' source text instead (csv/tsv/json/xlsx).
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from tablequest.corpus.storage.relations import ROW_COLUMN, Column, Relation, quote
+from tablequest.table import Table
+from tablequest.table.model import unique_names
+
+if TYPE_CHECKING:
+    from tablequest.corpus.storage.store import Store
+
+__all__ = ["EXPORT_FORMATS", "Filter", "Page", "export", "facets", "page", "page_table"]
+__all__ += ["parse_filter"]
+
+EXPORT_FORMATS = ("csv", "tsv", "json", "parquet", "xlsx")
+MAX_LIMIT = 10_000
+_OPS = ("!=", "<=", ">=", "=", "<", ">", "~", "^")
+_FILTER = re.compile(r"^\s*(.+?)\s*(!=|<=|>=|=|<|>|~|\^)\s*(.*?)\s*$", re.S)
+_NULL = re.compile(r"^\s*(.+?)\s+(null|notnull)\s*$", re.I)
+
+
+@dataclass(frozen=True)
+class Filter:
+    """One condition on a column: `column op value` (module docstring)."""
+
+    column: str
+    op: str
+    value: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.column} {self.op} {self.value}".strip()
+
+
+def parse_filter(text: str) -> Filter:
+    """`"price > 3"` → Filter("price", ">", "3"); ValueError saying the form when malformed."""
+    match = _NULL.match(text)
+    if match:
+        return Filter(match.group(1), match.group(2).lower())
+    match = _FILTER.match(text)
+    if not match or not match.group(1):
+        raise ValueError(
+            f"cannot read the filter {text!r}: write COLUMN OP VALUE with OP one of "
+            f"{' '.join(_OPS)}, or COLUMN null / COLUMN notnull"
+        )
+    return Filter(match.group(1), match.group(2), match.group(3))
+
+
+@dataclass
+class Page:
+    """One page of a table: its body row ids in order and their typed values."""
+
+    table_id: str
+    relation: Relation
+    total: int  # rows matching the filters
+    offset: int
+    limit: int
+    row_ids: list[int]
+    values: list[tuple[Any, ...]]  # one tuple per row, in `relation.columns` order
+    sort: str | None = None
+    descending: bool = False
+    where: list[Filter] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        from tablequest.corpus.storage.sql import json_value
+
+        return {
+            "table_id": self.table_id,
+            "sql_name": self.relation.sql_name,
+            "total": self.total,
+            "offset": self.offset,
+            "limit": self.limit,
+            "sort": self.sort,
+            "descending": self.descending,
+            "where": [str(f) for f in self.where],
+            "columns": [c.to_json() for c in self.relation.columns],
+            "row_ids": self.row_ids,
+            "rows": [[json_value(v) for v in row] for row in self.values],
+        }
+
+
+def _condition(relation: Relation, flt: Filter) -> tuple[str, list[Any]]:
+    col = relation.column(flt.column)
+    name = quote(col.name)
+    if flt.op in ("null", "notnull"):
+        return f"{name} IS {'NOT ' if flt.op == 'notnull' else ''}NULL", []
+    if flt.op == "~":
+        return f"contains(lower({name}::VARCHAR), lower(?))", [flt.value]
+    if flt.op == "^":
+        return f"starts_with(lower({name}::VARCHAR), lower(?))", [flt.value]
+    if col.type != "VARCHAR":
+        _check_value(col, flt.value)
+    op = "<>" if flt.op == "!=" else flt.op
+    return f"{name} {op} CAST(? AS {col.type})", [flt.value]
+
+
+def _check_value(col: Column, value: str) -> None:
+    import duckdb
+
+    try:
+        duckdb.execute(f"SELECT CAST(? AS {col.type})", [value]).fetchone()
+    except duckdb.Error:
+        raise ValueError(
+            f"{value!r} is not a {col.type.lower()} value, which column {col.name!r} holds"
+        ) from None
+
+
+def _where(relation: Relation, where: Sequence[Filter]) -> tuple[str, list[Any]]:
+    parts, params = [], []
+    for flt in where:
+        sql, values = _condition(relation, flt)
+        parts.append(sql)
+        params += values
+    return (" WHERE " + " AND ".join(parts)) if parts else "", params
+
+
+def page(
+    store: Store,
+    table_id: str,
+    *,
+    offset: int = 0,
+    limit: int = 100,
+    sort: str | None = None,
+    descending: bool = False,
+    where: Sequence[Filter] = (),
+) -> Page:
+    """One page of `table_id` (module docstring).
+
+    Raises:
+        KeyError: no such table, or no such column (the message lists the columns).
+        ValueError: a negative offset, a limit outside 0…10,000, a value of the wrong type.
+        StoreOutdated: a store of format 1 (`tablequest migrate`).
+    """
+    if offset < 0:
+        raise ValueError(f"offset must be 0 or more, not {offset}")
+    if not 0 <= limit <= MAX_LIMIT:
+        raise ValueError(f"rows must be between 0 and {MAX_LIMIT:,}, not {limit}")
+    relation = store.relation(table_id)
+    cond, params = _where(relation, where)
+    cur = store.con.cursor()
+    try:
+        row = cur.execute(
+            f"SELECT count(*) FROM {quote(relation.sql_name)}{cond}", params
+        ).fetchone()
+        total = int(row[0]) if row else 0
+    finally:
+        cur.close()
+    rows = _select(store, relation, where, sort, descending, offset, limit).fetchall()
+    return Page(
+        table_id=table_id,
+        relation=relation,
+        total=total,
+        offset=offset,
+        limit=limit,
+        row_ids=[int(r[0]) for r in rows],
+        values=[tuple(r[1:]) for r in rows],
+        sort=None if sort is None else relation.column(sort).name,
+        descending=descending,
+        where=list(where),
+    )
+
+
+def _select(
+    store: Store,
+    relation: Relation,
+    where: Sequence[Filter],
+    sort: str | None,
+    descending: bool,
+    offset: int,
+    limit: int | None,
+) -> Any:
+    """The selected rows (`_row` first, then every column) as a DuckDB relation."""
+    cond, params = _where(relation, where)
+    order = quote(ROW_COLUMN)
+    if sort is not None:
+        key = quote(relation.column(sort).name)
+        order = f"{key} {'DESC' if descending else 'ASC'} NULLS LAST, {order}"
+    names = "".join(", " + quote(c.name) for c in relation.columns)
+    cut = "" if limit is None else f" LIMIT {int(limit)}"
+    return store.con.cursor().sql(
+        f"SELECT {quote(ROW_COLUMN)}{names} FROM {quote(relation.sql_name)}{cond} "
+        f"ORDER BY {order}{cut} OFFSET {int(offset)}",
+        params=params,
+    )
+
+
+def facets(
+    store: Store, table_id: str, column: str, *, k: int = 10, where: Sequence[Filter] = ()
+) -> list[tuple[Any, int]]:
+    """The `k` most frequent values of `column` among the matching rows, with counts."""
+    relation = store.relation(table_id)
+    name = quote(relation.column(column).name)
+    cond, params = _where(relation, where)
+    cur = store.con.cursor()
+    try:
+        rows = cur.execute(
+            f"SELECT {name}, count(*) AS n FROM {quote(relation.sql_name)}{cond} "
+            f"GROUP BY {name} ORDER BY n DESC, {name} NULLS LAST LIMIT ?",
+            [*params, max(0, k)],
+        ).fetchall()
+    finally:
+        cur.close()
+    return [(value, int(n)) for value, n in rows]
+
+
+def page_table(table: Table, row_ids: Sequence[int]) -> Table:
+    """`table` with the body rows `row_ids` in that order (header, title and notes kept).
+
+    Rows in the table's own order keep the merges among them (`Table.sub_table`); in any
+    other order only the header's merges are kept.
+    """
+    ids = list(row_ids)
+    positions = {rid: i for i, rid in enumerate(table.row_ids)}
+    if all(positions[a] < positions[b] for a, b in itertools.pairwise(ids)):
+        return table.sub_table(ids)
+    head = table.n_header_rows
+    body = [table.cells[head + positions[rid]] for rid in ids]
+    merges = tuple(m for m in table.merges if m.bottom < head)
+    return replace(
+        table,
+        cells=(*table.cells[:head], *body),
+        merges=merges,
+        row_ids=tuple(ids),
+    )
+
+
+def export(
+    store: Store,
+    table_id: str,
+    fmt: str,
+    *,
+    raw: bool = False,
+    offset: int = 0,
+    limit: int | None = None,
+    sort: str | None = None,
+    descending: bool = False,
+    where: Sequence[Filter] = (),
+) -> bytes:
+    """The table (or the rows a page selects) as a file in `fmt` (module docstring)."""
+    import pyarrow as pa
+
+    if fmt not in EXPORT_FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(EXPORT_FORMATS)}")
+    if raw and fmt == "parquet":
+        raise ValueError("--raw gives the cells' text: use csv, tsv, json or xlsx")
+    relation = store.relation(table_id)
+    if offset < 0:
+        raise ValueError(f"offset must be 0 or more, not {offset}")
+    headers = list(unique_names(" / ".join(c.header) for c in relation.columns))
+    result = _select(store, relation, where, sort, descending, offset, limit)
+    arrow = result.to_arrow_table()
+    if raw:
+        ids = [int(x) for x in arrow.column(0).to_pylist()]
+        frame = page_table(store.get(table_id), ids).to_dataframe(typed=False)
+        frame = frame.reset_index(drop=True)
+        frame.columns = headers
+        arrow = pa.Table.from_pandas(frame, preserve_index=False)
+    else:
+        arrow = arrow.drop_columns([ROW_COLUMN]).rename_columns(headers)
+    return _encode(arrow, fmt)
+
+
+def _encode(arrow: Any, fmt: str) -> bytes:
+    import pyarrow.csv as pacsv
+
+    out = io.BytesIO()
+    if fmt in ("csv", "tsv"):
+        options = pacsv.WriteOptions(delimiter="," if fmt == "csv" else "\t")
+        pacsv.write_csv(arrow, out, write_options=options)
+    elif fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        pq.write_table(arrow, out)
+    elif fmt == "json":
+        import json
+
+        from tablequest.corpus.storage.sql import json_value
+
+        records = [{k: json_value(v) for k, v in r.items()} for r in arrow.to_pylist()]
+        out.write(json.dumps(records, ensure_ascii=False, indent=1).encode())
+    else:
+        frame = arrow.to_pandas()
+        frame.to_excel(out, index=False, engine="openpyxl")
+    return out.getvalue()

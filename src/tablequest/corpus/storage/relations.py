@@ -1,0 +1,327 @@
+"""Each stored table as a typed DuckDB relation: names, types, writing and migration.
+
+Every table of a store (format 2 and later) is also one DuckDB table in the store file, so
+DuckDB itself reads the data (`duckdb.connect(STORE, read_only=True).sql("SELECT … FROM
+fuel_prices")`), and `tablequest sql`, paging, sorting, filters and typed exports run as SQL.
+
+- **Relation name** (`sql_name`): from the table's name as `tablequest tables` lists it (its
+  title when the file gave one, else the file name without extension, plus the sheet):
+  lower case, every run of characters other than letters and digits one `_`, at most 40
+  characters; a name that starts with a digit gets `t_` in front; an empty one is `table`.
+  Unique in the store: `fuel_prices`, `fuel_prices_2`, …; the store's own tables
+  (`tables`, `indexes`, `embeddings`, `relations`, `store_meta`) and SQL's reserved words are
+  never used as names (`tables_2`, `select_2`). A table keeps its name when its file is
+  ingested again.
+- **Column names**: from each column's header path joined with " / " (`Size / Depth m` →
+  `size_depth_m`), the same rule, at most 63 characters; `c` + the number for an empty header
+  (`c3`); a name starting with a digit gets `_` in front (`2019` → `_2019`); a reserved word
+  gets `_` behind (`order_`); repeats get `_2`, `_3`. The first column, `_row`, is the body
+  row id (what evidence and `show` name rows by). The header path of every column is kept in
+  the `relations` metadata table with its SQL type.
+- **Types**: exactly `Table.to_dataframe()`'s rule (`table/dtypes.py`): BIGINT, DOUBLE,
+  TIMESTAMP (DATE when every value is at midnight), else VARCHAR with the cell text as
+  stored (an empty text cell is the empty string, not NULL). Missing cells of a typed column
+  are NULL.
+- **Structure** (header rows, merges, notes, title, source and every cell's original text)
+  stays in `tables.data`, so every view renders exactly as before.
+
+Metadata: `relations(table_id, sql_name, columns)` (`columns`: JSON list of {name, header,
+type, col_id}); `store_meta(key, value)` holds `format_version`. Stores written before
+format 2 are migrated by `migrate_rows` (see `Store`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import TYPE_CHECKING, Any
+
+from tablequest.table import Table
+
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
+
+__all__ = ["FORMAT_VERSION", "INTERNAL_TABLES", "Column", "Relation", "column_names"]
+__all__ += ["relation_arrow", "sql_identifier", "table_sql_name"]
+
+FORMAT_VERSION = 2
+INTERNAL_TABLES = frozenset({"tables", "indexes", "embeddings", "relations", "store_meta"})
+ROW_COLUMN = "_row"
+NAME_CHARS = 40
+COLUMN_CHARS = 63
+
+# DuckDB's reserved keywords (`SELECT keyword_name FROM duckdb_keywords() WHERE
+# keyword_category = 'reserved'`, DuckDB 1.x–2.0): a relation or column named so would need
+# quotes in every query.
+RESERVED = frozenset(
+    {
+        "all",
+        "analyse",
+        "analyze",
+        "and",
+        "any",
+        "array",
+        "as",
+        "asc",
+        "asymmetric",
+        "both",
+        "case",
+        "cast",
+        "check",
+        "collate",
+        "column",
+        "constraint",
+        "create",
+        "default",
+        "deferrable",
+        "desc",
+        "describe",
+        "distinct",
+        "do",
+        "else",
+        "end",
+        "except",
+        "false",
+        "fetch",
+        "for",
+        "foreign",
+        "from",
+        "grant",
+        "group",
+        "having",
+        "in",
+        "initially",
+        "intersect",
+        "into",
+        "lateral",
+        "leading",
+        "limit",
+        "offset",
+        "on",
+        "only",
+        "or",
+        "order",
+        "pivot",
+        "pivot_longer",
+        "pivot_wider",
+        "placing",
+        "primary",
+        "qualify",
+        "references",
+        "returning",
+        "select",
+        "show",
+        "summarize",
+        "symmetric",
+        "table",
+        "then",
+        "to",
+        "trailing",
+        "true",
+        "union",
+        "unique",
+        "unpivot",
+        "using",
+        "variadic",
+        "when",
+        "where",
+        "window",
+        "with",
+        "lambda",
+        "not",
+        "null",
+        "some",
+    }
+)
+
+_NOT_WORD = re.compile(r"[^\w]+|_+")
+
+
+def sql_identifier(text: str, *, limit: int = COLUMN_CHARS) -> str:
+    """`text` as a lower-case SQL-safe word: runs of other characters become one `_`."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    word = _NOT_WORD.sub("_", folded).strip("_")
+    if len(word) > limit:
+        cut = word.rfind("_", 0, limit + 1)  # end at a word boundary where there is one
+        word = word[: cut if cut >= limit // 2 else limit].rstrip("_")
+    return word
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    candidate, k = name, 2
+    while candidate in taken:
+        candidate, k = f"{name}_{k}", k + 1
+    taken.add(candidate)
+    return candidate
+
+
+def column_names(table: Table) -> list[str]:
+    """The relation's column names for `table`'s columns (module docstring), `_row` excluded."""
+    taken = {ROW_COLUMN}
+    names = []
+    for j in range(table.n_cols):
+        word = sql_identifier(" / ".join(table.header_path(j))) or f"c{j + 1}"
+        if word[0].isdigit():
+            word = "_" + word
+        if word in RESERVED:
+            word += "_"
+        names.append(_unique(word, taken))
+    return names
+
+
+def display_name(path: str, sheet: str | None, title: str | None) -> str:
+    """The name the table's relation is made from: its title, else file stem (+ sheet)."""
+    if title and title.strip():
+        return title
+    stem = PurePath(path).stem or PurePath(path).name
+    return stem if sheet is None else f"{stem} {sheet}"
+
+
+def table_sql_name(name: str, taken: set[str]) -> str:
+    """A new unique relation name made from a table's `name` (added to `taken`)."""
+    word = sql_identifier(name, limit=NAME_CHARS) or "table"
+    if word[0].isdigit():
+        word = "t_" + word
+    if word in RESERVED or word in INTERNAL_TABLES:
+        taken.add(word)
+    return _unique(word, taken | INTERNAL_TABLES | RESERVED)
+
+
+@dataclass(frozen=True)
+class Column:
+    """One relation column: its SQL name, the header path it came from, type and column id."""
+
+    name: str
+    header: tuple[str, ...]
+    type: str
+    col_id: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "header": list(self.header),
+            "type": self.type,
+            "col_id": self.col_id,
+        }
+
+
+@dataclass(frozen=True)
+class Relation:
+    """A stored table's relation: its id, SQL name and columns (`_row` not listed)."""
+
+    table_id: str
+    sql_name: str
+    columns: tuple[Column, ...]
+
+    @classmethod
+    def from_row(cls, table_id: str, sql_name: str, columns: str) -> Relation:
+        cols = tuple(
+            Column(c["name"], tuple(c["header"]), c["type"], int(c["col_id"]))
+            for c in json.loads(columns)
+        )
+        return cls(table_id, sql_name, cols)
+
+    def column(self, name: str) -> Column:
+        """The column called `name` (its SQL name, or its header path as shown)."""
+        for col in self.columns:
+            if name in (col.name, " / ".join(col.header)):
+                return col
+        known = ", ".join(c.name for c in self.columns)
+        raise KeyError(f"no column {name!r} in {self.sql_name}; columns: {known}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "table_id": self.table_id,
+            "sql_name": self.sql_name,
+            "columns": [c.to_json() for c in self.columns],
+        }
+
+
+def _sql_type(series: Any) -> tuple[str, Any]:
+    """(SQL type, Arrow array) of one typed DataFrame column."""
+    import pandas as pd
+    import pyarrow as pa
+
+    kind = series.dtype.kind
+    if kind == "i":
+        return "BIGINT", pa.array(series.to_numpy(), type=pa.int64())
+    if kind == "f":
+        return "DOUBLE", pa.array(series.to_numpy(), type=pa.float64(), from_pandas=True)
+    if kind == "M":
+        values = pd.DatetimeIndex(series)
+        filled = values[values.notna()]
+        if len(filled) and (filled == filled.normalize()).all():
+            return "DATE", pa.array(values.date, type=pa.date32(), from_pandas=True)
+        return "TIMESTAMP", pa.array(values.as_unit("us"), type=pa.timestamp("us"))
+    return "VARCHAR", pa.array([str(v) for v in series], type=pa.string())
+
+
+def relation_arrow(table: Table) -> tuple[pa.Table, list[Column]]:
+    """`table`'s body as an Arrow table (`_row`, then its typed columns) and its columns."""
+    import pyarrow as pa
+
+    frame = table.to_dataframe()
+    names = column_names(table)
+    arrays = [pa.array(list(table.row_ids), type=pa.int64())]
+    columns = []
+    for j, name in enumerate(names):
+        sql_type, array = _sql_type(frame.iloc[:, j])
+        arrays.append(array)
+        columns.append(Column(name, table.header_path(j), sql_type, table.col_ids[j]))
+    return pa.Table.from_arrays(arrays, names=[ROW_COLUMN, *names]), columns
+
+
+def quote(name: str) -> str:
+    """`name` as a quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def existing_names(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """table id → sql_name of every relation in the store."""
+    return dict(con.execute("SELECT table_id, sql_name FROM relations").fetchall())
+
+
+def drop_relations(con: duckdb.DuckDBPyConnection, table_ids: Sequence[str]) -> None:
+    """Drop the relations of `table_ids` and their metadata (inside the caller's transaction)."""
+    if not table_ids:
+        return
+    rows = con.execute(
+        "SELECT sql_name FROM relations WHERE list_contains(?, table_id)", [list(table_ids)]
+    ).fetchall()
+    for (name,) in rows:
+        con.execute(f"DROP TABLE IF EXISTS {quote(name)}")
+    con.execute("DELETE FROM relations WHERE list_contains(?, table_id)", [list(table_ids)])
+
+
+def write_relations(
+    con: duckdb.DuckDBPyConnection,
+    rows: Iterable[tuple[Any, ...]],
+    keep: dict[str, str],
+) -> None:
+    """Create the relation of every `tables` row in `rows` (inside the caller's transaction).
+
+    `keep` maps table ids whose relations were just dropped to their old names, so a table
+    ingested again keeps its name. The rows' relations must not exist yet.
+    """
+    taken = {str(r[0]) for r in con.execute("SELECT sql_name FROM relations").fetchall()}
+    for row in rows:
+        table_id, path, sheet, title, data = row[0], row[1], row[5], row[6], row[10]
+        table = Table.from_dict(json.loads(data))
+        name = keep.get(table_id)
+        if name is None or name in taken:
+            name = table_sql_name(display_name(path, sheet, title), taken)
+        else:
+            taken.add(name)
+        arrow, columns = relation_arrow(table)
+        con.register("tq_relation", arrow)
+        try:
+            con.execute(f"CREATE TABLE {quote(name)} AS SELECT * FROM tq_relation")
+        finally:
+            con.unregister("tq_relation")
+        payload = json.dumps([c.to_json() for c in columns], ensure_ascii=False)
+        con.execute("INSERT INTO relations VALUES (?, ?, ?)", [table_id, name, payload])

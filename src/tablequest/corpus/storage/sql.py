@@ -1,0 +1,324 @@
+"""Read-only SQL over a store's relations (`tablequest sql`, `/v1/sql`, MCP `query_sql`).
+
+A query runs on its own DuckDB connection: an in-memory database that attaches the store
+file READ_ONLY, then turns external access off (no file readers such as
+`read_csv('/etc/passwd')`, no `COPY`, `ATTACH`, `INSTALL`/`LOAD`) and locks its
+configuration (no `SET`). Before it runs, the statement is checked with DuckDB's own parser:
+
+- exactly one statement, and a SELECT (DESCRIBE, SUMMARIZE, FROM-first and VALUES included);
+- every table it names is one of the store's relations (or a WITH name of the query that
+  does not shadow one of the store's own tables: `tables`, `indexes`, …, whose rows hold
+  source paths and indexes, are never readable, nor DuckDB's catalog views);
+- table functions only `range`, `generate_series` and `unnest`; no `current_setting`,
+  `getvariable` or `duckdb_*`/`pragma_*` function (they show paths and settings).
+
+Limits: `timeout` seconds (the query is interrupted), `limit` rows and `max_bytes` bytes of
+result (the result says `truncated` and why), DuckDB's memory limit and threads. Errors name
+the line and column DuckDB points at and suggest close table and column names.
+
+A sharded corpus is refused with a message naming its shard files: each shard is a store
+with its own relations, and one query across them would need one meaning for relation
+names that repeat across shards (ours; `tablequest sql -s SHARD.duckdb` queries one).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import difflib
+import json
+import math
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from tablequest.corpus.storage.relations import INTERNAL_TABLES, Relation
+from tablequest.corpus.storage.storefile import StoreError, sql_literal
+from tablequest.errors import TablequestError
+
+__all__ = ["SqlError", "SqlRefused", "SqlResult", "SqlRunner", "json_value"]
+
+DEFAULT_LIMIT = 1000
+DEFAULT_TIMEOUT = 10.0
+DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+MEMORY_LIMIT = "1GB"
+TABLE_FUNCTIONS = frozenset({"range", "generate_series", "unnest"})
+DENIED_FUNCTIONS = frozenset({"current_setting", "getvariable", "getenv", "current_schemas"})
+DENIED_PREFIXES = ("duckdb_", "pragma_")
+_CARET = re.compile(r"LINE (\d+): (.*)\n(\s*)\^")
+
+
+class SqlError(TablequestError):
+    """A query failed (syntax, unknown name, time or memory limit); `line`/`column` when
+    DuckDB pointed at a place."""
+
+    code = "sql"
+
+    def __init__(self, message: str, *, line: int | None = None, column: int | None = None):
+        super().__init__(message)
+        self.line = line
+        self.column = column
+
+
+class SqlRefused(SqlError):
+    """The statement is not allowed (not a single SELECT, or it names what it may not)."""
+
+    code = "sql_refused"
+
+
+@dataclass
+class SqlResult:
+    """Columns (name, DuckDB type), rows, and whether a limit cut them."""
+
+    columns: list[tuple[str, str]]
+    rows: list[tuple[Any, ...]]
+    truncated: bool = False
+    truncated_by: str | None = None  # "rows" | "bytes"
+    seconds: float = 0.0
+    arrow: Any = field(default=None, repr=False)  # the rows as a pyarrow Table
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "columns": [{"name": n, "type": t} for n, t in self.columns],
+            "rows": [[json_value(v) for v in row] for row in self.rows],
+            "row_count": len(self.rows),
+            "truncated": self.truncated,
+            "truncated_by": self.truncated_by,
+            "seconds": round(self.seconds, 4),
+        }
+
+
+def json_value(value: Any) -> Any:
+    """A result value as JSON can hold it (dates as ISO text, decimals as numbers)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None if math.isnan(value) else str(value)
+    if isinstance(value, (dt.date, dt.datetime, dt.time)):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    if isinstance(value, (bytes, bytearray)):
+        return value.hex()
+    if isinstance(value, (list, tuple)):
+        return [json_value(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): json_value(v) for k, v in value.items()}
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+class SqlRunner:
+    """Runs checked, read-only queries on one store file (a connection of its own).
+
+    Raises (on creation):
+        StoreError: the store cannot be opened (missing, locked, not a store, outdated).
+    """
+
+    def __init__(self, path: str | Path, *, lock_timeout: float | None = None) -> None:
+        self.path = Path(path).expanduser()
+        self.relations = self._relations(lock_timeout)
+        self._names = {r.sql_name.casefold(): r for r in self.relations}
+        self._lock = threading.Lock()
+        self.con = duckdb.connect(":memory:")
+        try:
+            self.con.execute(f"ATTACH {sql_literal(str(self.path))} AS store (READ_ONLY)")
+            self.con.execute("USE store")
+            self.con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+            self.con.execute("SET threads = 2")
+            self.con.execute("SET enable_progress_bar = false")
+            self.con.execute("SET enable_external_access = false")
+            self.con.execute("SET lock_configuration = true")
+        except duckdb.Error as exc:
+            self.con.close()
+            raise StoreError(f"cannot open store {str(self.path)!r} for SQL: {exc}") from exc
+
+    def _relations(self, lock_timeout: float | None) -> list[Relation]:
+        from tablequest.corpus.storage.shards import is_manifest
+        from tablequest.corpus.storage.store import Store
+
+        if is_manifest(self.path):
+            raise StoreError(
+                f"{str(self.path)!r} is a sharded corpus: `sql` runs on one store file, and "
+                "each shard is one (its relations named in its own `tables --json`); query "
+                "a shard file with -s SHARD.duckdb"
+            )
+        with Store(self.path, read_only=True, lock_timeout=lock_timeout) as store:
+            store._need_relations()
+            return store.relations()
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> SqlRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- checking -----------------------------------------------------------------------
+    def check(self, query: str) -> None:
+        """Refuse what is not one SELECT over the store's relations (module docstring)."""
+        try:
+            statements = self.con.extract_statements(query)
+        except duckdb.Error as exc:
+            raise _error(exc) from None
+        if len(statements) != 1:
+            raise SqlRefused(f"give exactly one SQL statement ({len(statements)} given)")
+        kind = statements[0].type.name
+        if kind != "SELECT":
+            raise SqlRefused(
+                f"only SELECT statements run here ({kind} refused): the store is read-only"
+            )
+        tree = json.loads(self.con.execute("SELECT json_serialize_sql(?)", [query]).fetchone()[0])  # type: ignore[index]
+        if tree.get("error"):
+            raise SqlRefused(f"this statement cannot be checked: {tree.get('error_message')}")
+        ctes: set[str] = set()
+        refs: list[dict[str, Any]] = []
+        _walk(tree, ctes, refs)
+        for name in ctes:
+            if name in INTERNAL_TABLES:
+                raise SqlRefused(f"a WITH name may not be {name!r} (one of the store's own tables)")
+        for node in refs:
+            self._check_ref(node, ctes)
+
+    def _check_ref(self, node: dict[str, Any], ctes: set[str]) -> None:
+        kind = node.get("type") or node.get("class")
+        if kind == "FUNCTION":
+            name = str(node.get("function_name", "")).casefold()
+            if name in DENIED_FUNCTIONS or name.startswith(DENIED_PREFIXES):
+                raise SqlRefused(f"the function {name}() is not available here")
+            return
+        if kind == "TABLE_FUNCTION":
+            name = str((node.get("function") or {}).get("function_name", "")).casefold()
+            if name not in TABLE_FUNCTIONS:
+                raise SqlRefused(
+                    f"the table function {name}() is not available here; query the store's "
+                    "relations (`tablequest tables --json` lists their sql_name)"
+                )
+            return
+        name = str(node.get("table_name", "")).strip('"').casefold()
+        catalog = str(node.get("catalog_name", "")).casefold()
+        schema = str(node.get("schema_name", "")).casefold()
+        if kind == "SHOW_REF" and not name:
+            return  # DESCRIBE/SUMMARIZE of a query: its tables are checked on their own
+        plain = not catalog and not schema
+        if (
+            catalog in ("", "store")
+            and schema in ("", "main")
+            and (name in self._names or (plain and name in ctes))
+        ):
+            return
+        raise SqlRefused(self._unknown(".".join(p for p in (catalog, schema, name) if p)))
+
+    def _unknown(self, name: str) -> str:
+        names = sorted(r.sql_name for r in self.relations)
+        close = difflib.get_close_matches(name.rsplit(".", 1)[-1], names, n=3)
+        hint = f" Did you mean {', '.join(close)}?" if close else ""
+        listed = ", ".join(names[:20]) + (", …" if len(names) > 20 else "")
+        return f"no table {name!r} here.{hint} Tables: {listed or '(none)'}"
+
+    # -- running ------------------------------------------------------------------------
+    def run(
+        self,
+        query: str,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> SqlResult:
+        """Check and run `query`; at most `limit` rows and `max_bytes` bytes come back.
+
+        Raises:
+            SqlRefused: a statement that is not allowed (nothing was run).
+            SqlError: DuckDB's error (with line and column), or a limit it ran into.
+        """
+        import pyarrow as pa
+
+        with self._lock:
+            self.check(query)
+            cursor = self.con.cursor()
+        started = time.monotonic()
+        timer = threading.Timer(timeout, cursor.interrupt)
+        timer.start()
+        try:
+            cursor.execute("USE store")
+            relation = cursor.sql(query)
+            types = [str(t) for t in relation.types]
+            reader = relation.to_arrow_reader(1024)
+            batches, rows, size, cut = [], 0, 0, None
+            for batch in reader:
+                if rows + batch.num_rows > limit:
+                    batch, cut = batch.slice(0, limit - rows), "rows"
+                if size + batch.nbytes > max_bytes:
+                    batch, cut = _fit(batch, max_bytes - size), "bytes"
+                batches.append(batch)
+                rows, size = rows + batch.num_rows, size + batch.nbytes
+                if cut:
+                    break
+            arrow = pa.Table.from_batches(batches, schema=reader.schema)
+        except duckdb.InterruptException:
+            raise SqlError(f"the query ran past the time limit of {timeout:g} s") from None
+        except duckdb.OutOfMemoryException:
+            raise SqlError(
+                f"the query needed more than the memory limit ({MEMORY_LIMIT})"
+            ) from None
+        except duckdb.Error as exc:
+            raise _error(exc) from None
+        finally:
+            timer.cancel()
+            cursor.close()
+        names = arrow.column_names
+        if len(types) != len(names):
+            types = [str(arrow.schema.field(i).type) for i in range(len(names))]
+        columns = list(zip(names, types, strict=True))
+        return SqlResult(
+            columns=columns,
+            rows=[tuple(r.values()) for r in arrow.to_pylist()],
+            truncated=cut is not None,
+            truncated_by=cut,
+            seconds=time.monotonic() - started,
+            arrow=arrow,
+        )
+
+
+def _fit(batch: Any, room: int) -> Any:
+    """The longest head of `batch` within `room` bytes (halving; Arrow sizes are per buffer)."""
+    n = batch.num_rows
+    while n > 0 and batch.slice(0, n).nbytes > room:
+        n //= 2
+    return batch.slice(0, n)
+
+
+def _walk(node: Any, ctes: set[str], refs: list[dict[str, Any]]) -> None:
+    """Collect WITH names and every table reference and function call of a parsed query."""
+    if isinstance(node, dict):
+        cte_map = node.get("cte_map")
+        if isinstance(cte_map, dict):
+            for entry in cte_map.get("map") or []:
+                ctes.add(str(entry.get("key", "")).casefold())
+        kind = node.get("type")
+        if kind in ("BASE_TABLE", "TABLE_FUNCTION", "SHOW_REF") or node.get("class") == "FUNCTION":
+            refs.append(node)
+        for value in node.values():
+            _walk(value, ctes, refs)
+    elif isinstance(node, list):
+        for value in node:
+            _walk(value, ctes, refs)
+
+
+def _error(exc: duckdb.Error) -> SqlError:
+    """DuckDB's error as a SqlError with the line and column its caret points at."""
+    message = str(exc)
+    line = column = None
+    match = _CARET.search(message)
+    if match:
+        line = int(match.group(1))
+        column = len(match.group(3)) - len(f"LINE {line}: ") + 1
+    first = message.split("\n\nLINE")[0].strip().replace("\n", " ")
+    where = f" (line {line}, column {column})" if line is not None else ""
+    return SqlError(first + where, line=line, column=column)
