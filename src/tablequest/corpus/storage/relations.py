@@ -144,7 +144,7 @@ _NOT_WORD = re.compile(r"[^\w]+|_+")
 
 def sql_identifier(text: str, *, limit: int = COLUMN_CHARS) -> str:
     """`text` as a lower-case SQL-safe word: runs of other characters become one `_`."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
+    folded = unicodedata.normalize("NFKC", text).lower()
     word = _NOT_WORD.sub("_", folded).strip("_")
     if len(word) > limit:
         cut = word.rfind("_", 0, limit + 1)  # end at a word boundary where there is one

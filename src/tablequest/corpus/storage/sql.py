@@ -247,7 +247,7 @@ class SqlRunner:
         timer.start()
         try:
             cursor.execute("USE store")
-            relation = cursor.sql(query)
+            relation = _bind(cursor, query)
             types = [str(t) for t in relation.types]
             reader = relation.to_arrow_reader(1024)
             batches, rows, size, cut = [], 0, 0, None
@@ -284,6 +284,16 @@ class SqlRunner:
             seconds=time.monotonic() - started,
             arrow=arrow,
         )
+
+
+def _bind(cursor: duckdb.DuckDBPyConnection, query: str) -> duckdb.DuckDBPyRelation:
+    """The query as a relation; a binding error comes with the place it points at (DuckDB
+    gives the place only when the query is executed, and binding fails before any work)."""
+    try:
+        return cursor.sql(query)
+    except (duckdb.BinderException, duckdb.CatalogException, duckdb.ParserException):
+        cursor.execute(query)
+        raise
 
 
 def _fit(batch: Any, room: int) -> Any:
