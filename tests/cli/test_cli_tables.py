@@ -1,6 +1,7 @@
-"""`tables`, `show` and `search` through the CLI runner: ids, readable tables without markup,
-exports through the serializers, the store rule (--store/-s, $TABLEQUEST_STORE, the old
-positional spelling with its note) and refusals that never create a store."""
+"""`tables`, `show` and `search` through the CLI runner: ids and sql names, readable tables
+without markup, typed exports and Markdown through the serializer, the store rule
+(--store/-s, $TABLEQUEST_STORE, the old positional spelling with its note) and refusals that
+never create a store."""
 
 from __future__ import annotations
 
@@ -45,7 +46,9 @@ def _id_of(store: Path, needle: str) -> str:
 def test_tables_lists_id_name_size_format_source(store: Path) -> None:
     rows = _listing(store)
     assert len(rows) == 16
-    assert set(rows[0]) == {"table_id", "name", "n_rows", "n_cols", "format", "source", "title"}
+    assert set(rows[0]) == {
+        "table_id", "name", "n_rows", "n_cols", "format", "source", "title", "sql_name"
+    }  # fmt: skip
     school = next(r for r in rows if str(r["source"]).endswith("school_enrollment.html"))
     assert school["name"] == "Enrollment by district and level, 2021 and 2023"
     assert (school["n_rows"], school["n_cols"], school["format"]) == (4, 5, "html")
@@ -54,6 +57,8 @@ def test_tables_lists_id_name_size_format_source(store: Path) -> None:
     human = runner.invoke(app, ["tables", "-s", str(store)], env={"COLUMNS": "250"})
     assert human.exit_code == 0
     assert str(school["table_id"]) in human.stdout and "4 × 5" in human.stdout
+    assert "sql name" in human.stdout and str(school["sql_name"]) in human.stdout
+    assert school["sql_name"] == "enrollment_by_district_and_level_2021"
     assert "16 tables in" in human.stdout
 
 
@@ -79,15 +84,18 @@ def test_show_readable_has_header_levels_merges_and_no_markup(store: Path) -> No
     assert "Smart home" in out and "Nordlicht Devices" in out
 
 
-def test_show_exports_with_the_serializers(store: Path) -> None:
+def test_show_exports_typed_values_and_markdown_through_the_serializer(store: Path) -> None:
     table_id = _id_of(store, "school_enrollment.html")
     as_csv = runner.invoke(app, ["show", table_id, "-s", str(store), "--format", "csv"])
     assert as_csv.exit_code == 0
     rows = list(csv.reader(io.StringIO(as_csv.stdout)))
-    assert rows[0][:2] == ["District", "Primary / 2021"] and rows[1][1] == "4,812"
+    assert rows[0][:2] == ["District", "Primary / 2021"] and rows[1][1] == "4812"
+    assert as_csv.stdout.splitlines()[1].startswith('"Aldergrove",4812,')  # typed: unquoted
+    raw = runner.invoke(app, ["show", table_id, "-s", str(store), "-F", "csv", "--raw"])
+    assert list(csv.reader(io.StringIO(raw.stdout)))[1][1] == "4,812"
     as_json = runner.invoke(app, ["show", table_id, "-s", str(store), "--format", "json"])
     data = json.loads(as_json.stdout)
-    assert data["header"][0][1] == "Primary" and [0, 1, 0, 2] in data["merges"]
+    assert data[0]["District"] == "Aldergrove" and data[0]["Secondary / 2023"] == 4105
     as_md = runner.invoke(app, ["show", table_id, "-s", str(store), "-F", "markdown"])
     assert as_md.stdout.startswith("| District | Primary / 2021 |")
     html = runner.invoke(app, ["show", table_id, "-s", str(store), "--format", "html"])
@@ -102,7 +110,7 @@ def test_show_limits_rows_and_names_the_listing_command(tmp_path: Path) -> None:
         (table_id,) = st.table_ids()
     short = runner.invoke(app, ["show", table_id, "-s", str(path)])
     assert "row49" in short.stdout and "row50" not in short.stdout
-    assert "first 50 rows shown" in short.stdout
+    assert "rows 1–50 of 80 (--offset 50: the next rows, --rows 0: all)" in short.stdout
     full = runner.invoke(app, ["show", table_id, "-s", str(path), "--rows", "0"])
     assert "row79" in full.stdout
     missing = runner.invoke(app, ["show", "tnope", "-s", str(path)])
@@ -218,7 +226,7 @@ def test_tables_and_show_read_a_sharded_corpus(tmp_path: Path, store: Path) -> N
     assert [r["table_id"] for r in rows] == [r["table_id"] for r in _listing(store)]
     school = next(str(r["table_id"]) for r in rows if "school" in str(r["source"]))
     shown = runner.invoke(app, ["show", school, "-s", str(manifest), "-F", "csv"])
-    assert shown.exit_code == 0 and shown.stdout.startswith("District,Primary / 2021")
+    assert shown.exit_code == 0 and shown.stdout.startswith('"District","Primary / 2021"')
     hits = runner.invoke(app, ["search", "enrollment district", "-s", str(manifest)])
     assert hits.exit_code == 0 and school in hits.stdout
     # a retriever that ranks one store only refuses the corpus: a clean error, no traceback

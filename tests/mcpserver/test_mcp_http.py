@@ -59,10 +59,14 @@ def test_http_session_calls_every_tool(http_server: HttpServer, bed: Bed) -> Non
         out["ask"] = await client.call_tool(
             "ask", {"question": "How deep is Quillsee?", "method": "direct", "table_ids": [lakes]}
         )
+        out["sql"] = await client.call_tool(
+            "query_sql", {"query": "select max(size_depth_m) as deepest from lakes_of_varnholm"}
+        )
         return out
 
     out = _run(http_server, body)
-    assert len(out["tools"]) == 6
+    assert len(out["tools"]) == 7
+    assert out["sql"].structured_content["rows"] == [[61]]
     listed = out["list"].structured_content
     assert [t["source"] for t in listed["tables"]] == ["lakes.html"] and listed["total"] == 1
     assert out["search"].structured_content["hits"][0]["table_id"] == lakes

@@ -10,7 +10,9 @@ from tests.mcpserver.conftest import Bed, stdio_params, text
 
 from tablequest.llm.stub import StubServer
 
-TOOLS = {"list_tables", "search_tables", "get_table", "run_pandas", "ask", "research"}
+TOOLS = {
+    "list_tables", "search_tables", "get_table", "query_sql", "run_pandas", "ask", "research",
+}  # fmt: skip
 
 
 def _session(bed: Bed, *args: str, body: Any) -> Any:

@@ -279,12 +279,16 @@ def _is_package_init(module: str) -> bool:
 
 
 def test_corpus_store_is_storage_only() -> None:
-    # storefile is the store's own file handling (what a path holds, locks, write failures)
+    # storefile is the store's own file handling (what a path holds, locks, write failures);
+    # relations is the store's typed relations (names, types), itself storage only
     graph = _graph()
     store = {
         t for t in graph["tablequest.corpus.storage.store"] if t.startswith("tablequest.corpus")
     }
-    assert store <= {"tablequest.corpus.storage.storefile"}
+    own = {"tablequest.corpus.storage.storefile", "tablequest.corpus.storage.relations"}
+    assert store <= own | {"tablequest.corpus.storage"}
+    relations = graph["tablequest.corpus.storage.relations"]
+    assert not {t for t in relations if t.startswith("tablequest.corpus")}
     leaf = {t for t in graph["tablequest.corpus.storage.storefile"] if t.startswith("tablequest")}
     assert leaf <= {"tablequest.errors"}  # the exception base, the lowest layer
 

@@ -150,6 +150,15 @@ NoCacheOpt = Annotated[
 ]
 TraceDirOpt = Annotated[Path | None, typer.Option(help="Where the JSONL traces go.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+OutputOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--output",
+        "-O",
+        metavar="FILE",
+        help="Write the export to FILE (parquet and xlsx need it, or a pipe, on a terminal).",
+    ),
+]
 TableIdOpt = Annotated[
     list[str] | None,
     typer.Option(

@@ -11,7 +11,9 @@ import contextlib
 import html
 import json
 import re
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
@@ -29,7 +31,7 @@ from rich.progress import (
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from tablequest.cli._exit import USAGE
+from tablequest.cli._exit import FAILED, USAGE
 from tablequest.corpus.dense.encoder_base import encoding_progress, with_rate
 from tablequest.corpus.lexical.rank import question_patterns
 from tablequest.corpus.retrieval.hits import search_hit
@@ -128,6 +130,46 @@ def fail_on(
 
 def print_json(payload: Any) -> None:
     print(json.dumps(payload, ensure_ascii=False, default=str))
+
+
+def wide_console() -> Console:
+    """The console on a terminal (its width); else one without a width limit, so piped
+    output (`show ID | less`, a file) keeps every row on one line whatever COLUMNS says."""
+    return console if console.is_terminal else Console(width=100_000)
+
+
+def stdout_is_terminal() -> bool:
+    """True when stdout is a terminal (binary exports are refused there)."""
+    return sys.stdout.isatty()
+
+
+BINARY_FORMATS = frozenset({"parquet", "xlsx"})
+
+
+def emit_file(data: bytes, fmt: str, output: Path | None, *, json_out: bool = False) -> None:
+    """An export's bytes: into `output` when given (a one-line note on stderr), else on
+    stdout. A binary format (parquet, xlsx) on a terminal is refused (exit 2): it needs
+    ``--output FILE`` or a pipe."""
+    if output is not None:
+        try:
+            output.expanduser().write_bytes(data)
+        except OSError as exc:
+            fail(f"cannot write {str(output)!r}: {exc.strerror or exc}", json_out=json_out,
+                 status=FAILED)  # fmt: skip
+        err_console.print(f"wrote {output} ({len(data):,} bytes, {fmt})",
+                          markup=False, highlight=False, soft_wrap=True)  # fmt: skip
+        return
+    if fmt in BINARY_FORMATS:
+        if stdout_is_terminal():
+            fail(f"{fmt} is binary: name a file with --output FILE (or pipe the output)",
+                 json_out=json_out)  # fmt: skip
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    text = data.decode("utf-8")
+    sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+    sys.stdout.flush()
 
 
 def usage_line(usage: dict[str, Any]) -> str:

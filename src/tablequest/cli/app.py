@@ -17,6 +17,7 @@ from tablequest.cli import (
     eval_subtab,
     mcp,
     serve,
+    sql,
     tables,
     trace,
 )
@@ -59,6 +60,7 @@ def _main(
 app.command("ingest")(ingest_command)
 app.command("search")(search_command)
 tables.register(app)
+sql.register(app)
 app.command("ask", cls=PairCommand)(ask_command)
 app.command("methods")(methods_command)
 app.command("batch", cls=PairCommand)(batch_command)

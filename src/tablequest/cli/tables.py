@@ -1,38 +1,64 @@
 """`tablequest tables` and `tablequest show`: what a store holds, and one table.
 
-`tables` lists id, name, rows × cols, format and source (`tablequest.corpus.storage.catalog`);
-`show ID` prints one table readably (header levels as bold rows above a rule, row headers
-bold, a merged range's value once in its first cell, the body-row ids in a dim first column),
-or exports it with `--format csv|tsv|json|markdown` through `tablequest.table.serialize`.
-HTML is not offered: a terminal never gets table markup.
+`tables` lists id, sql name (the table's relation, for `tablequest sql`), name, rows × cols,
+format and source (`tablequest.corpus.storage.catalog`); `show ID` prints one table readably
+(header levels as bold rows above a rule, row headers bold, a merged range's value once in
+its first cell, the body-row ids in a dim first column), or a page of it, or exports it.
+
+Paging (`tablequest.corpus.storage.browse`): `--offset N --rows N` pick the rows, `--sort
+COLUMN [--desc]` orders them (NULLs last, ties in row order), `--where "COL OP VALUE"`
+(repeatable) keeps the rows where every condition holds; the readable view shows only the
+page, rendered as the whole table is (`browse.page_table`), and says "rows A–B of TOTAL".
+Exports: `markdown` through `tablequest.table.serialize` (the cells' text), `csv`, `tsv`,
+`json` (records), `parquet` and `xlsx` typed from the table's relation (numbers as numbers,
+dates as dates; columns named by their header paths; `--raw`: the cells' source text, not
+for parquet), `--output FILE` for any of them (parquet and xlsx are never written to a
+terminal). HTML is not offered: a terminal never gets table markup.
 
 Both read the store named by the store rule (`--store/-s`, see `_options`), refuse a missing
 one (exit 2) and never create it. Choices (ours): the readable view shows the first 50 body
-rows unless `--rows N` (0: all); exports always carry the whole table.
+rows unless `--rows N` (0: all); exports carry every row unless `--rows N`. Without `--sort`
+and `--where` the rows come from the stored table itself, so a store of format 1 still
+shows; sorting, filters and typed exports need its relations (`tablequest migrate`, exit 1
+otherwise). An unknown column or a malformed filter exits 2 naming the columns or the form.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
 from tablequest.cli._exit import USAGE
-from tablequest.cli._options import JsonOpt, StoreOpt, require_store, store_and_words
-from tablequest.cli._output import console, fail, fail_on, print_json
+from tablequest.cli._options import (
+    JsonOpt,
+    OutputOpt,
+    StoreOpt,
+    require_store,
+    store_and_words,
+)
+from tablequest.cli._output import console, emit_file, fail, fail_on, print_json, wide_console
+from tablequest.corpus.storage.browse import (
+    EXPORT_FORMATS,
+    MAX_LIMIT,
+    Filter,
+    export,
+    page,
+    page_table,
+    parse_filter,
+)
 from tablequest.corpus.storage.catalog import catalog
 from tablequest.corpus.storage.shards import ShardedStore, is_manifest
 from tablequest.corpus.storage.store import Store, StoreError
 from tablequest.table import Table, serialize
 
-__all__ = ["register", "show_command", "table_notes", "table_view", "tables_command"]
+__all__ = ["Paging", "register", "show_command", "table_notes", "table_view", "tables_command"]
 
-ExportFormat = Literal["table", "csv", "tsv", "json", "markdown"]
-_EXPORTS: tuple[ExportFormat, ...] = ("table", "csv", "tsv", "json", "markdown")
+_FORMATS = ("table", "markdown", *EXPORT_FORMATS)
 _HIDDEN_STORE = typer.Argument(hidden=True, show_default=False)
 
 
@@ -62,7 +88,7 @@ def tables_command(
     ] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """List the store's tables: id, name, rows × cols, format and source."""
+    """List the store's tables: id, sql name, name, rows × cols, format and source."""
     path, _ = store_and_words(
         "tables", [old_store] if old_store else [], store, names=(), json_out=json_out
     )
@@ -78,18 +104,13 @@ def tables_command(
         )  # fmt: skip
         return
     view = RichTable(title=f"{len(entries)} tables in {path}", title_justify="left")
-    for column in ("id", "name", "rows × cols", "format", "source"):
+    for column in ("id", "sql name", "name", "rows × cols", "format", "source"):
         view.add_column(column, no_wrap=column == "id", overflow="fold")
     for e in entries:
         size = f"{e.n_rows} × {e.n_cols}"
-        view.add_row(e.table_id, Text(e.name), size, e.format or "", Text(e.source))
-    _wide().print(view)
-
-
-def _wide() -> Console:
-    """The console on a terminal (its width); else one without a width limit, so piped
-    output (`show ID | less`, a file) keeps every row on one line whatever COLUMNS says."""
-    return console if console.is_terminal else Console(width=100_000)
+        sql_name = Text(e.sql_name or "—", style="" if e.sql_name else "dim")
+        view.add_row(e.table_id, sql_name, Text(e.name), size, e.format or "", Text(e.source))
+    wide_console().print(view)
 
 
 def show_command(
@@ -103,19 +124,68 @@ def show_command(
     store: StoreOpt = None,
     fmt: Annotated[
         str,
-        typer.Option("--format", "-F", help="table (readable) | csv | tsv | json | markdown."),
+        typer.Option(
+            "--format",
+            "-F",
+            help="table (readable) | markdown | csv | tsv | json | parquet | xlsx (typed "
+            "exports: numbers as numbers, dates as dates; --raw for the cells' text).",
+        ),
     ] = "table",
     rows: Annotated[
-        int, typer.Option("--rows", "-n", min=0, help="Body rows in the readable view (0: all).")
-    ] = 50,
+        int | None,
+        typer.Option(
+            "--rows",
+            "-n",
+            min=0,
+            show_default=False,
+            help="Body rows to show or export (0: all; default: 50 in the readable view, all "
+            "in exports).",
+        ),
+    ] = None,
+    offset: Annotated[
+        int, typer.Option("--offset", min=0, help="Skip this many rows first (after --sort).")
+    ] = 0,
+    sort: Annotated[
+        str | None,
+        typer.Option(
+            "--sort",
+            metavar="COLUMN",
+            help="Sort by this column (its sql name or header as shown; NULLs last).",
+        ),
+    ] = None,
+    desc: Annotated[bool, typer.Option("--desc", help="Sort descending.")] = False,
+    where: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--where",
+            metavar='"COL OP VALUE"',
+            help="Only rows where COL OP VALUE holds (repeatable, all must hold); OP is one of "
+            "= != < <= > >= ~ (contains) ^ (starts with), or COL null / COL notnull.",
+        ),
+    ] = None,
+    raw: Annotated[
+        bool, typer.Option("--raw", help="Exports carry the cells' source text, not typed values.")
+    ] = False,
+    output: OutputOpt = None,
 ) -> None:
-    """Print one table readably (header levels, merges, row ids) or export it."""
+    """Print one table readably (header levels, merges, row ids), a page of it, or export it."""
     path, (wanted,) = store_and_words("show", [table_id, *(extra or [])], store, names=("ID",))
-    if fmt not in _EXPORTS:
-        fail(f"--format takes {' | '.join(_EXPORTS)}, got {fmt!r}", status=USAGE)
+    if fmt not in _FORMATS:
+        fail(f"--format takes {' | '.join(_FORMATS)}, got {fmt!r}", status=USAGE)
+    if raw and fmt not in EXPORT_FORMATS:
+        fail("--raw applies to --format csv | tsv | json | xlsx (the readable view and "
+             "markdown always show the cells' text)")  # fmt: skip
+    if output is not None and fmt == "table":
+        fail("--output takes an export: add --format csv | tsv | json | parquet | xlsx | markdown")
+    if desc and sort is None:
+        fail("--desc needs --sort COLUMN")
+    try:
+        filters = [parse_filter(text) for text in where or ()]
+    except ValueError as exc:
+        fail(str(exc))
+    limit = (50 if fmt == "table" else None) if rows is None else (rows or None)
     with _open(path, json_out=False) as st:
         try:
-            table = st.get(wanted)
             source = st.source(wanted)
         except KeyError:
             fail(
@@ -123,17 +193,62 @@ def show_command(
                 "lists ids",
                 code="no_table",
             )
-    if fmt != "table":
-        print(serialize(table, fmt))
+        shard = st.shard_for(wanted) if isinstance(st, ShardedStore) else st
+        try:
+            if fmt in EXPORT_FORMATS:
+                data = export(shard, wanted, fmt, raw=raw, offset=offset, limit=limit,
+                              sort=sort, descending=desc, where=filters)  # fmt: skip
+            else:
+                table = st.get(wanted)
+                total, ids = _page(shard, wanted, table, offset, limit, sort, desc, filters)
+        except KeyError as exc:  # a column --sort or --where names
+            fail(str(exc.args[0]) if exc.args else str(exc), code="no_column")
+        except (ValueError, StoreError) as exc:
+            fail_on(exc)
+    if fmt in EXPORT_FORMATS:
+        emit_file(data, fmt, output)
+        return
+    shown = page_table(table, ids)
+    if fmt == "markdown":
+        emit_file(serialize(shown, "markdown").encode(), fmt, output)
         return
     origin = source.path if source.sheet is None else f"{source.path}#{source.sheet}"
     _line(f"{wanted} · {origin}", "bold")
     if table.title:
         _line(table.title)
-    _wide().print(table_view(table, max_rows=rows))
+    wide_console().print(table_view(shown, max_rows=0))
     for note in table.notes:  # footer lines a reader kept apart from the rows
         _line(f"note: {note}")
-    _line(table_notes(table, table.n_rows if rows == 0 else min(rows, table.n_rows)), "dim")
+    paged = Paging(offset, len(ids), total, sort=sort, descending=desc, where=filters)
+    _line(table_notes(table, paged), "dim")
+
+
+def _page(
+    store: Store,
+    table_id: str,
+    table: Table,
+    offset: int,
+    limit: int | None,
+    sort: str | None,
+    descending: bool,
+    where: list[Filter],
+) -> tuple[int, list[int]]:
+    """(rows matching, the body row ids of the page in order). Without --sort and --where
+    the ids come from the table itself (a store of format 1 reads as before); else from
+    `browse.page` over the table's relation, in pages of at most `MAX_LIMIT` rows."""
+    if sort is None and not where:
+        end = None if limit is None else offset + limit
+        return table.n_rows, list(table.row_ids[offset:end])
+    ids: list[int] = []
+    total = 0
+    while True:
+        want = MAX_LIMIT if limit is None else min(MAX_LIMIT, limit - len(ids))
+        got = page(store, table_id, offset=offset + len(ids), limit=want, sort=sort,
+                   descending=descending, where=where)  # fmt: skip
+        total = got.total
+        ids += got.row_ids
+        if len(got.row_ids) < want or (limit is not None and len(ids) >= limit):
+            return total, ids
 
 
 def _line(text: str, style: str = "") -> None:
@@ -150,15 +265,39 @@ def _covered(table: Table) -> set[tuple[int, int]]:
     return out
 
 
-def table_notes(table: Table, shown: int) -> str:
-    """The line under a readable table: its size, header levels, merges, rows left out."""
+@dataclass(frozen=True)
+class Paging:
+    """Which rows of a table a readable view shows: `count` from `offset` of `total` (the
+    rows matching `where`), in `sort` order."""
+
+    offset: int
+    count: int
+    total: int
+    sort: str | None = None
+    descending: bool = False
+    where: list[Filter] = field(default_factory=list)
+
+
+def table_notes(table: Table, paging: Paging) -> str:
+    """The line under a readable table: its size, header levels, merges, the rows shown."""
     notes = [f"{table.n_rows} rows × {table.n_cols} columns"]
     if table.n_header_rows > 1:
         notes.append(f"{table.n_header_rows} header levels")
     if table.merges:
         notes.append(f"{len(table.merges)} merged ranges (value shown once)")
-    if shown < table.n_rows:
-        notes.append(f"first {shown} rows shown (--rows 0: all)")
+    p = paging
+    matching = f" matching {' and '.join(repr(str(f)) for f in p.where)}" if p.where else ""
+    order = f", sorted by {p.sort}{' descending' if p.descending else ''}" if p.sort else ""
+    if p.count == 0:
+        if p.total == 0:
+            notes.append(f"no rows{matching}" if matching else "no rows")
+        else:
+            notes.append(f"no rows past --offset {p.offset} ({p.total} rows{matching})")
+    elif p.count < p.total or p.where or p.sort:
+        shown = f"rows {p.offset + 1}–{p.offset + p.count} of {p.total}{matching}{order}"
+        if p.offset + p.count < p.total:
+            shown += f" (--offset {p.offset + p.count}: the next rows, --rows 0: all)"
+        notes.append(shown)
     return " · ".join(notes)
 
 

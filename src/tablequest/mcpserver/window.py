@@ -17,6 +17,12 @@ the rows as lists, for clients that rebuild the structure. A markdown window tha
 the whole table ends with one line naming its row ids and the next page's offset (clients
 often give the model only the text, and the prompt asks it to cite cells by row id); the
 line counts against the budget.
+
+Rows chosen by value (`get_table`'s sort and where: `tablequest.corpus.storage.browse.page`
+runs them on the table's relation) come as a `Selection`: the page's row ids in its order,
+how many rows match and where the page starts. The window renders those rows as any other
+(`page_table` keeps the header, title and merges), `next_offset` pages through the matching
+rows, and the markdown note names the filters and the sort with the row ids.
 """
 
 from __future__ import annotations
@@ -26,11 +32,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from tablequest.corpus.storage.browse import page_table
 from tablequest.errors import TablequestError
 from tablequest.table import Table
 from tablequest.table.serialize import Rendered, render
 
-__all__ = ["DEFAULT_CHARS", "MAX_CHARS", "Window", "WindowError", "table_window"]
+__all__ = ["DEFAULT_CHARS", "MAX_CHARS", "Selection", "Window", "WindowError", "table_window"]
 
 DEFAULT_CHARS = 40_000
 MAX_CHARS = 250_000
@@ -47,6 +54,25 @@ class Window:
 
     text: str
     data: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Body rows picked by value (`browse.page`): their ids in the page's order, how many
+    rows match, where the page starts, and the sort and filters that chose them."""
+
+    row_ids: tuple[int, ...]
+    total: int
+    offset: int
+    sort: str | None = None
+    descending: bool = False
+    where: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "total": self.total, "offset": self.offset, "sort": self.sort,
+            "descending": self.descending, "where": list(self.where),
+        }  # fmt: skip
 
 
 def _column_ids(table: Table, columns: Sequence[int | str] | None) -> list[int] | None:
@@ -107,21 +133,28 @@ def table_window(
     columns: Sequence[int | str] | None = None,
     fmt: Format = "markdown",
     max_chars: int = DEFAULT_CHARS,
+    selection: Selection | None = None,
 ) -> Window:
-    """The window of `table` described in the module doc.
+    """The window of `table` described in the module doc; with `selection`, its rows (in its
+    order) instead of `offset`, `limit` and `rows`.
 
     Raises:
         WindowError: a row or column id (or name) the table does not have.
     """
-    part = table.sub_table(
-        rows=_row_ids(table, rows, offset, limit), cols=_column_ids(table, columns)
-    )
+    cols = _column_ids(table, columns)
+    if selection is not None:
+        part = page_table(table, selection.row_ids).sub_table(cols=cols)
+        rows, offset = None, selection.offset
+    else:
+        part = table.sub_table(rows=_row_ids(table, rows, offset, limit), cols=cols)
     title = f"### {part.title}\n\n" if part.title else ""
     if fmt == "markdown":
         rendered = render(part, "markdown")
         fixed = len(title) + sum(len(h) + 1 for h in rendered.head)
         keep = _fit(rendered.rows, fixed, max_chars) if rendered.rows else 0
-        keep = _fit_note(table, part.row_ids, rendered.rows, keep, fixed, max_chars, rows, offset)
+        keep = _fit_note(
+            table, part.row_ids, rendered.rows, keep, fixed, max_chars, rows, offset, selection
+        )
     else:
         lines = [json.dumps(list(r), ensure_ascii=False) for r in part.body]
         head = json.dumps([list(r) for r in part.header_rows], ensure_ascii=False)
@@ -135,8 +168,10 @@ def table_window(
         "n_header_cols": part.n_header_cols,
         "header_paths": [list(part.header_path(j)) for j in range(part.n_cols)],
         "col_ids": list(part.col_ids), "row_ids": list(part.row_ids), "format": fmt,
-        "cut_by_size": cut, "next_offset": _next_offset(table, part, rows, offset),
+        "cut_by_size": cut, "next_offset": _after(table, part.n_rows, rows, offset, selection),
     }  # fmt: skip
+    if selection is not None:
+        data.update(selection.to_json())
     data["header_rows"] = [list(r) for r in part.header_rows]
     data["merges"] = [
         {"top": m.top, "left": m.left, "bottom": m.bottom, "right": m.right} for m in part.merges
@@ -145,45 +180,76 @@ def table_window(
         data["rows"] = [list(r) for r in part.body]
         return Window(json.dumps(data, ensure_ascii=False), data)
     shown = Rendered(rendered.head, rendered.rows[:keep], ())
-    return Window(title + shown.text + _rows_note(table, part.row_ids, data["next_offset"]), data)
+    note = _rows_note(table, part.row_ids, data["next_offset"], selection)
+    return Window(title + shown.text + note, data)
 
 
-def _next_offset(table: Table, part: Table, rows: Sequence[int] | None, offset: int) -> int | None:
-    return _after(table, part.n_rows, rows, offset)
-
-
-def _after(table: Table, kept: int, rows: Sequence[int] | None, offset: int) -> int | None:
+def _after(
+    table: Table, kept: int, rows: Sequence[int] | None, offset: int, selection: Selection | None
+) -> int | None:
     if rows is not None or not kept:
         return None
     after = offset + kept
-    return after if after < table.n_rows else None
+    return after if after < (table.n_rows if selection is None else selection.total) else None
 
 
-def _rows_note(table: Table, row_ids: Sequence[int], next_offset: int | None) -> str:
+def _rows_note(
+    table: Table, row_ids: Sequence[int], next_offset: int | None, selection: Selection | None
+) -> str:
     """A line under a markdown window that is not the whole table: which body rows it shows
     (their ids, to cite cells by) and where the next page starts — the model reads the text,
     not always the structured part."""
     ids = list(row_ids)
     if ids == list(table.row_ids):
         return ""
+    if selection is not None and (selection.where or selection.sort):
+        return _selection_note(table, ids, next_offset, selection)
     if not ids:
         return (
             f"\n\n_No body rows in this window: the table has {table.n_rows} "
             f"(row ids {_id_range(table.row_ids)})._"
         )
-    listed = _id_range(ids) if _id_range(ids) != "listed" else ", ".join(map(str, ids))
     more = f"; next page: offset {next_offset}" if next_offset is not None else ""
-    return f"\n\n_{len(ids)} of {table.n_rows} body rows, row ids {listed}{more}._"
+    return f"\n\n_{len(ids)} of {table.n_rows} body rows, row ids {_listed(ids)}{more}._"
+
+
+def _selection_note(
+    table: Table, ids: list[int], next_offset: int | None, selection: Selection
+) -> str:
+    """`_rows_note` for rows picked by value: the filters and the sort, and the row ids in
+    the page's order (``_3 of 33 body rows where value > 2900 (of 1000), sorted by value
+    descending, row ids 999..997 (descending); next page: offset 3._``)."""
+    which = f"{selection.total} body rows"
+    if selection.where:
+        which += f" where {' and '.join(selection.where)} (of {table.n_rows})"
+    if selection.sort:
+        which += f", sorted by {selection.sort}{' descending' if selection.descending else ''}"
+    if not ids:
+        if not selection.total and selection.where:
+            return f"\n\n_No body rows where {' and '.join(selection.where)} (of {table.n_rows})._"
+        return f"\n\n_No body rows in this window: offset {selection.offset} is past the {which}._"
+    more = f"; next page: offset {next_offset}" if next_offset is not None else ""
+    return f"\n\n_{len(ids)} of {which}, row ids {_listed(ids)}{more}._"
+
+
+def _listed(ids: Sequence[int]) -> str:
+    """Row ids in their order: ``3..9`` or ``9..3 (descending)`` for a run, else each one."""
+    if len(ids) == 1:
+        return str(ids[0])
+    if len(ids) > 2 and list(ids) == list(range(ids[0], ids[-1] - 1, -1)):
+        return f"{ids[0]}..{ids[-1]} (descending)"
+    return _id_range(ids) if _id_range(ids) != "listed" else ", ".join(map(str, ids))
 
 
 def _fit_note(
     table: Table, row_ids: Sequence[int], lines: Sequence[str], keep: int, fixed: int,
-    budget: int, rows: Sequence[int] | None, offset: int,
+    budget: int, rows: Sequence[int] | None, offset: int, selection: Selection | None,
 ) -> int:  # fmt: skip
     """`keep`, less the rows that `_rows_note` needs room for (at least one row stays)."""
     used = fixed + sum(len(line) + 1 for line in lines[:keep])
     while keep > 1:
-        note = _rows_note(table, row_ids[:keep], _after(table, keep, rows, offset))
+        after = _after(table, keep, rows, offset, selection)
+        note = _rows_note(table, row_ids[:keep], after, selection)
         if used + len(note) <= budget:
             break
         keep -= 1

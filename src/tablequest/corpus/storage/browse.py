@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from tablequest.corpus.storage.store import Store
 
 __all__ = ["EXPORT_FORMATS", "Filter", "Page", "export", "facets", "page", "page_table"]
-__all__ += ["parse_filter"]
+__all__ += ["encode", "parse_filter"]
 
 EXPORT_FORMATS = ("csv", "tsv", "json", "parquet", "xlsx")
 MAX_LIMIT = 10_000
@@ -281,10 +281,11 @@ def export(
         arrow = pa.Table.from_pandas(frame, preserve_index=False)
     else:
         arrow = arrow.drop_columns([ROW_COLUMN]).rename_columns(headers)
-    return _encode(arrow, fmt)
+    return encode(arrow, fmt)
 
 
-def _encode(arrow: Any, fmt: str) -> bytes:
+def encode(arrow: Any, fmt: str) -> bytes:
+    """A pyarrow Table as a file in `fmt` (one of EXPORT_FORMATS)."""
     import pyarrow.csv as pacsv
 
     out = io.BytesIO()
