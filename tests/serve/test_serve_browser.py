@@ -9,7 +9,8 @@ cells marked by how they were found (an ambiguous one outlined, not highlighted)
 that says why (never "Done."), a refused ask, a DTR-like result with its report and chart,
 the trace viewer, every input labelled, numbers right-aligned, no page scrolling sideways on
 the phone, and hostile table content that must not execute (a page-side flag: `window.__xss`
-stays undefined).
+stays undefined). The SQL page runs a bookmarked query (and Ctrl+Enter an edited one), and a
+table pages forward, sorts by a click on a column's header and filters with facets.
 
 Set TABLEQUEST_SCREENSHOT=docs to write the README's screenshots (docs/serve-desktop.png and
 docs/serve-phone.png, an answered question).
@@ -390,3 +391,59 @@ def test_no_page_scrolls_sideways_on_a_phone(phone: Any, server: Any) -> None:
     phone.goto(server.url + phone.locator("#trace-link a").get_attribute("href"))
     phone.wait_for_selector("ol.events li.kind-llm_call")
     check("/traces/ID")
+
+
+def test_the_sql_page_and_paging_sorting_a_table(page: Any, server: Any, browser: Any) -> None:
+    from urllib.parse import urlencode
+
+    with server.client() as client:
+        lakes = client.get("/v1/tables", params={"q": "lakes"}).json()["tables"][0]
+    tid, name = lakes["table_id"], lakes["sql_name"]
+    query = f"SELECT lake, size_depth_m FROM {name} ORDER BY size_depth_m DESC"
+    page.goto(f"{server.url}/sql?{urlencode({'q': query})}")  # a bookmarked query
+    results = page.locator("#sql-results tbody tr")
+    assert results.count() == 3 and page.locator("#sql-count").inner_text() == "3 rows"
+    assert results.first.locator("td").all_inner_texts() == ["Quillsee", "61"]
+    assert page.locator("#sql-q").input_value() == query
+    assert page.locator("#relations code.sql-name", has_text=name).count() == 1
+    page.fill("#sql-q", f"SELECT count(*) AS n FROM {name}")
+    page.press("#sql-q", "Control+Enter")  # runs it (app.js); the query goes into the URL
+    page.wait_for_url(re.compile(r"/sql\?q=SELECT\+count"))
+    assert page.locator("#sql-results tbody td").inner_text() == "3"
+    assert page.evaluate(UNLABELLED) == []
+    page.goto(f"{server.url}/sql?{urlencode({'q': 'SELECT * FROM hostile'})}")
+    assert "<script>window.__xss=3</script>" in page.locator("#sql-results").inner_text()
+    no_xss(page)
+
+    page.goto(f"{server.url}/tables/{tid}?limit=1")
+    assert page.locator("#page-range").inner_text() == "Rows 1–1 of 3"
+    page.locator("#page-next").click()
+    page.wait_for_url(re.compile(r"offset=1"))
+    assert page.locator("#page-range").inner_text() == "Rows 2–2 of 3"
+    row_ids = "rs => rs.map(r => r.dataset.row)"
+    assert page.locator("table.tq tbody tr").evaluate_all(row_ids) == ["1"]
+    page.goto(f"{server.url}/tables/{tid}")
+    page.locator("table.tq th[data-sort-column=size_depth_m]").click()  # sort by a header
+    page.wait_for_url(re.compile(r"sort=size_depth_m"))
+    assert page.locator("table.tq tbody tr").evaluate_all(row_ids) == ["1", "0", "2"]
+    page.locator("table.tq th[data-sort-column=size_depth_m]").click()  # again: the other way
+    page.wait_for_url(re.compile(r"desc=1"))
+    assert page.locator("table.tq tbody tr").evaluate_all(row_ids) == ["2", "0", "1"]
+    page.fill("#where-new", "region = North")
+    page.select_option("#facet", "region")
+    page.get_by_role("button", name="Apply").click()
+    page.wait_for_url(re.compile(r"where=region"))
+    assert page.locator("#page-range").inner_text() == "Rows 1–2 of 2 matching"
+    assert page.locator("#facets li").all_inner_texts() == ["North 2"]
+    assert page.locator("#download-csv").get_attribute("href").startswith(f"/v1/tables/{tid}/rows")
+    assert page.evaluate(UNLABELLED) == []
+    no_xss(page)
+
+    context, phone = new_page(browser, 390, 844)
+    try:
+        phone.goto(f"{server.url}/login?token={TOKEN}")
+        for path in (f"/sql?{urlencode({'q': query})}", f"/tables/{tid}?facet=region&limit=1"):
+            phone.goto(server.url + path)
+            assert phone.evaluate(SIDEWAYS) <= 0, f"{path} scrolls sideways"
+    finally:
+        context.close()

@@ -1,4 +1,5 @@
-"""The ``/v1`` HTTP API: tables, search, ask (server-sent events), traces, ingest, methods.
+"""The ``/v1`` HTTP API: tables (rows paged, sorted, filtered, downloaded), SQL, search, ask
+(server-sent events), traces, ingest, methods.
 
 Every route is a thin call into `ServerState` or the library. Errors are JSON
 ``{"error": {"code", "message"}}`` with a 4xx status (see `tablequest.serve.app` for the
@@ -12,24 +13,38 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import anyio
 from fastapi import APIRouter, File, Header, HTTPException, Path, Query, Request, UploadFile
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 import tablequest
 from tablequest.corpus.lexical.rank import question_patterns
 from tablequest.corpus.retrieval.hits import search_hit
 from tablequest.corpus.retrieval.retrievers import RETRIEVERS, preview_hit
+from tablequest.corpus.storage import browse
+from tablequest.corpus.storage.relations import Relation
+from tablequest.corpus.storage.sql import SqlError
+from tablequest.corpus.storage.store import StoreError, StoreOutdated
 from tablequest.methods.options import describe_options
 from tablequest.methods.registry import MethodSpec, get_method, list_methods
 from tablequest.serve import models as m
 from tablequest.serve.asks import AskJob
 from tablequest.serve.public import Scrubber
+from tablequest.serve.rows import (
+    EXPORT_TYPES,
+    MAX_FACETS,
+    SQL_TYPES,
+    attachment,
+    facet_json,
+    parse_where,
+    sql_file,
+)
 from tablequest.serve.state import AskSpec, ServerState
-from tablequest.serve.tables import matched_rows_fast, structure
+from tablequest.serve.stores import ReadStore
+from tablequest.serve.tables import API_CELLS, matched_rows_fast, structure
 from tablequest.serve.uploads import discard, save_uploads
 from tablequest.trace import UnreadableTrace, read_trace, summarize
 from tablequest.trace.describe import Names, describe_event
@@ -90,6 +105,7 @@ def tables(
     """The stored tables (by file and position), optionally filtered by a substring."""
     with state_of(request).stores.reader() as store:
         infos = list(store.snapshot.info.values())
+        sql_names = store.snapshot.sql_names
     if q:
         needle = q.lower()
         infos = [i for i in infos if needle in i.name.lower() or needle in (i.title or "").lower()]
@@ -98,10 +114,21 @@ def tables(
         "offset": offset,
         "tables": [
             {"table_id": i.table_id, "source": i.name, "format": i.format, "sheet": i.sheet,
-             "title": i.title, "n_rows": i.n_rows, "n_cols": i.n_cols}
+             "title": i.title, "n_rows": i.n_rows, "n_cols": i.n_cols,
+             "sql_name": sql_names.get(i.table_id)}
             for i in infos[offset : offset + limit]
         ],
     }  # fmt: skip
+
+
+@router.get("/relations", response_model=list[m.RelationInfo])
+def relations(request: Request) -> list[dict[str, Any]]:
+    """Every table's relation, by SQL name: what `/v1/sql` queries, with column types."""
+    state = state_of(request)
+    with state.stores.reader() as store:
+        found = store_relations(store)
+        shown = {tid: info.name for tid, info in store.snapshot.info.items()}
+    return [{**r.to_json(), "source": shown.get(r.table_id, "")} for r in found]
 
 
 @router.get(
@@ -122,6 +149,165 @@ def table(
             raise HTTPException(404, f"no table {table_id!r} in the store (see /v1/tables)")
         data = structure(store.get(table_id), table_id, offset=offset, limit=min(limit or cap, cap))
     return {**data, "source": info.name, "format": info.format}
+
+
+def store_relations(store: ReadStore) -> list[Relation]:
+    """The store's relations by SQL name, read once per generation ([] for format 1)."""
+    found: list[Relation] = store.snapshot.extras.get_or(("relations", ""), store.relations)
+    return found
+
+
+def api_error(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
+    """An error answer with fields beyond code and message (a SQL error's line, column)."""
+    return JSONResponse({"error": {"code": code, "message": message, **extra}}, status)
+
+
+def store_error(state: ServerState, exc: StoreError) -> JSONResponse:
+    """A store that cannot answer: 409 for a store of format 1 (`tablequest migrate` it),
+    else 503; the message names no server folder."""
+    status = 409 if isinstance(exc, StoreOutdated) else 503
+    return api_error(status, exc.code if isinstance(exc, StoreOutdated) else "store",
+                     scrubber(state).text(str(exc)))  # fmt: skip
+
+
+def _message(exc: Exception) -> str:
+    return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+
+
+ExportFormat = Literal["csv", "tsv", "json", "parquet", "xlsx"]
+ROWS_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"model": m.TableRows, "content": {t: {} for t in EXPORT_TYPES.values()},
+          "description": "A page of rows as JSON, or with `format` the rows as a file."},
+    404: {"model": m.ErrorBody}, 409: {"model": m.ErrorBody}, 422: {"model": m.ErrorBody},
+}  # fmt: skip
+
+
+@router.get("/tables/{table_id}/rows", response_model=None, responses=ROWS_RESPONSES)
+def table_rows(
+    request: Request,
+    table_id: TableId,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[
+        int | None, Query(ge=1, description="Rows at most (default and cap: the server's).")
+    ] = None,
+    sort: Annotated[
+        str | None, Query(max_length=300, description="A column: SQL name or header.")
+    ] = None,
+    desc: Annotated[bool, Query(description="Sort largest first (nulls still last).")] = False,
+    where: Annotated[
+        list[str] | None,
+        Query(
+            description="`column op value` (op: = != < <= > >= ~ ^, or `column null`); "
+            "repeatable, all hold."
+        ),
+    ] = None,
+    facets: Annotated[
+        list[str] | None, Query(description="Columns whose frequent values to count.")
+    ] = None,
+    facet_k: Annotated[int, Query(ge=1, le=100)] = 10,
+    fmt: Annotated[
+        ExportFormat | None,
+        Query(
+            alias="format",
+            description="Download the rows as a file (all matching rows "
+            "unless `limit`): typed values, columns named by their headers.",
+        ),
+    ] = None,
+    raw: Annotated[bool, Query(description="With `format`: the cells' text as stored.")] = False,
+) -> Response:
+    """A table's rows through its relation: paged, sorted, filtered, with facets; or a file."""
+    state = state_of(request)
+    if len(facets or ()) > MAX_FACETS:
+        raise HTTPException(422, f"at most {MAX_FACETS} facets, not {len(facets or ())}")
+    with state.stores.reader() as store:
+        info = store.snapshot.info.get(table_id)
+        if info is None:
+            raise HTTPException(404, f"no table {table_id!r} in the store (see /v1/tables)")
+        try:
+            filters = parse_where(where)
+            if fmt is not None:
+                name = f"{store.relation(table_id).sql_name}.{fmt}"
+                data = browse.export(
+                    store, table_id, fmt, raw=raw, offset=offset, limit=limit, sort=sort,
+                    descending=desc, where=filters,
+                )  # fmt: skip
+                headers = {"Content-Disposition": attachment(name)}
+                return Response(data, media_type=EXPORT_TYPES[fmt], headers=headers)
+            cap = state.config.limits.max_table_rows
+            size = min(limit or cap, cap, max(1, API_CELLS // max(1, info.n_cols)))
+            page = browse.page(
+                store, table_id, offset=offset, limit=size, sort=sort, descending=desc,
+                where=filters,
+            )  # fmt: skip
+            counted = {
+                page.relation.column(c).name: facet_json(
+                    browse.facets(store, table_id, c, k=facet_k, where=filters)
+                )
+                for c in facets or ()
+            }
+            table = store.get(table_id)
+        except StoreError as exc:
+            return store_error(state, exc)
+        except (KeyError, ValueError) as exc:
+            return api_error(422, "invalid", _message(exc))
+    positions = {rid: i for i, rid in enumerate(table.row_ids)}
+    body = table.body
+    text = [list(body[positions[rid]]) for rid in page.row_ids]
+    return JSONResponse({**page.to_json(), "source": info.name, "text": text, "facets": counted})
+
+
+SQL_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"model": m.SqlResponse, "content": {t: {} for t in SQL_TYPES.values()},
+          "description": "The result as JSON, or with `format` as a CSV or Parquet file."},
+    400: {"model": m.SqlErrorBody, "description": "A refused statement (`sql_refused`) or a "
+          "failed query (`sql`, with the line and column DuckDB pointed at)."},
+    409: {"model": m.ErrorBody, "description": "A store of format 1: `tablequest migrate` it."},
+}  # fmt: skip
+SqlFormat = Literal["json", "csv", "parquet"]
+
+
+def run_sql(state: ServerState, query: str, limit: int | None, fmt: str) -> Response:
+    """Run `query` within the server's limits and answer it (JSON, or a file)."""
+    if not query.strip():
+        return api_error(422, "invalid", "the query is empty")
+    try:
+        result = state.run_sql(query, limit=limit)
+        if fmt != "json":
+            data = sql_file(result, fmt)
+            headers = {
+                "Content-Disposition": attachment(f"query.{fmt}"),
+                "X-Row-Count": str(len(result.rows)),
+                "X-Truncated": result.truncated_by or "",
+            }
+            return Response(data, media_type=SQL_TYPES[fmt], headers=headers)
+    except SqlError as exc:
+        return api_error(400, exc.code, str(exc), line=exc.line, column=exc.column)
+    except StoreError as exc:
+        return store_error(state, exc)
+    except ValueError as exc:
+        return api_error(422, "invalid", str(exc))
+    return JSONResponse({**result.to_json(), "limit": state.sql_limit(limit)})
+
+
+@router.get("/sql", response_model=None, responses=SQL_RESPONSES)
+async def sql_get(
+    request: Request,
+    q: Annotated[str, Query(min_length=1, max_length=100_000, description="One SELECT.")],
+    limit: Annotated[int | None, Query(ge=1, description="Rows at most (capped).")] = None,
+    fmt: Annotated[SqlFormat, Query(alias="format")] = "json",
+) -> Response:
+    """A read-only SQL query over the tables' relations (names: `sql_name` in /v1/tables)."""
+    state = state_of(request)
+    return await anyio.to_thread.run_sync(run_sql, state, q, limit, fmt, limiter=state.sql_limiter)
+
+
+@router.post("/sql", response_model=None, responses=SQL_RESPONSES)
+async def sql_post(request: Request, body: m.SqlRequest) -> Response:
+    """The same query in a JSON body (`{"query", "limit", "format"}`)."""
+    state = state_of(request)
+    return await anyio.to_thread.run_sync(
+        run_sql, state, body.query, body.limit, body.format, limiter=state.sql_limiter
+    )
 
 
 def run_search(

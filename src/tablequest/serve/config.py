@@ -60,6 +60,10 @@ class Limits:
         max_asks: Asks running at once (beyond: 429 with Retry-After).
         ask_timeout: Seconds an ask may run; it is stopped at its next step after that.
         max_table_rows: Body rows one table request returns at most.
+        max_sql_rows: Rows one SQL query returns at most (``/v1/sql``, the SQL page; a
+            request asking for more gets this many, marked truncated).
+        sql_timeout: Seconds one SQL query may run; then it is interrupted (an error).
+        sql_max_bytes: Bytes of result one SQL query returns at most (then truncated).
     """
 
     max_file_bytes: int = 32 * MIB
@@ -76,6 +80,9 @@ class Limits:
     max_asks: int = 16
     ask_timeout: float = 600.0
     max_table_rows: int = 1000
+    max_sql_rows: int = 10_000
+    sql_timeout: float = 10.0
+    sql_max_bytes: int = 16 * MIB
 
     def __post_init__(self) -> None:
         busy = self.max_requests + self.max_streams
@@ -84,7 +91,7 @@ class Limits:
                 f"--max-connections ({self.max_connections}) must be above --max-requests + "
                 f"--max-streams ({busy}): connections waiting for their request head need room"
             )
-        for name in ("body_timeout", "header_timeout", "stream_idle_timeout"):
+        for name in ("body_timeout", "header_timeout", "stream_idle_timeout", "sql_timeout"):
             if getattr(self, name) <= 0:
                 option = "--" + name.replace("_", "-")
                 raise ServeError(f"{option} must be a positive number of seconds")

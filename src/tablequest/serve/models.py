@@ -105,6 +105,9 @@ class TableSummary(BaseModel):
     title: str | None
     n_rows: int
     n_cols: int
+    sql_name: str | None = Field(
+        None, description="Its relation, as /v1/sql names it (None: a store of format 1)."
+    )
 
 
 class TableList(BaseModel):
@@ -139,6 +142,87 @@ class TableDetail(BaseModel):
     row_ids: list[int]
     rows: list[list[str]]
     offset: int
+
+
+class RelationColumn(BaseModel):
+    name: str = Field(description="The column's SQL name in the table's relation.")
+    header: list[str] = Field(description="The header path it came from, top first.")
+    type: str = Field(description="Its SQL type: BIGINT, DOUBLE, DATE, TIMESTAMP or VARCHAR.")
+    col_id: int
+
+
+class RelationInfo(BaseModel):
+    table_id: str
+    sql_name: str
+    source: str = Field(description=SOURCE)
+    columns: list[RelationColumn]
+
+
+class FacetValue(BaseModel):
+    value: Any
+    count: int
+
+
+class TableRows(BaseModel):
+    """A page of a table's rows through its relation: sorted, filtered, with facets."""
+
+    table_id: str
+    source: str = Field(description=SOURCE)
+    sql_name: str = Field(description="The table's relation (what /v1/sql queries name).")
+    total: int = Field(description="Rows matching the filters (all rows without filters).")
+    offset: int
+    limit: int
+    sort: str | None = Field(description="The column sorted by (its SQL name), if any.")
+    descending: bool
+    where: list[str] = Field(description="The filters that hold for every row.")
+    columns: list[RelationColumn]
+    row_ids: list[int] = Field(description="Body row ids of the page, in order.")
+    rows: list[list[Any]] = Field(
+        description="Typed values (numbers, ISO dates, text, null), one list per row in "
+        "`columns` order."
+    )
+    text: list[list[str]] = Field(description="The same cells' text as stored.")
+    facets: dict[str, list[FacetValue]] = Field(
+        default_factory=dict, description="Per requested column, its most frequent values."
+    )
+
+
+class SqlRequest(BaseModel):
+    """A read-only query over the store's relations."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=100_000, description="One SELECT statement.")
+    limit: int | None = Field(
+        None, ge=1, description="Rows at most (default 1,000; the server caps it)."
+    )
+    format: Literal["json", "csv", "parquet"] = "json"
+
+
+class SqlColumn(BaseModel):
+    name: str
+    type: str = Field(description="DuckDB's type of the column.")
+
+
+class SqlResponse(BaseModel):
+    columns: list[SqlColumn]
+    rows: list[list[Any]]
+    row_count: int
+    truncated: bool
+    truncated_by: Literal["rows", "bytes"] | None = Field(
+        description="What cut the result: the row limit or the size limit."
+    )
+    seconds: float
+    limit: int = Field(description="The row limit the query ran with.")
+
+
+class SqlErrorDetail(ErrorDetail):
+    line: int | None = Field(None, description="Where in the query DuckDB pointed, if it did.")
+    column: int | None = None
+
+
+class SqlErrorBody(BaseModel):
+    error: SqlErrorDetail
 
 
 class FileResult(BaseModel):

@@ -1,4 +1,4 @@
-"""The web pages: corpus browser, table, search, ask (live trajectory), results, traces.
+"""The web pages: corpus browser, table, SQL, search, ask (live trajectory), results, traces.
 
 Server-rendered Jinja templates (autoescaped); the little JavaScript there is lives in
 ``static/app.js`` (the CSP forbids inline script). Pages read the same `ServerState` as the
@@ -8,13 +8,29 @@ is.
 
 A page that names something that is not there (a table id, an ask, a trace) is a 404 page
 saying so ("No such table"), whatever the id looks like: never a validation error.
+
+The table page pages through the table's relation (`tablequest.corpus.storage.browse`):
+``?offset=&limit=`` (a page is at most the server's `max_table_rows`, fewer for wide tables
+so the view shows it whole), ``?sort=COLUMN&desc=1`` (a click on a column's header), repeatable
+``?where=COLUMN OP VALUE`` filters, ``?facet=COLUMN`` (its most frequent values among the
+matching rows, each a link that adds its filter) and download links for the rows it selects
+(``/v1/tables/ID/rows?format=…``). A filter or column that is not there is said above the
+table, which is then shown unfiltered; a store of format 1 pages in row order only. The SQL
+page (``/sql?q=…``: bookmarkable) runs the query as ``/v1/sql`` does and lists the store's
+relations with their columns and types.
 """
 
 from __future__ import annotations
 
+import json
+import re
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path as FilePath
 from typing import Annotated, Any
+from urllib.parse import quote, urlencode
 
+import anyio
 from fastapi import APIRouter, Form, HTTPException, Path, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
@@ -22,17 +38,25 @@ from starlette.concurrency import run_in_threadpool
 from tablequest.corpus.dense.encoders import ENCODERS
 from tablequest.corpus.lexical.rank import question_patterns
 from tablequest.corpus.retrieval.retrievers import RETRIEVERS
+from tablequest.corpus.storage import browse
+from tablequest.corpus.storage.relations import Relation
+from tablequest.corpus.storage.relations import quote as sql_quote
+from tablequest.corpus.storage.sql import SqlError, SqlResult, json_value
+from tablequest.corpus.storage.store import StoreError, StoreOutdated
 from tablequest.methods.base import Result
 from tablequest.methods.registry import list_methods
 from tablequest.serve.answer import answer_context, short_name
-from tablequest.serve.api import method_info, run_search, state_of
+from tablequest.serve.api import method_info, run_search, scrubber, state_of, store_relations
 from tablequest.serve.events import render_markdown
 from tablequest.serve.models import DEFAULT_ENCODER, DEFAULT_METHOD
 from tablequest.serve.render import environment, trace_context
+from tablequest.serve.rows import facet_filter, parse_where
 from tablequest.serve.security import COOKIE, token_matches
 from tablequest.serve.state import ServerState
-from tablequest.serve.tables import TableView, table_view
+from tablequest.serve.stores import ReadStore
+from tablequest.serve.tables import MAX_CELLS, MAX_COLS, TableView, table_view
 from tablequest.serve.tracelist import trace_row
+from tablequest.table import Table
 from tablequest.trace import UnreadableTrace, read_trace
 
 router = APIRouter(include_in_schema=False)
@@ -134,19 +158,276 @@ def corpus(
     )
 
 
+DOWNLOADS = (("CSV", "csv"), ("XLSX", "xlsx"), ("Parquet", "parquet"), ("JSON", "json"))
+FACET_VALUES = 20
+RELATIONS_LISTED = 500
+PLAIN_NAME = re.compile(r"[a-z_][a-z0-9_]*")
+
+
+@dataclass
+class Browse:
+    """What the table page selected: its rows, and the links that change the selection."""
+
+    table_id: str
+    offset: int
+    size: int  # rows a page holds
+    limit: int | None  # as the request gave it (kept in links)
+    sort: str | None
+    desc: bool
+    where: list[str]
+    facet: str | None
+    relation: Relation | None = None
+    total: int = 0
+    row_ids: list[int] = field(default_factory=list)
+    error: str | None = None
+    note: str | None = None
+    facet_values: list[tuple[str, int, str]] = field(default_factory=list)
+
+    def url(self, **changes: Any) -> str:
+        """This page's address with `changes` (offset, sort, desc, where, facet)."""
+        now = {"offset": self.offset, "limit": self.limit, "sort": self.sort, "desc": self.desc,
+               "where": self.where, "facet": self.facet, **changes}  # fmt: skip
+        params: list[tuple[str, str]] = []
+        if now["offset"]:
+            params.append(("offset", str(now["offset"])))
+        if now["limit"]:
+            params.append(("limit", str(now["limit"])))
+        if now["sort"]:
+            params.append(("sort", now["sort"]))
+            if now["desc"]:
+                params.append(("desc", "1"))
+        params += [("where", w) for w in now["where"]]
+        if now["facet"]:
+            params.append(("facet", now["facet"]))
+        query = urlencode(params, quote_via=quote)
+        return f"/tables/{quote(self.table_id, safe='')}" + (f"?{query}" if query else "")
+
+    def download(self, fmt: str) -> str:
+        """The API address of the selected rows (all pages) as a `fmt` file."""
+        params = [("format", fmt)]
+        if self.sort and not self.error:
+            params += [("sort", self.sort)] + ([("desc", "1")] if self.desc else [])
+        if not self.error:
+            params += [("where", w) for w in self.where]
+        query = urlencode(params, quote_via=quote)
+        return f"/v1/tables/{quote(self.table_id, safe='')}/rows?{query}"
+
+    @property
+    def first(self) -> int:
+        return self.offset + 1 if self.row_ids else self.offset
+
+    @property
+    def last(self) -> int:
+        return self.offset + len(self.row_ids)
+
+    @property
+    def previous(self) -> str | None:
+        if self.offset == 0:
+            return None
+        return self.url(offset=max(0, min(self.offset, self.total) - self.size))
+
+    @property
+    def next(self) -> str | None:
+        return self.url(offset=self.last) if self.last < self.total else None
+
+    def sorting(self) -> dict[int, dict[str, str]]:
+        """Per column id: the address that sorts by it (again: the other way) and its state."""
+        if self.relation is None:
+            return {}
+        out = {}
+        for col in self.relation.columns:
+            on = col.name == self.sort
+            state = ("descending" if self.desc else "ascending") if on else "none"
+            href = self.url(offset=0, sort=col.name, desc=on and not self.desc)
+            out[col.col_id] = {"href": href, "state": state, "name": col.name}
+        return out
+
+
+def _select(store: ReadStore, table: Table, chosen: Browse) -> None:
+    """Fill `chosen` with the page's rows (and the facet's values) from the relation."""
+    try:
+        filters = parse_where(chosen.where)
+    except ValueError as exc:
+        chosen.error = f"{exc}. The table is shown without filters and sorting."
+        filters = []
+    try:
+        page = browse.page(
+            store, chosen.table_id, offset=chosen.offset, limit=chosen.size,
+            sort=None if chosen.error else chosen.sort, descending=chosen.desc, where=filters,
+        )  # fmt: skip
+    except StoreOutdated:
+        chosen.note = (
+            "Sorting, filters, facets and downloads need the store's SQL relations: the "
+            "store was written by an older tablequest (run `tablequest migrate` on it)."
+        )
+        chosen.row_ids = list(table.row_ids[chosen.offset : chosen.offset + chosen.size])
+        chosen.total = table.n_rows
+        return
+    except (KeyError, ValueError) as exc:
+        reason = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+        chosen.error = f"{reason}. The table is shown without filters and sorting."
+        filters = []
+        page = browse.page(store, chosen.table_id, offset=chosen.offset, limit=chosen.size)
+    chosen.relation, chosen.total, chosen.row_ids = page.relation, page.total, page.row_ids
+    if chosen.error is None and page.sort is not None:
+        chosen.sort = page.sort  # the SQL name of a column given by its header
+    if chosen.facet:
+        try:
+            column = page.relation.column(chosen.facet).name
+            counted = browse.facets(store, chosen.table_id, column, k=FACET_VALUES, where=filters)
+        except KeyError as exc:
+            chosen.error = str(exc.args[0]) if exc.args else str(exc)
+            return
+        for value, n in counted:
+            shown = "(no value)" if value is None else str(json_value(value)) or "(empty)"
+            href = chosen.url(offset=0, where=[*chosen.where, facet_filter(column, value)])
+            chosen.facet_values.append((shown, n, href))
+
+
 @router.get("/tables/{table_id:path}")
-def table_page(request: Request, table_id: Annotated[str, Path(max_length=200)]) -> HTMLResponse:
+def table_page(
+    request: Request,
+    table_id: Annotated[str, Path(max_length=200)],
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int | None, Query(ge=1)] = None,
+    sort: Annotated[str | None, Query(max_length=300)] = None,
+    desc: Annotated[bool, Query()] = False,
+    where: Annotated[list[str] | None, Query()] = None,
+    facet: Annotated[str | None, Query(max_length=300)] = None,
+) -> HTMLResponse:
     state = state_of(request)
+    cap = state.config.limits.max_table_rows
     with state.stores.reader() as store:
         info = store.snapshot.info.get(table_id)
         if info is None:
             message = f"There is no table {table_id!r} in this store."
             return error_page(request, 404, message, heading="No such table")
         table = store.get(table_id)
-    view = table_view(table, table_id, limit=state.config.limits.max_table_rows)
+        # a page the view shows whole (wide tables: fewer rows, as `table_view` would cut)
+        fits = MAX_CELLS // max(1, min(table.n_cols, MAX_COLS))
+        chosen = Browse(
+            table_id, offset, max(1, min(limit or cap, cap, fits)), limit, sort or None, desc,
+            [w for w in where or () if w.strip()], facet or None,
+        )  # fmt: skip
+        _select(store, table, chosen)
+    whole = chosen.row_ids == list(table.row_ids)
+    shown = table if whole else browse.page_table(table, chosen.row_ids)
+    view = table_view(shown, table_id, limit=chosen.size)
+    view.n_rows = chosen.total  # "N of TOTAL rows shown" when the page is not all of them
+    if chosen.sort:  # rows out of the table's order: no gap marks between them
+        for row in view.body:
+            row.classes = [c for c in row.classes if c != "gap"]
+    sql_name = chosen.relation.sql_name if chosen.relation is not None else None
+    sql_href = None
+    if sql_name is not None:
+        sql_href = _query_href(sql_name)
     return render(
         "table.html", page="corpus", info=info, view=view, table=table,
-        table_name=short_name(info.name),
+        table_name=short_name(info.name), chosen=chosen, sorting=chosen.sorting(),
+        downloads=DOWNLOADS, sql_href=sql_href, sql_name=sql_name,
+    )  # fmt: skip
+
+
+def _ident(name: str) -> str:
+    """A relation's name as a query writes it: quoted only when it needs to be."""
+    return name if PLAIN_NAME.fullmatch(name) else sql_quote(name)
+
+
+def _query_href(name: str, n: int = 100) -> str:
+    """The SQL page running ``SELECT * FROM name LIMIT n``."""
+    return "/sql?" + urlencode({"q": f"SELECT * FROM {_ident(name)} LIMIT {n}"})
+
+
+def _relation_list(state: ServerState) -> tuple[list[tuple[Relation, str, str]], int]:
+    """The relations the SQL page lists (the first `RELATIONS_LISTED`) with each one's table
+    name and the address of a query of it, and how many there are."""
+    with state.stores.reader() as store:
+        found = store_relations(store)
+        info = store.snapshot.info
+        listed = [
+            (r, short_name(info[r.table_id].name) if r.table_id in info else "",
+             _query_href(r.sql_name))
+            for r in found[:RELATIONS_LISTED]
+        ]  # fmt: skip
+    return listed, len(found)
+
+
+def _where(query: str, line: int | None, column: int | None) -> str | None:
+    """The query's line that an error points at, with a caret under its column."""
+    lines = query.splitlines()
+    if line is None or not 1 <= line <= len(lines):
+        return None
+    caret = " " * max(0, (column or 1) - 1) + "^"
+    return f"{lines[line - 1]}\n{caret}"
+
+
+def _cells(result: SqlResult) -> list[list[tuple[str, str]]]:
+    """Each value of a result as (text, CSS class): NULL marked, numbers right-aligned."""
+    numeric = [
+        any(t.upper().startswith(k) for k in ("BIGINT", "INT", "DOUBLE", "FLOAT", "DECIMAL",
+                                               "HUGEINT", "SMALLINT", "TINYINT", "UBIGINT",
+                                               "UINTEGER", "USMALLINT", "UTINYINT", "REAL"))
+        for _, t in result.columns
+    ]  # fmt: skip
+    out = []
+    for row in result.rows:
+        cells = []
+        for value, is_number in zip(row, numeric, strict=True):
+            shown = json_value(value)
+            if shown is None:
+                cells.append(("NULL", "null"))
+            elif isinstance(shown, (list, dict)):
+                cells.append((json.dumps(shown, ensure_ascii=False), ""))
+            else:
+                cells.append((str(shown), "num" if is_number else ""))
+        out.append(cells)
+    return out
+
+
+def _positive(text: str) -> int | None:
+    """`text` as a whole number above 0, else None."""
+    try:
+        value = int(text.strip())
+    except ValueError:
+        return None
+    return value if value > 0 else None
+
+
+@router.get("/sql")
+async def sql_page(
+    request: Request,
+    q: Annotated[str, Query(max_length=100_000)] = "",
+    rows: Annotated[str, Query(alias="limit", max_length=20)] = "",
+) -> HTMLResponse:
+    state = state_of(request)
+    relations, n_relations = await run_in_threadpool(_relation_list, state)
+    result: SqlResult | None = None
+    error: dict[str, Any] | None = None
+    limit = _positive(rows)  # the form sends "" for no limit
+    if rows.strip() and limit is None:
+        error = {"message": f"rows at most must be a whole number above 0, not {rows!r}",
+                 "code": "invalid", "line": None, "column": None, "where": None}  # fmt: skip
+    elif q.strip():
+        try:
+            result = await anyio.to_thread.run_sync(
+                partial(state.run_sql, q, limit=limit), limiter=state.sql_limiter
+            )
+        except SqlError as exc:
+            error = {"message": str(exc), "code": exc.code, "line": exc.line,
+                     "column": exc.column, "where": _where(q, exc.line, exc.column)}  # fmt: skip
+        except StoreError as exc:
+            error = {"message": scrubber(state).text(str(exc)), "code": "store", "line": None,
+                     "column": None, "where": None}  # fmt: skip
+    applied = state.sql_limit(limit)
+    params = {"q": q, **({"limit": str(limit)} if limit else {})}
+    return render(
+        "sql.html", page="sql", q=q, limit=limit, applied=applied,
+        max_rows=state.config.limits.max_sql_rows, result=result,
+        cells=_cells(result) if result is not None else [], error=error,
+        csv_href="/v1/sql?" + urlencode({**params, "format": "csv"}),
+        parquet_href="/v1/sql?" + urlencode({**params, "format": "parquet"}),
+        relations=relations, n_relations=n_relations,
+        example_href=_query_href(relations[0][0].sql_name, 10) if relations else None,
     )  # fmt: skip
 
 

@@ -38,6 +38,7 @@ def environment() -> Environment:
     env.filters["seconds"] = lambda v: f"{float(v or 0):.3f}"
     env.filters["number"] = number
     env.filters["short_name"] = short_name
+    env.filters["thousands"] = lambda v: f"{int(v):,}"
     return env
 
 

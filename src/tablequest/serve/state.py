@@ -26,6 +26,7 @@ import anyio
 
 from tablequest.corpus.dense.encoders import EncoderSettings
 from tablequest.corpus.retrieval.retrievers import Retriever, RetrieverSettings, make_retriever
+from tablequest.corpus.storage.sql import DEFAULT_LIMIT, SqlResult
 from tablequest.llm.base import LLM
 from tablequest.llm.config import build_llm
 from tablequest.methods.base import Result, Task
@@ -43,6 +44,8 @@ __all__ = ["AskSpec", "ServerState"]
 TRACE_ID = re.compile(r"^[0-9A-Za-z][0-9A-Za-z_.-]{0,120}$")
 LEXICAL = frozenset({"grep", "bm25"})
 SEARCH_THREADS = 2
+SQL_THREADS = 4
+"""SQL queries running at once (each on DuckDB's 2 threads of the generation's runner)."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,7 @@ class ServerState:
 
             self.llm = build_llm(config.llm_config or resolve_config(), llm_spec=config.llm_spec)
         self._search_limiter: anyio.CapacityLimiter | None = None
+        self._sql_limiter: anyio.CapacityLimiter | None = None
         self._retrievers: dict[tuple[str, str], tuple[Retriever, threading.Lock]] = {}
         self._lock = threading.Lock()
 
@@ -111,6 +115,34 @@ class ServerState:
         if self._search_limiter is None:
             self._search_limiter = anyio.CapacityLimiter(SEARCH_THREADS)
         return self._search_limiter
+
+    @property
+    def sql_limiter(self) -> anyio.CapacityLimiter:
+        """SQL queries run on at most `SQL_THREADS` threads (the rest wait their turn)."""
+        if self._sql_limiter is None:
+            self._sql_limiter = anyio.CapacityLimiter(SQL_THREADS)
+        return self._sql_limiter
+
+    def sql_limit(self, limit: int | None) -> int:
+        """The rows a query may return: `limit` (default 1,000) within `max_sql_rows`."""
+        return max(1, min(limit or DEFAULT_LIMIT, self.config.limits.max_sql_rows))
+
+    def run_sql(self, query: str, *, limit: int | None = None) -> SqlResult:
+        """Run a read-only query on the current store (`SqlRunner.run`) within the server's
+        limits: `sql_limit(limit)` rows, `sql_timeout` seconds, `sql_max_bytes` bytes.
+
+        Raises:
+            SqlRefused: a statement that is not allowed. SqlError: the query failed.
+            StoreError: the store cannot be queried (`StoreOutdated`: a store of format 1).
+        """
+        limits = self.config.limits
+        with self.stores.sql_runner() as runner:
+            return runner.run(
+                query,
+                limit=self.sql_limit(limit),
+                timeout=limits.sql_timeout,
+                max_bytes=limits.sql_max_bytes,
+            )
 
     def retriever(self, method: str, encoder: str) -> tuple[Retriever, threading.Lock | None]:
         """A cached retriever (with a lock to hold while it ranks, for encoder state).

@@ -9,6 +9,13 @@ generation and renames it over the store file. New requests get the new generati
 requests still running keep reading the old one, which is closed when the last of them ends.
 Readers never block on a write; a write costs one file copy.
 
+SQL (`/v1/sql`, the SQL page): each generation has its own `SqlRunner` (an in-memory DuckDB
+that attaches the generation's file read-only, `tablequest.corpus.storage.sql`), made at its
+first query and closed with the generation. The store file is renamed over and the current
+generation swapped under one lock, which a runner is also made under, so a runner always
+attaches its own generation's file, never the next one's; a query holds its generation like
+a reader, so the runner is not closed under it.
+
 Garbage collection: a corpus's indexes are millions of long-lived Python objects, and every
 full (generation 2) collection walked them all — 110–160 ms pauses for the WTQ corpus that
 stalled every request in flight (the p99 of `GET /v1/search`). Once indexes are loaded they
@@ -33,6 +40,7 @@ top-level folder. An uploaded file is named as the ingest report's ``stored_as``
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
@@ -50,7 +58,8 @@ import duckdb
 
 from tablequest.corpus.lexical.rank import BM25, GREP, bm25_index, grep_index
 from tablequest.corpus.storage.ingest import IngestReport, ingest
-from tablequest.corpus.storage.store import Store, StoreError
+from tablequest.corpus.storage.sql import SqlRunner
+from tablequest.corpus.storage.store import Store, StoreError, StoreOutdated
 from tablequest.table import Source, Table
 
 __all__ = [
@@ -173,6 +182,12 @@ class Snapshot:
             for r in rows
         }
         self.ids = sorted(self.info)
+        try:  # each table's relation (a store of format 1 has none: `tablequest migrate`)
+            self.sql_names: dict[str, str] = dict(
+                con.execute("SELECT table_id, sql_name FROM relations").fetchall()
+            )
+        except duckdb.CatalogException:
+            self.sql_names = {}
         fp = con.execute(
             "SELECT count(*), coalesce(bit_xor(hash(table_id || file_hash)), 0) FROM tables"
         ).fetchone()
@@ -266,6 +281,8 @@ class Generation:
         self._refs = 0
         self._retired = False
         self._lock = threading.Lock()
+        self._runner: SqlRunner | None = None
+        self._runner_error: StoreOutdated | None = None
 
     def checkout(self) -> ReadStore:
         with self._lock:
@@ -276,11 +293,43 @@ class Generation:
 
     def checkin(self, reader: ReadStore) -> None:
         with self._lock:
-            self._refs -= 1
             self._free.append(reader)
+        self.release()
+
+    def hold(self) -> None:
+        """Keep the generation open until `release` (what `checkout` does for a reader)."""
+        with self._lock:
+            self._refs += 1
+
+    def release(self) -> None:
+        with self._lock:
+            self._refs -= 1
             close = self._retired and self._refs == 0
         if close:
             self._close()
+
+    def sql_runner(self, path: Path) -> SqlRunner:
+        """This generation's SQL runner, made on first use from its file, now at `path`
+        (the caller holds the generation and the manager's file lock when it is made).
+
+        Raises:
+            StoreError: the store cannot be queried (`StoreOutdated`: a store of format 1).
+        """
+        with self._lock:
+            if self._runner is not None:
+                return self._runner
+            if self._runner_error is not None:
+                raise self._runner_error
+            try:
+                self._runner = SqlRunner(path)
+            except StoreOutdated as exc:  # the file does not change: neither will the answer
+                self._runner_error = exc
+                raise
+            return self._runner
+
+    @property
+    def has_runner(self) -> bool:
+        return self._runner is not None
 
     def retire(self) -> None:
         """Close once the last reader is back (now, when none is out)."""
@@ -294,6 +343,11 @@ class Generation:
         for reader in self._free:
             reader.close()
         self._free.clear()
+        with self._lock:
+            runner, self._runner = self._runner, None
+        if runner is not None:
+            with contextlib.suppress(duckdb.Error):
+                runner.close()
         self.anchor.close()
 
 
@@ -316,6 +370,9 @@ class StoreManager:
         Store(self.path, read_only=exists).close()  # fails clearly if another process writes
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
+        self._file_lock = threading.Lock()
+        """Held while the store file is renamed over and the generation swapped, and while a
+        runner attaches the file (module doc)."""
         self._current = Generation(1, self.path, self.path, table_cache, self.uploads)
 
     @property
@@ -332,6 +389,30 @@ class StoreManager:
             yield store
         finally:
             gen.checkin(store)
+
+    @contextmanager
+    def sql_runner(self) -> Iterator[SqlRunner]:
+        """The current generation's SQL runner, held for the duration of the block.
+
+        Raises:
+            StoreError: the store cannot be queried (`StoreOutdated`: a store of format 1).
+        """
+        while True:
+            with self._lock:
+                gen = self._current
+                gen.hold()
+            try:
+                if not gen.has_runner:
+                    with self._file_lock:
+                        if gen is not self._current:  # swapped meanwhile: its file is gone
+                            continue
+                        runner = gen.sql_runner(self.path)
+                else:
+                    runner = gen.sql_runner(self.path)
+                yield runner
+                return
+            finally:
+                gen.release()
 
     def warm(self, indexes: Sequence[str] = ("grep",)) -> None:
         """Load or build the named indexes (``grep``, ``bm25``) of the current generation."""
@@ -359,12 +440,13 @@ class StoreManager:
                 finally:
                     new.checkin(reader)
                 settle()
-                os.replace(tmp, self.path)
+                with self._file_lock:  # a runner attaches the current generation's file
+                    os.replace(tmp, self.path)
+                    with self._lock:
+                        old, self._current = self._current, new
             finally:
                 tmp.unlink(missing_ok=True)
                 tmp.with_name(tmp.name + ".wal").unlink(missing_ok=True)
-            with self._lock:
-                old, self._current = self._current, new
             old.retire()
             return report
 

@@ -304,6 +304,20 @@ def encode(arrow: Any, fmt: str) -> bytes:
         records = [{k: json_value(v) for k, v in r.items()} for r in arrow.to_pylist()]
         out.write(json.dumps(records, ensure_ascii=False, indent=1).encode())
     else:
+        from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
+
         frame = arrow.to_pandas()
+        for name in frame.columns:  # control characters xlsx cannot hold become U+FFFD
+            if frame[name].dtype.kind not in "biufmM":
+                frame[name] = (
+                    frame[name]
+                    .astype(object)
+                    .map(
+                        lambda v: (
+                            ILLEGAL_CHARACTERS_RE.sub("\ufffd", v) if isinstance(v, str) else v
+                        )
+                    )
+                )
+        frame.columns = [ILLEGAL_CHARACTERS_RE.sub("\ufffd", str(c)) for c in frame.columns]
         frame.to_excel(out, index=False, engine="openpyxl")
     return out.getvalue()

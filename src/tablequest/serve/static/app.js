@@ -212,4 +212,31 @@ function follow(started, status, button) {
   });
 }
 
-document.addEventListener("DOMContentLoaded", () => { setupUpload(); setupAsk(); });
+// Table page: a click (or Enter) on a column's header opens the page sorted by it; the
+// address comes from the server (data-sort-href), so the page works without script too
+// (the "Sort by" field).
+function setupSorting() {
+  for (const th of document.querySelectorAll("th[data-sort-href]")) {
+    const go = () => { location.href = th.dataset.sortHref; };
+    th.addEventListener("click", go);
+    th.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" || event.key === " ") { event.preventDefault(); go(); }
+    });
+  }
+}
+
+// SQL page: Ctrl+Enter (Cmd+Enter) runs the query.
+function setupSql() {
+  const box = document.getElementById("sql-q");
+  if (!box) return;
+  box.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      box.form.requestSubmit();
+    }
+  });
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  setupUpload(); setupAsk(); setupSorting(); setupSql();
+});

@@ -1,0 +1,120 @@
+"""A stored table's rows as the API and the table page take them, and SQL results as files.
+
+The work is the library's (`tablequest.corpus.storage.browse`: pages, sorting, filters,
+facets, exports over the table's relation; `tablequest.corpus.storage.sql`: the queries);
+this module reads the request's words into its arguments and its answers into responses:
+
+- filters are `column op value` texts (``?where=`` is repeatable; blank ones are skipped;
+  at most `MAX_FILTERS` of `MAX_FILTER_CHARS` each), facets name columns (at most
+  `MAX_FACETS`);
+- a download is named after the table's relation (``fuel_prices.csv``) or ``query.csv``,
+  with an ASCII fallback name and the UTF-8 one (RFC 6266), and the media type of its
+  format;
+- a SQL result as CSV has one header line of column names; NULL is an empty field, true
+  and false are lower case, dates ISO, lists and structs JSON (what `json_value` gives).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+from urllib.parse import quote
+
+from tablequest.corpus.storage.browse import Filter, parse_filter
+from tablequest.corpus.storage.sql import SqlResult, json_value
+
+__all__ = [
+    "EXPORT_TYPES", "MAX_FACETS", "MAX_FILTERS", "SQL_TYPES", "attachment", "facet_filter",
+    "facet_json", "parse_where", "sql_file",
+]  # fmt: skip
+
+MAX_FILTERS = 16
+MAX_FILTER_CHARS = 1000
+MAX_FACETS = 8
+EXPORT_TYPES = {
+    "csv": "text/csv; charset=utf-8",
+    "tsv": "text/tab-separated-values; charset=utf-8",
+    "json": "application/json",
+    "parquet": "application/vnd.apache.parquet",
+    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+}
+"""Media type of each download format of a table (`browse.EXPORT_FORMATS`)."""
+SQL_TYPES = {"csv": EXPORT_TYPES["csv"], "parquet": EXPORT_TYPES["parquet"]}
+"""Media type of each file format of a SQL result (JSON is the API's own answer)."""
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def parse_where(texts: Iterable[str] | None) -> list[Filter]:
+    """The filters of `texts` (blank ones skipped).
+
+    Raises:
+        ValueError: a filter that cannot be read (the message shows the form), or too many.
+    """
+    given = [t for t in texts or () if t.strip()]
+    if len(given) > MAX_FILTERS:
+        raise ValueError(f"at most {MAX_FILTERS} filters, not {len(given)}")
+    for text in given:
+        if len(text) > MAX_FILTER_CHARS:
+            raise ValueError(f"a filter is longer than {MAX_FILTER_CHARS:,} characters")
+    return [parse_filter(t) for t in given]
+
+
+def facet_json(values: Sequence[tuple[Any, int]]) -> list[dict[str, Any]]:
+    """`browse.facets`' answer as JSON: ``[{"value", "count"}]``."""
+    return [{"value": json_value(v), "count": n} for v, n in values]
+
+
+def facet_filter(column: str, value: Any) -> str:
+    """The filter that selects the rows holding `value` in `column` (a facet's link)."""
+    if value is None:
+        return f"{column} null"
+    shown = json_value(value)
+    if isinstance(shown, bool):
+        shown = str(shown).lower()
+    return f"{column} = {shown}"
+
+
+def attachment(name: str) -> str:
+    """A Content-Disposition header that downloads the file as `name` (any script)."""
+    fallback = _UNSAFE.sub("_", name).strip("_.") or "download"
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"
+
+
+def _csv_cell(value: Any) -> str:
+    shown = json_value(value)
+    if shown is None:
+        return ""
+    if isinstance(shown, bool):
+        return "true" if shown else "false"
+    if isinstance(shown, (list, dict)):
+        return json.dumps(shown, ensure_ascii=False)
+    return str(shown)
+
+
+def sql_file(result: SqlResult, fmt: str) -> bytes:
+    """A SQL result as a file: ``csv`` or ``parquet`` (the module doc).
+
+    Raises:
+        ValueError: an unknown format, or a result Parquet cannot hold.
+    """
+    if fmt == "csv":
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow([name for name, _ in result.columns])
+        writer.writerows([_csv_cell(v) for v in row] for row in result.rows)
+        return out.getvalue().encode("utf-8")
+    if fmt == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        buffer = io.BytesIO()
+        try:
+            pq.write_table(result.arrow, buffer)
+        except (pa.ArrowException, ValueError, TypeError) as exc:
+            raise ValueError(f"this result cannot be written as Parquet: {exc}") from None
+        return buffer.getvalue()
+    raise ValueError(f"unknown format {fmt!r}; use json, csv or parquet")
