@@ -242,37 +242,29 @@ class Relation:
         }
 
 
-def _sql_type(series: Any) -> tuple[str, Any]:
-    """(SQL type, Arrow array) of one typed DataFrame column."""
-    import pandas as pd
-    import pyarrow as pa
-
-    kind = series.dtype.kind
-    if kind == "i":
-        return "BIGINT", pa.array(series.to_numpy(), type=pa.int64())
-    if kind == "f":
-        return "DOUBLE", pa.array(series.to_numpy(), type=pa.float64(), from_pandas=True)
-    if kind == "M":
-        values = pd.DatetimeIndex(series)
-        filled = values[values.notna()]
-        if len(filled) and (filled == filled.normalize()).all():
-            return "DATE", pa.array(values.date, type=pa.date32(), from_pandas=True)
-        return "TIMESTAMP", pa.array(values.as_unit("us"), type=pa.timestamp("us"))
-    return "VARCHAR", pa.array([str(v) for v in series], type=pa.string())
-
-
 def relation_arrow(table: Table) -> tuple[pa.Table, list[Column]]:
     """`table`'s body as an Arrow table (`_row`, then its typed columns) and its columns."""
     import pyarrow as pa
 
-    frame = table.to_dataframe()
+    body = table.body
+    texts = [pa.array([row[j] for row in body], type=pa.string()) for j in range(table.n_cols)]
+    return typed_arrow(table, pa.array(list(table.row_ids), type=pa.int64()), texts)
+
+
+def typed_arrow(
+    table: Table, row_ids: pa.Array, texts: list[pa.Array]
+) -> tuple[pa.Table, list[Column]]:
+    """The relation of `table` (its header and ids) whose body columns' text is `texts`."""
+    import pyarrow as pa
+
+    from tablequest.table.dtypes_arrow import type_string_columns
+
     names = column_names(table)
-    arrays = [pa.array(list(table.row_ids), type=pa.int64())]
+    arrays = [row_ids]
     columns = []
-    for j, name in enumerate(names):
-        sql_type, array = _sql_type(frame.iloc[:, j])
+    for j, (sql_type, array) in enumerate(type_string_columns(texts)):
         arrays.append(array)
-        columns.append(Column(name, table.header_path(j), sql_type, table.col_ids[j]))
+        columns.append(Column(names[j], table.header_path(j), sql_type, table.col_ids[j]))
     return pa.Table.from_arrays(arrays, names=[ROW_COLUMN, *names]), columns
 
 

@@ -1,0 +1,198 @@
+"""`Table.to_dataframe()`'s typing rule (`table/dtypes.py`) over Arrow string columns, fast.
+
+The rule decides a column from the set of its values (every filled cell reads one way), so it
+is applied here to each column's *distinct* values (Arrow dictionary encoding) with the same
+functions `dtypes.py` uses, and the typed dictionary is spread back over the rows with one
+`take`. Values that are plain ASCII numbers (`123`, `12.5`; not `007`, not `1.234`, which reads
+both ways) are recognised and cast vectorised, so a 300,000-row column of prices or ids never
+goes through Python one value at a time. The result equals `to_dataframe()`'s column for
+column (property-tested in tests/table/test_dtypes_arrow.py): BIGINT, DOUBLE, DATE (a date
+column whose values are all at midnight) or TIMESTAMP, else the strings unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tablequest.table.dtypes import (
+    _INT64,
+    _MAX_EXACT_FLOAT,
+    Number,
+    _date_series,
+    _reading,
+)
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = ["type_string_columns"]
+
+_FAST_INT = r"^[0-9]+$"
+_FAST_DEC = r"^[0-9]+\.[0-9]+$"
+_LEADING_ZERO = r"^0[0-9]"
+_BOTH_WAYS = r"^[0-9]{1,3}\.[0-9]{3}$"  # 1.234: English 1.234 or decimal-comma 1234
+
+
+@dataclass
+class _Column:
+    """One column's distinct values and how they read as numbers."""
+
+    indices: Any  # pa.Array of int32: row → distinct value
+    values: list[str]  # the distinct values, first occurrence first
+    fast: Any  # numpy bool per distinct value: a plain ASCII number
+    fast_dec: bool  # some plain number has a fraction (English only)
+    en: list[Number | None] | None  # readings of the other values (None: not this style)
+    de: list[Number | None] | None
+    filled: bool
+    missing: bool
+
+    @property
+    def en_only(self) -> bool:
+        return self.filled and self.en is not None and (self.de is None or self.fast_dec)
+
+    @property
+    def de_only(self) -> bool:
+        return self.filled and self.de is not None and not self.fast_dec and self.en is None
+
+
+def _column(array: pa.Array) -> _Column:
+    import numpy as np
+    import pyarrow.compute as pc
+
+    encoded = pc.dictionary_encode(array)
+    dictionary = encoded.dictionary
+    fast_int = pc.and_(
+        pc.match_substring_regex(dictionary, _FAST_INT),
+        pc.invert(pc.match_substring_regex(dictionary, _LEADING_ZERO)),
+    )
+    fast_dec = pc.and_(
+        pc.and_(
+            pc.match_substring_regex(dictionary, _FAST_DEC),
+            pc.invert(pc.match_substring_regex(dictionary, _LEADING_ZERO)),
+        ),
+        pc.invert(pc.match_substring_regex(dictionary, _BOTH_WAYS)),
+    )
+    fast = np.asarray(pc.or_(fast_int, fast_dec).to_numpy(zero_copy_only=False), dtype=bool)
+    values = dictionary.to_pylist()
+    others = [v for v, f in zip(values, fast, strict=True) if not f]
+    en_ok = de_ok = True
+    filled = bool(fast.any())
+    missing = False
+    en: list[Number | None] = []
+    de: list[Number | None] = []
+    for text in others:
+        pair = _reading(text)
+        if pair is None:
+            missing = True
+            en.append(None)
+            de.append(None)
+            continue
+        filled = True
+        en_ok, de_ok = en_ok and pair[0] is not None, de_ok and pair[1] is not None
+        if not (en_ok or de_ok):
+            break  # neither style reads the column: text
+        en.append(pair[0])
+        de.append(pair[1])
+    if not (en_ok or de_ok):
+        return _Column(encoded.indices, values, fast, False, None, None, filled, missing)
+    has_dec = bool(pc.any(fast_dec).as_py())
+    return _Column(
+        encoded.indices, values, fast, has_dec, en if en_ok else None,
+        de if de_ok else None, filled, missing,
+    )  # fmt: skip
+
+
+def _style(columns: Sequence[_Column]) -> str | None:
+    """The table's number style for columns that read both ways (`dtypes._number_style`)."""
+    de_only = any(c.de_only for c in columns)
+    en_only = any(c.en_only for c in columns)
+    if de_only and en_only:
+        return None
+    return "de" if de_only else "en"
+
+
+def _readings(column: _Column, style: str | None) -> list[Number | None] | None:
+    """The other values' numbers in the column's style, or None (`dtypes._numbers`)."""
+    if not column.filled:
+        return None
+    en, de = column.en, column.de
+    if column.fast_dec:
+        return en  # a plain fraction reads only in English: the column is English or text
+    if en is not None and (de is None or en == de):
+        return en
+    if de is not None and en is None:
+        return de
+    if en is None or style is None:
+        return None
+    return en if style == "en" else de
+
+
+def _numbers(column: _Column, others: list[Number | None]) -> tuple[str, Any] | None:
+    """(SQL type, typed distinct values) of a number column, or None when it stays text."""
+    import numpy as np
+    import pyarrow as pa
+
+    fast_values = [v for v, f in zip(column.values, column.fast, strict=True) if f]
+    fast_ints = [int(v) for v in fast_values if "." not in v]
+    other_present = [v for v in others if v is not None]
+    ints = not column.fast_dec and all(isinstance(v, int) for v in other_present)
+    present = fast_ints + [int(v) for v in other_present] if ints else []
+    if ints and not column.missing:
+        if any(abs(v) >= _INT64 for v in present):
+            return None
+        merged = _merge(column, [int(v) for v in fast_values], others)
+        return "BIGINT", pa.array(merged, type=pa.int64())
+    if ints and any(abs(v) > _MAX_EXACT_FLOAT for v in present):
+        return None
+    floats = _merge(column, [float(v) for v in fast_values], others)
+    data = np.array([np.nan if v is None else float(v) for v in floats], dtype=np.float64)
+    return "DOUBLE", pa.array(data, type=pa.float64(), from_pandas=True)
+
+
+def _merge(column: _Column, fast: list[Any], others: list[Number | None]) -> list[Any]:
+    """Distinct values' numbers in dictionary order, from the fast and the other readings."""
+    out: list[Any] = []
+    fast_iter, other_iter = iter(fast), iter(others)
+    for is_fast in column.fast:
+        out.append(next(fast_iter) if is_fast else next(other_iter))
+    return out
+
+
+def _dates(values: list[str]) -> tuple[str, Any] | None:
+    import pandas as pd
+    import pyarrow as pa
+
+    series = _date_series(values)
+    if series is None:
+        return None
+    stamps = pd.DatetimeIndex(series)
+    filled = stamps[stamps.notna()]
+    if len(filled) and (filled == filled.normalize()).all():
+        return "DATE", pa.array(stamps.date, type=pa.date32(), from_pandas=True)
+    return "TIMESTAMP", pa.array(stamps.as_unit("us"), type=pa.timestamp("us"))
+
+
+def type_string_columns(arrays: Sequence[pa.Array]) -> list[tuple[str, pa.Array]]:
+    """(SQL type, typed array) for each string column of one table (module docstring).
+
+    `arrays` hold the cells' text ('' for an empty cell, never null), one array per column.
+    """
+    import pyarrow as pa
+
+    columns = [_column(a) for a in arrays]
+    style = _style(columns)
+    out: list[tuple[str, pa.Array]] = []
+    for array, column in zip(arrays, columns, strict=True):
+        typed = None
+        others = _readings(column, style)
+        if others is not None:
+            typed = _numbers(column, others)
+        if typed is None and column.filled:
+            typed = _dates(column.values)
+        if typed is None:
+            out.append(("VARCHAR", array.cast(pa.string())))
+        else:
+            out.append((typed[0], typed[1].take(column.indices)))
+    return out
