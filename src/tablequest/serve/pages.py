@@ -63,6 +63,8 @@ router = APIRouter(include_in_schema=False)
 PAGE_SIZE = 100
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
+BIG_CELLS = 200_000  # above this a table page reads only the rows it shows
+
 
 def render(name: str, status_code: int = 200, headers: Any = None, **context: Any) -> HTMLResponse:
     html = environment().get_template(name).render(**context)
@@ -243,7 +245,7 @@ class Browse:
         return out
 
 
-def _select(store: ReadStore, table: Table, chosen: Browse) -> None:
+def _select(store: ReadStore, table: Table | None, chosen: Browse) -> None:
     """Fill `chosen` with the page's rows (and the facet's values) from the relation."""
     try:
         filters = parse_where(chosen.where)
@@ -260,6 +262,7 @@ def _select(store: ReadStore, table: Table, chosen: Browse) -> None:
             "Sorting, filters, facets and downloads need the store's SQL relations: the "
             "store was written by an older tablequest (run `tablequest migrate` on it)."
         )
+        table = table if table is not None else store.get(chosen.table_id)
         chosen.row_ids = list(table.row_ids[chosen.offset : chosen.offset + chosen.size])
         chosen.total = table.n_rows
         return
@@ -302,14 +305,19 @@ def table_page(
         if info is None:
             message = f"There is no table {table_id!r} in this store."
             return error_page(request, 404, message, heading="No such table")
-        table = store.get(table_id)
+        n_rows, n_cols = store.shape(table_id)
+        # a big table (a streamed one above all) is read a page at a time, never whole
+        big = n_rows * n_cols > BIG_CELLS and store.format_version >= 2
+        table = None if big else store.get(table_id)
         # a page the view shows whole (wide tables: fewer rows, as `table_view` would cut)
-        fits = MAX_CELLS // max(1, min(table.n_cols, MAX_COLS))
+        fits = MAX_CELLS // max(1, min(n_cols, MAX_COLS))
         chosen = Browse(
             table_id, offset, max(1, min(limit or cap, cap, fits)), limit, sort or None, desc,
             [w for w in where or () if w.strip()], facet or None,
         )  # fmt: skip
         _select(store, table, chosen)
+        if table is None:
+            table = store.get_rows(table_id, chosen.row_ids)
     whole = chosen.row_ids == list(table.row_ids)
     shown = table if whole else browse.page_table(table, chosen.row_ids)
     view = table_view(shown, table_id, limit=chosen.size)

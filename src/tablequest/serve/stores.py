@@ -234,7 +234,7 @@ class ReadStore(Store):
     def _load(self, table_id: str) -> Table:
         raw = self.snapshot.raw
         if raw is not None and table_id in raw:
-            return Table.from_dict(json.loads(raw[table_id]))
+            return self._table(table_id, json.loads(raw[table_id]), None)
         return super().get(table_id)
 
     def source(self, table_id: str) -> Source:

@@ -61,6 +61,8 @@ def _column(array: pa.Array) -> _Column:
     import numpy as np
     import pyarrow.compute as pc
 
+    if hasattr(array, "combine_chunks"):  # a ChunkedArray (DuckDB's results come so)
+        array = array.combine_chunks()
     encoded = pc.dictionary_encode(array)
     dictionary = encoded.dictionary
     fast_int = pc.and_(
@@ -192,7 +194,8 @@ def type_string_columns(arrays: Sequence[pa.Array]) -> list[tuple[str, pa.Array]
         if typed is None and column.filled:
             typed = _dates(column.values)
         if typed is None:
-            out.append(("VARCHAR", array.cast(pa.string())))
+            text = array.combine_chunks() if hasattr(array, "combine_chunks") else array
+            out.append(("VARCHAR", text.cast(pa.string())))
         else:
             out.append((typed[0], typed[1].take(column.indices)))
     return out

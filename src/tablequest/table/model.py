@@ -24,6 +24,7 @@ a sub-table can always be traced back to the source table.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -300,6 +301,28 @@ class Table:
             merges=self._kept_merges(keep_rows, col_pos),
             row_ids=tuple(self.row_ids[p] for p in row_pos),
             col_ids=tuple(self.col_ids[p] for p in col_pos),
+        )
+
+    def take_rows(self, row_ids: Sequence[int]) -> Table:
+        """The table with the body rows `row_ids` in that order (a page of a sorted view).
+
+        Header, title and notes are kept. Rows in the table's own order keep the merges
+        among them (as `sub_table`); in another order only the header's merges are kept.
+        Unknown ids raise KeyError naming them.
+        """
+        ids = list(row_ids)
+        positions = {rid: i for i, rid in enumerate(self.row_ids)}
+        unknown = [i for i in ids if i not in positions]
+        if unknown:
+            raise KeyError(f"unknown row ids: {unknown[:10]}")
+        if all(positions[a] < positions[b] for a, b in itertools.pairwise(ids)):
+            return self.sub_table(ids)
+        head = self.n_header_rows
+        return replace(
+            self,
+            cells=(*self.cells[:head], *(self.cells[head + positions[rid]] for rid in ids)),
+            merges=tuple(m for m in self.merges if m.bottom < head),
+            row_ids=tuple(ids),
         )
 
     def _kept_merges(self, rows: list[int], cols: list[int]) -> tuple[Merge, ...]:

@@ -133,9 +133,10 @@ def matched_rows(
     """Body row ids each pattern matches in a table (cells joined by ' | '; the algorithm is
     `corpus.rowmatch.rows_matching`).
 
-    A pattern that runs past its time budget (`table.patterns`) shows no rows.
+    A pattern that runs past its time budget (`table.patterns`) shows no rows. A streamed
+    table is matched in the rows its index holds (`Store.index_table`).
     """
-    return rows_matching(table_lines(store.get(table_id)), patterns, limit=limit)
+    return rows_matching(table_lines(store.index_table(table_id)), patterns, limit=limit)
 
 
 def grep_search(

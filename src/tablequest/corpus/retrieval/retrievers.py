@@ -343,7 +343,7 @@ def preview_hit(store: Store, hit: Hit, question: str, *, max_rows: int = 5) -> 
     """The structure-preserving preview of a ranked table around the question's words."""
     from tablequest.table.preview import preview
 
-    table = store.get(hit.table_id)
+    table = store.index_table(hit.table_id)
     fmt = text_format(table)
     return preview(table, question_patterns(question), fmt=fmt, max_rows=max_rows).text  # type: ignore[arg-type]
 

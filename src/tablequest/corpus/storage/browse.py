@@ -21,10 +21,9 @@ the cells' source text instead (csv/tsv/json/xlsx).
 from __future__ import annotations
 
 import io
-import itertools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tablequest.corpus.storage.relations import ROW_COLUMN, Column, Relation, quote
@@ -228,24 +227,8 @@ def facets(
 
 
 def page_table(table: Table, row_ids: Sequence[int]) -> Table:
-    """`table` with the body rows `row_ids` in that order (header, title and notes kept).
-
-    Rows in the table's own order keep the merges among them (`Table.sub_table`); in any
-    other order only the header's merges are kept.
-    """
-    ids = list(row_ids)
-    positions = {rid: i for i, rid in enumerate(table.row_ids)}
-    if all(positions[a] < positions[b] for a, b in itertools.pairwise(ids)):
-        return table.sub_table(ids)
-    head = table.n_header_rows
-    body = [table.cells[head + positions[rid]] for rid in ids]
-    merges = tuple(m for m in table.merges if m.bottom < head)
-    return replace(
-        table,
-        cells=(*table.cells[:head], *body),
-        merges=merges,
-        row_ids=tuple(ids),
-    )
+    """`table` with the body rows `row_ids` in that order (`Table.take_rows`)."""
+    return table.take_rows(row_ids)
 
 
 def export(
@@ -275,7 +258,7 @@ def export(
     arrow = result.to_arrow_table()
     if raw:
         ids = [int(x) for x in arrow.column(0).to_pylist()]
-        frame = page_table(store.get(table_id), ids).to_dataframe(typed=False)
+        frame = store.get_rows(table_id, ids).to_dataframe(typed=False)
         frame = frame.reset_index(drop=True)
         frame.columns = headers
         arrow = pa.Table.from_pandas(frame, preserve_index=False)

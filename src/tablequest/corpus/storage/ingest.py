@@ -45,6 +45,8 @@ from typing import Any
 
 from tablequest.corpus.storage.reading import outcomes, read_file
 from tablequest.corpus.storage.store import Store, StoreError, StoreWriteError
+from tablequest.corpus.storage.storefile import is_store_failure
+from tablequest.corpus.storage.streaming import StreamSpec, put_stream
 from tablequest.table.budget import OverBudget, ReadBudget
 
 __all__ = ["FileFailure", "FileWarning", "IngestAborted", "IngestReport", "StopSignals"]
@@ -236,8 +238,13 @@ def ingest(
         for key, display, outcome in zip([k for k, _ in todo], shown, read, strict=False):
             done += 1
             status, payload = outcome
+            if status == "stream":
+                _flush(store, report, pending, known)
+                status, payload = _stream(store, report, key, display, payload, known, spent)
             over = spent.admit(display, payload[0]) if status == "stored" else None
-            if status == "unchanged":
+            if status == "streamed":
+                pass
+            elif status == "unchanged":
                 report.tables_unchanged += known[key][1]
             elif status == "failed" or over is not None:
                 report.files_failed.append(FileFailure(display, str(over or payload)))
@@ -263,6 +270,37 @@ def ingest(
     return report
 
 
+def _stream(
+    store: Store,
+    report: IngestReport,
+    key: str,
+    display: str,
+    spec: StreamSpec,
+    known: dict[str, tuple[str, int]],
+    spent: _Spent,
+) -> tuple[str, Any]:
+    """Load a streamed file (`streaming.py`): ("streamed", None) when stored, else the
+    outcome of reading it the usual way (DuckDB refused it, or a budget says no)."""
+    import duckdb
+
+    over = spent.admit_cells(display, (spec.n_lines - 1) * len(spec.header))
+    if over is not None:
+        return ("failed", over)
+    try:
+        put_stream(store, spec, replace=key in known)
+    except duckdb.Error as exc:
+        if is_store_failure(exc):
+            raise IngestAborted(
+                f"cannot write {display!r} to store {store.name!r}: {exc}. Ingest stopped; "
+                "what was committed before is intact. Free space and run the same ingest again",
+                report,
+            ) from exc
+        spent.cells -= (spec.n_lines - 1) * len(spec.header)
+        return read_file(key, None, spent.budget, stream=False)
+    report.tables_stored += 1
+    return ("streamed", None)
+
+
 class _Spent:
     """The ingest's running total against the `ingest_*` limits of its budget."""
 
@@ -273,7 +311,10 @@ class _Spent:
 
     def admit(self, display: str, rows: list[tuple[Any, ...]]) -> str | None:
         """Count a read file's cells; the reason it is skipped when past `ingest_cells`."""
-        cells = sum(int(r[8]) * int(r[9]) for r in rows)  # table_row: n_rows, n_cols
+        return self.admit_cells(display, sum(int(r[8]) * int(r[9]) for r in rows))
+
+    def admit_cells(self, display: str, cells: int) -> str | None:
+        """Count `cells`; the reason the file is skipped when past `ingest_cells`."""
         cap = self.budget.ingest_cells
         if cap is not None and self.cells + cells > cap:
             needed = f"{self.cells + cells:,} cells in this ingest"

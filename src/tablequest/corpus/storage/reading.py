@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from tablequest.corpus.storage.store import table_row
+from tablequest.corpus.storage.streaming import stream_spec
 from tablequest.table.budget import ReadBudget
 from tablequest.table.errors import UnreadableTable
 from tablequest.table.readers import read_tables_report
@@ -53,13 +54,16 @@ _worker_stop: Any = None  # in a worker: the parent's "stop reading" event
 
 
 # A worker's answer for one file: ("unchanged", None) | ("failed", reason)
-# | ("stored", (rows, the reader's warnings))
+# | ("stored", (rows, the reader's warnings)) | ("stream", StreamSpec)
 Outcome = tuple[str, Any]
 
 
-def read_file(path: str, known_hash: str | None, budget: ReadBudget | None = None) -> Outcome:
+def read_file(
+    path: str, known_hash: str | None, budget: ReadBudget | None = None, *, stream: bool = True
+) -> Outcome:
     """Read one file into table rows (runs in worker processes), within `budget`
-    (default: `ReadBudget.from_env()`)."""
+    (default: `ReadBudget.from_env()`); with `stream`, a big plain CSV/TSV is only checked
+    and comes back as ("stream", StreamSpec) for the writer to load (`streaming.py`)."""
     try:
         size = os.path.getsize(path)
         if size > MAX_FILE_BYTES:
@@ -70,6 +74,10 @@ def read_file(path: str, known_hash: str | None, budget: ReadBudget | None = Non
     digest = hashlib.sha256(data).hexdigest()
     if digest == known_hash:
         return ("unchanged", None)
+    if stream:
+        spec = stream_spec(path, data, digest, budget)
+        if spec is not None:
+            return ("stream", spec)
     try:
         found = read_tables_report(path, data=data, budget=budget)
     except UnreadableTable as exc:

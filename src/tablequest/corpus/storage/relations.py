@@ -260,7 +260,7 @@ def typed_arrow(
     from tablequest.table.dtypes_arrow import type_string_columns
 
     names = column_names(table)
-    arrays = [row_ids]
+    arrays = [row_ids.combine_chunks() if hasattr(row_ids, "combine_chunks") else row_ids]
     columns = []
     for j, (sql_type, array) in enumerate(type_string_columns(texts)):
         arrays.append(array)
@@ -287,6 +287,8 @@ def drop_relations(con: duckdb.DuckDBPyConnection, table_ids: Sequence[str]) -> 
     ).fetchall()
     for (name,) in rows:
         con.execute(f"DROP TABLE IF EXISTS {quote(name)}")
+    for table_id in table_ids:  # a streamed table's raw text (corpus/storage/streaming.py)
+        con.execute(f"DROP TABLE IF EXISTS tq_raw.{quote(table_id)}")
     con.execute("DELETE FROM relations WHERE list_contains(?, table_id)", [list(table_ids)])
 
 
@@ -310,10 +312,36 @@ def write_relations(
         else:
             taken.add(name)
         arrow, columns = relation_arrow(table)
-        con.register("tq_relation", arrow)
-        try:
-            con.execute(f"CREATE TABLE {quote(name)} AS SELECT * FROM tq_relation")
-        finally:
-            con.unregister("tq_relation")
-        payload = json.dumps([c.to_json() for c in columns], ensure_ascii=False)
-        con.execute("INSERT INTO relations VALUES (?, ?, ?)", [table_id, name, payload])
+        _create(con, table_id, name, arrow, columns)
+
+
+def write_relation(
+    con: duckdb.DuckDBPyConnection,
+    table_id: str,
+    row: tuple[Any, ...],
+    arrow: pa.Table,
+    columns: list[Column],
+    keep: dict[str, str],
+) -> None:
+    """Create one table's relation from its typed `arrow` (inside the caller's transaction)."""
+    taken = {str(r[0]) for r in con.execute("SELECT sql_name FROM relations").fetchall()}
+    name = keep.get(table_id)
+    if name is None or name in taken:
+        name = table_sql_name(display_name(row[1], row[5], row[6]), taken)
+    _create(con, table_id, name, arrow, columns)
+
+
+def _create(
+    con: duckdb.DuckDBPyConnection,
+    table_id: str,
+    name: str,
+    arrow: pa.Table,
+    columns: list[Column],
+) -> None:
+    con.register("tq_relation", arrow)
+    try:
+        con.execute(f"CREATE TABLE {quote(name)} AS SELECT * FROM tq_relation")
+    finally:
+        con.unregister("tq_relation")
+    payload = json.dumps([c.to_json() for c in columns], ensure_ascii=False)
+    con.execute("INSERT INTO relations VALUES (?, ?, ?)", [table_id, name, payload])

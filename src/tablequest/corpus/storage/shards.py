@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tablequest.corpus.storage.ingest import FileFailure, FileWarning, IngestReport, ingest, walk
+from tablequest.corpus.storage.relations import Relation
 from tablequest.corpus.storage.store import Store, StoreError, table_id_for
 from tablequest.table import Source, Table
 
@@ -271,6 +272,26 @@ class ShardedStore(Store):
 
     def get(self, table_id: str) -> Table:
         return self.shard_for(table_id).get(table_id)
+
+    def get_rows(self, table_id: str, row_ids: Sequence[int]) -> Table:
+        return self.shard_for(table_id).get_rows(table_id, row_ids)
+
+    def index_table(self, table_id: str) -> Table:
+        return self.shard_for(table_id).index_table(table_id)
+
+    def shape(self, table_id: str) -> tuple[int, int]:
+        return self.shard_for(table_id).shape(table_id)
+
+    def relation(self, table_id: str) -> Relation:
+        return self.shard_for(table_id).relation(table_id)
+
+    def relations(self) -> list[Relation]:
+        """Every shard's relations (names are unique within a shard, not across shards)."""
+        return [r for s in self.stores for r in s.relations()]
+
+    @property
+    def format_version(self) -> int:
+        return min((s.format_version for s in self.stores), default=2)
 
     def rows(self, table_ids: Sequence[str]) -> list[tuple[Any, ...]]:
         return [row for tid in table_ids for row in self.shard_for(tid).rows([tid])]

@@ -84,6 +84,7 @@ CREATE TABLE IF NOT EXISTS relations (
     table_id TEXT NOT NULL, sql_name TEXT NOT NULL, columns TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS store_meta (key TEXT NOT NULL, value TEXT NOT NULL);
+CREATE SCHEMA IF NOT EXISTS tq_raw;
 """
 
 
@@ -496,10 +497,77 @@ class Store:
 
     def get(self, table_id: str) -> Table:
         """The stored table; KeyError naming the id when there is none."""
+        return self._table(table_id, self._data(table_id), None)
+
+    def shape(self, table_id: str) -> tuple[int, int]:
+        """(body rows, columns) of a stored table without reading it; KeyError when unknown."""
+        row = self.con.execute(
+            "SELECT n_rows, n_cols FROM tables WHERE table_id = ?", [table_id]
+        ).fetchone()
+        if row is None:
+            raise KeyError(f"no table {table_id!r} in the store")
+        return int(row[0]), int(row[1])
+
+    def index_table(self, table_id: str) -> Table:
+        """The table its index text was made from: the table, or for a streamed table
+        (`streaming.py`) its header and first rows. Ranking's matched rows and previews read
+        this, so they never load a huge table whole."""
+        data = self._data(table_id)
+        body = data.get("body")
+        if body is None:
+            return Table.from_dict(data)
+        head = Table.from_dict(data)
+        sample = [tuple(str(c) for c in row) for row in body.get("sample", [])]
+        return Table(
+            cells=(*head.cells, *sample),
+            n_header_rows=head.n_header_rows,
+            source=head.source,
+            row_ids=tuple(range(len(sample))),
+            col_ids=head.col_ids,
+        )
+
+    def get_rows(self, table_id: str, row_ids: Sequence[int]) -> Table:
+        """The stored table with only the body rows `row_ids`, in that order (a page):
+        a streamed table reads just those rows. KeyError for an unknown table or row."""
+        return self._table(table_id, self._data(table_id), list(row_ids))
+
+    def _data(self, table_id: str) -> dict[str, Any]:
         row = self.con.execute("SELECT data FROM tables WHERE table_id = ?", [table_id]).fetchone()
         if row is None:
             raise KeyError(f"no table {table_id!r} in the store")
-        return Table.from_dict(json.loads(row[0]))
+        data: dict[str, Any] = json.loads(row[0])
+        return data
+
+    def _table(self, table_id: str, data: dict[str, Any], row_ids: list[int] | None) -> Table:
+        body = data.get("body")
+        if body is None:
+            table = Table.from_dict(data)
+            return table if row_ids is None else table.take_rows(row_ids)
+        # a streamed table (corpus/storage/streaming.py): its cells are in tq_raw
+        raw = f"tq_raw.{rel.quote(table_id)}"
+        cur = self.con.cursor()
+        try:
+            if row_ids is None:
+                rows = cur.execute(f"SELECT * FROM {raw} ORDER BY _row").fetchall()
+            else:
+                found = cur.execute(
+                    f"SELECT * FROM {raw} WHERE list_contains(?, _row)", [row_ids]
+                ).fetchall()
+                by_id = {int(r[0]): r for r in found}
+                missing = [i for i in row_ids if i not in by_id]
+                if missing:
+                    raise KeyError(f"unknown row ids: {missing[:10]}")
+                rows = [by_id[i] for i in row_ids]
+        finally:
+            cur.close()
+        head = Table.from_dict(data)
+        return Table(
+            cells=(*head.cells, *(tuple(r[1:]) for r in rows)),
+            n_header_rows=head.n_header_rows,
+            source=head.source,
+            row_ids=tuple(int(r[0]) for r in rows),
+            col_ids=head.col_ids,
+        )
 
     def source(self, table_id: str) -> Source:
         row = self.con.execute(
@@ -544,17 +612,25 @@ class Store:
         Raises:
             KeyError: an id the store does not hold.
         """
-        rows = self.rows(list(dict.fromkeys(table_ids)))
+        rows = [
+            row if '"body": {"raw"' not in row[10] else self._grid_row(row)
+            for row in self.rows(list(dict.fromkeys(table_ids)))
+        ]
         sub = Store()
         sub._insert_arrow(_arrow_rows(rows), [], rows)
         return sub
+
+    def _grid_row(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A streamed table's row with its cells in `data` (for an in-memory subset)."""
+        table = self.get(row[0])
+        return (*row[:10], json.dumps(table.to_dict(), ensure_ascii=False), *row[11:])
 
     def iter_tables(self) -> Iterator[tuple[str, Table]]:
         cur = self.con.cursor()
         cur.execute("SELECT table_id, data FROM tables ORDER BY table_id")
         while batch := cur.fetchmany(512):
             for tid, data in batch:
-                yield tid, Table.from_dict(json.loads(data))
+                yield tid, self._table(tid, json.loads(data), None)
 
     def column(self, name: str) -> tuple[list[str], list[str]]:
         """(table ids, values of column `name`) in table-id order; name is text or plain."""

@@ -1,0 +1,199 @@
+"""Big plain CSV/TSV files go into the store through DuckDB's reader, never as Python cells.
+
+A file of at least `STREAM_MIN_BYTES` whose text is plain — UTF-8 without BOM or NUL, one
+header row of at least two columns, every sampled row as wide, no title lines, no footer
+notes, no blank lines, no backslash-escaped quotes (what the structure-aware reader in
+`table/readers/delimited.py` would repair or frame) — is *streamed*: the ingest worker only
+checks the head and tail of the file (`stream_spec`), and the writing process loads it with
+DuckDB's `read_csv` (strict mode, every column as text) into a raw text relation
+`tq_raw."<table id>"` (`_row`, the body row id; `c0`, `c1`, …: the cells exactly as the
+file holds them),
+types that into the table's relation (`relations.typed_arrow`, the same rule as every table)
+and writes the `tables` row. When DuckDB refuses the file (ragged rows, broken quoting, a
+line over its limit) the file is read by the structure-aware reader as any other file, so
+the result never depends on which path read it (tested: a streamed table equals the same file
+read the usual way, cell for cell).
+
+A streamed table's `tables.data` holds its structure (the header row, ids, source) and
+`"body": {"raw": …, "rows": N, "sample": the first rows}`; `Store.get` reads the body from
+the raw relation and `Store.get_rows` only the rows asked for. Its index text is bounded
+(ours): `text` (grep, previews) is the header and the first `SAMPLE_ROWS` rows; `plain`
+(BM25, dense) adds one line per text column of its `TOP_VALUES` most frequent values — so a
+300,000-row table costs the indexes a few kilobytes, not two whole text copies, and a value
+in any row of a low-cardinality column is still found. `content_hash` is the file's sha256
+under a `stream:` prefix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tablequest.table.budget import ReadBudget
+from tablequest.table.model import Source, Table
+from tablequest.table.readers._notes import _footer, _title_lines
+from tablequest.table.readers.delimited import parse_delimited_report, sniff_delimiter
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from tablequest.corpus.storage.store import Store
+
+__all__ = ["STREAM_MIN_BYTES", "StreamSpec", "put_stream", "stream_spec"]
+
+STREAM_MIN_BYTES = 4 * 1024 * 1024
+SAMPLE_ROWS = 100
+TOP_VALUES = 200
+_HEAD_BYTES = 64 * 1024
+_TAIL_BYTES = 16 * 1024
+_FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv"}
+
+
+@dataclass(frozen=True)
+class StreamSpec:
+    """How DuckDB reads a plain delimited file (made by `stream_spec` in a worker)."""
+
+    path: str
+    file_hash: str
+    format: str
+    delimiter: str
+    header: tuple[str, ...]
+    n_lines: int
+
+
+def stream_spec(
+    path: str, data: bytes, digest: str, budget: ReadBudget | None = None
+) -> StreamSpec | None:
+    """The spec to stream `path` with, or None when it should be read the usual way."""
+    fmt = _FORMATS.get(Path(path).suffix.lower())
+    if fmt is None or len(data) < STREAM_MIN_BYTES or b"\x00" in data:
+        return None
+    if data.startswith(b"\xef\xbb\xbf") or b'\\"' in data:
+        return None
+    if b"\n\n" in data or b"\r\n\r\n" in data or b"\r" in data.replace(b"\r\n", b""):
+        return None
+    try:
+        head = data[:_HEAD_BYTES].decode("utf-8")
+        tail = data[-_TAIL_BYTES:].decode("utf-8", errors="strict")
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    delimiter = sniff_delimiter(head, "," if fmt == "csv" else "\t")
+    if f'{delimiter} "'.encode() in data:
+        return None  # a quote after a space: the csv module reads it as text
+    head_rows = _rows(head[: head.rfind("\n")] if len(data) > _HEAD_BYTES else head, delimiter)
+    tail_rows = _rows(tail[tail.find("\n") + 1 :], delimiter)
+    if head_rows is None or tail_rows is None or len(head_rows) < 2:
+        return None
+    width = len(head_rows[0])
+    if width < 2 or any(len(r) != width for r in (*head_rows, *tail_rows)):
+        return None
+    if _title_lines(head_rows) != (0, []) or _footer([*head_rows[:1], *tail_rows], 0, delimiter)[1]:
+        return None
+    n_lines = data.count(b"\n") + (not data.endswith(b"\n"))
+    budget = budget or ReadBudget.from_env()
+    cap, _ = budget.cell_limit(len(data))
+    too_wide = budget.max_columns is not None and width > budget.max_columns
+    if too_wide or (cap is not None and (n_lines - 1) * width > cap):
+        return None  # the usual reader reports the limit with its setting
+    return StreamSpec(path, digest, fmt, delimiter, tuple(head_rows[0]), n_lines)
+
+
+def _rows(text: str, delimiter: str) -> list[list[str]] | None:
+    rows, repair = parse_delimited_report(text, delimiter)
+    if repair is not None:
+        return None
+    return [r for r in rows if r]
+
+
+def _sql_text(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def put_stream(store: Store, spec: StreamSpec, *, replace: bool) -> str:
+    """Load one streamed file as its table (one transaction); its table id.
+
+    Raises:
+        duckdb.Error: DuckDB refused the file (nothing written): read it the usual way.
+    """
+    import pyarrow as pa
+
+    from tablequest.corpus.storage import relations as rel
+    from tablequest.corpus.storage.store import table_id_for
+
+    table_id = table_id_for(spec.path, 0)
+    raw = f"tq_raw.{rel.quote(table_id)}"
+    names = [f"c{j}" for j in range(len(spec.header))]
+    columns = "{" + ", ".join(f"{_sql_text(n)}: 'VARCHAR'" for n in names) + "}"
+    texts = ", ".join(f"coalesce({n}, '') AS {n}" for n in names)
+    reader = (
+        f"read_csv({_sql_text(spec.path)}, delim={_sql_text(spec.delimiter)}, quote='\"', "
+        f"escape='\"', header=false, skip=1, columns={columns}, auto_detect=false, "
+        "strict_mode=true, null_padding=false, max_line_size=33554432)"
+    )
+    con = store.con
+    with store.transaction():
+        keep = store._drop_paths([spec.path]) if replace else {}
+        con.execute("CREATE SCHEMA IF NOT EXISTS tq_raw")
+        # a scan's result keeps the file's order (DuckDB preserves insertion order), so the
+        # body row id is the position; rowid cannot serve: inside a transaction it is offset
+        texts_arrow = con.sql(f"SELECT {texts} FROM {reader}").to_arrow_table()
+        n_rows = texts_arrow.num_rows
+        arrow: Any = texts_arrow.add_column(0, "_row", pa.array(range(n_rows), type=pa.int64()))
+        con.register("tq_raw_load", arrow)
+        try:
+            con.execute(f"CREATE TABLE {raw} AS SELECT * FROM tq_raw_load")
+        finally:
+            con.unregister("tq_raw_load")
+        sample = [list(r.values())[1:] for r in arrow.slice(0, SAMPLE_ROWS).to_pylist()]
+        head = Table.from_rows(
+            [list(spec.header)],
+            source=Source(spec.path, spec.format, None),
+        )
+        typed, columns_meta = rel.typed_arrow(head, arrow.column(0), arrow.columns[1:])
+        del arrow
+        top = _top_values(con, raw, names, columns_meta)
+        row = _row(spec, table_id, head, sample, n_rows, top)
+        con.execute(f"INSERT INTO tables VALUES ({', '.join(['?'] * 13)})", list(row))
+        rel.write_relation(con, table_id, row, typed, columns_meta, keep)
+    return table_id
+
+
+def _top_values(
+    con: duckdb.DuckDBPyConnection, raw: str, names: list[str], columns: list[Any]
+) -> list[str]:
+    """The most frequent values of each text column (words for BM25 and dense)."""
+    lines = []
+    for name, column in zip(names, columns, strict=True):
+        if column.type != "VARCHAR":
+            continue
+        rows = con.execute(
+            f"SELECT {name} FROM {raw} WHERE {name} <> '' GROUP BY {name} "
+            f"ORDER BY count(*) DESC, {name} LIMIT {TOP_VALUES}"
+        ).fetchall()
+        lines.append(" ".join(" ".join(str(v).split()) for (v,) in rows))
+    return [line for line in lines if line]
+
+
+def _row(
+    spec: StreamSpec, table_id: str, head: Table, sample: list[list[str]], n_rows: int,
+    top: list[str],
+) -> tuple[Any, ...]:  # fmt: skip
+    from tablequest.corpus.storage.store import plain_text
+    from tablequest.table.readers import text_format_for
+    from tablequest.table.serialize import serialize
+
+    shown = Table.from_rows([list(spec.header), *sample], source=head.source)
+    data = head.to_dict()
+    data["col_ids"] = list(range(len(spec.header)))
+    data["body"] = {"raw": table_id, "rows": n_rows, "sample": sample}
+    content = hashlib.sha256(f"stream:{spec.file_hash}".encode()).hexdigest()
+    plain = "\n".join([plain_text(shown), *top])
+    return (
+        table_id, spec.path, spec.file_hash, 0, spec.format, None, None, content, n_rows,
+        len(spec.header), json.dumps(data, ensure_ascii=False),
+        serialize(shown, text_format_for(spec.format)), plain,
+    )  # fmt: skip

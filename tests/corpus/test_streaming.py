@@ -1,0 +1,129 @@
+"""Issue 37: big plain CSV/TSV files are loaded by DuckDB, and the result is the same table
+the structure-aware reader makes from the same file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tablequest.corpus import Store, ingest
+from tablequest.corpus.storage import browse, streaming
+from tablequest.corpus.storage.reading import read_file
+from tablequest.table import read_tables
+
+PLAIN = {
+    "quotes.csv": 'name,note,amount\n"Smith, J.","said ""hi""",12\nLee,,"1,234"\n"","x",-3\n',
+    "multiline.csv": 'id,text\n1,"line one\nline two"\n2,plain\n',
+    "crlf.csv": "a,b,c\r\n1,2,3\r\n4, five ,6\r\n",
+    "semicolon.csv": "Land;Preis\nDeutschland;1,85\nÖsterreich;1,79\n",
+    "tabs.tsv": "city\tdate\tvalue\nZürich\t2024-03-01\t3.5\nBern\t2024-03-02\t\n",
+    "trailing.csv": "a,b,c\n1,,\n2,x,\n",
+}
+NOT_PLAIN = {
+    "titled.csv": "Average fuel prices by country March 2024\nCountry,Price\nDE,1.85\nFR,1.92\n",
+    "footer.csv": "Country,Price\nDE,1.85\nFR,1.92\nSource: national statistics office\n",
+    "blank.csv": "a,b\n1,2\n\n3,4\n",
+    "escaped.csv": 'a,b\n"say \\"x\\"",2\n',
+    "bom.csv": "\ufeffa,b\n1,2\n",
+    "ragged.csv": "a,b\n1,2,3\n",
+}
+
+
+@pytest.fixture()
+def stream_everything(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(streaming, "STREAM_MIN_BYTES", 0)
+
+
+def _store(folder: Path, names: dict[str, str], path: Path) -> Store:
+    for name, text in names.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    store = Store(path)
+    report = ingest(store, [folder / n for n in names], index=False)
+    assert not report.files_failed, report.files_failed
+    return store
+
+
+def test_plain_files_are_streamed_and_equal_the_usual_reading(
+    tmp_path: Path, stream_everything: None
+) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for name, text in PLAIN.items():
+        path = folder / name
+        path.write_text(text, encoding="utf-8", newline="")
+        outcome = read_file(str(path), None)
+        assert outcome[0] == "stream", name
+    with Store(tmp_path / "s.duckdb") as store:
+        ingest(store, [folder], index=False)
+        for name in PLAIN:
+            path = str((folder / name).resolve())
+            (table_id,) = store.ids_for_path(path)
+            expected = read_tables(path)[0]
+            got = store.get(table_id)
+            assert got.cells == expected.cells, name
+            assert (got.row_ids, got.col_ids) == (expected.row_ids, expected.col_ids)
+            assert got.source.format == expected.source.format
+            relation = store.relation(table_id)
+            again = Store()
+            again.add_table(expected, key="k")
+            assert [(c.name, c.type) for c in relation.columns] == [
+                (c.name, c.type) for c in again.relation(again.table_ids()[0]).columns
+            ], name
+            page = store.get_rows(table_id, [1, 0])
+            assert page.body == (expected.body[1], expected.body[0])
+
+
+def test_files_a_reader_would_repair_or_frame_are_read_the_usual_way(
+    tmp_path: Path, stream_everything: None
+) -> None:
+    for name, text in NOT_PLAIN.items():
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        assert read_file(str(path), None)[0] != "stream", name
+
+
+def test_a_file_duckdb_refuses_falls_back_to_the_reader(
+    tmp_path: Path, stream_everything: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the sampled head and tail look plain; a ragged row in the middle makes DuckDB refuse
+    lines = ["a,b"] + [f"{i},{i}" for i in range(3000)]
+    lines[1500] = "9,9,9"
+    path = tmp_path / "middle.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    monkeypatch.setattr(streaming, "_HEAD_BYTES", 200)
+    monkeypatch.setattr(streaming, "_TAIL_BYTES", 200)
+    assert read_file(str(path), None)[0] == "stream"
+    with Store(tmp_path / "s.duckdb") as store:
+        report = ingest(store, [path], index=False)
+        assert report.tables_stored == 1 and not report.files_failed
+        table = store.get(store.table_ids()[0])
+        assert table == read_tables(str(path))[0]
+        assert "body" not in store.con.execute("SELECT data FROM tables").fetchone()[0]
+
+
+def test_streamed_table_is_indexed_boundedly_and_replaced_cleanly(
+    tmp_path: Path, stream_everything: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(streaming, "SAMPLE_ROWS", 5)
+    path = tmp_path / "big.csv"
+    rows = [f"{i},city {i % 7},{i * 1.5}" for i in range(1000)]
+    path.write_text("txn,city,amount\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    with Store(tmp_path / "s.duckdb") as store:
+        ingest(store, [path])
+        (table_id,) = store.table_ids()
+        text, plain = store.text(table_id), store.plain(table_id)
+        assert text.count("\n") <= 6  # header + the sample rows
+        assert "city 6" in plain  # the most frequent values of a text column
+        assert store.shape(table_id) == (1000, 3)
+        page = browse.page(store, table_id, offset=997, limit=3)
+        assert page.row_ids == [997, 998, 999] and page.values[-1] == (999, "city 5", 1498.5)
+        assert store.subset([table_id]).get(table_id) == store.get(table_id)
+        monkeypatch.setattr(streaming, "STREAM_MIN_BYTES", 1 << 30)
+        path.write_text("txn,city\n1,x\n", encoding="utf-8")  # read as usual now
+        ingest(store, [path], index=False)
+        assert store.shape(table_id) == (1, 2)
+        raw = store.con.execute(
+            "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'tq_raw'"
+        ).fetchone()
+        assert raw == (0,)
