@@ -40,8 +40,8 @@ class _Column:
     """One column's distinct values and how they read as numbers."""
 
     indices: Any  # pa.Array of int32: row → distinct value
-    values: list[str]  # the distinct values, first occurrence first
-    fast: Any  # numpy bool per distinct value: a plain ASCII number
+    dictionary: Any  # pa.StringArray: the distinct values, first occurrence first
+    fast: Any  # pa.BooleanArray per distinct value: a plain ASCII number
     fast_dec: bool  # some plain number has a fraction (English only)
     en: list[Number | None] | None  # readings of the other values (None: not this style)
     de: list[Number | None] | None
@@ -58,29 +58,22 @@ class _Column:
 
 
 def _column(array: pa.Array) -> _Column:
-    import numpy as np
     import pyarrow.compute as pc
 
     if hasattr(array, "combine_chunks"):  # a ChunkedArray (DuckDB's results come so)
         array = array.combine_chunks()
     encoded = pc.dictionary_encode(array)
     dictionary = encoded.dictionary
-    fast_int = pc.and_(
-        pc.match_substring_regex(dictionary, _FAST_INT),
-        pc.invert(pc.match_substring_regex(dictionary, _LEADING_ZERO)),
-    )
+    plain = pc.invert(pc.match_substring_regex(dictionary, _LEADING_ZERO))
+    fast_int = pc.and_(pc.match_substring_regex(dictionary, _FAST_INT), plain)
     fast_dec = pc.and_(
-        pc.and_(
-            pc.match_substring_regex(dictionary, _FAST_DEC),
-            pc.invert(pc.match_substring_regex(dictionary, _LEADING_ZERO)),
-        ),
+        pc.and_(pc.match_substring_regex(dictionary, _FAST_DEC), plain),
         pc.invert(pc.match_substring_regex(dictionary, _BOTH_WAYS)),
     )
-    fast = np.asarray(pc.or_(fast_int, fast_dec).to_numpy(zero_copy_only=False), dtype=bool)
-    values = dictionary.to_pylist()
-    others = [v for v, f in zip(values, fast, strict=True) if not f]
+    fast = pc.or_(fast_int, fast_dec)
+    others = dictionary.filter(pc.invert(fast)).to_pylist()
     en_ok = de_ok = True
-    filled = bool(fast.any())
+    filled = bool(pc.any(fast).as_py())
     missing = False
     en: list[Number | None] = []
     de: list[Number | None] = []
@@ -98,10 +91,10 @@ def _column(array: pa.Array) -> _Column:
         en.append(pair[0])
         de.append(pair[1])
     if not (en_ok or de_ok):
-        return _Column(encoded.indices, values, fast, False, None, None, filled, missing)
+        return _Column(encoded.indices, dictionary, fast, False, None, None, filled, missing)
     has_dec = bool(pc.any(fast_dec).as_py())
     return _Column(
-        encoded.indices, values, fast, has_dec, en if en_ok else None,
+        encoded.indices, dictionary, fast, has_dec, en if en_ok else None,
         de if de_ok else None, filled, missing,
     )  # fmt: skip
 
@@ -132,34 +125,37 @@ def _readings(column: _Column, style: str | None) -> list[Number | None] | None:
 
 
 def _numbers(column: _Column, others: list[Number | None]) -> tuple[str, Any] | None:
-    """(SQL type, typed distinct values) of a number column, or None when it stays text."""
-    import numpy as np
+    """(SQL type, typed distinct values) of a number column, or None when it stays text
+    (`dtypes._number_series`; plain numbers cast by Arrow, which rounds as Python does)."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
-    fast_values = [v for v, f in zip(column.values, column.fast, strict=True) if f]
-    fast_ints = [int(v) for v in fast_values if "." not in v]
-    other_present = [v for v in others if v is not None]
-    ints = not column.fast_dec and all(isinstance(v, int) for v in other_present)
-    present = fast_ints + [int(v) for v in other_present] if ints else []
+    present = [v for v in others if v is not None]
+    ints = not column.fast_dec and all(isinstance(v, int) for v in present)
+    if ints:  # only long plain integers can reach 2**53 or 2**63
+        long = pc.and_(column.fast, pc.greater_equal(pc.utf8_length(column.dictionary), 16))
+        present += [int(v) for v in column.dictionary.filter(long).to_pylist()]
     if ints and not column.missing:
         if any(abs(v) >= _INT64 for v in present):
             return None
-        merged = _merge(column, [int(v) for v in fast_values], others)
-        return "BIGINT", pa.array(merged, type=pa.int64())
+        whole = [None if v is None else int(v) for v in others]
+        return "BIGINT", _spread(column, pa.int64(), whole)
     if ints and any(abs(v) > _MAX_EXACT_FLOAT for v in present):
         return None
-    floats = _merge(column, [float(v) for v in fast_values], others)
-    data = np.array([np.nan if v is None else float(v) for v in floats], dtype=np.float64)
-    return "DOUBLE", pa.array(data, type=pa.float64(), from_pandas=True)
+    floats = [None if v is None else float(v) for v in others]
+    return "DOUBLE", _spread(column, pa.float64(), floats)
 
 
-def _merge(column: _Column, fast: list[Any], others: list[Number | None]) -> list[Any]:
-    """Distinct values' numbers in dictionary order, from the fast and the other readings."""
-    out: list[Any] = []
-    fast_iter, other_iter = iter(fast), iter(others)
-    for is_fast in column.fast:
-        out.append(next(fast_iter) if is_fast else next(other_iter))
-    return out
+def _spread(column: _Column, kind: Any, others: list[Any]) -> Any:
+    """The distinct values typed: plain numbers cast, the others' readings put in place."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    cast = pc.cast(pc.if_else(column.fast, column.dictionary, pa.scalar("0")), kind)
+    rest = pc.invert(column.fast)
+    if not others:
+        return cast
+    return pc.replace_with_mask(cast, rest, pa.array(others, type=kind))
 
 
 def _dates(values: list[str]) -> tuple[str, Any] | None:
@@ -192,7 +188,7 @@ def type_string_columns(arrays: Sequence[pa.Array]) -> list[tuple[str, pa.Array]
         if others is not None:
             typed = _numbers(column, others)
         if typed is None and column.filled:
-            typed = _dates(column.values)
+            typed = _dates(column.dictionary.to_pylist())
         if typed is None:
             text = array.combine_chunks() if hasattr(array, "combine_chunks") else array
             out.append(("VARCHAR", text.cast(pa.string())))
