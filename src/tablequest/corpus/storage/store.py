@@ -104,13 +104,16 @@ class Hit:
 
 
 _INT_COLUMNS = {"idx", "n_rows", "n_cols"}
+N_COLUMNS = 13  # a row's `tables` columns; a 14th item, when there is one, is its relation
 
 
 def _arrow_rows(rows: Sequence[tuple[Any, ...]]) -> Any:
     import pyarrow as pa
 
     names = [c.strip() for c in ROW_COLUMNS.split(",")]
-    columns = list(zip(*rows, strict=True)) if rows else [() for _ in names]
+    columns = (
+        list(zip(*(r[:N_COLUMNS] for r in rows), strict=True)) if rows else [() for _ in names]
+    )
     arrays = [
         pa.array(col, type=pa.int64() if name in _INT_COLUMNS else pa.string())
         for name, col in zip(names, columns, strict=True)
@@ -138,7 +141,9 @@ def plain_text(table: Table) -> str:
 
 
 def table_row(table: Table, *, path: str, file_hash: str, idx: int) -> tuple[Any, ...]:
-    """The `tables` row for one table (computed in ingest workers, inserted by the store)."""
+    """The `tables` row for one table (computed in ingest workers, inserted by the store),
+    then its typed relation (`relations.relation_arrow`, typed where the table was read, so
+    the writing process only creates it) as a 14th item the `tables` insert leaves out."""
     return (
         table_id_for(path, idx),
         path,
@@ -153,6 +158,7 @@ def table_row(table: Table, *, path: str, file_hash: str, idx: int) -> tuple[Any
         json.dumps(table.to_dict(), ensure_ascii=False),
         serialize(table, text_format_for(table.source.format)),
         plain_text(table),
+        rel.relation_arrow(table),
     )
 
 
@@ -396,7 +402,7 @@ class Store:
             duckdb.Error: a row DuckDB refused (nothing of this file was written).
         """
         placeholders = ", ".join(["(" + ", ".join(["?"] * 13) + ")"] * len(rows))
-        params = [v for row in rows for v in row]
+        params = [v for row in rows for v in row[:N_COLUMNS]]
         sql = f"INSERT INTO tables ({ROW_COLUMNS}) VALUES {placeholders}"
         try:
             with self.transaction():
