@@ -12,6 +12,7 @@ column whose values are all at midnight) or TIMESTAMP, else the strings unchange
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,11 @@ _FAST_INT = r"^[0-9]+$"
 _FAST_DEC = r"^[0-9]+\.[0-9]+$"
 _LEADING_ZERO = r"^0[0-9]"
 _BOTH_WAYS = r"^[0-9]{1,3}\.[0-9]{3}$"  # 1.234: English 1.234 or decimal-comma 1234
+_SHORT = 512  # columns up to this many cells are classified in Python
+_PY_INT = re.compile(r"[0-9]+\Z")
+_PY_DEC = re.compile(r"[0-9]+\.[0-9]+\Z")
+_PY_ZERO = re.compile(r"0[0-9]")
+_PY_BOTH = re.compile(r"[0-9]{1,3}\.[0-9]{3}\Z")
 
 
 @dataclass
@@ -57,11 +63,27 @@ class _Column:
         return self.filled and self.de is not None and not self.fast_dec and self.en is None
 
 
-def _column(array: pa.Array) -> _Column:
+def _distinct(array: Any) -> tuple[Any, Any, Any, list[str], bool]:
+    """(row → distinct index, distinct values, plain-number mask, the other values, some
+    plain number has a fraction), with Arrow kernels for a long column and Python for a
+    short one (a kernel call costs more than a short column's whole loop)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
-    if hasattr(array, "combine_chunks"):  # a ChunkedArray (DuckDB's results come so)
-        array = array.combine_chunks()
+    if len(array) <= _SHORT:
+        texts = array.to_pylist()
+        first: dict[str, int] = {}
+        indices = [first.setdefault(t, len(first)) for t in texts]
+        values = list(first)
+        ints = [bool(_PY_INT.match(v)) and not _PY_ZERO.match(v) for v in values]
+        decs = [
+            bool(_PY_DEC.match(v)) and not _PY_ZERO.match(v) and not _PY_BOTH.match(v)
+            for v in values
+        ]
+        fast = [a or b for a, b in zip(ints, decs, strict=True)]
+        others = [v for v, f in zip(values, fast, strict=True) if not f]
+        return (pa.array(indices, type=pa.int32()), pa.array(values, type=pa.string()),
+                pa.array(fast, type=pa.bool_()), others, any(decs))  # fmt: skip
     encoded = pc.dictionary_encode(array)
     dictionary = encoded.dictionary
     plain = pc.invert(pc.match_substring_regex(dictionary, _LEADING_ZERO))
@@ -72,8 +94,15 @@ def _column(array: pa.Array) -> _Column:
     )
     fast = pc.or_(fast_int, fast_dec)
     others = dictionary.filter(pc.invert(fast)).to_pylist()
+    return encoded.indices, dictionary, fast, others, bool(pc.any(fast_dec).as_py())
+
+
+def _column(array: pa.Array) -> _Column:
+    if hasattr(array, "combine_chunks"):  # a ChunkedArray (DuckDB's results come so)
+        array = array.combine_chunks()
+    indices, dictionary, fast, others, has_dec = _distinct(array)
     en_ok = de_ok = True
-    filled = bool(pc.any(fast).as_py())
+    filled = len(others) < len(dictionary)  # a plain number is filled
     missing = False
     en: list[Number | None] = []
     de: list[Number | None] = []
@@ -91,10 +120,9 @@ def _column(array: pa.Array) -> _Column:
         en.append(pair[0])
         de.append(pair[1])
     if not (en_ok or de_ok):
-        return _Column(encoded.indices, dictionary, fast, False, None, None, filled, missing)
-    has_dec = bool(pc.any(fast_dec).as_py())
+        return _Column(indices, dictionary, fast, False, None, None, filled, missing)
     return _Column(
-        encoded.indices, dictionary, fast, has_dec, en if en_ok else None,
+        indices, dictionary, fast, has_dec, en if en_ok else None,
         de if de_ok else None, filled, missing,
     )  # fmt: skip
 

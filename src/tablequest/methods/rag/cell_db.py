@@ -7,7 +7,9 @@ cut to the B most frequent (the cell encoding budget, default B = 10,000; Alg. 1
 Vectorised: one Arrow ``dictionary_encode`` per column gives the distinct values in order of
 first appearance, ``np.bincount`` their counts, and one ``np.lexsort`` orders all pairs; no
 Python loop over cells. 10^6 cells take under 100 ms (benchmarks/rag_scale.py; hashing the
-columns on parallel threads was slower on 2 shared cores, so columns are hashed in turn).
+columns on parallel threads was slower on 2 shared cores, so columns are hashed in turn). For a
+stored table the distinct values of its text columns come from SQL over its relation instead
+(`relation_db`); `cell_db_from_distinct` orders and cuts either the same way.
 
 Choices:
 - Columns: the categorical columns of the schema DB (the official code's choice; the paper
@@ -99,10 +101,23 @@ class CellDB:
         return [e.doc for e in self.entries]
 
 
-def _column_pairs(
-    column: pa.ChunkedArray | pa.Array,
-) -> tuple[pa.Array, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """(distinct values, their counts, row of their first occurrence), empties removed."""
+@dataclass(frozen=True)
+class Distinct:
+    """One column's distinct values in order of first appearance, blanks included.
+
+    Attributes:
+        values: The distinct values (Arrow strings, verbatim).
+        counts: Per value, the number of cells holding it.
+        first: Per value, the body position (0-based) of its first occurrence.
+    """
+
+    values: pa.Array
+    counts: npt.NDArray[np.int64]
+    first: npt.NDArray[np.int64]
+
+
+def distinct_of(column: pa.ChunkedArray | pa.Array) -> Distinct:
+    """The distinct values of a string column, with counts and first occurrences (Arrow)."""
     array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     encoded = pc.dictionary_encode(array)
     codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
@@ -112,11 +127,17 @@ def _column_pairs(
     # maximum of the codes seen so far steps up to k
     previous = np.maximum.accumulate(np.concatenate(([-1], codes[:-1])))
     first = np.flatnonzero(codes > previous).astype(np.int64)
-    blank = pc.equal(pc.utf8_trim_whitespace(dictionary), "").to_numpy(zero_copy_only=False)
-    if blank.any():
-        keep = np.flatnonzero(~blank)
-        return dictionary.take(pa.array(keep)), counts[keep], first[keep]
-    return dictionary, counts, first
+    return Distinct(dictionary, counts, first)
+
+
+def _non_blank(distinct: Distinct) -> Distinct:
+    """`distinct` without its empty (whitespace-only) values: they are not pairs."""
+    blank = pc.equal(pc.utf8_trim_whitespace(distinct.values), "").to_numpy(zero_copy_only=False)
+    if not blank.any():
+        return distinct
+    keep = np.flatnonzero(~blank)
+    return Distinct(distinct.values.take(pa.array(keep)), distinct.counts[keep],
+                    distinct.first[keep])  # fmt: skip
 
 
 def build_cell_db(
@@ -139,17 +160,33 @@ def build_cell_db(
     if unknown:
         raise ValueError(f"unknown columns {unknown} (table has {raw.column_names[:20]})")
     if not names or raw.num_rows == 0:
+        return cell_db_from_distinct(names, [], budget)
+    return cell_db_from_distinct(names, [distinct_of(raw.column(n)) for n in names], budget)
+
+
+def cell_db_from_distinct(
+    names: Sequence[str], distinct: Sequence[Distinct], budget: int = DEFAULT_BUDGET
+) -> CellDB:
+    """The cell DB of columns `names` from each one's `Distinct` values (Arrow's or SQL's):
+    blanks dropped, most frequent pair first, ties by row-major first occurrence, cut to B.
+
+    Raises:
+        ValueError: budget < 1.
+    """
+    if budget < 1:
+        raise ValueError(f"the cell encoding budget B must be >= 1, got {budget}")
+    if not names or not distinct:
         empty = np.zeros(0, dtype=np.int64)
         return CellDB(tuple(names), empty, pa.array([], pa.string()), empty, 0, budget, 0)
     values: list[pa.Array] = []
     counts: list[npt.NDArray[np.int64]] = []
     ties: list[npt.NDArray[np.int64]] = []
     width = len(names)
-    for j, name in enumerate(names):
-        distinct, count, first = _column_pairs(raw.column(name))
-        values.append(distinct)
-        counts.append(count)
-        ties.append(first * width + j)  # row-major position of the first occurrence
+    for j, column in enumerate(distinct):
+        pairs = _non_blank(column)
+        values.append(pairs.values)
+        counts.append(pairs.counts)
+        ties.append(pairs.first * width + j)  # row-major position of the first occurrence
     all_counts = np.concatenate(counts)
     order = np.lexsort((np.concatenate(ties), -all_counts))[:budget]
     sizes = np.array([len(c) for c in counts], dtype=np.int64)

@@ -188,11 +188,24 @@ class TableRAG:
         return self._sandbox
 
     # -- databases ---------------------------------------------------------------------
-    def prepare(self, table: Table, *, trace: Trace | None = None) -> PreparedTable:
-        """Build (or reuse, for the same content) the schema and cell databases of `table`."""
-        if self._prepared is not None and self._prepared.content_hash == table.content_hash:
+    def prepare(
+        self,
+        table: Table,
+        *,
+        trace: Trace | None = None,
+        store: Store | None = None,
+        table_id: str | None = None,
+    ) -> PreparedTable:
+        """Build (or reuse, for the same content) the schema and cell databases of `table`;
+        with the corpus `store` holding `table_id`, with SQL over its relation (the same
+        databases, `rag.relation_db`)."""
+        content_hash = table.content_hash
+        if self._prepared is not None and self._prepared.content_hash == content_hash:
             return self._prepared
-        self._prepared = prepare_table(table, self.config, trace=trace)
+        self._prepared = prepare_table(
+            table, self.config, trace=trace, store=store, table_id=table_id,
+            content_hash=content_hash,
+        )  # fmt: skip
         return self._prepared
 
     def retrieve(
@@ -226,8 +239,10 @@ class TableRAG:
         """Answer `question` from the one table of `source` (a `TableSet`, or a `Table`)."""
         if self.llm is None:
             raise ValueError("TableRAG.answer needs an LLM; preview() works without one")
+        corpus: Store | None = None
         if isinstance(source, TableSet):
             table_id, table = source.one(self.name)
+            corpus = source.store
         else:
             table = source
         cfg = self.config
@@ -241,7 +256,7 @@ class TableRAG:
             shape=[table.n_rows, table.n_cols], steps=query.budget.max_steps,
         )  # fmt: skip
         details: dict[str, Any] = {"config": cfg.name, "baseline": cfg.baseline, "samples": []}
-        prepared = self.prepare(table, trace=trace)
+        prepared = self.prepare(table, trace=trace, store=corpus, table_id=table_id)
         details["databases"] = _databases(table, prepared, cfg.budget)
         context: baselines.BaselineContext | None = None
         if cfg.baseline is not None:
@@ -477,7 +492,7 @@ class TableRAG:
             stage="ask",
             reason="no LLM configured; schema and cell retrieval with the question's keywords",
         )
-        prepared = self.prepare(table, trace=trace)
+        prepared = self.prepare(table, trace=trace, store=source.store, table_id=table_id)
         found = self.retrieve(prepared, schema_queries, cell_queries, trace=trace)
         retrieval = {
             "encoder": self._encoder_label(),

@@ -1,8 +1,10 @@
 """A table made ready for TableRAG: its databases, retrievers, and retrieval over them.
 
 `prepare_table` builds the typed frame, the schema DB and the cell DB (Alg. 1
-``BuildSchemaDB`` / ``BuildCellDB``); `attach_retrievers` encodes them (or loads their cached
-embeddings from the store); `retrieve` runs ``MultiQueryRetrieve`` on both.
+``BuildSchemaDB`` / ``BuildCellDB``) — with SQL over the table's relation when the corpus
+store holds it (`relation_db`, the same databases), else from its cells; `attach_retrievers`
+encodes them (or loads their cached embeddings from the store); `retrieve` runs
+``MultiQueryRetrieve`` on both.
 
 Choices (ours): when the dense encoder cannot run (not installed, endpoint down), retrieval
 falls back to BM25 and a ``fallback`` trace event says so; the solver's frame is indexed by
@@ -21,6 +23,7 @@ import pyarrow as pa
 
 from tablequest.corpus.dense.encoders import Encoder, EncoderUnavailable
 from tablequest.corpus.storage.store import Store
+from tablequest.methods.rag import relation_db
 from tablequest.methods.rag.cell_db import CellDB, CellEntry, build_cell_db
 from tablequest.methods.rag.config import RagConfig
 from tablequest.methods.rag.retrieval import (
@@ -83,8 +86,55 @@ class Retrieval:
         }
 
 
-def prepare_table(table: Table, config: RagConfig, *, trace: Trace | None = None) -> PreparedTable:
-    """Typed frame, schema DB and cell DB of `table` (timed)."""
+def prepare_table(
+    table: Table,
+    config: RagConfig,
+    *,
+    trace: Trace | None = None,
+    store: Store | None = None,
+    table_id: str | None = None,
+    content_hash: str | None = None,
+) -> PreparedTable:
+    """Typed frame, schema DB and cell DB of `table` (timed).
+
+    With the corpus `store` holding `table_id` as a typed relation, they are built with SQL
+    over it (`relation_db`, the same databases); else from the table's cells.
+    """
+    content_hash = content_hash or table.content_hash
+    built = None
+    if relation_db.USE_RELATION and store is not None:
+        built = relation_db.relation_databases(
+            table, store, table_id,
+            categorical_cells=config.cell_scope == "categorical", budget=config.budget,
+        )  # fmt: skip
+    if built is not None:
+        raw, schema, frame, cells, seconds = (
+            built.raw, built.schema, built.frame, built.cells, built.seconds
+        )  # fmt: skip
+        source = "relation"
+    else:
+        raw, schema, frame, cells, seconds = _from_cells(table, config)
+        source = "cells"
+    prepared = PreparedTable(table, content_hash, raw, frame, schema, cells, seconds)
+    if trace is not None:
+        trace.event(
+            "decision",
+            stage="databases",
+            source=source,
+            columns=len(schema.columns),
+            categorical=len(schema.categorical),
+            distinct_pairs=cells.n_distinct,
+            kept_pairs=len(cells),
+            budget=config.budget,
+            seconds={k: round(v, 4) for k, v in seconds.items()},
+        )
+    return prepared
+
+
+def _from_cells(
+    table: Table, config: RagConfig
+) -> tuple[pa.Table, SchemaDB, pd.DataFrame, CellDB, dict[str, float]]:
+    """The databases from the table's cells (any table)."""
     started = time.perf_counter()
     raw = raw_frame(table)
     t_raw = time.perf_counter()
@@ -99,19 +149,7 @@ def prepare_table(table: Table, config: RagConfig, *, trace: Trace | None = None
         "schema_db": t_schema - t_raw,
         "cell_db": t_cells - t_schema,
     }
-    prepared = PreparedTable(table, table.content_hash, raw, frame, schema, cells, seconds)
-    if trace is not None:
-        trace.event(
-            "decision",
-            stage="databases",
-            columns=len(schema.columns),
-            categorical=len(schema.categorical),
-            distinct_pairs=cells.n_distinct,
-            kept_pairs=len(cells),
-            budget=config.budget,
-            seconds={k: round(v, 4) for k, v in seconds.items()},
-        )
-    return prepared
+    return raw, schema, frame, cells, seconds
 
 
 def retrieval_kind(config: RagConfig, encoder: Encoder | None) -> RetrievalKind:

@@ -30,9 +30,11 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+from tablequest.corpus.storage.store import Store
 from tablequest.llm.repair import ask_json
 from tablequest.llm.usage import StepBudget
 from tablequest.methods.base import MethodContext, Query, Result, Task, start_query
+from tablequest.methods.relframe import frame_for
 from tablequest.methods.research.conclude import breakdown, conclude
 from tablequest.methods.research.execute import StepContext, Workspace
 from tablequest.methods.research.explore import execute, rules_of, select
@@ -119,13 +121,16 @@ class DTR:
             return self._sandbox
 
     # -- comprehension -------------------------------------------------------------------
-    def comprehend(self, table: Table) -> Comprehension:
+    def comprehend(
+        self, table: Table, *, store: Store | None = None, table_id: str | None = None
+    ) -> Comprehension:
         """Meta graph, frame and triples of `table` (LLM-free; cached by content).
 
         With ``meta_graph=false`` (Table 3 without Meta) the model sees the plain table head
         instead of triples, the frame is `Table.to_dataframe` (no ``_aggregate``, no unit or
-        section columns) and the prior gets no table traits; the graph is still built, for
-        the memory's structure key and the result's details only.
+        section columns; read from the table's relation when `store` holds `table_id`,
+        `relframe.frame_for`) and the prior gets no table traits; the graph is still built,
+        for the memory's structure key and the result's details only.
         """
         key = table.content_hash
         with self._lock:
@@ -144,7 +149,7 @@ class DTR:
             )
             lines = triples(graph, max_chars=self.options.triples_chars)
         else:
-            frame, traits = plain_frame(table), TableTraits()
+            frame, traits = plain_frame(table, store, table_id), TableTraits()
             lines = plain_head(table, self.options.triples_chars)
         comp = Comprehension(
             graph=graph, frame=frame, triples=lines, frame_text=describe_frame(frame),
@@ -197,7 +202,7 @@ class DTR:
     ) -> Result:
         """The LLM-free part: comprehension and a keyword plan; status "failed" (no LLM)."""
         table_id, table = one_table(source)
-        comp = self.comprehend(table)
+        comp = self.comprehend(table, store=_store_of(source), table_id=table_id)
         query_type = guess_query_type(question, task)
         paths = enumerate_paths(
             DEFAULT_OPS[query_type],
@@ -258,7 +263,7 @@ class DTR:
             "decision", stage="start", method="research", question=question, task=task,
             table=table_id, shape=[table.n_rows, table.n_cols], options=opts.label(),
         )  # fmt: skip
-        comp = self.comprehend(table)
+        comp = self.comprehend(table, store=_store_of(source), table_id=table_id)
         q.trace.event("decision", stage="comprehension", **comp.graph.summary())
         memory = self._memory(getattr(source, "store", None), q.trace)
         plan, query_type = self._decompose(q, question, task, comp)
@@ -419,9 +424,15 @@ class DTR:
             run.q.trace.event("fallback", stage="memory", reason=str(exc))
 
 
-def plain_frame(table: Table) -> ExecFrame:
-    """The frame without meta information (meta_graph=false): `Table.to_dataframe`."""
-    df = table.to_dataframe()
+def _store_of(source: Any) -> Store | None:
+    store = getattr(source, "store", None)
+    return store if isinstance(store, Store) else None
+
+
+def plain_frame(table: Table, store: Store | None = None, table_id: str | None = None) -> ExecFrame:
+    """The frame without meta information (meta_graph=false): `Table.to_dataframe`, read
+    from the table's relation when `store` holds `table_id` (`relframe.frame_for`)."""
+    df = frame_for(table, store, table_id)
     numeric = [str(c) for c in df.columns if str(df[c].dtype).startswith(("int", "float"))]
     return ExecFrame(df, numeric=numeric)
 
