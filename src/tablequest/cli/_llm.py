@@ -16,16 +16,13 @@ token file) call `config`/`build` inside their own ``try``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tablequest.cli._output import fail
-from tablequest.llm.base import LLM, LLMError
-from tablequest.llm.config import (
-    NOT_CONFIGURED_HINT,
-    ConfigError,
-    LLMConfig,
-    build_llm,
-    resolve_config,
-)
+
+if TYPE_CHECKING:
+    from tablequest.llm.base import LLM
+    from tablequest.llm.config import LLMConfig
 
 __all__ = ["LLMFlags", "model_or_fail", "required_model"]
 
@@ -48,6 +45,8 @@ class LLMFlags:
         Raises:
             ConfigError: a config file is unreadable or holds a wrong value.
         """
+        from tablequest.llm.config import resolve_config
+
         return resolve_config(
             url=self.url,
             model=self.model,
@@ -64,12 +63,17 @@ class LLMFlags:
             ConfigError: as `config`, or an unusable combination (`build_llm`).
             LLMError: the local backend is requested but unusable.
         """
+        from tablequest.llm.config import build_llm
+
         config = self.config()
         return config, build_llm(config, llm_spec=self.spec)
 
 
 def model_or_fail(flags: LLMFlags, *, json_out: bool = False) -> tuple[LLMConfig, LLM | None]:
     """`flags.build()`, or one ``error:`` line and exit 2 on a configuration error."""
+    from tablequest.llm.base import LLMError
+    from tablequest.llm.config import ConfigError
+
     try:
         return flags.build()
     except (ConfigError, LLMError) as exc:
@@ -81,6 +85,8 @@ def required_model(
 ) -> tuple[LLMConfig, LLM]:
     """`model_or_fail` for a command that needs a model: with none configured, one
     ``error:`` line, `NOT_CONFIGURED_HINT` followed by `hint`, and exit 2."""
+    from tablequest.llm.config import NOT_CONFIGURED_HINT
+
     config, llm = model_or_fail(flags, json_out=json_out)
     if llm is None:
         fail(NOT_CONFIGURED_HINT + hint, json_out=json_out)

@@ -12,6 +12,10 @@ existing store, with a one-line deprecation note on stderr (`store_and_words`).
 
 Usage lines name arguments in capitals (``PATHS...``, ``QUESTION``): `UsageCommand`
 rewrites typer's ``{paths}...`` spelling; app.py gives it to every command.
+
+Registering the commands imports no library module (``tablequest --version`` and ``--help``
+start fast): a help text that lists a registry's names (retrievers, encoders: plugins add
+some) holds a `lazy_help` placeholder, filled when a help page is shown (`UsageCommand`).
 """
 
 from __future__ import annotations
@@ -20,27 +24,77 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperCommand
 
 from tablequest.cli._exit import USAGE
-from tablequest.cli._output import err_console, fail
+from tablequest.cli._output import fail
 from tablequest.cli.config import use_config_file
-from tablequest.corpus.storage.shards import is_manifest
-from tablequest.corpus.storage.storefile import what_is
-from tablequest.methods.base import Task
-from tablequest.methods.options import option_name
+
+if TYPE_CHECKING:
+    from tablequest.methods.base import Task
 
 STORE_ENV = "TABLEQUEST_STORE"
 _REQUIRED = re.compile(r"\{([^{}]+)\}(\.\.\.)?")
 _OPTIONAL = re.compile(r"\[([a-z_][\w-]*)\](\.\.\.)?")
 
 
+_LAZY_HELP: dict[str, Callable[[], str]] = {}
+
+
+def lazy_help(name: str, fill: Callable[[], str]) -> str:
+    """A placeholder for a help text, ``{NAME}``, which a help page shows as ``fill()``
+    (`fill_help`): for a part of the text only a library import can compute."""
+    token = "{" + name + "}"
+    _LAZY_HELP[token] = fill
+    return token
+
+
+def fill_help(params: list[Any]) -> None:
+    """Replace the `lazy_help` placeholders in these parameters' help texts (once)."""
+    for param in params:
+        text = getattr(param, "help", None)
+        if not text or "{" not in text:
+            continue
+        for token, fill in _LAZY_HELP.items():
+            if token in text:
+                text = text.replace(token, fill())
+        param.help = text
+
+
+def _retriever_names() -> str:
+    from tablequest.corpus.retrieval.retrievers import RETRIEVERS
+
+    return " | ".join(RETRIEVERS)
+
+
+def _encoder_names() -> str:
+    from tablequest.corpus.dense.encoders import ENCODERS
+
+    return " | ".join(ENCODERS)
+
+
+RETRIEVER_NAMES = lazy_help("RETRIEVERS", _retriever_names)
+"""The registered retrievers (plugins add some) in a help text: ``grep | bm25 | …``."""
+ENCODER_NAMES = lazy_help("ENCODERS", _encoder_names)
+"""The registered encoders (plugins add some) in a help text: ``minilm | …``."""
+
+
 class UsageCommand(TyperCommand):
     """A command whose usage line spells arguments ``NAME`` / ``[NAME]`` / ``NAME...`` and
-    leaves hidden ones (an old spelling still accepted) out."""
+    leaves hidden ones (an old spelling still accepted) out, and whose help page fills the
+    `lazy_help` placeholders."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        fill_help(self.params)
+        super().format_help(ctx, formatter)
+
+    def shell_complete(self, ctx: Any, incomplete: str) -> list[Any]:
+        fill_help(self.params)  # zsh and fish show an option's help beside it
+        items: list[Any] = super().shell_complete(ctx, incomplete)
+        return items
 
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
         pieces: list[str] = [self.options_metavar] if self.options_metavar else []
@@ -79,6 +133,8 @@ class PairCommand(UsageCommand):
 
 def option_pairs(values: list[str] | None) -> dict[str, str]:
     """``NAME=VALUE`` strings as a mapping (typer.BadParameter for a value without a name)."""
+    from tablequest.methods.options import option_name
+
     out: dict[str, str] = {}
     for item in values or ():
         name, sep, value = item.partition("=")
@@ -212,6 +268,9 @@ def default_store_path() -> Path:
 
 def is_store_path(path: Path) -> bool:
     """True when `path` is an existing DuckDB store file or a sharded corpus's manifest."""
+    from tablequest.corpus.storage.shards import is_manifest
+    from tablequest.corpus.storage.storefile import what_is
+
     try:
         return path.is_file() and (what_is(path) is None or is_manifest(path))
     except OSError:
@@ -220,6 +279,8 @@ def is_store_path(path: Path) -> bool:
 
 def deprecated_store_note(command: str, new_usage: str, store: Path) -> None:
     """The one-line note (stderr) for a store given as the first argument."""
+    from tablequest.cli._output import err_console
+
     err_console.print(
         "note: the store as first argument is deprecated; use `"
         + " ".join(w for w in ("tablequest", command, new_usage, f"--store {store}") if w)
@@ -256,6 +317,8 @@ def store_and_words(
         if store is None and (first.suffix in (".duckdb", ".json") or "/" in words[0]):
             require_store(first, json_out=json_out)  # a typo in an old-style store name
         if store is None and first.exists():
+            from tablequest.corpus.storage.storefile import what_is
+
             what = what_is(first) or "not a store"
             fail(f"{str(first)!r} is {what}, not a store (name the store with --store)",
                  json_out=json_out, code="not_a_store")  # fmt: skip

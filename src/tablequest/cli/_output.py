@@ -8,47 +8,69 @@ could not complete); with ``--json`` the same error is also printed on stdout as
 from __future__ import annotations
 
 import contextlib
-import html
 import json
 import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.panel import Panel
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeRemainingColumn,
-)
-from rich.table import Table as RichTable
-from rich.text import Text
 
 from tablequest.cli._exit import FAILED, USAGE
-from tablequest.corpus.dense.encoder_base import encoding_progress, with_rate
-from tablequest.corpus.lexical.rank import question_patterns
-from tablequest.corpus.retrieval.hits import search_hit
-from tablequest.corpus.retrieval.retrievers import preview_hit
-from tablequest.corpus.storage.store import Hit, Store, StoreError, text_format
-from tablequest.errors import error_code, exit_code
-from tablequest.methods.base import Result
-from tablequest.table.display import is_certain
-from tablequest.table.preview import preview
 
-console = Console()
-err_console = Console(stderr=True)
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import TaskID
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+    from tablequest.corpus.storage.store import Hit, Store
+    from tablequest.methods.base import Result
+
+    console: Console
+    err_console: Console
+
+_CONSOLES = {"console": False, "err_console": True}
+"""The rich consoles of the commands (name → on stderr), made on first use by
+`__getattr__`, so that a command which prints nothing through rich (``--version``) does not
+import it; set as module attributes once made (tests may replace them)."""
+
+
+def __getattr__(name: str) -> Any:
+    """`console` (stdout) and `err_console` (stderr), made on first use."""
+    if name not in _CONSOLES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from rich.console import Console
+
+    made = globals().setdefault(name, Console(stderr=_CONSOLES[name]))
+    return made
+
+
+def _stdout() -> Console:
+    """`console` as this module holds it now (made on first use)."""
+    found: Console = sys.modules[__name__].console
+    return found
+
+
+def _stderr() -> Console:
+    """`err_console` as this module holds it now (made on first use)."""
+    found: Console = sys.modules[__name__].err_console
+    return found
+
+
+def _loaded(module: str, name: str) -> type[BaseException] | None:
+    """The exception class `name` of `module` when that module is imported, else None (no
+    instance of it can exist then, so an error path need not import it)."""
+    found = getattr(sys.modules.get(module), name, None)
+    return found if isinstance(found, type) and issubclass(found, BaseException) else None
 
 
 def stage_line(text: str) -> None:
     """One dim line on stderr as a long first-time stage starts (`announce_stage`)."""
-    err_console.print(f"[dim]{escape(text)}[/dim]", soft_wrap=True, highlight=False)
+    from rich.markup import escape
+
+    _stderr().print(f"[dim]{escape(text)}[/dim]", soft_wrap=True, highlight=False)
 
 
 @contextlib.contextmanager
@@ -57,12 +79,23 @@ def encoding_bar(label: str, enabled: bool) -> Iterator[None]:
     (nothing when all vectors are cached), and a `stage_line` as each long first-time stage
     starts (a model distilled or exported, a big index built); neither when not `enabled`
     (``--json``) or stderr is not a terminal."""
-    if not enabled or not err_console.is_terminal:
+    err = _stderr()
+    if not enabled or not err.is_terminal:
         yield
         return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    from tablequest.corpus.dense.encoder_base import encoding_progress, with_rate
+
     columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(),
                TextColumn("{task.fields[metric]}"), TimeRemainingColumn())  # fmt: skip
-    bar = Progress(*columns, console=err_console, transient=True)
+    bar = Progress(*columns, console=err, transient=True)
     tasks: list[TaskID] = []
 
     def update(done: int, total: int, metric: str) -> None:
@@ -106,7 +139,9 @@ def fail(
     if json_out:
         payload = {"error": {"code": code, "message": message}, **(extra or {})}
         print(json.dumps(payload, ensure_ascii=False))
-    err_console.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True, highlight=False)
+    from rich.markup import escape
+
+    _stderr().print(f"[red]error:[/red] {escape(message)}", soft_wrap=True, highlight=False)
     raise typer.Exit(status)
 
 
@@ -118,12 +153,15 @@ def fail_on(
     2 for bad input (no store, not a DuckDB file), 1 for a run that could not complete (store
     held by another process, disk full, media). The JSON code is `tablequest.errors.error_code`'s,
     else ``usage`` (exit 2) or ``failed`` (exit 1)."""
+    from tablequest.errors import error_code, exit_code
+
+    store_error = _loaded("tablequest.corpus.storage.storefile", "StoreError") or ()
     cause: BaseException | None = exc
     for _ in range(4):
-        if cause is None or isinstance(cause, StoreError):
+        if cause is None or isinstance(cause, store_error):
             break
         cause = cause.__cause__ or cause.__context__
-    named = cause if isinstance(cause, StoreError) else exc
+    named = cause if isinstance(cause, store_error) else exc
     status = exit_code(named, default=USAGE)
     fail(str(exc), json_out=json_out, code=error_code(named), status=status, extra=extra)
 
@@ -135,7 +173,10 @@ def print_json(payload: Any) -> None:
 def wide_console() -> Console:
     """The console on a terminal (its width); else one without a width limit, so piped
     output (`show ID | less`, a file) keeps every row on one line whatever COLUMNS says."""
-    return console if console.is_terminal else Console(width=100_000)
+    from rich.console import Console
+
+    shown = _stdout()
+    return shown if shown.is_terminal else Console(width=100_000)
 
 
 def stdout_is_terminal() -> bool:
@@ -156,7 +197,7 @@ def emit_file(data: bytes, fmt: str, output: Path | None, *, json_out: bool = Fa
         except OSError as exc:
             fail(f"cannot write {str(output)!r}: {exc.strerror or exc}", json_out=json_out,
                  status=FAILED)  # fmt: skip
-        err_console.print(f"wrote {output} ({len(data):,} bytes, {fmt})",
+        _stderr().print(f"wrote {output} ({len(data):,} bytes, {fmt})",
                           markup=False, highlight=False, soft_wrap=True)  # fmt: skip
         return
     if fmt in BINARY_FORMATS:
@@ -181,6 +222,8 @@ def usage_line(usage: dict[str, Any]) -> str:
 
 def hit_json(store: Store, hit: Hit) -> dict[str, Any]:
     """A ranked table as ``search --json`` prints it."""
+    from tablequest.corpus.retrieval.hits import search_hit
+
     src = store.source(hit.table_id)
     shown = src.path if src.sheet is None else f"{src.path}#{src.sheet}"
     return search_hit(hit, source=shown, format=src.format).as_json()
@@ -189,7 +232,7 @@ def hit_json(store: Store, hit: Hit) -> dict[str, Any]:
 def show_hits(store: Store, question: str, hits: list[Hit]) -> None:
     """Ranked tables with their ids and previews, the question's words highlighted."""
     if not hits:
-        console.print("No table matches the question's words.")
+        _stdout().print("No table matches the question's words.")
         return
     for rank, hit in enumerate(hits, start=1):
         info = hit_json(store, hit)
@@ -202,7 +245,12 @@ def show_hits(store: Store, question: str, hits: list[Hit]) -> None:
 def terminal_preview(store: Store, hit: Hit, question: str) -> str:
     """A hit's preview as a terminal shows it: tables stored as HTML (HTML, xlsx) are
     previewed as Markdown (the same head and matched rows, no markup)."""
-    table = store.get(hit.table_id)
+    from tablequest.corpus.lexical.rank import question_patterns
+    from tablequest.corpus.retrieval.retrievers import preview_hit
+    from tablequest.corpus.storage.store import text_format
+    from tablequest.table.preview import preview
+
+    table = store.index_table(hit.table_id)
     fmt = text_format(table)
     if fmt != "html":
         return preview_hit(store, hit, question)
@@ -221,6 +269,8 @@ def plain_markup(text: str) -> str:
     text without table markup is returned as it is."""
     if not _MARKUP.search(text):
         return text
+    import html
+
     lines: list[str] = []
     carry: dict[int, tuple[str, int]] = {}  # column → (value, rows still spanned)
     for line in text.splitlines():
@@ -240,6 +290,8 @@ def plain_markup(text: str) -> str:
 
 def _row_values(cells: list[tuple[str, str]], carry: dict[int, tuple[str, int]]) -> list[str]:
     """One row's values with row spans from the rows above (updates `carry`)."""
+    import html
+
     out: list[str] = []
 
     def take_carried() -> None:
@@ -264,6 +316,12 @@ def _row_values(cells: list[tuple[str, str]], carry: dict[int, tuple[str, int]])
 def show_preview(title: str, text: str, question: str) -> None:
     """A heading line, never cut or wrapped (ids and paths stay whole and greppable at any
     terminal width), then the preview in a panel."""
+    from rich.panel import Panel
+    from rich.text import Text
+
+    from tablequest.corpus.lexical.rank import question_patterns
+
+    console = _stdout()
     body = Text(text)
     for p in question_patterns(question):
         body.highlight_regex(f"(?i){p}", "bold magenta")
@@ -273,6 +331,11 @@ def show_preview(title: str, text: str, question: str) -> None:
 
 def show_result(result: Result, question: str) -> None:
     """Answer, reason, what the method found, evidence, tables consulted, usage, trace."""
+    from rich.markup import escape
+    from rich.panel import Panel
+    from rich.text import Text
+
+    console = _stdout()
     data = result.to_json()
     details = result.typed_details
     colour = _COLOUR[result.status]
@@ -328,6 +391,8 @@ def show_result(result: Result, question: str) -> None:
 
 def verified_line(result: Result) -> Text:
     """``verified: WORD — why`` under the answer (the word as `Result.verified` says it)."""
+    from rich.text import Text
+
     word = result.verified or ""
     line = Text("  verified: ")
     line.append(word, style=f"bold {_VERIFIED_COLOUR.get(word, 'yellow')}")
@@ -340,6 +405,10 @@ def evidence_lines(result: Result, limit: int = MAX_EVIDENCE_LINES) -> list[Text
     """One line per evidence cell, at most `limit` (then one line counting the rest): where
     it is, its value and how it was found (``evidence: row 3, Q3 = 205 (computed)``; the
     table named when it is not the final one)."""
+    from rich.text import Text
+
+    from tablequest.table.display import is_certain
+
     lines = []
     for cell in result.evidence[:limit]:
         table = result.tables.get(cell.table_id)
@@ -359,6 +428,9 @@ def evidence_lines(result: Result, limit: int = MAX_EVIDENCE_LINES) -> list[Text
 
 def retrieval_view(retrieval: dict[str, Any]) -> RichTable:
     """Retrieved schema entries and cell values (TableRAG-style retrieval details)."""
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
     view = RichTable(title=f"retrieved (encoder {retrieval.get('encoder')})", title_justify="left")
     view.add_column("kind", style="dim")
     view.add_column("column")
@@ -373,6 +445,9 @@ def retrieval_view(retrieval: dict[str, Any]) -> RichTable:
 def evidence_view(result: Result, max_rows: int = 12) -> tuple[str, RichTable]:
     """A title line and the final table around its evidence rows, supporting cells
     highlighted (the title apart: a table's own title wraps at the table's width)."""
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
     assert result.final_table is not None
     table = result.tables[result.final_table]
     cited = {(c.row, c.col): c.how for c in result.evidence if c.table_id == result.final_table}
@@ -396,4 +471,6 @@ def evidence_view(result: Result, max_rows: int = 12) -> tuple[str, RichTable]:
 def _cell_style(how: str | None) -> str:
     if how is None:
         return ""
+    from tablequest.table.display import is_certain
+
     return _CERTAIN_STYLE if is_certain(how) else _UNCERTAIN_STYLE

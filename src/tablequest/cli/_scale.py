@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tablequest.cli._output import fail, fail_on
-from tablequest.configfile import ConfigFileError
-from tablequest.corpus.storage.shards import ShardedStore, is_manifest
-from tablequest.corpus.storage.store import Store, StoreError
-from tablequest.llm.config import ConfigError, config_files
-from tablequest.scale.cluster import RayUnavailable, ray_address
+
+if TYPE_CHECKING:
+    from tablequest.corpus.storage.store import Store
 
 
 def open_corpus(path: Path, ray: str | None, *, json_out: bool = False) -> Store:
     """A store or sharded corpus, read-only; a sharded one ranks on shard actors when a Ray
     address is given (flag or $TABLEQUEST_RAY_ADDRESS)."""
+    from tablequest.corpus.storage.shards import ShardedStore, is_manifest
+    from tablequest.corpus.storage.store import Store, StoreError
+    from tablequest.scale.cluster import RayUnavailable, ray_address
+
     address = ray_address(ray)
     try:
         if not is_manifest(path):
@@ -38,6 +41,9 @@ def endpoint_urls(flags: list[str] | None, fallback: str | None) -> list[str]:
     an untrusted one: `tablequest.configfile`), else the one configured URL."""
     if flags:
         return list(dict.fromkeys(flags))
+    from tablequest.configfile import ConfigFileError
+    from tablequest.llm.config import ConfigError, config_files
+
     try:
         files = config_files()
     except ConfigError as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Annotated
 
 import typer
@@ -94,7 +95,21 @@ def _uniform_usage(group: typer.Typer) -> None:
             _uniform_usage(sub.typer_instance)
 
 
+def _resolve_annotations(group: typer.Typer) -> None:
+    """Evaluate each command's annotations once, now: they are strings (``from __future__
+    import annotations``), which typer would otherwise evaluate twice per command as it
+    builds them on every start (``--version`` and ``--help`` included)."""
+    infos = [*group.registered_commands, group.registered_callback]
+    for callback in (info.callback for info in infos if info is not None):
+        if callback is not None:
+            callback.__annotations__ = inspect.get_annotations(callback, eval_str=True)
+    for sub in group.registered_groups:
+        if sub.typer_instance is not None:
+            _resolve_annotations(sub.typer_instance)
+
+
 _uniform_usage(app)
+_resolve_annotations(app)
 
 
 def main() -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -39,12 +39,10 @@ from tablequest.cli._options import (
     store_and_words,
     task_name,
 )
-from tablequest.cli._output import console, encoding_bar, fail, fail_on, print_json, show_result
-from tablequest.corpus.dense.encoders import EncoderUnavailable
-from tablequest.llm.base import LLMError
-from tablequest.llm.config import NOT_CONFIGURED_HINT
-from tablequest.methods.base import Result
-from tablequest.methods.run import NO_LLM, ask
+from tablequest.cli._output import encoding_bar, fail, fail_on, print_json, show_result
+
+if TYPE_CHECKING:
+    from tablequest.methods.base import Result
 
 SourceOpt = Annotated[
     Path | None,
@@ -64,6 +62,13 @@ RequireVerifiedOpt = Annotated[
         "its evidence (unverified or contradicted).",
     ),
 ]
+
+
+def ask(*args: Any, **kwargs: Any) -> Result:
+    """`tablequest.methods.run.ask`, imported when a question is asked."""
+    from tablequest.methods.run import ask as run_ask
+
+    return run_ask(*args, **kwargs)
 
 
 def ask_command(
@@ -105,7 +110,9 @@ def ask_command(
         fail("the question is empty", json_out=json_out, status=_exit.USAGE)
     require_store(source, json_out=json_out, kinds="store, table file or folder")
     from tablequest.cli._scale import open_corpus
+    from tablequest.corpus.dense.encoders import EncoderUnavailable
     from tablequest.corpus.storage.shards import is_manifest
+    from tablequest.llm.base import LLMError
     from tablequest.scale.cluster import ray_address
 
     flags = LLMFlags(llm_url, model, api_key, llm, no_cache=no_cache, deadline=deadline)
@@ -146,6 +153,9 @@ def ask_command(
 
 def _print(result: Result, question: str, *, json_out: bool) -> None:
     """The result (JSON or the answer panel), and how to connect a model when none ran."""
+    from tablequest.llm.config import NOT_CONFIGURED_HINT
+    from tablequest.methods.run import NO_LLM
+
     if json_out:
         print_json(result.to_json())
     else:
@@ -154,12 +164,16 @@ def _print(result: Result, question: str, *, json_out: bool) -> None:
         if json_out:
             print(NOT_CONFIGURED_HINT, file=sys.stderr)
         else:
+            from tablequest.cli._output import console
+
             console.print(f"[bold yellow]{NOT_CONFIGURED_HINT}[/bold yellow]", soft_wrap=True)
 
 
 def exit_status(result: Result, *, require_verified: bool = False) -> int:
     """The exit status of an ask (see `tablequest.cli._exit`); with `require_verified`, an
     answer that is not ``verified`` exits 5 (a result not answered keeps its status)."""
+    from tablequest.methods.run import NO_LLM
+
     if result.status == "answered":
         if require_verified and result.verified != "verified":
             return _exit.NOT_VERIFIED

@@ -27,10 +27,7 @@ from tablequest.cli._options import (
     option_pairs,
     task_name,
 )
-from tablequest.cli._output import err_console, fail
-from tablequest.cli._scale import endpoint_urls
-from tablequest.eval.report import not_answered, not_answered_lines
-from tablequest.trace.runs import run_trace_dir
+from tablequest.cli._output import fail
 
 if TYPE_CHECKING:
     from tablequest.scale.batchrun import BatchOutcome
@@ -75,11 +72,14 @@ def batch_command(
     failure); 1 when one failed or was lost (the summary names them); 2 on bad input.
     """
     from tablequest.cli._llm import LLMFlags
+    from tablequest.cli._output import err_console
+    from tablequest.cli._scale import endpoint_urls
     from tablequest.eval.runner import RecordLog, RunnerError, RunSpec
     from tablequest.llm.config import ConfigError
     from tablequest.scale.batch import BatchError, Endpoint, read_questions
     from tablequest.scale.batchrun import BatchJob, run_batch
     from tablequest.scale.cluster import RayUnavailable, ray_address
+    from tablequest.trace.runs import run_trace_dir
 
     try:
         chosen = read_questions(questions)
@@ -134,6 +134,8 @@ def _report(
 ) -> None:
     """Print the batch summary (JSON with --json): counts by status, and the questions not
     answered grouped by reason with their ids."""
+    from tablequest.eval.report import not_answered, not_answered_lines
+
     statuses = [str(r.get("status")) for r in records]
     groups = not_answered(records)
     summary = {

@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 
 from tablequest.cli._output import fail
-from tablequest.llm.cache import CacheError, cache_clear, cache_path, cache_stats
 
 app = typer.Typer(help="Inspect and clear the LLM response cache.", no_args_is_help=True)
 
@@ -39,6 +38,8 @@ def stats(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Show the number of cached completions, size on disk and hits."""
+    from tablequest.llm.cache import CacheError, cache_stats
+
     try:
         info = cache_stats(cache_dir)
     except CacheError as exc:
@@ -58,6 +59,8 @@ def clear(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Delete every cached completion."""
+    from tablequest.llm.cache import CacheError, cache_clear, cache_path
+
     try:
         removed = cache_clear(cache_dir)
     except CacheError as exc:

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from tablequest import configfile
-from tablequest.cli._output import console, err_console, fail
-from tablequest.configfile import CONFIG_FILE, ConfigFile, ConfigFileError
-from tablequest.methods.configtrust import guarded_keys, untrusted_notes
-from tablequest.methods.options import OptionError
+from tablequest.cli._defaults import CONFIG_FILE
+from tablequest.cli._output import fail
+
+if TYPE_CHECKING:
+    from tablequest.configfile import ConfigFile
 
 app = typer.Typer(
     help="Which tablequest.toml files are read, and which are trusted to choose where data goes.",
@@ -35,10 +35,15 @@ PathArg = Annotated[
 def use_config_file(ctx: typer.Context, value: Path | None) -> Path | None:
     """The ``--config-file`` callback: the file becomes the command's only config file
     (``$TABLEQUEST_CONFIG`` until the command ends); without it, the untrusted-file warning."""
+    from tablequest import configfile
+
     if value is not None:
         if not value.expanduser().is_file():
             raise typer.BadParameter(f"no file at {str(value)!r}", param_hint="--config-file")
         ctx.with_resource(configfile.naming(value))
+    from tablequest.cli._output import err_console
+    from tablequest.methods.configtrust import untrusted_notes
+
     for note in untrusted_notes():
         err_console.print(note, markup=False, highlight=False, soft_wrap=True)
     return value
@@ -48,27 +53,41 @@ def use_config_file(ctx: typer.Context, value: Path | None) -> Path | None:
 def trust_command(path: PathArg = Path(CONFIG_FILE)) -> None:
     """Trust PATH as it is now: it may then set the model URL, key, sandbox isolation and
     server-side method options. Editing it withdraws the trust until you trust it again."""
+    from tablequest import configfile
+    from tablequest.configfile import ConfigFileError
+
     try:
         file, digest = configfile.trust(path)
     except ConfigFileError as exc:
         fail(str(exc))
+    from tablequest.cli._output import console
+
     console.print(f"trusted {file} (sha256 {digest[:12]}…)", highlight=False, soft_wrap=True)
 
 
 @app.command("untrust")
 def untrust_command(path: PathArg = Path(CONFIG_FILE)) -> None:
     """Stop trusting PATH."""
+    from tablequest import configfile
+    from tablequest.configfile import ConfigFileError
+
     try:
         removed = configfile.untrust(path)
     except ConfigFileError as exc:
         fail(str(exc))
     if not removed:
         fail(f"{str(path)!r} was not trusted (`tablequest config show` lists the files read)")
+    from tablequest.cli._output import console
+
     console.print(f"no longer trusted: {Path(path).resolve()}", highlight=False, soft_wrap=True)
 
 
 def describe(file: ConfigFile) -> dict[str, Any]:
     """What `config show` says of one file: path, trust, what it sets, what is ignored."""
+    from tablequest.configfile import ConfigFileError
+    from tablequest.methods.configtrust import guarded_keys
+    from tablequest.methods.options import OptionError
+
     try:
         ignored = guarded_keys(file)
     except (ConfigFileError, OptionError) as exc:
@@ -102,6 +121,9 @@ def show_command(
 ) -> None:
     """List the config files read here, highest precedence first: trusted or not, the keys
     each sets, and the keys ignored because the file is not trusted."""
+    from tablequest import configfile
+    from tablequest.configfile import ConfigFileError
+
     try:
         files = [describe(f) for f in configfile.find()]
     except ConfigFileError as exc:
@@ -109,6 +131,8 @@ def show_command(
     if json_out:
         typer.echo(json.dumps({"files": files, "trust_list": str(configfile.trust_path())}))
         return
+    from tablequest.cli._output import console
+
     if not files:
         console.print(f"no {CONFIG_FILE} here or in {configfile.user_dir()}", highlight=False)
     for item in files:

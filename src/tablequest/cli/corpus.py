@@ -24,45 +24,31 @@ import json
 import shutil
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
 from tablequest.cli._exit import FAILED, USAGE
 from tablequest.cli._options import (
+    ENCODER_NAMES,
+    RETRIEVER_NAMES,
     RayOpt,
     StoreOpt,
     default_store_path,
     require_store,
     store_and_words,
 )
-from tablequest.cli._output import (
-    console,
-    encoding_bar,
-    err_console,
-    fail,
-    fail_on,
-    hit_json,
-    show_hits,
-)
-from tablequest.cli._scale import open_corpus
-from tablequest.corpus import IngestReport, Store, StoreError, ingest
-from tablequest.corpus.dense.encoder_base import progress_stages
-from tablequest.corpus.dense.encoders import ENCODERS, EncoderUnavailable
-from tablequest.corpus.retrieval.retrievers import (
-    RETRIEVERS,
-    RetrieverSettings,
-    UnsupportedStore,
-    make_retriever,
-)
-from tablequest.corpus.storage.ingest import IngestAborted, StopSignals
-from tablequest.corpus.storage.shards import ShardedStore, ingest_sharded, is_manifest
+from tablequest.cli._output import encoding_bar, fail, fail_on, hit_json, show_hits
+
+if TYPE_CHECKING:
+    from tablequest.corpus import IngestReport, Store
+    from tablequest.corpus.storage.ingest import StopSignals
 
 
 def open_store(path: Path, *, json_out: bool = False) -> Store:
     """Open a store for writing, turning failures into one clear line and an exit status."""
+    from tablequest.corpus import Store, StoreError
+
     try:
         return Store(path)
     except StoreError as exc:
@@ -100,6 +86,7 @@ def ingest_command(
     ] = None,
 ) -> None:
     """Read every table under PATHS into the store (unchanged files are skipped)."""
+    from tablequest.corpus.storage.shards import is_manifest
     from tablequest.scale.cluster import ray_address
 
     _apply_budget(budget or [], json_out=json_out)
@@ -165,6 +152,10 @@ def _ingest(
 ) -> tuple[IngestReport, StopSignals | None]:
     """The ingest itself: on Ray, or here with Ctrl-C stopping it cleanly. Appends to `kept`
     the count of tables the store holds from PATHS (also when a store failure stopped it)."""
+    from tablequest.corpus import StoreError
+    from tablequest.corpus.storage.ingest import IngestAborted, StopSignals
+    from tablequest.corpus.storage.shards import ShardedStore, is_manifest
+
     if address is not None:
         report = _ray_ingest(target, paths, address, shards, json_out)
         kept.append(report.tables_stored + report.tables_unchanged)
@@ -230,6 +221,8 @@ def _report_ingest(
     else:
         _print_report(report, target if target.exists() else None)
         if stopped:
+            from tablequest.cli._output import console
+
             console.print(
                 f"[yellow]stopped by {stopped}[/yellow]: {report.files_left} files not "
                 "read; run the same command again to finish"
@@ -237,6 +230,8 @@ def _report_ingest(
     if signals is not None and signals.received is not None:
         raise typer.Exit(128 + signals.received)
     if not report.ok:
+        from tablequest.cli._output import err_console
+
         err_console.print(
             f"nothing stored: no table could be read, so no store was written at {target}"
             if not target.exists() else "nothing stored: no table could be read",
@@ -250,6 +245,7 @@ def _report_ingest(
 def _ray_ingest(
     target: Path, paths: list[Path], address: str, shards: int | None, json_out: bool
 ) -> IngestReport:
+    from tablequest.corpus import StoreError
     from tablequest.scale.cluster import RayUnavailable
     from tablequest.scale.ingest import ingest_ray
 
@@ -262,6 +258,13 @@ def _ray_ingest(
 def _run_ingest(
     st: Store, paths: list[Path], *, show_progress: bool, stop: StopSignals
 ) -> IngestReport:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    from tablequest.cli._output import err_console
+    from tablequest.corpus import ingest
+    from tablequest.corpus.dense.encoder_base import progress_stages
+    from tablequest.corpus.storage.shards import ShardedStore, ingest_sharded
+
     run = ingest_sharded if isinstance(st, ShardedStore) else ingest
     if not show_progress:
         return run(st, paths, stop=stop.event)  # type: ignore[arg-type]
@@ -279,6 +282,10 @@ def _run_ingest(
 
 
 def _print_report(report: IngestReport, path: Path | None) -> None:
+    from rich.markup import escape
+
+    from tablequest.cli._output import console
+
     console.print(
         f"[bold]{report.tables_stored}[/bold] tables stored, "
         f"{report.tables_unchanged} unchanged, {report.files_seen} files seen"
@@ -300,9 +307,7 @@ def _print_report(report: IngestReport, path: Path | None) -> None:
 
 SearchMethodOpt = Annotated[
     str,
-    typer.Option(
-        "--method", "-m", help=f"Retriever: {' | '.join(RETRIEVERS)} (grep: TableSeek Eq. 1)."
-    ),
+    typer.Option("--method", "-m", help=f"Retriever: {RETRIEVER_NAMES} (grep: TableSeek Eq. 1)."),
 ]
 
 
@@ -316,9 +321,7 @@ def search_command(
     method: SearchMethodOpt = "grep",
     encoder: Annotated[
         str,
-        typer.Option(
-            help=f"Encoder of dense, hybrid, phrase-hybrid, rerank: {' | '.join(ENCODERS)}."
-        ),
+        typer.Option(help=f"Encoder of dense, hybrid, phrase-hybrid, rerank: {ENCODER_NAMES}."),
     ] = "minilm",
     rerank_url: Annotated[
         str | None, typer.Option("--rerank-url", metavar="URL", help="rerank: a /v1/rerank server.")
@@ -337,6 +340,14 @@ def search_command(
     if not question.strip():
         fail("the question is empty: give a question in words", json_out=json_out, status=USAGE)
     require_store(store_path, json_out=json_out)
+    from tablequest.cli._scale import open_corpus
+    from tablequest.corpus.dense.encoders import EncoderUnavailable
+    from tablequest.corpus.retrieval.retrievers import (
+        RetrieverSettings,
+        UnsupportedStore,
+        make_retriever,
+    )
+
     if method == "rerank" and not (rerank_url and rerank_model):
         fail(
             "--method rerank needs a server with /v1/rerank: --rerank-url URL --rerank-model NAME",

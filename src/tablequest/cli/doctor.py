@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
 
+from tablequest.cli._defaults import CHECKS, MODEL_TIMEOUT
 from tablequest.cli._exit import FAILED, NO_MODEL, OK
 from tablequest.cli._llm import LLMFlags
 from tablequest.cli._options import (
@@ -30,9 +30,10 @@ from tablequest.cli._options import (
     StoreOpt,
     default_store_path,
 )
-from tablequest.cli._output import console, fail
-from tablequest.doctor import CHECKS, MODEL_TIMEOUT, Check, CheckGroup, run_checks
-from tablequest.llm.config import ConfigError, LLMConfig
+from tablequest.cli._output import fail
+
+if TYPE_CHECKING:
+    from tablequest.doctor import Check, CheckGroup
 
 _MARKS = {True: "[green]✓[/green]", False: "[red]✗[/red]", None: "[dim]–[/dim]"}
 
@@ -59,6 +60,8 @@ TimeoutOpt = Annotated[
 
 
 def _groups(check: list[str] | None, json_out: bool) -> list[CheckGroup]:
+    from tablequest.doctor import CHECKS
+
     chosen: list[CheckGroup] = []
     for name in check or CHECKS:
         group = next((g for g in CHECKS if g == name.strip().lower()), None)
@@ -69,6 +72,10 @@ def _groups(check: list[str] | None, json_out: bool) -> list[CheckGroup]:
 
 
 def _print(check: Check) -> None:
+    from rich.markup import escape
+
+    from tablequest.cli._output import console
+
     console.print(
         f"{_MARKS[check.ok]} {check.check:<15} {escape(check.detail)}",
         soft_wrap=True,
@@ -91,6 +98,9 @@ def doctor_command(
 ) -> None:
     """Check the setup: the model (a chat call, a JSON reply, its context length,
     embeddings), the sandbox's isolation, the installed extras, and that a store opens."""
+    from tablequest.doctor import Check, run_checks
+    from tablequest.llm.config import ConfigError, LLMConfig
+
     groups = _groups(check, json_out)
     if store is None and default_store_path().exists():
         store = default_store_path()
@@ -122,6 +132,8 @@ def doctor_command(
     if json_out:
         typer.echo(json.dumps([c.to_json() for c in checks], indent=2, ensure_ascii=False))
     else:
+        from tablequest.cli._output import console
+
         console.print(
             f"{len(failed)} of {len(checks)} checks failed" if failed else "no check failed",
             highlight=False,

@@ -9,12 +9,14 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from tablequest.cli._output import fail
-from tablequest.eval.stats import Comparison, compare_runs
+
+if TYPE_CHECKING:
+    from tablequest.eval.stats import Comparison
 
 __all__ = ["compare", "register"]
 
@@ -69,6 +71,8 @@ def compare(
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
 ) -> None:
     """Paired bootstrap, Wilcoxon signed-rank and paired t-test of run A against run B."""
+    from tablequest.eval.stats import compare_runs
+
     try:
         result = compare_runs(a, b, metric=metric, resamples=resamples, seed=seed)
     except ValueError as exc:  # ComparisonError and bad options (e.g. --resamples 0)

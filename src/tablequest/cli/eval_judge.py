@@ -17,28 +17,19 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from tablequest.cli._defaults import EVAL_PROMPTS
 from tablequest.cli._exit import FAILED
 from tablequest.cli._llm import LLMFlags, required_model
 from tablequest.cli._options import ApiKeyOpt, ConfigFileOpt, LLMSpecOpt, LLMUrlOpt, ModelOpt
 from tablequest.cli._output import fail
-from tablequest.eval.datasets import Dataset, DatasetError, load
-from tablequest.eval.metrics.judge import (
-    DIMENSIONS,
-    EVAL_PROMPTS,
-    JudgeError,
-    JudgeItem,
-    JudgeLog,
-    eval_prompt,
-    judge_items,
-    judge_records,
-    read_run,
-    win_rate,
-)
-from tablequest.eval.report import report_paths
+
+if TYPE_CHECKING:
+    from tablequest.eval.datasets import Dataset
+    from tablequest.eval.metrics.judge import JudgeItem
 
 __all__ = ["judge_command", "judgment_path", "register", "render"]
 
@@ -67,6 +58,8 @@ def _grouped(reasons: dict[str, str]) -> list[str]:
 
 def render(summary: dict[str, Any]) -> str:
     """The summary as markdown (LLM-EVAL or Win/Score Rate tables, then what was left out)."""
+    from tablequest.eval.metrics.judge import DIMENSIONS
+
     head = f"# {summary['run']} · judge {summary['model']}"
     if "dimensions" in summary:
         lines = [head, "", f"vs {summary['against']}: {summary['n']} questions judged", ""]
@@ -97,6 +90,8 @@ def render(summary: dict[str, Any]) -> str:
 
 
 def _dataset(records: list[dict[str, Any]], data: Path) -> Dataset:
+    from tablequest.eval.datasets import DatasetError, load
+
     name = str((records[0].get("run") or {}).get("dataset") or "")
     if not name:
         raise DatasetError("the run's records do not name their dataset ('run.dataset')")
@@ -104,6 +99,8 @@ def _dataset(records: list[dict[str, Any]], data: Path) -> Dataset:
 
 
 def _judgeable(item: JudgeItem) -> bool:
+    from tablequest.eval.metrics.judge import JudgeError, eval_prompt
+
     try:
         eval_prompt(item, "")
     except JudgeError:
@@ -139,6 +136,16 @@ def judge_command(
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """LLM-EVAL of a run, or Win/Score Rate against another run, by an LLM judge (DTR)."""
+    from tablequest.eval.datasets import DatasetError
+    from tablequest.eval.metrics.judge import (
+        EVAL_PROMPTS,
+        JudgeError,
+        JudgeLog,
+        judge_items,
+        judge_records,
+        read_run,
+        win_rate,
+    )
     from tablequest.llm.base import LLMError
 
     if prompt is not None and prompt not in EVAL_PROMPTS:
@@ -184,6 +191,8 @@ def judge_command(
 
 def _report(summary: dict[str, Any], path: Path, json_out: bool) -> None:
     """Write the summary beside the judgments (markdown and JSON) and print it."""
+    from tablequest.eval.report import report_paths
+
     md_path, json_path = report_paths(path)
     try:
         md_path.write_text(render(summary), encoding="utf-8")

@@ -27,7 +27,7 @@ from tablequest.cli._options import (
     NoCacheOpt,
     StepsOpt,
 )
-from tablequest.cli._output import err_console, fail
+from tablequest.cli._output import fail
 
 __all__ = ["register", "reproduce_command"]
 
@@ -131,6 +131,7 @@ def _run(
     limit: int | None, concurrency: int, steps: int | None, cache_dir: Path | None,
     paper_model: str | None, json_out: bool,
 ) -> None:  # fmt: skip
+    from tablequest.cli._output import err_console
     from tablequest.eval.reproduce.execute import RunContext, run_reproduction
     from tablequest.eval.reproduce.report import comparison_model, write_report
 

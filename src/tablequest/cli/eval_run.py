@@ -20,21 +20,16 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
+from tablequest.cli._defaults import HYBRID_ALPHA
 from tablequest.cli._exit import FAILED
 from tablequest.cli._llm import LLMFlags
 from tablequest.cli._options import (
+    ENCODER_NAMES,
+    RETRIEVER_NAMES,
     ApiKeyOpt,
     ConfigFileOpt,
     ConfigOpt,
@@ -48,35 +43,37 @@ from tablequest.cli._options import (
     PairCommand,
     RayOpt,
     StepsOpt,
+    UsageCommand,
     option_pairs,
 )
-from tablequest.cli._output import err_console, fail, fail_on
-from tablequest.cli._scale import endpoint_urls
-from tablequest.corpus.dense.encoders import (
-    ENCODERS,
-    EncoderUnavailable,
-    encoding_progress,
-    with_rate,
-)
-from tablequest.corpus.lexical.rank import HYBRID_ALPHA
-from tablequest.corpus.retrieval.retrievers import RETRIEVERS, RetrieverSettings
-from tablequest.corpus.storage.shards import ShardedStore
-from tablequest.eval.corpora import Corpus, CorpusError, build_corpus, ensure_dense
-from tablequest.eval.datasets import DATASETS, Dataset, DatasetError, load
-from tablequest.eval.pipeline import answer_questions, prepared_answer
-from tablequest.eval.report import all_failed, write_report
-from tablequest.eval.retrieval import evaluate_retrieval, make_ranker
-from tablequest.eval.runner import RecordLog, RunnerError, RunSpec, select_questions
-from tablequest.eval.siblings import with_siblings
-from tablequest.methods.registry import get_method
-from tablequest.methods.run import resolve_options
-from tablequest.scale.cluster import ray_address
-from tablequest.scale.evalrun import EvalJob
-from tablequest.trace.runs import run_trace_dir
+from tablequest.cli._output import fail, fail_on
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from tablequest.eval.corpora import Corpus
+    from tablequest.eval.datasets import Dataset
+    from tablequest.eval.runner import RecordLog, RunSpec
+
+    err: Console
 
 __all__ = ["register", "retrieval_command", "run_command"]
 
-err = err_console
+
+def __getattr__(name: str) -> Any:
+    """`err`: the stderr console of the progress bars (`_output.err_console` unless a test
+    sets another), made on first use."""
+    if name == "err":
+        from tablequest.cli._output import err_console
+
+        return err_console
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _err() -> Console:
+    found: Console = sys.modules[__name__].err
+    return found
+
 
 DataOpt = Annotated[Path, typer.Option("--data", help="Benchmark folder (read-only).")]
 QuestionsOpt = Annotated[
@@ -114,6 +111,8 @@ def _os_error(exc: OSError, out: Path) -> str:
 
 def load_dataset(name: str, data: Path, split: str | None) -> Dataset:
     """Load a benchmark; `split` goes to the loader's `split` or `subset` option."""
+    from tablequest.eval.datasets import DATASETS, DatasetError, load
+
     options: dict[str, Any] = {}
     if split:
         loader = DATASETS.get(name.lower())
@@ -128,9 +127,19 @@ def load_dataset(name: str, data: Path, split: str | None) -> Dataset:
 @contextmanager
 def _progress(label: str, enabled: bool) -> Iterator[Callable[..., None]]:
     """A rich progress bar on a terminal (bar, count, running metric, ETA); else silent."""
+    err = _err()
     if not enabled or not err.is_terminal:
         yield lambda *a, **k: None
         return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
@@ -149,12 +158,18 @@ def _progress(label: str, enabled: bool) -> Iterator[Callable[..., None]]:
 
 
 def _corpus(dataset: Dataset, fmt: str, seed: int, cache_dir: Path | None, show: bool) -> Corpus:
+    from tablequest.eval.corpora import build_corpus
+
     with _progress(f"building {dataset.name} {fmt} corpus", show) as update:
         return build_corpus(dataset, fmt, seed=seed, cache_dir=cache_dir, progress=update)
 
 
 def _dense(corpus: Corpus, encoder: Any, cache_dir: Path | None, show: bool) -> None:
     """Encode the corpus once (vectors shared across the corpora of the cache folder)."""
+    from tablequest.corpus.dense.encoders import encoding_progress, with_rate
+    from tablequest.corpus.storage.shards import ShardedStore
+    from tablequest.eval.corpora import ensure_dense
+
     if isinstance(corpus.store, ShardedStore):
         from tablequest.scale.evalrun import persist_sharded_vectors
 
@@ -177,7 +192,7 @@ def _sharded(corpus: Corpus, shards: int | None) -> Corpus:
 def retrieval_command(
     dataset: Annotated[str, typer.Argument(help="wtq | tabfact | tcrbench | …")],
     data: DataOpt,
-    method: Annotated[str, typer.Option("--method", "-m", help=" | ".join(RETRIEVERS))] = "bm25",
+    method: Annotated[str, typer.Option("--method", "-m", help=RETRIEVER_NAMES)] = "bm25",
     questions: QuestionsOpt = None,
     split: SplitOpt = None,
     fmt: FormatOpt = "csv",
@@ -186,7 +201,7 @@ def retrieval_command(
     siblings: Annotated[
         int, typer.Option(help="Add N generated sibling hard negatives per question.")
     ] = 0,
-    encoder: Annotated[str, typer.Option(help=" | ".join(ENCODERS))] = "minilm",
+    encoder: Annotated[str, typer.Option(help=ENCODER_NAMES)] = "minilm",
     fusion: Annotated[str, typer.Option(help="Hybrid fusion: score | rrf")] = "score",
     alpha: Annotated[float, typer.Option(help="Hybrid: weight of the dense score.")] = HYBRID_ALPHA,
     cache_dir: CacheOpt = None,
@@ -194,6 +209,14 @@ def retrieval_command(
     json_out: JsonOpt = False,
 ) -> None:
     """LLM-free retrieval: R@1/2/3/5/10 of a ranking (GR@k and DS@k with sibling groups)."""
+    from tablequest.corpus.dense.encoders import EncoderUnavailable
+    from tablequest.corpus.retrieval.retrievers import RetrieverSettings
+    from tablequest.eval.corpora import CorpusError
+    from tablequest.eval.datasets import DatasetError
+    from tablequest.eval.retrieval import evaluate_retrieval, make_ranker
+    from tablequest.eval.runner import RunnerError, select_questions
+    from tablequest.eval.siblings import with_siblings
+
     try:
         if fusion not in ("score", "rrf"):
             raise ValueError(f"unknown --fusion {fusion!r}; use score or rrf")
@@ -264,8 +287,19 @@ def run_command(
     """Answer a benchmark's questions with a method; append records to --out; write a report.
 
     Exits 1 when every question failed before the method ran (stderr says why)."""
+    from tablequest.cli._scale import endpoint_urls
+    from tablequest.corpus.dense.encoders import EncoderUnavailable
+    from tablequest.eval.corpora import CorpusError
+    from tablequest.eval.datasets import DatasetError
+    from tablequest.eval.pipeline import prepared_answer
+    from tablequest.eval.runner import RecordLog, RunnerError, RunSpec, select_questions
     from tablequest.llm.base import LLMError
     from tablequest.llm.config import NOT_CONFIGURED_HINT, ConfigError
+    from tablequest.methods.registry import get_method
+    from tablequest.methods.run import resolve_options
+    from tablequest.scale.cluster import ray_address
+    from tablequest.scale.evalrun import EvalJob
+    from tablequest.trace.runs import run_trace_dir
 
     try:
         spec = get_method(method)
@@ -315,6 +349,8 @@ def run_command(
 
 def _report(records: list[Any], out: Path, ran: int, json_out: bool) -> None:
     """Write the run's report beside `out` and print it (or its JSON summary)."""
+    from tablequest.eval.report import all_failed, write_report
+
     try:
         md_path, json_path = write_report(out, records)
     except OSError as exc:
@@ -327,7 +363,7 @@ def _report(records: list[Any], out: Path, ran: int, json_out: bool) -> None:
         print(f"records: {out} ({ran} run now, {len(records) - ran} resumed)\nreport: {md_path}")
     failed = all_failed(records)
     if failed is not None:  # nothing was evaluated: say so and exit 1, as `batch` does
-        err.print(failed, soft_wrap=True, markup=False)
+        _err().print(failed, soft_wrap=True, markup=False)
         raise typer.Exit(FAILED)
 
 
@@ -341,6 +377,7 @@ def _run(
     out: Path,
     json_out: bool,
 ) -> int:
+    from tablequest.eval.pipeline import answer_questions
     from tablequest.eval.runs import running_metric
 
     wanted = {q.id for q in chosen}
@@ -389,14 +426,14 @@ def _run_ray(
     except RayUnavailable as exc:
         _fail(str(exc), json_out)
     if outcome.lost:
-        err.print(f"{len(outcome.lost)} question(s) lost to worker failures: run again")
+        _err().print(f"{len(outcome.lost)} question(s) lost to worker failures: run again")
     return outcome.ran
 
 
 def register(app: typer.Typer) -> None:
     """Add the `run` and `retrieval` commands to the given (eval) sub-app."""
     app.command("run", cls=PairCommand)(run_command)
-    app.command("retrieval")(retrieval_command)
+    app.command("retrieval", cls=UsageCommand)(retrieval_command)  # fills its lazy help
 
 
 if __name__ == "__main__":  # pragma: no cover - `python -m tablequest.cli.eval_run`

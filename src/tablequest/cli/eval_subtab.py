@@ -19,9 +19,6 @@ import typer
 
 from tablequest.cli._options import ConfigFileOpt
 from tablequest.cli._output import fail
-from tablequest.eval.datasets import DatasetError, load
-from tablequest.eval.runner import RunnerError, select_questions
-from tablequest.eval.subtab import build_references, read_references, score_runs
 
 __all__ = ["build_subtab_command", "register", "score_subtab_command"]
 
@@ -50,6 +47,9 @@ def build_subtab_command(
 ) -> None:
     """Build silver reference sub-tables (WTQ-SubTab, App. E.3) for a benchmark's questions."""
     from tablequest.cli._llm import LLMFlags
+    from tablequest.eval.datasets import DatasetError, load
+    from tablequest.eval.runner import RunnerError, select_questions
+    from tablequest.eval.subtab import build_references
     from tablequest.llm.base import LLMError
     from tablequest.llm.config import NOT_CONFIGURED_HINT, ConfigError
 
@@ -97,6 +97,8 @@ def score_subtab_command(
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Sub-table quality of a run: row / column / cell F1 and exact match (Table 3)."""
+    from tablequest.eval.subtab import read_references, score_runs
+
     try:
         references = read_references(ref)
     except (OSError, ValueError, KeyError) as exc:

@@ -25,8 +25,7 @@ from tablequest.cli._options import (
     NoCacheOpt,
     TraceDirOpt,
 )
-from tablequest.cli._output import err_console, fail, fail_on
-from tablequest.corpus import StoreError
+from tablequest.cli._output import fail, fail_on
 
 MCP_EXTRA_HINT = "tablequest mcp needs the mcp extra: pip install 'tablequest[mcp]'"
 
@@ -64,6 +63,8 @@ def mcp_command(
     except ImportError:
         fail(MCP_EXTRA_HINT)
     from tablequest.cli._llm import LLMFlags
+    from tablequest.cli._output import err_console
+    from tablequest.corpus import StoreError
     from tablequest.llm.config import ConfigError
     from tablequest.serve import default_token_file
     from tablequest.trace import default_trace_dir

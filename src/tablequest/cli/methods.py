@@ -10,13 +10,9 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table as RichTable
 
 from tablequest.cli._options import JsonOpt
-from tablequest.cli._output import console, fail_on, print_json
-from tablequest.methods.options import describe_options
-from tablequest.methods.registry import UnknownMethod, get_method, list_methods, plugin_errors
-from tablequest.plugins import all_plugin_errors
+from tablequest.cli._output import fail_on, print_json
 
 
 def cite(paper: str | None) -> str | None:
@@ -38,6 +34,13 @@ def methods_command(
     json_out: JsonOpt = False,
 ) -> None:
     """List the methods (one line each), or NAME's options with types, defaults and papers."""
+    from rich.table import Table as RichTable
+
+    from tablequest.cli._output import console
+    from tablequest.methods.options import describe_options
+    from tablequest.methods.registry import UnknownMethod, get_method, list_methods, plugin_errors
+    from tablequest.plugins import all_plugin_errors
+
     if name is None:
         specs = list_methods()
         if json_out:

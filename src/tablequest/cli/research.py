@@ -13,7 +13,7 @@ Method options are ``-o NAME VALUE`` (repeatable; ``-o NAME=VALUE`` works too), 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -31,16 +31,11 @@ from tablequest.cli._options import (
     StepsOpt,
     option_pairs,
 )
-from tablequest.cli._output import console, err_console, fail, fail_on, print_json
-from tablequest.corpus import Store, StoreError
-from tablequest.llm.config import NOT_CONFIGURED_HINT
-from tablequest.llm.usage import StepBudget
-from tablequest.methods.options import OptionError, merge_options
-from tablequest.methods.research.api import run_research
-from tablequest.methods.research.memory import ExperienceMemory, MemoryUnavailable
-from tablequest.methods.research.options import ResearchOptions
-from tablequest.table import UnreadableTable
-from tablequest.trace import Trace
+from tablequest.cli._output import fail, fail_on, print_json
+
+if TYPE_CHECKING:
+    from tablequest.methods.research.memory import ExperienceMemory
+    from tablequest.methods.research.options import ResearchOptions
 
 __all__ = ["memory_app", "register"]
 
@@ -48,6 +43,9 @@ memory_app = typer.Typer(help="DTR's experience memory: show or clear it.", no_a
 
 
 def _options(pairs: list[str] | None, *, json_out: bool) -> ResearchOptions:
+    from tablequest.methods.options import OptionError, merge_options
+    from tablequest.methods.research.options import ResearchOptions
+
     try:
         options = merge_options("research", ResearchOptions, option_pairs(pairs))
     except OptionError as exc:
@@ -74,6 +72,13 @@ def research_command(
     json_out: JsonOpt = False,
 ) -> None:
     """Research a table: answer, a Markdown report and charts, written to --out."""
+    from tablequest.cli._output import console, err_console
+    from tablequest.llm.config import NOT_CONFIGURED_HINT
+    from tablequest.llm.usage import StepBudget
+    from tablequest.methods.research.api import run_research
+    from tablequest.table import UnreadableTable
+    from tablequest.trace import Trace
+
     options = _options(option, json_out=json_out)
     flags = LLMFlags(llm_url, model, api_key, llm, no_cache=no_cache)
     model_llm = model_or_fail(flags, json_out=json_out)[1]
@@ -111,6 +116,9 @@ def research_command(
 def _memory(
     store: Path | None, path: Path | None, *, write: bool, json_out: bool = False
 ) -> tuple[ExperienceMemory, Any]:
+    from tablequest.corpus import Store, StoreError
+    from tablequest.methods.research.memory import ExperienceMemory
+
     if store is not None and path is not None:
         fail("give --store or --path, not both", json_out=json_out)
     if store is not None:
@@ -140,6 +148,9 @@ def memory_show(
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Path statistics (executions, mean reward) and lessons, most recent first."""
+    from tablequest.cli._output import console
+    from tablequest.methods.research.memory import MemoryUnavailable
+
     memory, opened = _memory(store, path, write=False, json_out=json_out)
     try:
         summary = memory.summary(limit=limit)
@@ -172,6 +183,9 @@ def memory_clear(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
 ) -> None:
     """Delete every record of the memory."""
+    from tablequest.cli._output import console
+    from tablequest.methods.research.memory import MemoryUnavailable
+
     memory, opened = _memory(store, path, write=True)
     try:
         if not yes and not typer.confirm(f"clear the DTR memory in {memory.where}?"):

@@ -24,8 +24,7 @@ from tablequest.cli._options import (
     TraceDirOpt,
     default_store_path,
 )
-from tablequest.cli._output import console, fail, fail_on
-from tablequest.corpus.storage.storefile import StoreError
+from tablequest.cli._output import fail, fail_on
 
 if TYPE_CHECKING:
     from tablequest.serve import ServeConfig as ServeConfigLike
@@ -90,6 +89,7 @@ def serve_command(
     except ImportError:
         fail(SERVE_EXTRA_HINT)
     from tablequest.cli._llm import LLMFlags
+    from tablequest.corpus.storage.storefile import StoreError
     from tablequest.llm.config import ConfigError
     from tablequest.serve import default_token_file
     from tablequest.trace import default_trace_dir
@@ -139,6 +139,8 @@ def serve_command(
 
 def _banner(config: ServeConfigLike, token: str, *, created: bool) -> None:
     """Where to open the app, the token (once, when new), the token file (every start)."""
+    from tablequest.cli._output import console
+
     host, port = config.host, config.port
     shown = f"[{host}]" if ":" in host else host
     if created:

@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table as RichTable
-from rich.text import Text
 
+from tablequest.cli._defaults import SQL_LIMIT, SQL_TIMEOUT
 from tablequest.cli._exit import USAGE
 from tablequest.cli._options import (
     JsonOpt,
@@ -35,28 +34,12 @@ from tablequest.cli._options import (
     default_store_path,
     require_store,
 )
-from tablequest.cli._output import (
-    console,
-    emit_file,
-    err_console,
-    fail,
-    fail_on,
-    print_json,
-    wide_console,
-)
-from tablequest.corpus.storage.browse import encode as encode_arrow
-from tablequest.corpus.storage.relations import FORMAT_VERSION
-from tablequest.corpus.storage.shards import ShardedStore, is_manifest
-from tablequest.corpus.storage.sql import (
-    DEFAULT_LIMIT,
-    DEFAULT_MAX_BYTES,
-    DEFAULT_TIMEOUT,
-    SqlError,
-    SqlResult,
-    SqlRunner,
-    json_value,
-)
-from tablequest.corpus.storage.store import Store, StoreError
+from tablequest.cli._output import emit_file, fail, fail_on, print_json, wide_console
+
+if TYPE_CHECKING:
+    from rich.text import Text
+
+    from tablequest.corpus.storage.sql import SqlResult
 
 __all__ = ["migrate_command", "register", "sql_command"]
 
@@ -81,10 +64,10 @@ def sql_command(
     ] = "table",
     limit: Annotated[
         int, typer.Option("--limit", min=1, help="At most this many rows come back.")
-    ] = DEFAULT_LIMIT,
+    ] = SQL_LIMIT,
     timeout: Annotated[
         float, typer.Option("--timeout", min=0.01, help="Seconds before the query is stopped.")
-    ] = DEFAULT_TIMEOUT,
+    ] = SQL_TIMEOUT,
     output: OutputOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -97,6 +80,10 @@ def sql_command(
     path = require_store(
         store.expanduser() if store is not None else default_store_path(), json_out=json_out
     )
+    from tablequest.corpus.storage.browse import encode as encode_arrow
+    from tablequest.corpus.storage.sql import SqlError, SqlRunner
+    from tablequest.corpus.storage.store import StoreError
+
     try:
         with SqlRunner(path) as runner:
             result = runner.run(query, limit=limit, timeout=timeout)
@@ -116,12 +103,18 @@ def sql_command(
              status=USAGE)  # fmt: skip
     emit_file(data, fmt, output)
     if result.truncated:
+        from tablequest.cli._output import err_console
+
         err_console.print(
             f"note: {_cut_note(result, limit)}", markup=False, highlight=False, soft_wrap=True
         )
 
 
 def _cell(value: Any) -> Text:
+    from rich.text import Text
+
+    from tablequest.corpus.storage.sql import json_value
+
     if value is None:
         return Text("NULL", style="dim")
     shown = json_value(value)
@@ -138,6 +131,11 @@ _NUMERIC |= {"U" + name for name in _NUMERIC if name.endswith("INT")}
 
 def _print_result(result: SqlResult, limit: int) -> None:
     """The rows as a readable table (each column's name over its type), then the count."""
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+    from tablequest.cli._output import console
+
     view = RichTable()
     for name, kind in result.columns:
         numeric = kind.upper().split("(")[0] in _NUMERIC
@@ -158,6 +156,8 @@ def _print_result(result: SqlResult, limit: int) -> None:
 
 def _cut_note(result: SqlResult, limit: int) -> str:
     """Why the result stops where it does."""
+    from tablequest.corpus.storage.sql import DEFAULT_MAX_BYTES
+
     if result.truncated_by == "bytes":
         size = DEFAULT_MAX_BYTES // (1024 * 1024)
         return (
@@ -185,6 +185,11 @@ def migrate_command(
     chosen = store_arg if store_arg is not None else store
     path = chosen.expanduser() if chosen is not None else default_store_path()
     require_store(path, json_out=json_out)
+    from tablequest.cli._output import console
+    from tablequest.corpus.storage.relations import FORMAT_VERSION
+    from tablequest.corpus.storage.shards import ShardedStore, is_manifest
+    from tablequest.corpus.storage.store import Store, StoreError
+
     try:
         opened = ShardedStore(path) if is_manifest(path) else Store(path)
     except StoreError as exc:

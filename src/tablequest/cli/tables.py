@@ -27,11 +27,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table as RichTable
-from rich.text import Text
 
 from tablequest.cli._exit import USAGE
 from tablequest.cli._options import (
@@ -41,23 +39,19 @@ from tablequest.cli._options import (
     require_store,
     store_and_words,
 )
-from tablequest.cli._output import console, emit_file, fail, fail_on, print_json, wide_console
-from tablequest.corpus.storage.browse import (
-    EXPORT_FORMATS,
-    MAX_LIMIT,
-    Filter,
-    export,
-    page,
-    page_table,
-    parse_filter,
-)
-from tablequest.corpus.storage.catalog import catalog
-from tablequest.corpus.storage.shards import ShardedStore, is_manifest
-from tablequest.corpus.storage.store import Store, StoreError
-from tablequest.table import Table, serialize
+from tablequest.cli._output import emit_file, fail, fail_on, print_json, wide_console
+
+if TYPE_CHECKING:
+    from rich.table import Table as RichTable
+
+    from tablequest.corpus.storage.browse import Filter
+    from tablequest.corpus.storage.store import Store
+    from tablequest.table import Table
 
 __all__ = ["Paging", "register", "show_command", "table_notes", "table_view", "tables_command"]
 
+EXPORT_FORMATS = ("csv", "tsv", "json", "parquet", "xlsx")
+"""`tablequest.corpus.storage.browse.EXPORT_FORMATS` (tests/test_startup.py checks they agree)."""
 _FORMATS = ("table", "markdown", *EXPORT_FORMATS)
 _HIDDEN_STORE = typer.Argument(hidden=True, show_default=False)
 
@@ -65,6 +59,9 @@ _HIDDEN_STORE = typer.Argument(hidden=True, show_default=False)
 def _open(path: Path, *, json_out: bool) -> Store:
     """The store at `path` read-only (a store or a sharded corpus's manifest); exit 2 when
     it does not exist or is not a store."""
+    from tablequest.corpus.storage.shards import ShardedStore, is_manifest
+    from tablequest.corpus.storage.store import Store, StoreError
+
     require_store(path, json_out=json_out)
     try:
         return (
@@ -89,6 +86,12 @@ def tables_command(
     json_out: JsonOpt = False,
 ) -> None:
     """List the store's tables: id, sql name, name, rows × cols, format and source."""
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+    from tablequest.cli._output import console
+    from tablequest.corpus.storage.catalog import catalog
+
     path, _ = store_and_words(
         "tables", [old_store] if old_store else [], store, names=(), json_out=json_out
     )
@@ -169,6 +172,11 @@ def show_command(
     output: OutputOpt = None,
 ) -> None:
     """Print one table readably (header levels, merges, row ids), a page of it, or export it."""
+    from tablequest.corpus.storage.browse import export, parse_filter
+    from tablequest.corpus.storage.shards import ShardedStore
+    from tablequest.corpus.storage.store import StoreError
+    from tablequest.table import serialize
+
     path, (wanted,) = store_and_words("show", [table_id, *(extra or [])], store, names=("ID",))
     if fmt not in _FORMATS:
         fail(f"--format takes {' | '.join(_FORMATS)}, got {fmt!r}", status=USAGE)
@@ -198,8 +206,14 @@ def show_command(
             if fmt in EXPORT_FORMATS:
                 data = export(shard, wanted, fmt, raw=raw, offset=offset, limit=limit,
                               sort=sort, descending=desc, where=filters)  # fmt: skip
+            elif limit is not None and shard.format_version >= 2:
+                # a page of the relation: a streamed table reads only these rows
+                total, ids = _page(shard, wanted, None, offset, limit, sort, desc, filters)
+                table = shard.get_rows(wanted, ids)
+                n_all = shard.shape(wanted)[0]
             else:
                 table = st.get(wanted)
+                n_all = table.n_rows
                 total, ids = _page(shard, wanted, table, offset, limit, sort, desc, filters)
         except KeyError as exc:  # a column --sort or --where names
             fail(str(exc.args[0]) if exc.args else str(exc), code="no_column")
@@ -208,7 +222,7 @@ def show_command(
     if fmt in EXPORT_FORMATS:
         emit_file(data, fmt, output)
         return
-    shown = page_table(table, ids)
+    shown = table.take_rows(ids) if table.row_ids != tuple(ids) else table
     if fmt == "markdown":
         emit_file(serialize(shown, "markdown").encode(), fmt, output)
         return
@@ -220,13 +234,13 @@ def show_command(
     for note in table.notes:  # footer lines a reader kept apart from the rows
         _line(f"note: {note}")
     paged = Paging(offset, len(ids), total, sort=sort, descending=desc, where=filters)
-    _line(table_notes(table, paged), "dim")
+    _line(table_notes(table, paged, n_rows=n_all), "dim")
 
 
 def _page(
     store: Store,
     table_id: str,
-    table: Table,
+    table: Table | None,
     offset: int,
     limit: int | None,
     sort: str | None,
@@ -236,7 +250,9 @@ def _page(
     """(rows matching, the body row ids of the page in order). Without --sort and --where
     the ids come from the table itself (a store of format 1 reads as before); else from
     `browse.page` over the table's relation, in pages of at most `MAX_LIMIT` rows."""
-    if sort is None and not where:
+    from tablequest.corpus.storage.browse import MAX_LIMIT, page
+
+    if sort is None and not where and table is not None:
         end = None if limit is None else offset + limit
         return table.n_rows, list(table.row_ids[offset:end])
     ids: list[int] = []
@@ -253,6 +269,8 @@ def _page(
 
 def _line(text: str, style: str = "") -> None:
     """One line of plain text (no markup, no highlighting, not cut)."""
+    from tablequest.cli._output import console
+
     console.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
 
 
@@ -278,9 +296,10 @@ class Paging:
     where: list[Filter] = field(default_factory=list)
 
 
-def table_notes(table: Table, paging: Paging) -> str:
-    """The line under a readable table: its size, header levels, merges, the rows shown."""
-    notes = [f"{table.n_rows} rows × {table.n_cols} columns"]
+def table_notes(table: Table, paging: Paging, *, n_rows: int | None = None) -> str:
+    """The line under a readable table: its size (`n_rows` when `table` is a page of it),
+    header levels, merges, the rows shown."""
+    notes = [f"{table.n_rows if n_rows is None else n_rows} rows × {table.n_cols} columns"]
     if table.n_header_rows > 1:
         notes.append(f"{table.n_header_rows} header levels")
     if table.merges:
@@ -304,6 +323,9 @@ def table_notes(table: Table, paging: Paging) -> str:
 def table_view(table: Table, *, max_rows: int = 50) -> RichTable:
     """A readable view of `table`: header rows bold above a rule, row-header columns bold,
     each merged value once, body-row ids dim on the left; `max_rows` 0 shows every row."""
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
     covered = _covered(table)
     h = table.n_header_rows
     shown = table.n_rows if max_rows == 0 else min(max_rows, table.n_rows)

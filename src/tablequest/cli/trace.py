@@ -15,14 +15,7 @@ from typing import Annotated
 
 import typer
 
-from tablequest.cli._output import console, fail
-from tablequest.trace import (
-    UnreadableTrace,
-    default_trace_dir,
-    latest_trace,
-    read_trace,
-    render_trace,
-)
+from tablequest.cli._output import fail
 
 app = typer.Typer(help="Show recorded query traces.", no_args_is_help=True)
 
@@ -34,6 +27,8 @@ def trace() -> None:
 
 def _resolve(file: str, *, json_out: bool = False) -> Path:
     """`file`, or the latest trace for ``latest`` (an error line when there is none)."""
+    from tablequest.trace import default_trace_dir, latest_trace
+
     path = Path(file)
     if file != "latest" and not path.exists():
         fail(f"not found: {file!r} (a trace file, or 'latest')", json_out=json_out,
@@ -63,6 +58,9 @@ def show(
     as_json: Annotated[bool, typer.Option("--json", help="Print the events as JSON.")] = False,
 ) -> None:
     """Render the events of a trace file: LLM calls, decisions, actions, errors, totals."""
+    from tablequest.cli._output import console
+    from tablequest.trace import UnreadableTrace, read_trace, render_trace
+
     path = _resolve(file, json_out=as_json)
     try:
         events = read_trace(path)
@@ -82,6 +80,9 @@ def view(
     ] = None,
 ) -> None:
     """Write the trace viewer of `tablequest serve` as one self-contained HTML file."""
+    from tablequest.cli._output import console
+    from tablequest.trace import UnreadableTrace, read_trace
+
     try:
         from tablequest.serve import render_trace_html
     except ImportError:

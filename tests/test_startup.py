@@ -1,0 +1,107 @@
+"""Starting up stays light: `import tablequest.table` and `import tablequest.cli.app` (what
+``tablequest --version`` and ``--help`` import) load no model client, web framework, DuckDB,
+pandas or ML runtime; the commands import those when they run (issue 38).
+
+Each check runs in a fresh interpreter (a module an earlier test imported would hide a
+regression). No timings: what is imported is the stable signal.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+HEAVY_FOR_TABLE = ("openai", "duckdb", "torch", "onnxruntime", "fastapi")
+HEAVY_FOR_CLI = (
+    *HEAVY_FOR_TABLE,
+    "pandas",
+    "numpy",
+    "pyarrow",
+    "httpx",
+    "rich",
+    "tablequest.llm",
+    "tablequest.methods",
+    "tablequest.corpus",
+    "tablequest.eval",
+    "tablequest.serve",
+    "tablequest.table",
+)
+
+
+def _loaded_after(statement: str, watched: tuple[str, ...]) -> list[str]:
+    """The modules of `watched` (or their submodules) that `statement` loads, run in a new
+    interpreter."""
+    code = (
+        "import json, sys\n"
+        f"{statement}\n"
+        f"watched = {list(watched)!r}\n"
+        "print(json.dumps(sorted(w for w in watched if any("
+        "m == w or m.startswith(w + '.') for m in sys.modules))))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    loaded: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
+    return loaded
+
+
+def test_import_table_loads_no_model_client_database_or_ml_runtime() -> None:
+    assert _loaded_after("import tablequest.table", HEAVY_FOR_TABLE) == []
+
+
+def test_import_cli_app_loads_no_library_module() -> None:
+    assert _loaded_after("import tablequest.cli.app", HEAVY_FOR_CLI) == []
+
+
+@pytest.mark.parametrize("args", [["--version"], ["--help"], ["show", "--help"]])
+def test_version_and_help_load_no_library_module(args: list[str]) -> None:
+    """The console script's path: parsing and help pages import no library module (help
+    pages use rich, through typer)."""
+    statement = (
+        "import sys\n"
+        "from tablequest.cli.app import main\n"
+        f"sys.argv = ['tablequest', *{args!r}]\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as exc:\n"
+        "    assert exc.code in (0, None), exc.code\n"
+    )
+    watched = tuple(m for m in HEAVY_FOR_CLI if m != "rich")
+    assert _loaded_after(statement, watched) == []
+
+
+def test_the_clis_copies_of_library_values_equal_the_library() -> None:
+    from tablequest.cli import _defaults
+
+    for copy, source in _defaults.SOURCES.items():
+        module, name = source.split(":")
+        value: Any = getattr(importlib.import_module(module), name)
+        expected = tuple(value) if isinstance(value, dict) else value
+        assert getattr(_defaults, copy) == expected, (copy, source)
+
+
+def test_the_export_formats_of_show_are_the_library_ones() -> None:
+    from tablequest.cli import tables
+    from tablequest.corpus.storage.browse import EXPORT_FORMATS
+
+    assert tables.EXPORT_FORMATS == EXPORT_FORMATS
+
+
+def test_help_lists_the_registered_retrievers_and_encoders() -> None:
+    """Help texts that list a plugin registry are filled when the help page is shown."""
+    from tablequest.cli import app
+    from tablequest.corpus.dense.encoders import ENCODERS
+    from tablequest.corpus.retrieval.retrievers import RETRIEVERS
+
+    runner = CliRunner()
+    for words in (["search"], ["eval", "retrieval"]):
+        shown = runner.invoke(app, [*words, "--help"], env={"COLUMNS": "400"}).stdout
+        assert "{RETRIEVERS}" not in shown and "{ENCODERS}" not in shown, words
+        assert " | ".join(RETRIEVERS) in shown and " | ".join(ENCODERS) in shown, words
