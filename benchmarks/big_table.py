@@ -25,7 +25,6 @@ import argparse
 import csv
 import json
 import random
-import resource
 import statistics
 import subprocess
 import sys
@@ -41,7 +40,9 @@ def write_csv(path: Path, rows: int) -> None:
     rng = random.Random(1)
     with path.open("w", newline="", encoding="utf-8") as fh:
         out = csv.writer(fh)
-        out.writerow(["txn", "date", "store", "category", "item", "quantity", "unit_price", "total"])
+        out.writerow(
+            ["txn", "date", "store", "category", "item", "quantity", "unit_price", "total"]
+        )
         for i in range(rows):
             q, p = rng.randint(1, 9), round(rng.uniform(0.5, 200), 2)
             date = f"2024-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
@@ -118,7 +119,9 @@ def main() -> None:
         store = folder / "s0.duckdb"
         listed = json.loads(timed([*tq, "tables", "-s", str(store), "--json"])[2])
         table_id = listed[0]["table_id"]
-        show_s, _, _ = median_run([*tq, "show", table_id, "-s", str(store), "--rows", "3"], args.runs)
+        show_s, _, _ = median_run(
+            [*tq, "show", table_id, "-s", str(store), "--rows", "3"], args.runs
+        )
         last = [*tq, "show", table_id, "-s", str(store), "--offset", str(args.rows - 3), "--rows",
                 "3", "--format", "csv"]  # fmt: skip
         end_s, _, end_out = median_run(last, args.runs)

@@ -9,8 +9,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tablequest.table import Table
-from tablequest.table import dtypes_arrow
+from tablequest.table import Table, dtypes_arrow
 from tablequest.table.dtypes_arrow import type_string_columns
 
 # Tokens that exercise every branch of table/dtypes.py: styles, both-way numbers, leading
