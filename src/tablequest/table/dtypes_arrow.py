@@ -30,9 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["type_string_columns"]
 
-_FAST_INT = r"^[0-9]+$"
-_FAST_DEC = r"^[0-9]+\.[0-9]+$"
-_LEADING_ZERO = r"^0[0-9]"
+_FAST_NUMBER = r"^(0|[1-9][0-9]*)(\.[0-9]+)?$"  # 12, 0.5, 12.5; not 007, 01.5
 _BOTH_WAYS = r"^[0-9]{1,3}\.[0-9]{3}$"  # 1.234: English 1.234 or decimal-comma 1234
 _SHORT = 512  # columns up to this many cells are classified in Python
 _PY_INT = re.compile(r"[0-9]+\Z")
@@ -86,13 +84,11 @@ def _distinct(array: Any) -> tuple[Any, Any, Any, list[str], bool]:
                 pa.array(fast, type=pa.bool_()), others, any(decs))  # fmt: skip
     encoded = pc.dictionary_encode(array)
     dictionary = encoded.dictionary
-    plain = pc.invert(pc.match_substring_regex(dictionary, _LEADING_ZERO))
-    fast_int = pc.and_(pc.match_substring_regex(dictionary, _FAST_INT), plain)
-    fast_dec = pc.and_(
-        pc.and_(pc.match_substring_regex(dictionary, _FAST_DEC), plain),
-        pc.invert(pc.match_substring_regex(dictionary, _BOTH_WAYS)),
-    )
-    fast = pc.or_(fast_int, fast_dec)
+    # one pass for "a plain number without a leading zero", then the fractions among them
+    number = pc.match_substring_regex(dictionary, _FAST_NUMBER)
+    dotted = pc.and_(number, pc.match_substring(dictionary, "."))
+    fast_dec = pc.and_(dotted, pc.invert(pc.match_substring_regex(dictionary, _BOTH_WAYS)))
+    fast = pc.and_(number, pc.or_(pc.invert(dotted), fast_dec))
     others = dictionary.filter(pc.invert(fast)).to_pylist()
     return encoded.indices, dictionary, fast, others, bool(pc.any(fast_dec).as_py())
 
