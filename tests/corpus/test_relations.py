@@ -187,7 +187,9 @@ def test_exports_are_typed_or_raw(store_path: Path) -> None:
         assert next(book.active.iter_rows(min_row=2, values_only=True))[2] == 1.85
 
 
-def test_a_store_written_before_relations_is_migrated(tmp_path: Path) -> None:
+def test_a_store_written_before_relations_is_migrated(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "old.duckdb"
     with gzip.open(FIXTURES / "store_format1.duckdb.gz") as src, path.open("wb") as dst:
         shutil.copyfileobj(src, dst)  # written by the store code of main before issue 37
@@ -200,6 +202,7 @@ def test_a_store_written_before_relations_is_migrated(tmp_path: Path) -> None:
         SqlRunner(path)
     with Store(path) as store:
         assert any("migrated to format 2" in n for n in store.notes)
+        assert "migrated to format 2 (typed SQL relations" in capsys.readouterr().err
         assert store.get(store.table_ids()[0]) == table  # nothing lost or changed
         assert store.format_version == 2
     assert not list(tmp_path.glob("*.migrating*"))

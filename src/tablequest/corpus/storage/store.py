@@ -44,6 +44,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -271,7 +272,14 @@ class Store:
                     con.close()
                     assert self.path is not None  # an in-memory store starts empty
                     _rewrite(self.path, self.lock_timeout)
-                    self.note(f"store {self.name!r} migrated to format {rel.FORMAT_VERSION}")
+                    message = f"store {self.name!r} migrated to format {rel.FORMAT_VERSION}"
+                    self.note(message)
+                    # said where it happens, as the rank module says a rebuilt index: the
+                    # first write to an older store must not change its file silently
+                    print(
+                        f"tablequest: {message} (typed SQL relations; every table kept)",
+                        file=sys.stderr,
+                    )
                     return self._connect()
             except duckdb.Error as exc:
                 con.close()
