@@ -10,7 +10,8 @@ DuckDB's `read_csv` (strict mode, every column as text) into a raw text relation
 file holds them),
 types that into the table's relation (`relations.typed_arrow`, the same rule as every table)
 and writes the `tables` row. When DuckDB refuses the file (ragged rows, broken quoting, a
-line over its limit) the file is read by the structure-aware reader as any other file, so
+line over its limit, a row with more fields than the header — DuckDB would drop an empty
+one) the file is read by the structure-aware reader as any other file, so
 the result never depends on which path read it (tested: a streamed table equals the same file
 read the usual way, cell for cell).
 
@@ -119,6 +120,7 @@ def put_stream(store: Store, spec: StreamSpec, *, replace: bool) -> str:
     Raises:
         duckdb.Error: DuckDB refused the file (nothing written): read it the usual way.
     """
+    import duckdb
     import pyarrow as pa
 
     from tablequest.corpus.storage import relations as rel
@@ -127,12 +129,17 @@ def put_stream(store: Store, spec: StreamSpec, *, replace: bool) -> str:
     table_id = table_id_for(spec.path, 0)
     raw = f"tq_raw.{rel.quote(table_id)}"
     names = [f"c{j}" for j in range(len(spec.header))]
-    columns = "{" + ", ".join(f"{_sql_text(n)}: 'VARCHAR'" for n in names) + "}"
+    extra = f"c{len(names)}"  # holds a field past the header's width: then not streamed
+    columns = "{" + ", ".join(f"{_sql_text(n)}: 'VARCHAR'" for n in [*names, extra]) + "}"
     texts = ", ".join(f"coalesce({n}, '') AS {n}" for n in names)
+    # Short rows are padded as the reader pads them (NULL, then ''); no text is NULL
+    # (`nullstr` is a string no cell holds), so a non-NULL `extra` is a real extra field —
+    # DuckDB would otherwise drop an empty one where the reader makes a column of it.
     reader = (
         f"read_csv({_sql_text(spec.path)}, delim={_sql_text(spec.delimiter)}, quote='\"', "
         f"escape='\"', header=false, skip=1, columns={columns}, auto_detect=false, "
-        "strict_mode=true, null_padding=false, max_line_size=33554432)"
+        "strict_mode=true, null_padding=true, parallel=false, nullstr='\x01tq-null\x01', "
+        "max_line_size=33554432)"
     )
     con = store.con
     with store.transaction():
@@ -140,8 +147,11 @@ def put_stream(store: Store, spec: StreamSpec, *, replace: bool) -> str:
         con.execute("CREATE SCHEMA IF NOT EXISTS tq_raw")
         # a scan's result keeps the file's order (DuckDB preserves insertion order), so the
         # body row id is the position; rowid cannot serve: inside a transaction it is offset
-        texts_arrow = con.sql(f"SELECT {texts} FROM {reader}").to_arrow_table()
+        texts_arrow = con.sql(f"SELECT {texts}, {extra} FROM {reader}").to_arrow_table()
         n_rows = texts_arrow.num_rows
+        if texts_arrow.column(extra).null_count != n_rows:
+            raise duckdb.InvalidInputException("a row has more fields than the header")
+        texts_arrow = texts_arrow.drop_columns([extra])
         arrow: Any = texts_arrow.add_column(0, "_row", pa.array(range(n_rows), type=pa.int64()))
         con.register("tq_raw_load", arrow)
         try:
