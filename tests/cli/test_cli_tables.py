@@ -90,7 +90,7 @@ def test_show_exports_typed_values_and_markdown_through_the_serializer(store: Pa
     assert as_csv.exit_code == 0
     rows = list(csv.reader(io.StringIO(as_csv.stdout)))
     assert rows[0][:2] == ["District", "Primary / 2021"] and rows[1][1] == "4812"
-    assert as_csv.stdout.splitlines()[1].startswith('"Aldergrove",4812,')  # typed: unquoted
+    assert as_csv.stdout.splitlines()[1].startswith("Aldergrove,4812,")  # quoted only if needed
     raw = runner.invoke(app, ["show", table_id, "-s", str(store), "-F", "csv", "--raw"])
     assert list(csv.reader(io.StringIO(raw.stdout)))[1][1] == "4,812"
     as_json = runner.invoke(app, ["show", table_id, "-s", str(store), "--format", "json"])
@@ -226,7 +226,7 @@ def test_tables_and_show_read_a_sharded_corpus(tmp_path: Path, store: Path) -> N
     assert [r["table_id"] for r in rows] == [r["table_id"] for r in _listing(store)]
     school = next(str(r["table_id"]) for r in rows if "school" in str(r["source"]))
     shown = runner.invoke(app, ["show", school, "-s", str(manifest), "-F", "csv"])
-    assert shown.exit_code == 0 and shown.stdout.startswith('"District","Primary / 2021"')
+    assert shown.exit_code == 0 and shown.stdout.startswith("District,Primary / 2021")
     hits = runner.invoke(app, ["search", "enrollment district", "-s", str(manifest)])
     assert hits.exit_code == 0 and school in hits.stdout
     # a retriever that ranks one store only refuses the corpus: a clean error, no traceback

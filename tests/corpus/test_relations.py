@@ -34,7 +34,7 @@ def _write(folder: Path) -> None:
     )
     sub = folder / "more"
     sub.mkdir()
-    (sub / "fuel_prices.csv").write_text("a,b\n1,x\n2,y\n", encoding="utf-8")
+    (sub / "fuel_prices.csv").write_text("a,b\n1,x\n2,\n", encoding="utf-8")
     (folder / "tables.csv").write_text("select,2019\n1,2\n", encoding="utf-8")
 
 
@@ -134,6 +134,10 @@ def test_sql_answers_and_refuses_everything_else(store_path: Path) -> None:
         for query in refused:
             with pytest.raises(SqlRefused):
                 runner.run(query)
+        with pytest.raises(SqlRefused, match="`tablequest tables`"):
+            runner.run("SHOW TABLES")
+        with pytest.raises(SqlRefused, match="INSTALL refused"):
+            runner.run("-- a comment\nINSTALL httpfs")
         with pytest.raises(SqlRefused, match="Did you mean fuel_prices"):
             runner.run("SELECT * FROM fuel_price")
         with pytest.raises(SqlError, match=r"Candidate bindings.*country.*line 1, column 8"):
@@ -162,6 +166,10 @@ def test_pages_sort_filter_facets(store_path: Path) -> None:
         assert browse.page(store, tid, where=where).row_ids == [1]
         assert browse.page(store, tid, where=[browse.parse_filter("size_depth_m null")]).total == 1
         assert browse.facets(store, tid, "order_", k=2) == [("a", 1), ("b", 1)]
+        empty_text = [browse.parse_filter("b null")]  # an empty text cell has no value
+        assert browse.page(store, _by_name(store)["fuel_prices_2"], where=empty_text).row_ids == [1]
+        with pytest.raises(ValueError, match="YYYY-MM-DD"):
+            browse.page(store, tid, where=[browse.parse_filter("date > 15/02/2024")])
         with pytest.raises(ValueError, match="not a double"):
             browse.page(store, tid, where=[browse.parse_filter("price > cheap")])
         with pytest.raises(KeyError, match="columns: country"):
@@ -178,9 +186,9 @@ def test_exports_are_typed_or_raw(store_path: Path) -> None:
     with Store(store_path, read_only=True) as store:
         tid = _by_name(store)["fuel_prices"]
         csv = browse.export(store, tid, "csv", offset=2, limit=1).decode()
-        assert csv.splitlines()[1].startswith('"Italy",7,2.01,2024-03-03')
+        assert csv.splitlines()[1].startswith("Italy,7,2.01,2024-03-03")
         raw = browse.export(store, tid, "csv", raw=True, limit=1).decode()
-        assert '"1,85"' in raw and '"007"' in raw
+        assert '"1,85"' in raw and ",007," in raw
         parquet = pq.read_table(io.BytesIO(browse.export(store, tid, "parquet")))
         assert parquet.column("Price").to_pylist() == [1.85, 1.92, 2.01]
         book = openpyxl.load_workbook(io.BytesIO(browse.export(store, tid, "xlsx")))

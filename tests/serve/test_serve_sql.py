@@ -264,7 +264,7 @@ def test_rows_download_typed_files(site: Any) -> None:
     raw = rows_of(client, ids["fuel"], format="csv", raw=1, limit=2)
     assert list(csv.reader(io.StringIO(raw.text)))[1][:2] == [fuel[0][0], "1.0"]  # as stored
     tsv = rows_of(client, ids["fuel"], format="tsv", limit=1).text
-    assert tsv.splitlines()[0].split("\t") == ['"station"', '"price"', '"city"', '"day"']
+    assert tsv.splitlines()[0].split("\t") == ["station", "price", "city", "day"]
     records = json.loads(rows_of(client, ids["fuel"], format="json", **where).content)
     assert len(records) == len(ruse) and records[0]["day"] == ruse[0][3]
     book = openpyxl.load_workbook(io.BytesIO(rows_of(client, ids["fuel"], format="xlsx").content))

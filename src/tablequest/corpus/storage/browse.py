@@ -14,12 +14,14 @@ Sorting is by one column, NULLs last, ties in row order. Facets: the most freque
 of a column among the matching rows, with their counts (ties by value).
 
 Exports (`export`): csv, tsv, json (records), parquet, xlsx; typed (numbers as numbers,
-dates as dates) from the relation, columns named by their header paths; `raw=True` gives
-the cells' source text instead (csv/tsv/json/xlsx).
+dates as dates) from the relation, columns named by their header paths, CSV and TSV quoted
+only where needed; `raw=True` gives the cells' source text instead (csv/tsv/json/xlsx; CSV
+and TSV exactly as the table serializer writes them, header rows included).
 """
 
 from __future__ import annotations
 
+import csv
 import io
 import re
 from collections.abc import Sequence
@@ -106,7 +108,9 @@ def _condition(relation: Relation, flt: Filter) -> tuple[str, list[Any]]:
     col = relation.column(flt.column)
     name = quote(col.name)
     if flt.op in ("null", "notnull"):
-        return f"{name} IS {'NOT ' if flt.op == 'notnull' else ''}NULL", []
+        # an empty text cell is '' in the relation (the cell as stored): it has no value too
+        empty = f"{name} IS NULL" + (f" OR {name} = ''" if col.type == "VARCHAR" else "")
+        return (f"NOT ({empty})" if flt.op == "notnull" else f"({empty})"), []
     if flt.op == "~":
         return f"contains(lower({name}::VARCHAR), lower(?))", [flt.value]
     if flt.op == "^":
@@ -117,14 +121,24 @@ def _condition(relation: Relation, flt: Filter) -> tuple[str, list[Any]]:
     return f"{name} {op} CAST(? AS {col.type})", [flt.value]
 
 
+_FORMS = {
+    "DATE": "a date as YYYY-MM-DD, e.g. 2024-03-31",
+    "TIMESTAMP": "a time as YYYY-MM-DD HH:MM[:SS]",
+    "DOUBLE": "a number with a dot for decimals and no grouping, e.g. 1234.5",
+    "BIGINT": "a whole number without grouping, e.g. 1234",
+}
+
+
 def _check_value(col: Column, value: str) -> None:
     import duckdb
 
     try:
         duckdb.execute(f"SELECT CAST(? AS {col.type})", [value]).fetchone()
     except duckdb.Error:
+        form = _FORMS.get(col.type, "")
         raise ValueError(
             f"{value!r} is not a {col.type.lower()} value, which column {col.name!r} holds"
+            + (f" (write {form})" if form else "")
         ) from None
 
 
@@ -258,6 +272,12 @@ def export(
     arrow = result.to_arrow_table()
     if raw:
         ids = [int(x) for x in arrow.column(0).to_pylist()]
+        if fmt in ("csv", "tsv"):  # the cells as the serializer writes them (header rows too)
+            from tablequest.table.serialize import serialize
+
+            return serialize(
+                store.get_rows(table_id, ids), "csv" if fmt == "csv" else "tsv"
+            ).encode()
         frame = store.get_rows(table_id, ids).to_dataframe(typed=False)
         frame = frame.reset_index(drop=True)
         frame.columns = headers
@@ -267,14 +287,33 @@ def export(
     return encode(arrow, fmt)
 
 
+def _csv_values(array: Any) -> list[Any]:
+    """A column's values as CSV text: NULL empty, dates and times in ISO form."""
+    return [_csv_value(v) for v in array.to_pylist()]
+
+
+def _csv_value(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
+        return str(int(value))  # 7.0 as 7, as a spreadsheet writes it
+    from tablequest.corpus.storage.sql import json_value
+
+    return json_value(value)
+
+
 def encode(arrow: Any, fmt: str) -> bytes:
     """A pyarrow Table as a file in `fmt` (one of EXPORT_FORMATS)."""
-    import pyarrow.csv as pacsv
-
     out = io.BytesIO()
     if fmt in ("csv", "tsv"):
-        options = pacsv.WriteOptions(delimiter="," if fmt == "csv" else "\t")
-        pacsv.write_csv(arrow, out, write_options=options)
+        # the csv module quotes only what needs quotes (pyarrow quotes every string)
+        text = io.StringIO()
+        writer = csv.writer(text, delimiter="," if fmt == "csv" else "\t", lineterminator="\n")
+        writer.writerow(arrow.column_names)
+        for batch in arrow.to_batches(8192):
+            columns = [_csv_values(c) for c in batch.columns]
+            writer.writerows(zip(*columns, strict=True))
+        out.write(text.getvalue().encode())
     elif fmt == "parquet":
         import pyarrow.parquet as pq
 

@@ -171,8 +171,9 @@ class SqlRunner:
             raise SqlRefused(f"give exactly one SQL statement ({len(statements)} given)")
         kind = statements[0].type.name
         if kind != "SELECT":
+            word = _first_word(query) or kind
             raise SqlRefused(
-                f"only SELECT statements run here ({kind} refused): the store is read-only"
+                f"only SELECT statements run here ({word} refused): the store is read-only"
             )
         tree = json.loads(self.con.execute("SELECT json_serialize_sql(?)", [query]).fetchone()[0])  # type: ignore[index]
         if tree.get("error"):
@@ -206,6 +207,11 @@ class SqlRunner:
         schema = str(node.get("schema_name", "")).casefold()
         if kind == "SHOW_REF" and not name:
             return  # DESCRIBE/SUMMARIZE of a query: its tables are checked on their own
+        if kind == "SHOW_REF" and name in ("__show_tables_expanded", "tables", "databases"):
+            raise SqlRefused(
+                "SHOW TABLES is not available here: `tablequest tables` (MCP: list_tables) "
+                "lists the tables with their sql_name; DESCRIBE name shows a table's columns"
+            )
         plain = not catalog and not schema
         if (
             catalog in ("", "store")
@@ -284,6 +290,15 @@ class SqlRunner:
             seconds=time.monotonic() - started,
             arrow=arrow,
         )
+
+
+_WORD = re.compile(r"(?:\s|--[^\n]*\n?|/\*.*?\*/)*([A-Za-z]+)", re.S)
+
+
+def _first_word(query: str) -> str:
+    """The statement's first keyword (after comments), upper case."""
+    match = _WORD.match(query)
+    return match.group(1).upper() if match else ""
 
 
 def _bind(cursor: duckdb.DuckDBPyConnection, query: str) -> duckdb.DuckDBPyRelation:
