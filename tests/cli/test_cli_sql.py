@@ -44,7 +44,7 @@ def test_readable_csv_and_json_results(store: Path) -> None:
     assert "8 rows" in out and "truncated" not in out
     as_csv = sql(store, query, "--format", "csv")
     text = as_csv.stdout
-    assert text.splitlines()[1] == '"bread 5",5,2024-03-06'  # numbers unquoted
+    assert text.splitlines()[1] == "bread 5,5,2024-03-06"  # quoted only where needed
     rows = list(csv.reader(io.StringIO(text)))
     assert rows[0] == ["item", "qty", "day"] and len(rows) == 9
     records = json.loads(sql(store, query, "-F", "json").stdout)
@@ -61,7 +61,7 @@ def test_limit_truncates_and_says_so(store: Path) -> None:
     out = shown.stdout
     assert "4 rows" in out and "truncated at --limit 4 rows" in out
     as_csv = sql(store, "SELECT price FROM prices ORDER BY price", "--limit", "2", "-F", "csv")
-    assert as_csv.stdout == '"price"\n1000\n1002.5\n'
+    assert as_csv.stdout == "price\n1000\n1002.5\n"
     assert "truncated at --limit 2" in as_csv.stderr
     payload = json.loads(sql(store, "SELECT * FROM towns", "--limit", "1", "--json").stdout)
     assert payload["truncated"] is True and payload["truncated_by"] == "rows"

@@ -160,13 +160,23 @@ def test_sql_results_as_csv_and_parquet(site: Any) -> None:
     rows = list(csv.reader(io.StringIO(response.text)))
     first = fuel_rows()[0]
     assert rows[0] == ["station", "price", "day", "dear", "nothing"]
-    assert rows[1] == [first[0], str(first[1]), first[3], "false", ""] and len(rows) == 4
+    assert rows[1] == [first[0], f"{first[1]:g}", first[3], "false", ""] and len(rows) == 4
     parquet = client.post("/v1/sql", json={"query": query, "format": "parquet"})
     assert parquet.headers["content-type"] == "application/vnd.apache.parquet"
     table = pq.read_table(io.BytesIO(parquet.content))
     assert table.num_rows == MAX_SQL_ROWS and table.schema.field("price").type == pa.float64()
     assert table.schema.field("day").type == pa.date32()
     assert sql(client, "SELECT 1", format="xml").status_code == 422
+    tsv = sql(client, "SELECT station, price FROM fuel ORDER BY _row", format="tsv", limit=1)
+    assert tsv.text.splitlines() == ["station\tprice", f"{first[0]}\t{first[1]:g}"]
+    book = sql(client, "SELECT station FROM fuel ORDER BY _row", format="xlsx", limit=2)
+    assert 'filename="query.xlsx"' in book.headers["content-disposition"]
+    sheet = openpyxl.load_workbook(io.BytesIO(book.content)).active
+    assert list(sheet.iter_rows(values_only=True)) == [
+        ("station",),
+        (first[0],),
+        (fuel_rows()[1][0],),
+    ]
 
 
 def test_relations_are_listed_with_their_types(site: Any) -> None:

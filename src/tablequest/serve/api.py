@@ -258,12 +258,13 @@ def table_rows(
 
 SQL_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {"model": m.SqlResponse, "content": {t: {} for t in SQL_TYPES.values()},
-          "description": "The result as JSON, or with `format` as a CSV or Parquet file."},
+          "description": "The result as JSON, or with `format` as a CSV, TSV, Parquet or XLSX "
+          "file."},
     400: {"model": m.SqlErrorBody, "description": "A refused statement (`sql_refused`) or a "
           "failed query (`sql`, with the line and column DuckDB pointed at)."},
     409: {"model": m.ErrorBody, "description": "A store of format 1: `tablequest migrate` it."},
 }  # fmt: skip
-SqlFormat = Literal["json", "csv", "parquet"]
+SqlFormat = Literal["json", "csv", "tsv", "parquet", "xlsx"]
 
 
 def run_sql(state: ServerState, query: str, limit: int | None, fmt: str) -> Response:

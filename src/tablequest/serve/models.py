@@ -196,7 +196,7 @@ class SqlRequest(BaseModel):
     limit: int | None = Field(
         None, ge=1, description="Rows at most (default 1,000; the server caps it)."
     )
-    format: Literal["json", "csv", "parquet"] = "json"
+    format: Literal["json", "csv", "tsv", "parquet", "xlsx"] = "json"
 
 
 class SqlColumn(BaseModel):

@@ -16,9 +16,7 @@ this module reads the request's words into its arguments and its answers into re
 
 from __future__ import annotations
 
-import csv
 import io
-import json
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -43,7 +41,7 @@ EXPORT_TYPES = {
     "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
 }
 """Media type of each download format of a table (`browse.EXPORT_FORMATS`)."""
-SQL_TYPES = {"csv": EXPORT_TYPES["csv"], "parquet": EXPORT_TYPES["parquet"]}
+SQL_TYPES = {k: EXPORT_TYPES[k] for k in ("csv", "tsv", "parquet", "xlsx")}
 """Media type of each file format of a SQL result (JSON is the API's own answer)."""
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -84,29 +82,16 @@ def attachment(name: str) -> str:
     return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"
 
 
-def _csv_cell(value: Any) -> str:
-    shown = json_value(value)
-    if shown is None:
-        return ""
-    if isinstance(shown, bool):
-        return "true" if shown else "false"
-    if isinstance(shown, (list, dict)):
-        return json.dumps(shown, ensure_ascii=False)
-    return str(shown)
-
-
 def sql_file(result: SqlResult, fmt: str) -> bytes:
-    """A SQL result as a file: ``csv`` or ``parquet`` (the module doc).
+    """A SQL result as a file: ``csv``, ``tsv``, ``parquet`` or ``xlsx`` (the module doc).
 
     Raises:
         ValueError: an unknown format, or a result Parquet cannot hold.
     """
-    if fmt == "csv":
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow([name for name, _ in result.columns])
-        writer.writerows([_csv_cell(v) for v in row] for row in result.rows)
-        return out.getvalue().encode("utf-8")
+    if fmt in ("csv", "tsv", "xlsx"):  # as `tablequest sql --format` writes them
+        from tablequest.corpus.storage.browse import encode
+
+        return encode(result.arrow, fmt)
     if fmt == "parquet":
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -117,4 +102,4 @@ def sql_file(result: SqlResult, fmt: str) -> bytes:
         except (pa.ArrowException, ValueError, TypeError) as exc:
             raise ValueError(f"this result cannot be written as Parquet: {exc}") from None
         return buffer.getvalue()
-    raise ValueError(f"unknown format {fmt!r}; use json, csv or parquet")
+    raise ValueError(f"unknown format {fmt!r}; use json, csv, tsv, parquet or xlsx")

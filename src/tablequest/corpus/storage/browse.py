@@ -292,14 +292,22 @@ def _csv_values(array: Any) -> list[Any]:
     return [_csv_value(v) for v in array.to_pylist()]
 
 
-def _csv_value(value: Any) -> Any:
-    if value is None:
-        return ""
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
-        return str(int(value))  # 7.0 as 7, as a spreadsheet writes it
+def _csv_value(value: Any) -> str:
+    """One value as CSV text (`show`, `sql` and the API write the same)."""
+    import json
+
     from tablequest.corpus.storage.sql import json_value
 
-    return json_value(value)
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
+        return str(int(value))  # 7.0 as 7, as a spreadsheet writes it
+    shown = json_value(value)
+    if shown is None:
+        return ""
+    if isinstance(shown, bool):
+        return "true" if shown else "false"
+    if isinstance(shown, (list, dict)):
+        return json.dumps(shown, ensure_ascii=False)
+    return str(shown)
 
 
 def encode(arrow: Any, fmt: str) -> bytes:
