@@ -136,3 +136,54 @@ def test_streamed_table_is_indexed_boundedly_and_replaced_cleanly(
             "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'tq_raw'"
         ).fetchone()
         assert raw == (0,)
+
+
+def test_a_parquet_file_is_streamed_with_the_readers_text(
+    tmp_path: Path, stream_everything: None
+) -> None:
+    import datetime as dt
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "mixed.parquet"
+    table = pa.table(
+        {
+            "city": ["Zürich", "Bern", None, "Bern"],
+            "n": [1, None, 3, 4],
+            "x": [0.1 + 0.2, float("nan"), 2.0, -0.0],
+            "ok": [True, False, None, True],
+            "at": [dt.datetime(2024, 3, 1), dt.datetime(2024, 3, 2, 10, 30), None, None],
+            "tags": [["a"], [], None, ["b", "c"]],
+        }
+    )
+    pq.write_table(table, path)
+    assert read_file(str(path), None)[0] == "stream"
+    with Store(tmp_path / "s.duckdb") as store:
+        report = ingest(store, [path], index=False)
+        assert report.tables_stored == 1 and not report.files_failed
+        (table_id,) = store.table_ids()
+        assert '"body"' in store.con.execute("SELECT data FROM tables").fetchone()[0]
+        expected = read_tables(str(path))[0]
+        assert store.get(table_id).cells == expected.cells
+        assert store.get(table_id).source.format == "parquet"
+        types = [c.type for c in store.relation(table_id).columns]
+        assert types == ["VARCHAR", "DOUBLE", "DOUBLE", "VARCHAR", "TIMESTAMP", "VARCHAR"]
+
+
+def test_a_parquet_file_over_the_budget_is_refused_as_before(
+    tmp_path: Path, stream_everything: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    monkeypatch.setenv("TABLEQUEST_READ_MAX_CELLS", "10")
+    monkeypatch.setenv("TABLEQUEST_READ_FREE_CELLS", "10")
+    path = tmp_path / "big.parquet"
+    pq.write_table(pa.table({"a": list(range(20)), "b": list(range(20))}), path)
+    with Store(tmp_path / "s.duckdb") as store:
+        report = ingest(store, [path], index=False)
+        assert report.tables_stored == 0
+        assert (
+            "max_cells" in report.files_failed[0].reason or "cells" in report.files_failed[0].reason
+        )

@@ -287,7 +287,7 @@ def _stream(
     if over is not None:
         return ("failed", over)
     try:
-        put_stream(store, spec, replace=key in known)
+        put_stream(store, spec, replace=key in known, budget=spent.budget)
     except duckdb.Error as exc:
         if is_store_failure(exc):
             raise IngestAborted(

@@ -1,4 +1,6 @@
-"""Big plain CSV/TSV files go into the store through DuckDB's reader, never as Python cells.
+"""Big plain CSV/TSV files go into the store through DuckDB's reader, never as Python cells;
+big Parquet files through pyarrow, each distinct value rendered once by the Parquet reader's
+own `text_columns` (same text, same budget checks).
 
 A file of at least `STREAM_MIN_BYTES` whose text is plain — UTF-8 without BOM or NUL, one
 header row of at least two columns, every sampled row as wide, no title lines, no footer
@@ -50,7 +52,7 @@ SAMPLE_ROWS = 100
 TOP_VALUES = 200
 _HEAD_BYTES = 64 * 1024
 _TAIL_BYTES = 16 * 1024
-_FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv"}
+_FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".parquet": "parquet", ".pq": "parquet"}
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,11 @@ def stream_spec(
 ) -> StreamSpec | None:
     """The spec to stream `path` with, or None when it should be read the usual way."""
     fmt = _FORMATS.get(Path(path).suffix.lower())
-    if fmt is None or len(data) < STREAM_MIN_BYTES or b"\x00" in data:
+    if fmt is None or len(data) < STREAM_MIN_BYTES:
+        return None
+    if fmt == "parquet":
+        return _parquet_spec(path, data, digest, budget)
+    if b"\x00" in data:
         return None
     if data.startswith(b"\xef\xbb\xbf") or b'\\"' in data:
         return None
@@ -103,6 +109,46 @@ def stream_spec(
     return StreamSpec(path, digest, fmt, delimiter, tuple(head_rows[0]), n_lines)
 
 
+def _parquet_spec(
+    path: str, data: bytes, digest: str, budget: ReadBudget | None
+) -> StreamSpec | None:
+    """A Parquet file's spec when its footer is readable and within the budget."""
+    from tablequest.table.readers._base import ReadInput
+    from tablequest.table.readers.parquet import parquet_header
+
+    if not data.startswith(b"PAR1") or not data.endswith(b"PAR1"):
+        return None
+    try:
+        names, n_rows = parquet_header(
+            ReadInput(path, data, budget=budget or ReadBudget.from_env())
+        )
+    except Exception:  # over the budget or unreadable: the reader says which, as always
+        return None
+    if len(names) < 1:
+        return None
+    return StreamSpec(path, digest, "parquet", "", tuple(names), n_rows + 1)
+
+
+def _parquet_texts(spec: StreamSpec, budget: ReadBudget) -> Any:
+    """The Parquet file's cells as text (as its reader renders them), within `budget`.
+
+    Raises:
+        duckdb.InvalidInputException: anything the reader would report (read it so).
+    """
+    import duckdb
+    import pyarrow as pa
+
+    from tablequest.table.readers._base import ReadInput
+    from tablequest.table.readers.parquet import text_columns
+
+    try:
+        data = Path(spec.path).read_bytes()
+        names, arrays = text_columns(ReadInput(spec.path, data, budget=budget))
+    except Exception as exc:  # the usual reader reports it with its words
+        raise duckdb.InvalidInputException(f"not streamed: {exc}") from None
+    return pa.Table.from_arrays(arrays, names=[f"c{j}" for j in range(len(names))])
+
+
 def _rows(text: str, delimiter: str) -> list[list[str]] | None:
     rows, repair = parse_delimited_report(text, delimiter)
     if repair is not None:
@@ -114,7 +160,9 @@ def _sql_text(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def put_stream(store: Store, spec: StreamSpec, *, replace: bool) -> str:
+def put_stream(
+    store: Store, spec: StreamSpec, *, replace: bool, budget: ReadBudget | None = None
+) -> str:
     """Load one streamed file as its table (one transaction); its table id.
 
     Raises:
@@ -145,13 +193,16 @@ def put_stream(store: Store, spec: StreamSpec, *, replace: bool) -> str:
     with store.transaction():
         keep = store._drop_paths([spec.path]) if replace else {}
         con.execute("CREATE SCHEMA IF NOT EXISTS tq_raw")
-        # a scan's result keeps the file's order (DuckDB preserves insertion order), so the
-        # body row id is the position; rowid cannot serve: inside a transaction it is offset
-        texts_arrow = con.sql(f"SELECT {texts}, {extra} FROM {reader}").to_arrow_table()
+        if spec.format == "parquet":
+            texts_arrow = _parquet_texts(spec, budget or ReadBudget.from_env())
+        else:
+            # a scan's result keeps the file's order (DuckDB preserves insertion order), so
+            # the body row id is the position (rowid is offset inside a transaction)
+            texts_arrow = con.sql(f"SELECT {texts}, {extra} FROM {reader}").to_arrow_table()
+            if texts_arrow.column(extra).null_count != texts_arrow.num_rows:
+                raise duckdb.InvalidInputException("a row has more fields than the header")
+            texts_arrow = texts_arrow.drop_columns([extra])
         n_rows = texts_arrow.num_rows
-        if texts_arrow.column(extra).null_count != n_rows:
-            raise duckdb.InvalidInputException("a row has more fields than the header")
-        texts_arrow = texts_arrow.drop_columns([extra])
         arrow: Any = texts_arrow.add_column(0, "_row", pa.array(range(n_rows), type=pa.int64()))
         con.register("tq_raw_load", arrow)
         try:

@@ -37,7 +37,9 @@ def read_parquet(inp: ReadInput) -> list[Table]:
     return [Table.from_rows(rows)]
 
 
-def _read(inp: ReadInput) -> tuple[list[str], list[list[str]]]:
+def _open(inp: ReadInput) -> tuple[Any, list[str]]:
+    """The file opened for reading (string columns as dictionaries) and its column names,
+    after the budget checks of the module docstring (OverBudget raised before any page)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -54,7 +56,57 @@ def _read(inp: ReadInput) -> tuple[list[str], list[list[str]]]:
     if left is not None and stored > left:
         meter.spend(nbytes=stored)
     strings = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_binary(f.type)]
-    pf = pq.ParquetFile(io.BytesIO(inp.data), read_dictionary=strings)
+    return pq.ParquetFile(io.BytesIO(inp.data), read_dictionary=strings), names
+
+
+def parquet_header(inp: ReadInput) -> tuple[list[str], int]:
+    """(column names, rows) of a Parquet file within the budget, reading no data page."""
+    pf, names = _open(inp)
+    return names, int(pf.metadata.num_rows)
+
+
+def text_columns(inp: ReadInput) -> tuple[list[str], list[Any]]:
+    """(column names, one Arrow string array per column): the cells' text exactly as
+    `read_parquet` makes it, within the same budget, without Python lists of cells (a big
+    file's streamed ingest, corpus/storage/streaming.py)."""
+    import pyarrow as pa
+
+    meter = inp.meter
+    pf, names = _open(inp)
+    parts: list[list[Any]] = [[] for _ in names]
+    for i in range(pf.num_row_groups):
+        group = pf.read_row_group(i)
+        meter.tick()
+        for j, chunked in enumerate(group.columns):
+            parts[j] += [_text_array(chunk, meter) for chunk in chunked.chunks]
+        meter.spend(cells=group.num_rows * len(names))
+    return names, [pa.concat_arrays(p) if p else pa.array([], pa.string()) for p in parts]
+
+
+def _text_array(array: Any, meter: Meter) -> Any:
+    """`_texts` as an Arrow string array: each distinct value rendered once."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pa.types.is_dictionary(array.type):
+        meter.spend(nbytes=array.nbytes)
+        try:
+            array = pc.dictionary_encode(array)
+        except pa.ArrowNotImplementedError:  # lists, structs: each value rendered
+            return pa.array([value_text(v) for v in array.to_pylist()], type=pa.string())
+        values = array.dictionary
+    else:
+        values = array.dictionary
+        if len(values):
+            used = pc.take(pc.binary_length(values), array.indices)
+            meter.spend(nbytes=int(pc.sum(used).as_py() or 0))
+    texts = pa.array([value_text(v) for v in values.to_pylist()], type=pa.string())
+    return pc.fill_null(texts.take(array.indices), "")
+
+
+def _read(inp: ReadInput) -> tuple[list[str], list[list[str]]]:
+    meter = inp.meter
+    pf, names = _open(inp)
     columns: list[list[str]] = [[] for _ in names]
     for i in range(pf.num_row_groups):
         group = pf.read_row_group(i)
