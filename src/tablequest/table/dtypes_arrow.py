@@ -22,7 +22,8 @@ from tablequest.table.dtypes import (
     _MAX_EXACT_FLOAT,
     Number,
     _date_series,
-    _reading,
+    _number_readings,
+    is_missing,
 )
 
 if TYPE_CHECKING:
@@ -97,30 +98,15 @@ def _column(array: pa.Array) -> _Column:
     if hasattr(array, "combine_chunks"):  # a ChunkedArray (DuckDB's results come so)
         array = array.combine_chunks()
     indices, dictionary, fast, others, has_dec = _distinct(array)
-    en_ok = de_ok = True
-    filled = len(others) < len(dictionary)  # a plain number is filled
-    missing = False
-    en: list[Number | None] = []
-    de: list[Number | None] = []
-    for text in others:
-        pair = _reading(text)
-        if pair is None:
-            missing = True
-            en.append(None)
-            de.append(None)
-            continue
-        filled = True
-        en_ok, de_ok = en_ok and pair[0] is not None, de_ok and pair[1] is not None
-        if not (en_ok or de_ok):
-            break  # neither style reads the column: text
-        en.append(pair[0])
-        de.append(pair[1])
-    if not (en_ok or de_ok):
-        return _Column(indices, dictionary, fast, False, None, None, filled, missing)
-    return _Column(
-        indices, dictionary, fast, has_dec, en if en_ok else None,
-        de if de_ok else None, filled, missing,
-    )  # fmt: skip
+    if all(is_missing(text) for text in others):  # plain numbers (if any) and gaps only
+        gaps: list[Number | None] = [None] * len(others)
+        filled = len(others) < len(dictionary)
+        return _Column(indices, dictionary, fast, has_dec, gaps, gaps, filled, bool(others))
+    reading = _number_readings(others)  # dtypes' own reading of the other values
+    if reading.en is None and reading.de is None:  # neither style reads them: text
+        return _Column(indices, dictionary, fast, False, None, None, True, False)
+    missing = any(is_missing(text) for text in others)
+    return _Column(indices, dictionary, fast, has_dec, reading.en, reading.de, True, missing)
 
 
 def _style(columns: Sequence[_Column]) -> str | None:
