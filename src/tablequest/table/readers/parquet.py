@@ -10,6 +10,7 @@ column is expanded by reference, so two million equal strings are one Python str
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
 from typing import Any
 
 from tablequest.table.budget import Meter
@@ -71,16 +72,28 @@ def text_columns(inp: ReadInput) -> tuple[list[str], list[Any]]:
     file's streamed ingest, corpus/storage/streaming.py)."""
     import pyarrow as pa
 
-    meter = inp.meter
-    pf, names = _open(inp)
+    names, chunks = _chunks(inp)
     parts: list[list[Any]] = [[] for _ in names]
-    for i in range(pf.num_row_groups):
-        group = pf.read_row_group(i)
-        meter.tick()
-        for j, chunked in enumerate(group.columns):
-            parts[j] += [_text_array(chunk, meter) for chunk in chunked.chunks]
-        meter.spend(cells=group.num_rows * len(names))
+    for j, chunk in chunks:
+        parts[j].append(_text_array(chunk, inp.meter))
     return names, [pa.concat_arrays(p) if p else pa.array([], pa.string()) for p in parts]
+
+
+def _chunks(inp: ReadInput) -> tuple[list[str], Iterator[tuple[int, Any]]]:
+    """(column names, each column's Arrow chunks as (column, chunk)), one row group at a
+    time: the clock checked per group, its cells spent once its chunks are used."""
+    pf, names = _open(inp)
+
+    def chunks() -> Iterator[tuple[int, Any]]:
+        for i in range(pf.num_row_groups):
+            group = pf.read_row_group(i)
+            inp.meter.tick()
+            for j, chunked in enumerate(group.columns):
+                for chunk in chunked.chunks:
+                    yield j, chunk
+            inp.meter.spend(cells=group.num_rows * len(names))
+
+    return names, chunks()
 
 
 def _text_array(array: Any, meter: Meter) -> Any:
@@ -97,37 +110,35 @@ def _text_array(array: Any, meter: Meter) -> Any:
         values = array.dictionary
     else:
         values = array.dictionary
-        if len(values):
-            used = pc.take(pc.binary_length(values), array.indices)
-            meter.spend(nbytes=int(pc.sum(used).as_py() or 0))
+        _spend_dictionary(array, meter)
     texts = pa.array([value_text(v) for v in values.to_pylist()], type=pa.string())
     return pc.fill_null(texts.take(array.indices), "")
 
 
 def _read(inp: ReadInput) -> tuple[list[str], list[list[str]]]:
-    meter = inp.meter
-    pf, names = _open(inp)
+    names, chunks = _chunks(inp)
     columns: list[list[str]] = [[] for _ in names]
-    for i in range(pf.num_row_groups):
-        group = pf.read_row_group(i)
-        meter.tick()
-        for j, chunked in enumerate(group.columns):
-            for chunk in chunked.chunks:
-                columns[j].extend(_texts(chunk, meter))
-        meter.spend(cells=group.num_rows * len(names))
+    for j, chunk in chunks:
+        columns[j].extend(_texts(chunk, inp.meter))
     return names, columns
+
+
+def _spend_dictionary(array: Any, meter: Meter) -> None:
+    """Spend a dictionary column's decoded size: each value counted once per use."""
+    import pyarrow.compute as pc
+
+    if len(array.dictionary):
+        used = pc.take(pc.binary_length(array.dictionary), array.indices)
+        meter.spend(nbytes=int(pc.sum(used).as_py() or 0))
 
 
 def _texts(array: Any, meter: Meter) -> list[str]:
     """The cell texts of one Arrow array, its decoded size spent first."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     if pa.types.is_dictionary(array.type):
         values = array.dictionary
-        if len(values):
-            used = pc.take(pc.binary_length(values), array.indices)
-            meter.spend(nbytes=int(pc.sum(used).as_py() or 0))
+        _spend_dictionary(array, meter)
         texts = [value_text(v) for v in values.to_pylist()]
         return [texts[i] if i is not None else "" for i in array.indices.to_pylist()]
     meter.spend(nbytes=array.nbytes)
