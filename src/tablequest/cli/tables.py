@@ -8,7 +8,7 @@ its first cell, the body-row ids in a dim first column), or a page of it, or exp
 Paging (`tablequest.corpus.storage.browse`): `--offset N --rows N` pick the rows, `--sort
 COLUMN [--desc]` orders them (NULLs last, ties in row order), `--where "COL OP VALUE"`
 (repeatable) keeps the rows where every condition holds; the readable view shows only the
-page, rendered as the whole table is (`browse.page_table`), and says "rows A–B of TOTAL".
+page, rendered as the whole table is (`Table.take_rows`), and says "rows A–B of TOTAL".
 Exports: `markdown` through `tablequest.table.serialize` (the cells' text), `csv`, `tsv`,
 `json` (records), `parquet` and `xlsx` typed from the table's relation (numbers as numbers,
 dates as dates; columns named by their header paths; `--raw`: the cells' source text, not

@@ -21,7 +21,7 @@ line counts against the budget.
 Rows chosen by value (`get_table`'s sort and where: `tablequest.corpus.storage.browse.page`
 runs them on the table's relation) come as a `Selection`: the page's row ids in its order,
 how many rows match and where the page starts. The window renders those rows as any other
-(`page_table` keeps the header, title and merges), `next_offset` pages through the matching
+(`Table.take_rows` keeps the header, title and merges), `next_offset` pages through the matching
 rows, and the markdown note names the filters and the sort with the row ids.
 """
 
@@ -32,7 +32,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from tablequest.corpus.storage.browse import page_table
 from tablequest.errors import TablequestError
 from tablequest.table import Table
 from tablequest.table.serialize import Rendered, render
@@ -143,7 +142,7 @@ def table_window(
     """
     cols = _column_ids(table, columns)
     if selection is not None:
-        part = page_table(table, selection.row_ids).sub_table(cols=cols)
+        part = table.take_rows(selection.row_ids).sub_table(cols=cols)
         rows, offset = None, selection.offset
     else:
         part = table.sub_table(rows=_row_ids(table, rows, offset, limit), cols=cols)

@@ -319,7 +319,7 @@ def table_page(
         if table is None:
             table = store.get_rows(table_id, chosen.row_ids)
     whole = chosen.row_ids == list(table.row_ids)
-    shown = table if whole else browse.page_table(table, chosen.row_ids)
+    shown = table if whole else table.take_rows(chosen.row_ids)
     view = table_view(shown, table_id, limit=chosen.size)
     view.n_rows = chosen.total  # "N of TOTAL rows shown" when the page is not all of them
     if chosen.sort:  # rows out of the table's order: no gap marks between them

@@ -2,9 +2,10 @@
 
 `page(store, table_id, offset=…, limit=…, sort=…, where=…)` runs one SQL query on the
 table's relation (`corpus/storage/relations.py`) and returns the body row ids of the page in
-order, the matching row count and the typed values; `page_table` turns the ids into a
-`Table` that renders exactly as the stored table does (header rows, merges of the header,
-title, notes), so `show`, the web page and MCP `get_table` show a page as they show a table.
+order, the matching row count and the typed values; `Table.take_rows` (or `Store.get_rows`)
+turns the ids into a `Table` that renders exactly as the stored table does (header rows,
+merges of the header, title, notes), so `show`, the web page and MCP `get_table` show a page
+as they show a table.
 
 Filters (`column op value`, as `show --where` and `?where=` take them; ours): `column` is the
 SQL name or the header as shown; `op` is one of `= != < <= > >=` (compared as the column's
@@ -29,13 +30,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tablequest.corpus.storage.relations import ROW_COLUMN, Column, Relation, quote
-from tablequest.table import Table
 from tablequest.table.model import unique_names
 
 if TYPE_CHECKING:
     from tablequest.corpus.storage.store import Store
 
-__all__ = ["EXPORT_FORMATS", "Filter", "Page", "export", "facets", "page", "page_table"]
+__all__ = ["EXPORT_FORMATS", "Filter", "Page", "export", "facets", "page"]
 __all__ += ["encode", "parse_filter"]
 
 EXPORT_FORMATS = ("csv", "tsv", "json", "parquet", "xlsx")
@@ -238,11 +238,6 @@ def facets(
     finally:
         cur.close()
     return [(value, int(n)) for value, n in rows]
-
-
-def page_table(table: Table, row_ids: Sequence[int]) -> Table:
-    """`table` with the body rows `row_ids` in that order (`Table.take_rows`)."""
-    return table.take_rows(row_ids)
 
 
 def export(

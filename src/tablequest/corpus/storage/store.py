@@ -163,6 +163,18 @@ def table_row(table: Table, *, path: str, file_hash: str, idx: int) -> tuple[Any
     )
 
 
+def _with_body(data: dict[str, Any], rows: Sequence[Sequence[Any]]) -> Table:
+    """A streamed table's stored structure (`data`) with body `rows`, each (row id, cells…)."""
+    head = Table.from_dict(data)
+    return Table(
+        cells=(*head.cells, *(tuple(r[1:]) for r in rows)),
+        n_header_rows=head.n_header_rows,
+        source=head.source,
+        row_ids=tuple(int(r[0]) for r in rows),
+        col_ids=head.col_ids,
+    )
+
+
 class StoreOutdated(StoreError):
     """The store was written before typed relations (format 2): `tablequest migrate` it."""
 
@@ -530,15 +542,8 @@ class Store:
         body = data.get("body")
         if body is None:
             return Table.from_dict(data)
-        head = Table.from_dict(data)
-        sample = [tuple(str(c) for c in row) for row in body.get("sample", [])]
-        return Table(
-            cells=(*head.cells, *sample),
-            n_header_rows=head.n_header_rows,
-            source=head.source,
-            row_ids=tuple(range(len(sample))),
-            col_ids=head.col_ids,
-        )
+        sample = body.get("sample", [])
+        return _with_body(data, [(i, *row) for i, row in enumerate(sample)])
 
     def get_rows(self, table_id: str, row_ids: Sequence[int]) -> Table:
         """The stored table with only the body rows `row_ids`, in that order (a page):
@@ -574,14 +579,7 @@ class Store:
                 rows = [by_id[i] for i in row_ids]
         finally:
             cur.close()
-        head = Table.from_dict(data)
-        return Table(
-            cells=(*head.cells, *(tuple(r[1:]) for r in rows)),
-            n_header_rows=head.n_header_rows,
-            source=head.source,
-            row_ids=tuple(int(r[0]) for r in rows),
-            col_ids=head.col_ids,
-        )
+        return _with_body(data, rows)
 
     def source(self, table_id: str) -> Source:
         row = self.con.execute(

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tablequest.corpus.storage.storefile import sql_literal
 from tablequest.table.budget import ReadBudget
 from tablequest.table.model import Source, Table
 from tablequest.table.readers._notes import _footer, _title_lines
@@ -156,10 +157,6 @@ def _rows(text: str, delimiter: str) -> list[list[str]] | None:
     return [r for r in rows if r]
 
 
-def _sql_text(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def put_stream(
     store: Store, spec: StreamSpec, *, replace: bool, budget: ReadBudget | None = None
 ) -> str:
@@ -178,13 +175,13 @@ def put_stream(
     raw = f"tq_raw.{rel.quote(table_id)}"
     names = [f"c{j}" for j in range(len(spec.header))]
     extra = f"c{len(names)}"  # holds a field past the header's width: then not streamed
-    columns = "{" + ", ".join(f"{_sql_text(n)}: 'VARCHAR'" for n in [*names, extra]) + "}"
+    columns = "{" + ", ".join(f"{sql_literal(n)}: 'VARCHAR'" for n in [*names, extra]) + "}"
     texts = ", ".join(f"coalesce({n}, '') AS {n}" for n in names)
     # Short rows are padded as the reader pads them (NULL, then ''); no text is NULL
     # (`nullstr` is a string no cell holds), so a non-NULL `extra` is a real extra field —
     # DuckDB would otherwise drop an empty one where the reader makes a column of it.
     reader = (
-        f"read_csv({_sql_text(spec.path)}, delim={_sql_text(spec.delimiter)}, quote='\"', "
+        f"read_csv({sql_literal(spec.path)}, delim={sql_literal(spec.delimiter)}, quote='\"', "
         f"escape='\"', header=false, skip=1, columns={columns}, auto_detect=false, "
         "strict_mode=true, null_padding=true, parallel=false, nullstr='\x01tq-null\x01', "
         "max_line_size=33554432)"
