@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import pytest
 import uvicorn
@@ -166,3 +167,13 @@ def stdio_params(bed: Bed, *extra: str) -> StdioServerParameters:
 def text(result: Any) -> str:
     """The first text block of a tool result."""
     return str(result.content[0].text)
+
+
+def call_tools(service: McpService, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    """Call the tools in order over one in-memory MCP SDK client session."""
+
+    async def main() -> list[Any]:
+        async with Client(service.server) as client:
+            return [await client.call_tool(name, args) for name, args in calls]
+
+    return anyio.run(main)

@@ -12,7 +12,7 @@ import anyio
 import duckdb
 import pytest
 from mcp import Client
-from tests.mcpserver.conftest import INJECTION, Bed, config, text
+from tests.mcpserver.conftest import INJECTION, Bed, call_tools, config, text
 
 from tablequest.corpus import Store, ingest
 from tablequest.corpus.storage.relations import Column, Relation
@@ -28,16 +28,8 @@ def service(bed: Bed) -> Iterator[McpService]:
     opened.close()
 
 
-def _calls(service: McpService, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
-    async def main() -> list[Any]:
-        async with Client(service.server) as client:
-            return [await client.call_tool(name, args) for name, args in calls]
-
-    return anyio.run(main)
-
-
 def _call(service: McpService, name: str, args: dict[str, Any]) -> Any:
-    return _calls(service, [(name, args)])[0]
+    return call_tools(service, [(name, args)])[0]
 
 
 def _digest(bed: Bed) -> str:
@@ -103,7 +95,7 @@ def test_query_sql_returns_typed_columns_and_rows(service: McpService) -> None:
 
 
 def test_query_sql_limit_and_size_budget_cut_rows_and_say_so(service: McpService) -> None:
-    by_limit, by_size = _calls(
+    by_limit, by_size = call_tools(
         service,
         [
             ("query_sql", {"query": "select * from big", "limit": 7}),
@@ -122,7 +114,7 @@ def test_query_sql_refuses_writes_files_and_the_stores_own_tables(
     service: McpService, bed: Bed
 ) -> None:
     before = _digest(bed)
-    refused = _calls(
+    refused = call_tools(
         service,
         [
             ("query_sql", {"query": "DELETE FROM big"}),
@@ -151,7 +143,7 @@ def test_query_sql_refuses_writes_files_and_the_stores_own_tables(
 
 
 def test_query_sql_errors_give_line_and_column(service: McpService) -> None:
-    syntax, unknown, empty = _calls(
+    syntax, unknown, empty = call_tools(
         service,
         [
             ("query_sql", {"query": "select name\nfrom big\nwhere value >> = 3"}),
@@ -201,7 +193,7 @@ def test_get_table_pages_a_sorted_filtered_selection_to_its_end(
 
 def test_get_table_markdown_names_the_selection_and_facets(service: McpService, bed: Bed) -> None:
     lakes = bed.ids["lakes.html"]
-    sorted_page, filtered, faceted, none, as_json = _calls(
+    sorted_page, filtered, faceted, none, as_json = call_tools(
         service,
         [
             ("get_table", {"table_id": lakes, "sort": "Size / Depth m", "descending": True,
@@ -237,7 +229,7 @@ def test_get_table_bad_sort_filter_or_facet_is_a_tool_error_naming_columns(
     service: McpService, bed: Bed
 ) -> None:
     lakes = bed.ids["lakes.html"]
-    bad = _calls(
+    bad = call_tools(
         service,
         [
             ("get_table", {"table_id": lakes, "sort": "Width"}),

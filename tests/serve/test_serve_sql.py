@@ -18,16 +18,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import httpx
 import openpyxl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from tests.cli.sqlstores import downgrade
 from tests.testdata import LAKES_HTML
 
 from tablequest.corpus import Store, ingest
-from tablequest.corpus.storage.relations import quote
 from tablequest.serve import Limits
 
 from .conftest import TOKEN, XSS_CSV, running_server
@@ -420,18 +419,6 @@ def test_an_upload_swaps_the_runner_to_the_new_store(site: Any) -> None:
 
 
 # -- a store of format 1 -------------------------------------------------------------------
-def downgrade(path: Path) -> None:
-    """`path` as tablequest wrote stores before typed relations (no relations, no meta)."""
-    con = duckdb.connect(str(path))
-    try:
-        for (name,) in con.execute("SELECT sql_name FROM relations").fetchall():
-            con.execute(f"DROP TABLE {quote(name)}")
-        con.execute("DROP TABLE relations")
-        con.execute("DROP TABLE store_meta")
-    finally:
-        con.close()
-
-
 def test_a_store_of_format_1_is_browsed_in_order_and_asks_for_migrate(
     site: Any, tmp_path: Path
 ) -> None:
