@@ -322,33 +322,6 @@ def write_relations(
     _insert_metadata(con, metadata)
 
 
-def write_relation(
-    con: duckdb.DuckDBPyConnection,
-    table_id: str,
-    row: tuple[Any, ...],
-    arrow: pa.Table,
-    columns: list[Column],
-    keep: dict[str, str],
-) -> None:
-    """Create one table's relation from its typed `arrow` (inside the caller's transaction)."""
-    taken = {str(r[0]) for r in con.execute("SELECT sql_name FROM relations").fetchall()}
-    name = keep.get(table_id)
-    if name is None or name in taken:
-        name = table_sql_name(display_name(row[1], row[5], row[6]), taken)
-    _create(con, table_id, name, arrow, columns)
-
-
-def _create(
-    con: duckdb.DuckDBPyConnection,
-    table_id: str,
-    name: str,
-    arrow: pa.Table,
-    columns: list[Column],
-) -> None:
-    _create_table(con, name, arrow)
-    _insert_metadata(con, [(table_id, name, _payload(columns))])
-
-
 def _create_table(con: duckdb.DuckDBPyConnection, name: str, arrow: pa.Table) -> None:
     # a relation over the Arrow table: half the cost of register/unregister per table
     # (measured: 1.0 against 1.8 ms a table)

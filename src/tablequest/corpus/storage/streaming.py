@@ -216,7 +216,7 @@ def put_stream(
         top = _top_values(con, raw, names, columns_meta)
         row = _row(spec, table_id, head, sample, n_rows, top)
         con.execute(f"INSERT INTO tables VALUES ({', '.join(['?'] * 13)})", list(row))
-        rel.write_relation(con, table_id, row, typed, columns_meta, keep)
+        rel.write_relations(con, [(*row, (typed, columns_meta))], keep)
     return table_id
 
 
