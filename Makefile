@@ -34,11 +34,12 @@ typecheck: $(VENV)/.dev-installed
 	$(VENV)/bin/mypy
 
 # Tests run in 3 processes (many wait on subprocesses and servers, so 3 beat 2 on 2 cores);
-# each test file stays on one worker, so a file's shared server or browser starts once.
+# each test file stays on one worker (tests/conftest.py makes each file an xdist group), so a
+# file's shared server or browser starts once; files marked `spread` are shared out.
 PYTEST_WORKERS ?= 3
 
 pytest: $(VENV)/.dev-installed
-	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadfile \
+	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadgroup \
 		--cov=tablequest --cov-report=term-missing:skip-covered --cov-fail-under=85
 
 test: lint typecheck pytest

@@ -2,8 +2,10 @@
 
 Every test starts with TABLEQUEST_* and OPENAI_* variables removed, then
 TABLEQUEST_ALLOW_MODEL_REQUESTS=0 (only 127.0.0.1/localhost/::1 may be called),
-TABLEQUEST_CACHE_DIR and TABLEQUEST_TRACE_DIR in a fresh tmp dir, and the XDG base
-directories pointed there too so no user config, cache or data file is read or written.
+TABLEQUEST_CACHE_DIR and TABLEQUEST_TRACE_DIR in a fresh tmp dir, and HOME and the XDG base
+directories pointed there too so no user config, cache or data file is read or written (from
+import time on, for session fixtures too; the run fails if anything under the real user's
+tablequest folders changed: `pytest_sessionfinish`).
 
 Small synthetic benchmarks (never real data) for the corpus, retrieval, runner and method
 tests: `evalrun_wtq` writes a WikiTableQuestions-shaped folder (six tables on distinct
@@ -13,9 +15,13 @@ one with one gold table and two siblings per group.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
+import shutil
+import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +30,60 @@ import pytest
 os.environ["TABLEQUEST_ALLOW_MODEL_REQUESTS"] = "0"  # also during collection
 SANDBOX_BUDGET_MB = "65536"  # see isolated_env; also for session-scoped sandboxes
 os.environ["TABLEQUEST_SANDBOX_MEMORY_BUDGET"] = SANDBOX_BUDGET_MB
+
+USER_DIRS = ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME")
+# kept in the environment: xdist workers (and a second import of this module) share them
+REAL_HOME = Path(os.environ.setdefault("TQ_TESTS_REAL_HOME", str(Path.home())))
+# HOME and the XDG folders point into one throwaway folder from the moment the suite is
+# imported: session fixtures (a local Ray cluster, a shared server) start before the per-test
+# `isolated_env`, and their processes keep the environment they were started with, so
+# without this a Ray worker wrote its traces under the real user data directory.
+SESSION_HOME = Path(
+    os.environ.get("TQ_TESTS_SESSION_HOME") or tempfile.mkdtemp(prefix="tq-tests-home-")
+)
+os.environ["TQ_TESTS_SESSION_HOME"] = str(SESSION_HOME)
+os.environ["HOME"] = str(SESSION_HOME)
+for _xdg in USER_DIRS:
+    os.environ[_xdg] = str(SESSION_HOME / _xdg.lower())
+
+
+def user_dir_snapshot() -> dict[str, float]:
+    """Every file under the real user's tablequest folders, with its modification time."""
+    roots = [REAL_HOME / ".config", REAL_HOME / ".cache", REAL_HOME / ".local" / "share"]
+    roots.append(REAL_HOME / ".local" / "state")
+    found: dict[str, float] = {}
+    for root in roots:
+        for path in (root / "tablequest").rglob("*"):
+            with contextlib.suppress(OSError):
+                found[str(path)] = path.stat().st_mtime
+    return found
+
+
+REAL_USER_FILES = user_dir_snapshot()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run if any test wrote under the real user's tablequest folders."""
+    if hasattr(session.config, "workerinput"):
+        return  # an xdist worker: the controller checks once all workers are done
+    shutil.rmtree(SESSION_HOME, ignore_errors=True)
+    now = user_dir_snapshot()
+    written = sorted(p for p, t in now.items() if REAL_USER_FILES.get(p) != t)
+    if written:
+        print(f"\ntests wrote under the real HOME ({REAL_HOME}): {written[:5]}", file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each test file is one xdist group (run with ``--dist loadgroup``: a file's module
+    fixtures start once) unless the file is marked ``spread``; files holding slow tests go
+    first so the long ones do not start last on one worker."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)  # stable: file order kept
+    for item in items:
+        if item.get_closest_marker("spread") is None:
+            item.add_marker(pytest.mark.xdist_group(str(item.path)))
 
 
 @pytest.fixture(autouse=True)
@@ -42,7 +102,9 @@ def isolated_env(
     # the budget counts address-space limits, so half of a small CI machine's memory is too
     # little (tests/sandbox/test_sandbox_budget.py tests the default)
     monkeypatch.setenv("TABLEQUEST_SANDBOX_MEMORY_BUDGET", SANDBOX_BUDGET_MB)
-    for xdg in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
+    (base / "home").mkdir()
+    monkeypatch.setenv("HOME", str(base / "home"))
+    for xdg in USER_DIRS:
         monkeypatch.setenv(xdg, str(base / xdg.lower()))
     yield base
 

@@ -112,7 +112,7 @@ pattern_st = st.one_of(
 
 
 @pytest.mark.slow
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(texts=st.lists(text_st, max_size=8), patterns=st.lists(pattern_st, max_size=6))
 def test_index_equals_naive_scan(texts: list[str], patterns: list[str]) -> None:
     index = GrepIndex.build([f"t{i}" for i in range(len(texts))], texts)

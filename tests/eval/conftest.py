@@ -64,7 +64,7 @@ def reproduce_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def reproduce(
     reproduce_root: Path, realhitbench_tables: Callable[[Path], Path]
 ) -> Iterator[Callable[[str], tuple[int, str, dict[str, Any]]]]:
-    """Run `tablequest eval reproduce NAME --limit 3` on the fixtures with the stub model;
+    """Run `tablequest eval reproduce NAME --limit 1` on the fixtures with the stub model;
     returns (exit code, output, the report's JSON). Runs of a test file share one output
     folder, as a user's configurations may."""
     from tablequest.cli.app import app
@@ -76,7 +76,7 @@ def reproduce(
 
         def run(name: str) -> tuple[int, str, dict[str, Any]]:
             args = ["eval", "reproduce", name, "--data", str(data), "--out", str(out),
-                    "--llm-url", stub.url, "--model", "stub-model", "--limit", "3",
+                    "--llm-url", stub.url, "--model", "stub-model", "--limit", "1",
                     "--cache-dir", str(reproduce_root / "corpora"), "--no-cache"]  # fmt: skip
             result = CliRunner().invoke(app, args)
             report = out / f"{name}.report.json"
@@ -92,7 +92,7 @@ def reproduction_runs(
 ) -> Callable[[str], None]:
     """Check that configuration NAME runs with the stub: every row ran its questions (each
     with a status), the report shows every row, the rows not implemented with why, and at
-    least one measured cell. The stub tests are split by paper so they run in parallel."""
+    least one measured cell. The stub tests are spread over the test workers."""
     from tablequest.eval.reproduce import all_reproductions
 
     def check(name: str) -> None:
@@ -103,7 +103,7 @@ def reproduction_runs(
         kinds = {row.key: row.kind for row in rep.rows}
         for row in report["rows"]:
             outcome = row["outcome"]
-            assert outcome["error"] is None and 1 <= outcome["n"] <= 3, row["key"]
+            assert outcome["error"] is None and outcome["n"] == 1, row["key"]
             if kinds[row["key"]] == "answer":  # every question ended with a status
                 assert sum(outcome["status"].values()) == outcome["n"]
         for row in rep.rows:
