@@ -102,8 +102,9 @@ def isolated_env(
     # the budget counts address-space limits, so half of a small CI machine's memory is too
     # little (tests/sandbox/test_sandbox_budget.py tests the default)
     monkeypatch.setenv("TABLEQUEST_SANDBOX_MEMORY_BUDGET", SANDBOX_BUDGET_MB)
-    (base / "home").mkdir()
-    monkeypatch.setenv("HOME", str(base / "home"))
+    # HOME stays the session's (set at import): Ray keeps its cluster's auth token under
+    # ~/.ray, so a CLI started by a test must see the HOME the session's cluster saw
+    monkeypatch.setenv("HOME", str(SESSION_HOME))
     for xdg in USER_DIRS:
         monkeypatch.setenv(xdg, str(base / xdg.lower()))
     yield base

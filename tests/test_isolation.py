@@ -26,10 +26,12 @@ def test_home_and_user_folders_are_throwaway_in_tests_and_their_children(
     real_home = Path(os.environ["TQ_TESTS_REAL_HOME"])
     session_home = Path(os.environ["TQ_TESTS_SESSION_HOME"])
     assert not session_home.is_relative_to(real_home)
-    assert Path.home().is_relative_to(isolated_env) and Path.home().is_dir()
+    assert Path.home() == session_home and session_home.is_dir()
     monkeypatch.delenv("TABLEQUEST_TRACE_DIR")  # the default place, as for a user
     assert default_trace_dir().is_relative_to(isolated_env)
     out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True)
-    paths = [Path(p) for p in json.loads(out.stdout)]
-    assert all(p.is_relative_to(isolated_env) for p in paths), paths
+    home, *user_dirs = [Path(p) for p in json.loads(out.stdout)]
+    assert home == session_home
+    assert all(p.is_relative_to(isolated_env) for p in user_dirs), user_dirs
+    paths = [home, *user_dirs]
     assert not any(p.is_relative_to(real_home) for p in paths), paths

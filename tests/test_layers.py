@@ -13,6 +13,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "tablequest"
 LAYERS: list[set[str]] = [
     {"errors", "waits", "plugins"},  # import nothing of tablequest but `errors`
     {"configfile"},
+    {"settings"},  # the one Settings: above configfile's trust rules, below every reader
     {"trace", "table"},
     {"llm"},
     {"sandbox"},

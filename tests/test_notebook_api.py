@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import tablequest as tq
+from tablequest.errors import BadValue
 from tablequest.llm.stub import StubServer
 from tablequest.methods.base import Result
 from tablequest.notebook import store_path_for
@@ -82,9 +83,9 @@ def test_open_store_file_table_file_and_store(tmp_path: Path) -> None:
         old_form = tq.search(corpus.store, "Varna", k=1)  # the library's older form
         assert old_form == tq.search("Varna", corpus.store, k=1) != []
         for blank in ("", "  \n"):  # refused as by the CLI, the API and MCP
-            with pytest.raises(ValueError, match="the question is empty"):
+            with pytest.raises(BadValue, match="the question is empty"):
                 corpus.search(blank)
-            with pytest.raises(ValueError, match="the question is empty"):
+            with pytest.raises(BadValue, match="the question is empty"):
                 tq.search(blank, corpus.store)
     with tq.open(folder / "rivers.csv") as single:
         assert len(single.tables) == 1

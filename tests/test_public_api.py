@@ -6,6 +6,7 @@ import tablequest
 
 EXPECTED = {
     "LLM",
+    "BadValue",
     "CellRef",
     "Corpus",
     "Completion",
@@ -29,6 +30,7 @@ EXPECTED = {
     "RagConfig",
     "Result",
     "RetrieveThenQA",
+    "RunError",
     "SandboxError",
     "Scripted",
     "SeekConfig",
@@ -47,6 +49,7 @@ EXPECTED = {
     "Trace",
     "UnknownMethod",
     "UnreadableTable",
+    "UsageError",
     "__version__",
     "ask",
     "build_llm",

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     )
     from tablequest.corpus.storage.ingest import IngestAborted
     from tablequest.corpus.storage.store import NoStore, NotAStore, StoreLocked, StoreWriteError
-    from tablequest.errors import TablequestError
+    from tablequest.errors import BadValue, RunError, TablequestError, UsageError
     from tablequest.llm import (
         LLM,
         Completion,
@@ -61,10 +61,10 @@ if TYPE_CHECKING:
         Source,
         Table,
         UnreadableTable,
-        preview,
         read_tables,
-        serialize,
     )
+    from tablequest.table.preview import preview
+    from tablequest.table.serialize import serialize
     from tablequest.trace import Trace
 
 _LAZY: dict[str, str] = {
@@ -107,6 +107,9 @@ _LAZY: dict[str, str] = {
     "TableSeek": "tablequest.methods.seek",
     "TableSet": "tablequest.methods",
     "TablequestError": "tablequest.errors",
+    "UsageError": "tablequest.errors",
+    "RunError": "tablequest.errors",
+    "BadValue": "tablequest.errors",
     "Trace": "tablequest.trace",
     "UnknownMethod": "tablequest.methods",
     "UnreadableTable": "tablequest.table",
@@ -144,6 +147,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "LLM",
+    "BadValue",
     "CellRef",
     "Completion",
     "ConfigError",
@@ -167,6 +171,7 @@ __all__ = [
     "RagConfig",
     "Result",
     "RetrieveThenQA",
+    "RunError",
     "SandboxError",
     "Scripted",
     "SeekConfig",
@@ -185,6 +190,7 @@ __all__ = [
     "Trace",
     "UnknownMethod",
     "UnreadableTable",
+    "UsageError",
     "__version__",
     "ask",
     "build_llm",

@@ -21,8 +21,11 @@ text or the key go, or that weaken isolation:
 
 - ``[llm] url``, ``api_key`` and ``model`` (the model too: with the user's key from the
   environment it picks which service, and at what price, receives the tables),
+- ``[embeddings] url`` and ``model`` (where table text is sent to be embedded),
+- every key of ``[reading]`` (the budget that protects an ingest from the corpus's files),
 - ``[scale] llm_urls``,
 - ``[sandbox] isolation = "degraded"`` (a file may only ask for the default, "strict"),
+- ``[serve] host`` and ``token_file`` (where the server listens, the secret that opens it),
 - ``[methods.NAME]`` options declared server-only (``option(..., request=False)``: URLs,
   paths, sandbox settings, memory files — the same allowlist the HTTP API applies to a
   request).
@@ -41,14 +44,14 @@ import json
 import os
 import tempfile
 import tomllib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import platformdirs
 
-from tablequest.errors import TablequestError
+from tablequest.errors import UsageError
 
 CONFIG_FILE = "tablequest.toml"
 ENV = "TABLEQUEST_CONFIG"
@@ -60,7 +63,7 @@ UNTRUSTED = "in the working directory, never trusted"
 CHANGED = "changed since it was trusted"
 
 
-class ConfigFileError(TablequestError, ValueError):
+class ConfigFileError(UsageError):
     """A config file or the trust list that cannot be read; the message names the file."""
 
 
@@ -72,8 +75,11 @@ def _weakens(key: str, value: Any) -> bool:
 Guard = Callable[[str, Any], bool]
 GUARDED: dict[str, Guard] = {
     "llm": lambda key, _value: key in ("url", "api_key", "model"),
+    "embeddings": lambda key, _value: key in ("url", "model"),
+    "reading": lambda _key, _value: True,
     "scale": lambda key, _value: key == "llm_urls",
     "sandbox": _weakens,
+    "serve": lambda key, _value: key in ("host", "token_file"),
 }
 """Per section: whether a key (with its value) is guarded. [methods.NAME] is guarded by the
 method's option declarations (`tablequest.methods.options.toml_options`)."""
@@ -138,7 +144,8 @@ def _read(path: Path) -> bytes:
 
 
 def named_file(env: Mapping[str, str] | None = None) -> Path | None:
-    """The file named by ``$TABLEQUEST_CONFIG`` (``--config-file`` sets it), if any."""
+    """The file named by ``$TABLEQUEST_CONFIG``, if any (``--config-file`` is passed to the
+    readers as ``named``, never written to the environment)."""
     value = (os.environ if env is None else env).get(ENV, "").strip()
     return Path(value).expanduser() if value else None
 
@@ -272,20 +279,3 @@ def untrust(path: str | Path) -> bool:
     del files[key]
     _write_trust_list(files)
     return True
-
-
-@contextlib.contextmanager
-def naming(path: str | Path | None) -> Iterator[None]:
-    """Within the block, `path` is the named file (``$TABLEQUEST_CONFIG``); None: no change."""
-    if path is None:
-        yield
-        return
-    before = os.environ.get(ENV)
-    os.environ[ENV] = str(Path(path).expanduser().resolve())
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(ENV, None)
-        else:
-            os.environ[ENV] = before

@@ -50,7 +50,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from tablequest import configfile
-from tablequest.configfile import ConfigFileError
+from tablequest.configfile import ConfigFile, ConfigFileError
 from tablequest.corpus.dense.device import describe_device
 from tablequest.corpus.dense.encoders import (
     EncoderSettings,
@@ -65,6 +65,7 @@ from tablequest.llm.modelserver import ModelServer, ModelServerError
 from tablequest.llm.parse import ParseError, extract_json, strip_think
 from tablequest.methods.configtrust import guarded_keys
 from tablequest.methods.options import OptionError
+from tablequest.settings import EmbeddingsSettings, Settings
 
 __all__ = [
     "CHECKS",
@@ -81,6 +82,7 @@ __all__ = [
 ]
 
 MODEL_TIMEOUT = 10.0
+Isolation = Literal["strict", "degraded"]
 CheckGroup = Literal["config", "model", "sandbox", "extras", "store"]
 CHECKS: tuple[CheckGroup, ...] = ("config", "model", "sandbox", "extras", "store")
 NO_MODEL = (
@@ -252,31 +254,33 @@ def check_embeddings(
     timeout: float = MODEL_TIMEOUT,
 ) -> Check:
     """The embeddings line (see the module doc: a failure only for a configured URL)."""
+    url, key = EmbeddingsSettings(url=embed_url).endpoint(config)  # the model's unless set
     if embed_url:
-        return _embed(embed_url, embed_model, config.api_key, timeout)
+        return _embed(embed_url, embed_model, key, timeout)
     local = _local_encoder()
-    if not config.url:
+    if not url:
         return Check("embeddings", None, f"no embeddings URL (--embed-url); auto uses {local}")
-    settings = EncoderSettings(config.url, embed_model, config.api_key)
-    served = probe_embeddings(settings, timeout=min(timeout, 3.0))
+    served = probe_embeddings(EncoderSettings(url, embed_model, key), timeout=min(timeout, 3.0))
     if served is None:
         return Check(
             "embeddings",
             None,
-            f"none configured (--embed-url) and {config.url} serves none; auto uses {local}",
+            f"none configured (--embed-url) and {url} serves none; auto uses {local}",
         )
-    return Check("embeddings", True, f"{config.url} embeds with {served!r}; auto uses it")
+    return Check("embeddings", True, f"{url} embeds with {served!r}; auto uses it")
 
 
 # -- the machine -----------------------------------------------------------------------------
 
 
-def check_sandbox() -> Check:
-    """Which isolation the sandbox has here, measured in one real child."""
+def check_sandbox(sandbox_settings: tuple[Isolation, str] | None = None) -> Check:
+    """Which isolation the sandbox has here, measured in one real child; `sandbox_settings`:
+    the loaded (isolation, where it came from), else the sandbox's own resolution."""
     from tablequest.sandbox import Sandbox, SandboxError
 
+    isolation, given = sandbox_settings or (None, None)
     try:
-        with Sandbox(prewarm=False) as sandbox:
+        with Sandbox(prewarm=False, isolation=isolation, isolation_source=given) as sandbox:
             layers = sandbox.layers()
             mode, plan, source = sandbox.mode, sandbox.plan, sandbox.isolation_source
     except SandboxError as exc:
@@ -366,9 +370,8 @@ def check_extras() -> list[Check]:
 
 def check_store(path: str | Path) -> Check:
     """Whether the store at `path` opens read-only, with its table count and indexes."""
-    from tablequest.corpus.lexical.rank import missing_indexes
-    from tablequest.corpus.storage.shards import ShardedStore, is_manifest
-    from tablequest.corpus.storage.store import Store, StoreError
+    from tablequest.corpus.storage.corpus import missing_indexes, open_corpus
+    from tablequest.corpus.storage.store import StoreError
 
     path = Path(path).expanduser()
     if not path.exists():
@@ -379,14 +382,12 @@ def check_store(path: str | Path) -> Check:
             f"`tablequest ingest PATH... --store {path}`",
         )
     try:
-        store = (
-            ShardedStore(path, read_only=True) if is_manifest(path) else Store(path, read_only=True)
-        )
+        store = open_corpus(path)
     except StoreError as exc:
         return Check("store", False, str(exc))
     try:
         tables = len(store)
-        missing = [] if isinstance(store, ShardedStore) else missing_indexes(store)
+        missing = missing_indexes(store)
     finally:
         store.close()
     detail = f"{path}: {tables:,} tables, opened read-only"
@@ -395,10 +396,13 @@ def check_store(path: str | Path) -> Check:
     return Check("store", True, detail)
 
 
-def check_config(cwd: str | Path | None = None) -> list[Check]:
-    """One line per config file read: trusted or not (why), and what it cannot set."""
+def check_config(
+    cwd: str | Path | None = None, files: Sequence[ConfigFile] | None = None
+) -> list[Check]:
+    """One line per config file read (`files`, as loaded; default: found in `cwd`): trusted
+    or not (why), and what it cannot set."""
     try:
-        files = configfile.find(cwd)
+        files = configfile.find(cwd) if files is None else files
     except ConfigFileError as exc:
         return [Check("config", False, str(exc))]
     if not files:
@@ -426,6 +430,7 @@ def run_checks(
     store: str | Path | None = None,
     only: Sequence[CheckGroup] = CHECKS,
     timeout: float = MODEL_TIMEOUT,
+    settings: Settings | None = None,
 ) -> Iterator[Check]:
     """Every check of the groups in `only`, in order, each as soon as it is done.
 
@@ -436,9 +441,15 @@ def run_checks(
         store: A store to open (None: a "–" line).
         only: The groups to run.
         timeout: Seconds each model request may take.
+        settings: What the entry point loaded: its config files, the embeddings server and
+            model (under `embed_url`, `embed_model`), the sandbox's isolation (None: found
+            here, as each reader finds them).
     """
+    if settings is not None:
+        embed_url = embed_url or settings.embeddings.url
+        embed_model = embed_model or settings.embeddings.model
     if "config" in only:
-        yield from check_config()
+        yield from check_config(files=settings.files if settings is not None else None)
     if "model" in only:
         model = check_model(config, llm_spec=llm_spec, timeout=timeout)
         yield from model
@@ -448,7 +459,11 @@ def run_checks(
                 config, embed_url=embed_url, embed_model=embed_model, timeout=timeout
             )
     if "sandbox" in only:
-        yield check_sandbox()
+        isolation: tuple[Isolation, str] | None = None
+        if settings is not None:
+            source = settings.source("sandbox.isolation").removeprefix("$")
+            isolation = (settings.sandbox.isolation, source)
+        yield check_sandbox(isolation)
     if "extras" in only:
         yield from check_extras()
     if "store" in only:

@@ -1,110 +1,138 @@
-"""`TablequestError`, the base of every exception tablequest defines, and the one table of
-how the CLI and the HTTP API report them.
+"""`TablequestError`, the base of every exception tablequest defines, its two kinds, and how
+the CLI and the HTTP API report each error.
 
-Every exception class in the package subclasses `TablequestError` and keeps its other bases
-(`class SourceError(TablequestError, ValueError)`), so ``except TablequestError`` catches
-anything tablequest raised on purpose while ``except ValueError`` keeps working.
+Every exception class in the package derives from one of two bases:
 
-`ERRORS` maps an exception class to its `ErrorKind`: the CLI's exit status (see
-`tablequest.cli._exit`: 2 bad input, 1 a run that could not complete) and the API's HTTP status
-and error code. An exception gets the row of the first class of its MRO that has one, the
-way Starlette picks an exception handler. Both surfaces read it: `tablequest.cli._output.fail_on`
-for the exit status, `tablequest.serve.app` for the status and code of every error it
-answers (`API_ERRORS` there registers the handler; a test checks the two agree).
+- `UsageError`: bad input — an empty question, ``--steps 0``, an unknown method or option,
+  a source that is not there. The CLI exits 2 (`tablequest.cli._exit.USAGE`); the API answers
+  400; the JSON code (both surfaces) is ``usage``.
+- `RunError`: a run that could not complete — the model unreachable, the store held by another
+  process, a disk full, the sandbox unavailable. The CLI exits 1 (``FAILED``); the API
+  answers 503 (the service could not do it now; 500 is kept for bugs); the code is ``failed``.
+
+A class says how it is reported with three class attributes: `exit_code`, `http_status` and
+`code` (the JSON ``{"error": {"code"}}`` on every surface). A subclass overrides what differs
+(`UnknownMethod`: ``unknown_method``; `ServerOnlyOption`: 422; `Busy`: 429 ``busy``; a store
+error its own code, ``store_locked``, ``disk_full``, …, docs/reliability.md); an instance may
+set its own `code` (`IngestAborted`). The surfaces read nothing else: `tablequest.cli._output`
+(`fail_on`, and every command's catch-all) and `tablequest.serve.app` (one handler for
+`TablequestError`). A test walks every exception class of the package and checks both.
+
+Anything else that reaches a surface — a ``ValueError`` from pandas, a ``KeyError`` from a
+bug — is an **internal error**, never the user's mistake: the CLI exits 1 with ``internal
+error: Type: message`` (and the trace file, when the run wrote one), the API answers 500 with
+the code ``internal`` (`INTERNAL`) and logs the traceback. `internal_message` writes that line.
 
 Choices:
-- This module is the lowest layer and imports nothing from tablequest, so the table names
-  classes by `__qualname__` (a class moved between modules keeps its row); a test checks that
-  every name is exactly one exception class of the package (or a builtin).
-- One JSON error code for both surfaces (`{"error": {"code"}}`, `error_code`): an error's
-  own `code` (a store error's ``not_a_store``, ``store_locked``, ``disk_full``, …,
-  docs/reliability.md), else its row's `api_code` (``unknown_method``, ``bad_option``, …).
-  An error with neither gets each surface's generic code: the CLI's ``usage`` (exit 2) or
-  ``failed`` (exit 1), the API's name of the HTTP status (``bad_request`` for 400,
-  ``too_large`` for 413).
-- The sandbox child loads `_bootstrap`, `_landlock` and `_seccomp` by path before lock-down
-  (standard library only): there their errors subclass a stand-in `TablequestError`.
-- Only errors that reach a surface have a row. An error without one is, for the API, a bug
-  answered with a 500; the CLI's commands name the rest themselves.
+- The two bases are not ``ValueError``/``RuntimeError``: a surface that catches
+  `TablequestError` catches only what tablequest raised on purpose. `BadValue` is the usage
+  error of a value that is not allowed (where the standard library would raise ValueError).
+  Only the sandbox's `InvalidArgument` keeps ``ValueError``/``TypeError`` (its documented
+  contract, like a builtin's bad argument).
+- A store error that is the user's mistake (`NotAStore`, `NoStore`) is a `UsageError` and a
+  `StoreError` (``except StoreError`` still catches it) and keeps the API's 503.
+- This module is the lowest layer and imports nothing from tablequest. The sandbox child loads
+  `_bootstrap`, `_landlock` and `_seccomp` by path before lock-down (standard library only):
+  there their errors subclass a stand-in `RunError`.
+- `trace_note` adds a ``trace: PATH`` note to an exception that escapes a run which wrote a
+  trace (`tablequest.methods.run.ask`); `internal_message` names it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import ClassVar
 
 __all__ = [
-    "ERRORS",
-    "ErrorKind",
+    "INTERNAL",
+    "BadValue",
+    "RunError",
     "TablequestError",
+    "UsageError",
     "error_code",
-    "error_kind",
     "exit_code",
     "http_status",
+    "internal_message",
+    "trace_note",
 ]
 
-_FAILED, _USAGE = 1, 2  # tablequest.cli._exit.FAILED, USAGE
+INTERNAL = "internal"
+"""The JSON code of an internal error (a bug: not a `TablequestError`)."""
+_TRACE_NOTE = "trace: "
 
 
 class TablequestError(Exception):
-    """Base of every exception tablequest defines; the message names the thing and the fix."""
+    """Base of every exception tablequest defines; the message names the thing and the fix.
 
+    Subclass `UsageError` or `RunError`, not this class (its values are `RunError`'s).
+    """
 
-@dataclass(frozen=True)
-class ErrorKind:
-    """How the CLI and the HTTP API report one kind of error."""
-
-    exit_code: int
+    exit_code: ClassVar[int] = 1
     """The CLI's exit status (`tablequest.cli._exit`)."""
-    http_status: int | None
-    """The API's status; None: the API does not answer it (it is a 500)."""
-    api_code: str | None = None
-    """The API's error code; None: the HTTP status's name (``bad_request``, ``too_large``)."""
+    http_status: ClassVar[int] = 503
+    """The API's status."""
+    code: str = "failed"
+    """The JSON error code on every surface (an instance may set its own)."""
 
 
-ERRORS: dict[str, ErrorKind] = {
-    # bad input: the CLI exits 2, the API answers 400 (or 422 / 413 as noted)
-    "ValueError": ErrorKind(_USAGE, 400),  # validation everywhere (an empty question, steps < 1)
-    "UnknownMethod": ErrorKind(_USAGE, 400, "unknown_method"),
-    "OptionError": ErrorKind(_USAGE, 400, "bad_option"),
-    "ServerOnlyOption": ErrorKind(_USAGE, 422, "server_only_option"),
-    "SourceError": ErrorKind(_USAGE, 400),  # a missing or unreadable source, a bad table id
-    "EncoderUnavailable": ErrorKind(_USAGE, 400),  # the method's encoder needs an extra
-    "UploadRejected": ErrorKind(_USAGE, 413),  # the API answers with its `status` (413, 400)
-    "NotAStore": ErrorKind(_USAGE, 503, "store"),
-    "NoStore": ErrorKind(_USAGE, 503, "store"),
-    # a run that could not complete: the CLI exits 1
-    "StoreError": ErrorKind(_FAILED, 503, "store"),  # held by another process, disk full, …
-    "Busy": ErrorKind(_FAILED, 429, "busy"),  # the server's ask limit; with Retry-After
-}
+class UsageError(TablequestError):
+    """Bad input: exit 2, HTTP 400, code ``usage``."""
+
+    exit_code = 2
+    http_status = 400
+    code = "usage"
 
 
-def error_kind(exc: BaseException) -> ErrorKind | None:
-    """The row of the first class in `exc`'s MRO that has one (None: no row)."""
-    for cls in type(exc).__mro__:
-        if cls.__module__.startswith("tablequest") or cls.__module__ == "builtins":
-            kind = ERRORS.get(cls.__qualname__)
-            if kind is not None:
-                return kind
-    return None
+class RunError(TablequestError):
+    """A run that could not complete: exit 1, HTTP 503, code ``failed``."""
+
+    exit_code = 1
+    http_status = 503
+    code = "failed"
 
 
-def error_code(exc: BaseException) -> str | None:
-    """The JSON error code of `exc` on every surface: its own `code`, else its row's
-    `api_code`; None: the surface's generic code (see the module doc)."""
-    own = getattr(exc, "code", None) if isinstance(exc, TablequestError) else None
-    if isinstance(own, str) and own:
-        return own
-    kind = error_kind(exc)
-    return None if kind is None else kind.api_code
+class BadValue(UsageError):
+    """A value the caller gave is not allowed (an alpha outside [0, 1], an unknown format);
+    the message names the value and what is allowed."""
 
 
-def exit_code(exc: BaseException, default: int = _FAILED) -> int:
-    """The CLI's exit status for `exc`: its row's, else `default` (a run that failed)."""
-    kind = error_kind(exc)
-    return default if kind is None else kind.exit_code
+def error_code(exc: BaseException) -> str:
+    """The JSON error code of `exc`: its `code`, or ``internal`` for any other exception."""
+    code = exc.code if isinstance(exc, TablequestError) else None
+    return code if isinstance(code, str) and code else INTERNAL
 
 
-def http_status(exc: BaseException) -> int | None:
-    """The API's status for `exc` (None: the API does not answer it, a 500)."""
-    kind = error_kind(exc)
-    return None if kind is None else kind.http_status
+def exit_code(exc: BaseException) -> int:
+    """The CLI's exit status for `exc` (1 for an internal error)."""
+    return exc.exit_code if isinstance(exc, TablequestError) else 1
+
+
+def http_status(exc: BaseException) -> int:
+    """The API's status for `exc` (500 for an internal error)."""
+    return exc.http_status if isinstance(exc, TablequestError) else 500
+
+
+def trace_note(exc: BaseException, path: object) -> None:
+    """Note on `exc` the trace file of the run it escaped (once)."""
+    if _trace_of(exc) is None:
+        exc.add_note(f"{_TRACE_NOTE}{path}")
+
+
+def _trace_of(exc: BaseException) -> str | None:
+    notes = getattr(exc, "__notes__", None) or []
+    found = [n for n in notes if isinstance(n, str) and n.startswith(_TRACE_NOTE)]
+    return found[0][len(_TRACE_NOTE) :] if found else None
+
+
+def internal_message(exc: BaseException, *, where: str | None = None, detail: bool = True) -> str:
+    """``internal error: Type: message`` for an exception that is not a `TablequestError`,
+    with the trace file noted on it (`trace_note`) and `where` (a log id), and a word that it
+    is a bug, not the input; without `detail`, no message (a server's may name its paths)."""
+    text = str(exc).strip().splitlines()[0][:300] if detail and str(exc).strip() else ""
+    line = f"internal error: {type(exc).__name__}" + (f": {text}" if text else "")
+    trace = _trace_of(exc)
+    if trace and not detail:  # its id, not the server's folder
+        trace = trace.rsplit("/", 1)[-1].removesuffix(".jsonl")
+    refs = [f"trace {trace}"] if trace else []
+    refs += [where] if where else []
+    ref = f" ({'; '.join(refs)})" if refs else ""
+    return f"{line}{ref} — a bug in tablequest, not in the input; please report it"

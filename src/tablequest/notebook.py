@@ -13,7 +13,7 @@ What each source becomes (the rest of the library's sources are `methods.run.ope
   skips a file whose content hash is stored under the same path, and the tables of files
   that disappeared from the folder are dropped first. Nothing is written into the folder.
 - a store file (``.duckdb``) or a sharded corpus's manifest: opened read-only.
-- a `Store`: used as given.
+- an opened corpus (a `Store`, or a sharded corpus from `open_corpus`): used as given.
 
 Choices (ours):
 
@@ -29,35 +29,41 @@ Choices (ours):
   `resolve_config` finds them), or None: no model, as before (the method's LLM-free
   preview; the Result says "no LLM configured").
 - `search` keeps the library's older form ``search(store, question, ...)`` working: a
-  `Store` as first argument means that form.
+  corpus (not a string) as first argument means that form.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, overload
 
+from tablequest.configfile import ConfigFileError
 from tablequest.corpus.retrieval.retrievers import RetrieverSettings
 from tablequest.corpus.retrieval.retrievers import search as corpus_search
+from tablequest.corpus.storage.corpus import Corpus as CorpusLike
+from tablequest.corpus.storage.corpus import is_corpus_file, open_corpus
 from tablequest.corpus.storage.ingest import IngestReport, ingest
-from tablequest.corpus.storage.shards import ShardedStore, is_manifest
 from tablequest.corpus.storage.store import Hit, Store
+from tablequest.errors import BadValue
 from tablequest.llm.base import LLM, ModelUnreachable
 from tablequest.llm.cache import default_cache_dir
-from tablequest.llm.config import build_llm, resolve_config
+from tablequest.llm.config import ConfigError, LLMConfig, build_llm
 from tablequest.llm.modelserver import ModelServer, ModelServerError
 from tablequest.methods.base import Result
 from tablequest.methods.registry import get_method
-from tablequest.methods.run import SourceError, is_store_file
+from tablequest.methods.run import SourceError
 from tablequest.methods.run import ask as run_ask
+from tablequest.settings import Settings
 from tablequest.table import Table
+from tablequest.table.budget import ReadBudget
 
 __all__ = ["Corpus", "TableView", "ask", "open", "resolve_llm", "search", "store_path_for"]
 
-Source = str | Path | Store
+Source = str | Path | CorpusLike
 
 
 def store_path_for(path: str | Path, cache_dir: str | Path | None = None) -> Path:
@@ -86,7 +92,7 @@ def _forget_missing(store: Store, root: Path) -> int:
 class TableView(Mapping[str, Table]):
     """The corpus's tables by id, read from the store when asked for (not all at once)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: CorpusLike) -> None:
         self._store = store
 
     def __getitem__(self, table_id: str) -> Table:
@@ -118,12 +124,15 @@ class Corpus:
     """A store opened by `open`: its tables, search and ask.
 
     Attributes:
-        store: The `Store` (the cached one for a folder or file).
+        store: The opened corpus (`tablequest.corpus.storage.corpus.Corpus`: a `Store`, the
+            cached one for a folder or file, or a sharded corpus).
         path: What was opened, as given.
         report: The ingest that brought the cached store up to date (None for a store).
     """
 
-    def __init__(self, store: Store, path: str, report: IngestReport | None, owned: bool) -> None:
+    def __init__(
+        self, store: CorpusLike, path: str, report: IngestReport | None, owned: bool
+    ) -> None:
         self.store = store
         self.path = path
         self.report = report
@@ -139,7 +148,7 @@ class Corpus:
         settings: RetrieverSettings | None = None,
     ) -> list[Hit]:
         """The `k` tables that best match `question` (retriever `method`), with matched rows.
-        A blank question is refused (ValueError), as by the CLI, the API and MCP."""
+        A blank question is refused (BadValue), as by the CLI, the API and MCP."""
         return corpus_search(self.store, _asked(question), k=k, method=method, settings=settings)
 
     def ask(
@@ -167,27 +176,33 @@ class Corpus:
 
 
 def open(  # shadows the builtin in this module on purpose: the API is `tq.open(path)`
-    path: Source, *, cache_dir: str | Path | None = None, lock_timeout: float | None = None
+    path: Source,
+    *,
+    cache_dir: str | Path | None = None,
+    lock_timeout: float | None = None,
+    settings: Settings | None = None,
 ) -> Corpus:
-    """Open a folder, a table file, a store file or a `Store` as a `Corpus` (module doc).
+    """Open a folder, a table file, a store file or a `Store` as a `Corpus` (module doc);
+    `settings` (default: loaded here, `load_settings`) give the cache folder, the lock wait
+    and the reading budget of an ingest.
 
     Raises:
         SourceError: nothing at `path`, or no table in it could be read.
         StoreError: the cached store cannot be written (disk full, locked by another process).
     """
-    if isinstance(path, Store):
+    if not isinstance(path, str | Path):  # an opened store or sharded corpus
         return Corpus(path, path.name, None, owned=False)
     where = Path(path).expanduser()
     if not where.exists():
         raise SourceError(f"no store, table file or folder at {str(where)!r}")
-    if where.is_file() and is_manifest(where):
-        return Corpus(ShardedStore(where, read_only=True), str(path), None, owned=True)
-    if where.is_file() and is_store_file(where):
-        return Corpus(Store(where, read_only=True), str(path), None, owned=True)
-    store = Store(store_path_for(where, cache_dir), lock_timeout=lock_timeout)
+    if is_corpus_file(where):
+        return Corpus(open_corpus(where), str(path), None, owned=True)
+    settings = settings if settings is not None else load_settings()
+    cached = store_path_for(where, cache_dir or settings.store.cache_dir)
+    store = Store(cached, lock_timeout=lock_timeout or settings.store.lock_timeout)
     try:
         _forget_missing(store, where.resolve())
-        report = ingest(store, [where])
+        report = ingest(store, [where], budget=ReadBudget.from_settings(settings.reading))
         if not len(store):
             reasons = "; ".join(f"{f.path}: {f.reason}" for f in report.files_failed[:3])
             raise SourceError(f"no table could be read from {str(where)!r} ({reasons})")
@@ -219,9 +234,11 @@ def resolve_llm(
     model: str | None = None,
     api_key: str | None = None,
     cache: bool | None = None,
+    settings: Settings | None = None,
 ) -> LLM | None:
     """The model `llm` names: an `LLM` as is, a server URL (wrapped like the CLI's: reply
-    cache unless `cache` is False), or None (no model).
+    cache unless `cache` is False), or None (no model). The arguments are flags over
+    `settings` (default: loaded here).
 
     Raises:
         ModelUnreachable: a URL without `model` whose server cannot list its models.
@@ -229,14 +246,30 @@ def resolve_llm(
     """
     if llm is None or isinstance(llm, LLM):
         return llm
-    config = resolve_config(url=llm, model=model, api_key=api_key, cache=cache)
-    name = config.model or _first_model(llm, config.api_key, config.timeout)
-    return build_llm(resolve_config(url=llm, model=name, api_key=api_key, cache=cache))
+    base = settings if settings is not None else load_settings()
+    flags = {"llm.url": llm, "llm.model": model, "llm.api_key": api_key, "llm.cache": cache}
+    config = LLMConfig.from_settings(base.with_flags(flags))
+    if not config.model:
+        name = _first_model(llm, config.api_key, config.timeout)
+        config = dataclasses.replace(config, model=name)
+    return build_llm(config, cache_dir=base.store.cache_dir)
+
+
+def load_settings() -> Settings:
+    """The Python API's one load (`Settings.load`: environment over tablequest.toml).
+
+    Raises:
+        ConfigError: a config file is unreadable or holds a wrong value.
+    """
+    try:
+        return Settings.load()
+    except ConfigFileError as exc:  # SettingsError too
+        raise ConfigError(str(exc)) from exc
 
 
 def ask(
     question: str,
-    source: str | Path | Store | Table | Any,
+    source: str | Path | CorpusLike | Table | Any,
     *,
     llm: LLM | str | None = None,
     model: str | None = None,
@@ -250,20 +283,23 @@ def ask(
     `llm` is an `LLM`, the URL of an OpenAI-compatible server (``model`` or the server's
     first model) or None (the configured model, if any). A folder is ingested into its cached
     store first (``cache=False``: into memory). Every other keyword is
-    `tablequest.methods.run.ask`'s (options, config, steps, table_ids, trace_dir, ...).
+    `tablequest.methods.run.ask`'s (options, config, steps, table_ids, trace_dir, ...);
+    ``settings`` (a `Settings`; default: loaded once here) are passed down to all of it.
 
     Raises:
-        UnknownMethod, OptionError, SourceError, ValueError: as `tablequest.methods.run.ask`.
+        UnknownMethod, OptionError, SourceError, BadValue: as `tablequest.methods.run.ask`.
         ModelUnreachable: a URL whose server lists no model (and no `model` given).
     """
-    model_llm = resolve_llm(llm, model=model, cache=cache)
+    settings = kwargs.pop("settings", None) or load_settings()  # the call's one load
+    kwargs["settings"] = settings
+    model_llm = resolve_llm(llm, model=model, cache=cache, settings=settings)
     if (
         cache
         and isinstance(source, str | Path)
         and Path(source).expanduser().is_dir()
         and get_method(method).input != "none"
     ):
-        with open(source) as corpus:
+        with open(source, settings=settings) as corpus:
             return run_ask(
                 question, corpus.store, method=method, llm=model_llm, cache=cache, **kwargs
             )
@@ -284,7 +320,7 @@ def search(
 
 @overload
 def search(
-    question: Store,
+    question: CorpusLike,
     source: str,
     *,
     k: int = 5,
@@ -295,7 +331,7 @@ def search(
 
 
 def search(
-    question: str | Store,
+    question: str | CorpusLike,
     source: Source,
     *,
     k: int = 5,
@@ -308,12 +344,12 @@ def search(
     `source` is what `open` takes; ``search(store, question, ...)`` (the older form) works
     too. `method` is a registered retriever (grep, bm25, dense, hybrid, rerank).
     """
-    if isinstance(question, Store):  # the older form: search(store, question)
+    if not isinstance(question, str):  # the older form: search(store, question)
         return corpus_search(
             question, str(source), k=k, method=method, settings=settings, rows=rows
         )
     question = _asked(question)
-    if isinstance(source, Store):
+    if not isinstance(source, str | Path):
         return corpus_search(source, question, k=k, method=method, settings=settings, rows=rows)
     with open(source) as corpus:
         return corpus_search(
@@ -324,5 +360,5 @@ def search(
 def _asked(question: str) -> str:
     """`question`, unless it is blank: refused as every surface refuses it."""
     if not question.strip():
-        raise ValueError("the question is empty")
+        raise BadValue("the question is empty")
     return question

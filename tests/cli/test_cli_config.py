@@ -96,10 +96,34 @@ def test_untrusted_file_cannot_add_batch_endpoints(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from tablequest.cli._scale import endpoint_urls
+    from tablequest.settings import Settings
 
     path = tmp_path / "tablequest.toml"
     path.write_text('[scale]\nllm_urls = ["http://evil.example/v1"]\n')
     monkeypatch.chdir(tmp_path)
-    assert endpoint_urls(None, "http://mine/v1") == ["http://mine/v1"]
+    mine = {"llm.url": "http://mine/v1"}
+    assert endpoint_urls(Settings.load(mine)) == ["http://mine/v1"]
     assert runner.invoke(app, ["config", "trust"]).exit_code == 0
-    assert endpoint_urls(None, "http://mine/v1") == ["http://evil.example/v1"]
+    assert endpoint_urls(Settings.load(mine)) == ["http://evil.example/v1"]
+    flags = {**mine, "scale.llm_urls": ["http://a/v1", "http://a/v1", "http://b/v1"]}
+    assert endpoint_urls(Settings.load(flags)) == ["http://a/v1", "http://b/v1"]
+
+
+def test_show_renders_the_effective_settings_and_their_sources(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tablequest.toml").write_text('[llm]\ntimeout = 9\nurl = "http://evil/v1"\n')
+    monkeypatch.setenv("TABLEQUEST_READ_MAX_CELLS", "5")
+    monkeypatch.setenv("TABLEQUEST_LLM_KEY", "sk-secret")
+    result = runner.invoke(app, ["config", "show", "--json"])
+    assert result.exit_code == 0, result.output
+    settings = json.loads(result.stdout)["settings"]
+    assert settings["reading.max_cells"] == {"value": 5, "source": "$TABLEQUEST_READ_MAX_CELLS"}
+    assert settings["llm.timeout"] == {"value": 9.0, "source": str(tmp_path / "tablequest.toml")}
+    assert settings["llm.url"] == {"value": None, "source": "default"}  # untrusted: ignored
+    assert settings["llm.api_key"] == {"value": "***", "source": "$TABLEQUEST_LLM_KEY"}
+    assert settings["embeddings.device"]["source"] == "default"
+    text = runner.invoke(app, ["config", "show"])
+    assert "reading.max_cells = 5  ($TABLEQUEST_READ_MAX_CELLS)" in text.stdout
+    assert "sk-secret" not in text.stdout + result.stdout

@@ -35,6 +35,7 @@ from tablequest.corpus.dense.encoders import (
     minilm_installed,
 )
 from tablequest.corpus.dense.torch_minilm import TorchMiniLM, budget_batches
+from tablequest.errors import BadValue
 
 needs_minilm = pytest.mark.skipif(
     not minilm_installed(), reason="needs the [dense] extra (torch, transformers, MiniLM weights)"
@@ -115,14 +116,14 @@ def test_device_values_are_checked_and_the_environment_is_the_fallback(
     assert [parse_device(s) for s in ("auto", "CPU", " cuda ", "cuda:1")] == [
         "auto", "cpu", "cuda", "cuda:1"]  # fmt: skip
     for bad in ("gpu", "cuda:", "cuda:x", "mps", ""):
-        with pytest.raises(ValueError, match="use auto, cpu, cuda or cuda:N"):
+        with pytest.raises(BadValue, match="use auto, cpu, cuda or cuda:N"):
             parse_device(bad)
     assert requested_device(None) == "auto"
     monkeypatch.setenv("TABLEQUEST_DEVICE", "cuda:2")
     assert requested_device(None) == "cuda:2"
     assert requested_device("cpu") == "cpu"  # the setting wins over the environment
     monkeypatch.setenv("TABLEQUEST_DEVICE", "tpu")
-    with pytest.raises(ValueError, match="TABLEQUEST_DEVICE: unknown device 'tpu'"):
+    with pytest.raises(BadValue, match="TABLEQUEST_DEVICE: unknown device 'tpu'"):
         requested_device(None)
 
 
@@ -163,13 +164,13 @@ def test_encoders_without_a_device_refuse_one_given_explicitly(
     gpus: FakeCuda, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for name in ("hash", "minilm-static", "bm25", "api"):
-        with pytest.raises(ValueError, match="has no device"):
+        with pytest.raises(BadValue, match="has no device"):
             make_encoder(name, EncoderSettings(url="http://127.0.0.1:9/v1", model="m",
                                                device="cuda"))  # fmt: skip
     assert isinstance(make_encoder("hash", EncoderSettings(device="cpu")), HashEncoder)
     monkeypatch.setenv("TABLEQUEST_DEVICE", "cuda")  # a MiniLM preference, not hash's
     assert isinstance(make_encoder("hash"), HashEncoder)
-    with pytest.raises(ValueError, match="minilm-int8 is a CPU quantization"):
+    with pytest.raises(BadValue, match="minilm-int8 is a CPU quantization"):
         make_encoder("minilm-int8")
 
 

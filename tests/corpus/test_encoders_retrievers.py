@@ -24,6 +24,7 @@ from tablequest.corpus.retrieval.retrievers import (
     make_retriever,
     search,
 )
+from tablequest.errors import BadValue
 from tablequest.llm import StubServer
 
 runner = CliRunner()
@@ -49,11 +50,11 @@ def test_registries_list_every_name() -> None:
     assert minilm is not None and minilm.name == "all-MiniLM-L6-v2@128+onnx-v1"  # not loaded
     reference = make_encoder("minilm-st")
     assert reference is not None and reference.name == "all-MiniLM-L6-v2@128"
-    with pytest.raises(ValueError, match="unknown encoder 'e5'"):
+    with pytest.raises(BadValue, match="unknown encoder 'e5'"):
         make_encoder("e5")
-    with pytest.raises(ValueError, match="embeddings URL and model"):
+    with pytest.raises(BadValue, match="embeddings URL and model"):
         make_encoder("api")
-    with pytest.raises(ValueError, match="unknown retrieval method 'colbert'"):
+    with pytest.raises(BadValue, match="unknown retrieval method 'colbert'"):
         make_retriever("colbert")
 
 

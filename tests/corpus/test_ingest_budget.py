@@ -5,6 +5,7 @@ the rest of the corpus is stored; the ingest's own totals (cells, seconds) skip 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -79,8 +80,6 @@ def test_budget_from_environment_reaches_the_ingest(
 
 
 def test_cli_budget_option(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ENV.values():  # recorded, so what the command exports is undone after
-        monkeypatch.setenv(name, "")
     folder = tmp_path / "in"
     folder.mkdir()
     _csv(folder / "n.csv", 3)
@@ -101,3 +100,22 @@ def test_cli_budget_option(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
         unknown.exit_code == 2
         and "NAME one of free_cells, cells_per_byte, max_cells" in unknown.stdout
     )
+
+
+def test_cli_budget_reaches_worker_processes_without_the_environment(tmp_path: Path) -> None:
+    """Enough files for the process pool: each worker gets the flag's budget as an argument,
+    and the command leaves os.environ as it found it (issue 38)."""
+    from tablequest.corpus.storage.reading import PARALLEL_THRESHOLD
+
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for i in range(PARALLEL_THRESHOLD + 2):
+        _csv(folder / f"{i}.csv", 3 + i % 2)
+    before = dict(os.environ)
+    args = ["ingest", str(folder), "--store", str(tmp_path / "s.duckdb"), "--json"]
+    result = CliRunner().invoke(app, [*args, "--budget", "max_cells=7"])
+    assert dict(os.environ) == before
+    assert result.exit_code == 1, result.output
+    failed = json.loads(result.stdout)["files_failed"]
+    assert len(failed) == PARALLEL_THRESHOLD + 2
+    assert all("max_cells=7" in f["reason"] for f in failed)

@@ -90,13 +90,24 @@ def test_phrase_hybrid_fuses_as_documented(tmp_path: Path) -> None:
         assert header_rows == (3,)  # the header vectors are cached under their own key
 
 
-def test_registered_and_refuses_a_sharded_corpus(tmp_path: Path) -> None:
+def test_registered_and_ranks_a_sharded_corpus_exactly(tmp_path: Path) -> None:
     retriever = make_retriever("phrase-hybrid", RetrieverSettings(encoder="hash"))
     assert retriever.name == "phrase-hybrid"
-    with ShardedStore(tmp_path / "c.json", shards=2) as store:
-        ingest_sharded(store, [_corpus(tmp_path)], workers=1)
-        with pytest.raises(ValueError, match="sharded corpus ranks with hybrid"):
-            retriever.rank(store, "varna", 3)
+    root = _corpus(tmp_path)
+    (root / "more.csv").write_text("river,city\nVarna,York\nNew York,Maine\n")
+    with (
+        Store(tmp_path / "one.duckdb") as single,
+        ShardedStore(tmp_path / "c.json", shards=2) as store,
+    ):
+        ingest(single, [root], workers=1)
+        ingest_sharded(store, [root], workers=1)
+        assert all(len(shard) for shard in store.shards)  # both shards hold tables
+        for question in ("varna", "which river is 120 long", "new york americans cup", ""):
+            for k in (1, 2, 10):
+                want = retriever.rank(single, question, k, rows=True)
+                assert retriever.rank(store, question, k, rows=True) == want, question
+        hits = retriever.rank(store, "which river is in varna", 4)
+        assert "rivers" in store.get(hits[0].table_id).source.path
 
 
 def test_fusion_weights_each_feature_and_scales_the_lexical_ones_by_their_max(

@@ -19,6 +19,7 @@ from tablequest.corpus.storage.relations import column_names, sql_identifier
 from tablequest.corpus.storage.shards import ShardedStore
 from tablequest.corpus.storage.sql import SqlError, SqlRefused, SqlRunner
 from tablequest.corpus.storage.store import StoreError, StoreOutdated
+from tablequest.errors import BadValue
 from tablequest.table import Table
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -168,9 +169,9 @@ def test_pages_sort_filter_facets(store_path: Path) -> None:
         assert browse.facets(store, tid, "order_", k=2) == [("a", 1), ("b", 1)]
         empty_text = [browse.parse_filter("b null")]  # an empty text cell has no value
         assert browse.page(store, _by_name(store)["fuel_prices_2"], where=empty_text).row_ids == [1]
-        with pytest.raises(ValueError, match="YYYY-MM-DD"):
+        with pytest.raises(BadValue, match="YYYY-MM-DD"):
             browse.page(store, tid, where=[browse.parse_filter("date > 15/02/2024")])
-        with pytest.raises(ValueError, match="not a double"):
+        with pytest.raises(BadValue, match="not a double"):
             browse.page(store, tid, where=[browse.parse_filter("price > cheap")])
         with pytest.raises(KeyError, match="columns: country"):
             browse.page(store, tid, sort="nope")

@@ -190,17 +190,29 @@ def test_dense_and_hybrid_equal(corpus: tuple[Store, list[ShardedStore], Path], 
                 assert got == want
 
 
-def test_retriever_registry_accepts_sharded(corpus: tuple[Store, list[ShardedStore], Path]) -> None:
-    from tablequest.corpus.retrieval.retrievers import RetrieverSettings
+def test_every_registered_retriever_ranks_a_sharded_corpus_as_one_store(
+    corpus: tuple[Store, list[ShardedStore], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tablequest.corpus.retrieval.rerank import APIReranker
+    from tablequest.corpus.retrieval.retrievers import RETRIEVERS, RetrieverSettings
 
+    # a deterministic stand-in for the /v1/rerank server (ties included)
+    monkeypatch.setattr(APIReranker, "scores", lambda self, q, docs: [len(d) % 7 for d in docs])
     single, shards, _ = corpus
-    settings = RetrieverSettings(encoder="hash")
-    for name in ("grep", "bm25", "dense", "hybrid"):
-        retriever = make_retriever(name, settings)
-        for q in QUESTIONS[:4]:
-            assert retriever.rank(shards[1], q, 5, rows=True) == retriever.rank(
-                single, q, 5, rows=True
-            )
+    settings = RetrieverSettings(encoder="hash", rerank_url="http://127.0.0.1:9", rerank_model="m")
+    names = list(RETRIEVERS)
+    assert {"grep", "bm25", "dense", "hybrid", "phrase-hybrid", "rerank"} <= set(names)
+    for name in names:
+        for store in shards:
+            retriever = make_retriever(name, settings)  # fresh: no state shared across corpora
+            prepare = getattr(retriever, "prepare", None)
+            if prepare is not None:
+                prepare(store)
+            for q in QUESTIONS:
+                for k, rows in ((1, True), (5, True), (30, False)):  # ties cut at k=1, 5
+                    want = retriever.rank(single, q, k, rows=rows)
+                    got = retriever.rank(store, q, k, rows=rows)
+                    assert got == want, (name, store.n_shards, q, k)
 
 
 def test_cosine_scores_do_not_depend_on_the_matrix() -> None:

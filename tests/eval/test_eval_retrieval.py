@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from tablequest.cli import eval_run
 from tablequest.corpus.dense.encoders import EncoderUnavailable, HashEncoder, make_encoder
 from tablequest.corpus.retrieval.retrievers import RetrieverSettings
+from tablequest.errors import BadValue
 from tablequest.eval.corpora import build_corpus, ensure_dense
 from tablequest.eval.datasets import load
 from tablequest.eval.retrieval import KS, RetrievalResult, evaluate_retrieval, make_ranker
@@ -86,18 +87,18 @@ def test_groups_give_gr_and_ds(evalrun_tcr: Path) -> None:
 def test_errors(evalrun_wtq: Path) -> None:
     ds = load("wtq", evalrun_wtq)
     corpus = build_corpus(ds, "csv", in_memory=True)
-    with pytest.raises(ValueError, match="no questions"):
+    with pytest.raises(BadValue, match="no questions"):
         evaluate_retrieval(corpus, [], make_ranker("bm25"))
     with pytest.raises(EncoderUnavailable, match="needs a vector encoder"):
         make_ranker("dense", RetrieverSettings(encoder="bm25"))
-    with pytest.raises(ValueError, match="unknown retrieval method"):
+    with pytest.raises(BadValue, match="unknown retrieval method"):
         make_ranker("colbert")
-    with pytest.raises(ValueError, match="unknown encoder"):
+    with pytest.raises(BadValue, match="unknown encoder"):
         make_encoder("e5")
     assert make_encoder("hash").name == "hash-256"
     assert make_encoder("minilm").name == "all-MiniLM-L6-v2@128+onnx-v1"  # not loaded yet
     other = load("tcrbench", Path(__file__).parent / "fixtures" / "tcrbench")
-    with pytest.raises(ValueError, match="is not in the wtq"):
+    with pytest.raises(BadValue, match="is not in the wtq"):
         evaluate_retrieval(corpus, other.questions, make_ranker("bm25"))
     assert RetrievalResult(n=1, recall={1: 1.0}).to_json() == {
         "n": 1,
@@ -120,9 +121,9 @@ def test_hybrid_fusions(evalrun_wtq: Path) -> None:
     assert lexical(corpus.store, q, 1) == bm25(corpus.store, q, 1)
     from tablequest.corpus.lexical.rank import hybrid_rank
 
-    with pytest.raises(ValueError, match="unknown fusion"):
+    with pytest.raises(BadValue, match="unknown fusion"):
         hybrid_rank(corpus.store, q, 3, encoder=enc, fusion="max")
-    with pytest.raises(ValueError, match="alpha must be"):
+    with pytest.raises(BadValue, match="alpha must be"):
         hybrid_rank(corpus.store, q, 3, encoder=enc, alpha=2.0)
     assert hybrid_rank(corpus.store, q, 0, encoder=enc) == []
     # a query without any BM25 token falls back to the dense score

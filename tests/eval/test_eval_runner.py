@@ -15,6 +15,7 @@ import typer
 from typer.testing import CliRunner
 
 from tablequest.cli import eval_run
+from tablequest.errors import BadValue
 from tablequest.eval.corpora import Corpus, build_corpus
 from tablequest.eval.datasets import Dataset, Question, load
 from tablequest.eval.report import report_paths, write_report
@@ -340,7 +341,7 @@ def test_method_options_validation(evalrun_wtq: Path) -> None:
         get_method("dense").make_options({"top_k": "0"})
     with pytest.raises(OptionError, match="option 'strategy' of method seek"):
         get_method("seek").make_options({"strategy": "7s2"})
-    with pytest.raises(ValueError, match="rerank needs a server"):
+    with pytest.raises(BadValue, match="rerank needs a server"):
         build("rerank", {"encoder": "hash"}, Scripted([]), corpus)
     seek, rerank = get_method("seek"), get_method("rerank")
     names = {

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from tablequest.eval.stats import paired_bootstrap, paired_t, wilcoxon
+from tablequest.eval.stats import ComparisonError, paired_bootstrap, paired_t, wilcoxon
 
 
 def test_bootstrap_hand_computed_distribution() -> None:
@@ -40,15 +40,15 @@ def test_bootstrap_is_seeded_and_chunked() -> None:
 
 
 def test_bootstrap_rejects_bad_input() -> None:
-    with pytest.raises(ValueError, match="equally long"):
+    with pytest.raises(ComparisonError, match="equally long"):
         paired_bootstrap([1, 2], [1])
-    with pytest.raises(ValueError, match="empty"):
+    with pytest.raises(ComparisonError, match="empty"):
         paired_bootstrap([], [])
-    with pytest.raises(ValueError, match="NaN"):
+    with pytest.raises(ComparisonError, match="NaN"):
         paired_bootstrap([math.nan], [1.0])
-    with pytest.raises(ValueError, match="resamples"):
+    with pytest.raises(ComparisonError, match="resamples"):
         paired_bootstrap([1.0], [0.0], resamples=0)
-    with pytest.raises(ValueError, match="confidence"):
+    with pytest.raises(ComparisonError, match="confidence"):
         paired_bootstrap([1.0], [0.0], confidence=1.0)
 
 

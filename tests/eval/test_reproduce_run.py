@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tablequest.errors import BadValue
 from tablequest.eval.reproduce import Cell, Missing, Reproduction, Row
 from tablequest.eval.reproduce.execute import RunContext, metric_value, run_reproduction
 from tablequest.eval.reproduce.report import comparison_model, render_markdown, write_report
@@ -113,7 +114,7 @@ def test_comparison_model_follows_the_served_model() -> None:
     assert comparison_model(REP, "openai/gpt-4o-2024") == "GPT-4o"
     assert comparison_model(REP, "llama") == "Qwen3-8B"  # the first the paper lists
     assert comparison_model(REP, "llama", "gpt-4o") == "GPT-4o"
-    with pytest.raises(ValueError, match="has no backbone 'mistral'"):
+    with pytest.raises(BadValue, match="has no backbone 'mistral'"):
         comparison_model(REP, "x", "mistral")
 
 
@@ -141,7 +142,7 @@ def test_row_and_reproduction_validate_themselves() -> None:
         Row("x", "x", "wtq", "direct", ())
     with pytest.raises(ValueError, match="duplicate row keys"):
         Reproduction("r", "p", "t", "x", rows=(REP.rows[0], REP.rows[0]))
-    with pytest.raises(ValueError, match="no row 'zzz'"):
+    with pytest.raises(BadValue, match="no row 'zzz'"):
         REP.select(["zzz"])
 
 

@@ -12,6 +12,7 @@ from mcp import Client
 from tests.mcpserver.conftest import TOKEN, Bed, HttpServer, text
 
 from tablequest.mcpserver import parse_bind
+from tablequest.serve.config import ServeError
 
 
 def _run(server: HttpServer, body: Any, token: str | None = TOKEN) -> Any:
@@ -138,5 +139,5 @@ def test_parse_bind(value: str, expected: tuple[str, int]) -> None:
 
 @pytest.mark.parametrize("value", ["8766", "host:", "host:0", "host:70000", "host:x"])
 def test_parse_bind_refuses(value: str) -> None:
-    with pytest.raises(ValueError, match="HOST:PORT"):
+    with pytest.raises(ServeError, match="HOST:PORT"):
         parse_bind(value)

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from tablequest import Store, ingest
 from tablequest.cli import app
+from tablequest.errors import BadValue
 from tablequest.llm import Deadline, Fault, Instrumented, ModelUnreachable, OpenAICompatible
 from tablequest.llm.stub import StubServer
 from tablequest.methods.registry import get_method
@@ -187,7 +188,7 @@ def test_table_id_errors_name_the_fix(store: Path) -> None:
 
 @pytest.mark.parametrize("question", ["", "  ", "\n\t"])
 def test_library_refuses_a_blank_question(store: Path, question: str) -> None:
-    with pytest.raises(ValueError, match="the question is empty"):
+    with pytest.raises(BadValue, match="the question is empty"):
         ask(question, store)
 
 
@@ -237,6 +238,6 @@ def test_an_ask_without_a_model_ends_its_trace_with_its_status(
 
 def test_a_method_refused_at_build_starts_no_trace(store: Path, tmp_path: Path) -> None:
     """A refused ask (rerank without its server) leaves no trace file to list as unfinished."""
-    with Store(store, read_only=True) as st, pytest.raises(ValueError, match="rerank"):
+    with Store(store, read_only=True) as st, pytest.raises(BadValue, match="rerank"):
         ask(QUESTION, st, method="rerank", trace_dir=tmp_path)
     assert list(tmp_path.glob("*.jsonl")) == []

@@ -1,4 +1,4 @@
-"""TableRAG cell DB: distinct pairs, frequency order, budget cut (papers/tablerag.txt §3.3)."""
+"""TableRAG cell DB: distinct pairs, frequency order, budget cut (TableRAG §3.3)."""
 
 from __future__ import annotations
 

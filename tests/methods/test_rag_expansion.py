@@ -6,6 +6,7 @@ import pytest
 
 from tablequest.llm import Scripted
 from tablequest.llm.base import LLMTimeout
+from tablequest.llm.parse import ParseError
 from tablequest.methods.rag.expansion import (
     expand,
     is_numeric,
@@ -85,7 +86,7 @@ def test_llm_error_falls_back_for_both_lists() -> None:
 def test_parser_and_helpers() -> None:
     parse = query_parser(limit=2)
     assert parse('["a", ["b", "c"], true, "a"]') == ["a", "b"]
-    with pytest.raises(ValueError, match="no strings"):
+    with pytest.raises(ParseError, match="no strings"):
         parse('[{"x": 1}]')
     assert is_numeric("1,234.5") and is_numeric("-3") and not is_numeric("3 km")
     assert keywords("What is the price of the wallet?") == ["price", "wallet"]

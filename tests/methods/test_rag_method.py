@@ -13,6 +13,7 @@ from tablequest.llm import Scripted
 from tablequest.llm.base import LLMUnavailable
 from tablequest.methods import get_method
 from tablequest.methods.base import MethodContext
+from tablequest.methods.options import OptionError
 from tablequest.methods.rag import BASELINES, RagConfig, TableRAG
 from tablequest.methods.rag import baselines as bl
 from tablequest.methods.rag.schema_db import build_schema_db, raw_frame
@@ -166,7 +167,7 @@ def test_encoder_failure_falls_back_to_bm25() -> None:
                    sandbox=FakeSandbox())  # type: ignore[arg-type]  # fmt: skip
     assert rag.answer(Q, SHOP, trace=trace).answer == "15"
     assert any(e["kind"] == "fallback" and e.get("encoder") == "bm25" for e in trace.events)
-    with pytest.raises(ValueError, match="embed_model"):
+    with pytest.raises(OptionError, match="embed_model"):
         get_method("rag").build(RagConfig(encoder="api"))
 
 
@@ -178,7 +179,7 @@ def test_config_names_and_validation() -> None:
     assert RagConfig(sc=1).sampling_temperature == 0.0
     assert RagConfig(sc=2, temperature=0.3).sampling_temperature == 0.3
     for bad in ("B=x", "C=3"):
-        with pytest.raises(ValueError, match="cannot read TableRAG config"):
+        with pytest.raises(OptionError, match="cannot read TableRAG config"):
             RagConfig.named(bad)
     bad_args: list[dict[str, Any]] = [{"budget": 0}, {"encoder": "w2v"}, {"baseline": "x"},
                                       {"action_timeout": 0}, {"temperature": -1},

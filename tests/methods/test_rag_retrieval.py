@@ -1,4 +1,4 @@
-"""Multi-query retrieval, encoders and the embedding cache (papers/tablerag.txt §3.3, Alg. 1)."""
+"""Multi-query retrieval, encoders and the embedding cache (TableRAG §3.3, Alg. 1)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 
 from tablequest.corpus import Store
 from tablequest.corpus.dense.encoders import HashEncoder, Matrix, make_encoder
+from tablequest.errors import BadValue
 from tablequest.methods.rag import RagConfig, TableRAG
 from tablequest.methods.rag.retrieval import (
     BM25Retriever,
@@ -134,9 +135,9 @@ def test_cache_keys_and_encoder_factory() -> None:
     assert make_encoder("bm25") is None
     minilm = make_encoder("minilm")
     assert minilm is not None and minilm.name == "all-MiniLM-L6-v2@128+onnx-v1"
-    with pytest.raises(ValueError, match="unknown encoder"):
+    with pytest.raises(BadValue, match="unknown encoder"):
         make_encoder("word2vec")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="embeddings URL and model"):
+    with pytest.raises(BadValue, match="embeddings URL and model"):
         make_encoder("api")
     retriever, hit = build_retriever("bm25", ["a b"], encoder=None, store=None, key="")
     assert isinstance(retriever, BM25Retriever) and not hit

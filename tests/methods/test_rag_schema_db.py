@@ -1,4 +1,4 @@
-"""TableRAG schema DB on hand-built tables (papers/tablerag.txt §3.3 "Schema Retrieval")."""
+"""TableRAG schema DB on hand-built tables (TableRAG, arXiv:2410.04739, §3.3 "Schema Retrieval")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Synthetic scale data like Synthetic TabFact (papers/tablerag.txt §4.6, App. C)."""
+"""Synthetic scale data like Synthetic TabFact (TableRAG §4.6, App. C)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""TableSeek Algorithm 1, branch by branch, with a scripted LLM (papers/tableseek.txt)."""
+"""TableSeek Algorithm 1, branch by branch, with a scripted LLM (Tian et al., 2026)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from tablequest.corpus import Store
 from tablequest.llm import Scripted
 from tablequest.llm.base import LLMTimeout
 from tablequest.methods.base import MethodContext
+from tablequest.methods.options import OptionError
 from tablequest.methods.seek import SeekConfig, TableSeek
 from tablequest.table import Source, Table
 from tablequest.trace import Trace
@@ -358,7 +359,7 @@ def test_config_names() -> None:
     assert (cfg.rows_per_pattern, cfg.max_matched_rows) == (3, 15)
     assert SeekConfig.named("r3").n_candidates == 3 and SeekConfig.named("r3").rerank
     assert SeekConfig().name == "5step-5s1-small"
-    with pytest.raises(ValueError):
+    with pytest.raises(OptionError):
         SeekConfig.named("7x9")
     with pytest.raises(ValueError):
         SeekConfig(strategy="5s9")

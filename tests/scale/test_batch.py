@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tablequest.errors import BadValue
 from tablequest.llm.cache import CacheFile, cache_path
 from tablequest.scale.batch import BatchError, Endpoint, EndpointScheduler, read_questions
 from tablequest.scale.cluster import RAY_ENV, connect, ray_address
@@ -133,5 +134,5 @@ def test_ray_address_and_connect_errors(monkeypatch: pytest.MonkeyPatch) -> None
     assert ray_address(None) is None
     monkeypatch.setenv(RAY_ENV, " auto ")
     assert ray_address(None) == "auto" and ray_address("local") == "local"
-    with pytest.raises(ValueError, match="local, auto or ray://"):
+    with pytest.raises(BadValue, match="local, auto or ray://"):
         connect("http://example:1")

@@ -131,6 +131,23 @@ def test_actors_rank_exactly(corpora: tuple[Store, ShardedStore]) -> None:
             assert sharded_hybrid(sharded, q, k, encoder=encoder) == want
 
 
+def test_actors_rank_with_every_registered_retriever(
+    corpora: tuple[Store, ShardedStore],
+) -> None:
+    from tablequest.corpus.retrieval.retrievers import (
+        RETRIEVERS,
+        RetrieverSettings,
+        make_retriever,
+    )
+
+    single, sharded = corpora
+    settings = RetrieverSettings(encoder="hash")
+    for name in [n for n in RETRIEVERS if n != "rerank"]:  # rerank: a server, not the shards
+        retriever = make_retriever(name, settings)
+        for q in QUESTIONS:
+            assert retriever.rank(sharded, q, 5) == retriever.rank(single, q, 5), (name, q)
+
+
 def kill_and_wait(actor: Any) -> None:
     """`ray.kill` only asks for the kill: a query sent right after it may still reach the live
     actor (no restart then; flaky under load). Wait until a call meets a dead actor."""

@@ -50,7 +50,7 @@ def test_concurrent_uploads_cannot_both_pass_the_same_quota(tmp_path: Path) -> N
     refused = [o for o in outcomes if isinstance(o, UploadRejected)]
     saved = [o for o in outcomes if isinstance(o, list)]
     assert len(refused) == 1 and len(saved) == 1, outcomes
-    assert refused[0].status == 413 and "upload quota" in str(refused[0])
+    assert refused[0].http_status == 413 and "upload quota" in str(refused[0])
     files = [p for p in folder.rglob("*") if p.is_file()]
     assert len(files) == 1 and files[0].stat().st_size == 2 * MIB  # no .part file left
     assert quota_for(folder, limits.max_total_upload_bytes).reserved == 0  # given back

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tablequest.settings import SettingsError
 from tablequest.table.budget import ENV, OverBudget, ReadBudget
 from tablequest.table.errors import UnreadableTable
 from tablequest.table.readers import read_tables
@@ -214,9 +215,9 @@ def test_budget_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     )
     assert budget == ReadBudget(max_cells=5000, max_seconds=2.5, ingest_cells=None)
     assert ReadBudget.from_env({ENV["max_columns"]: "0"}).max_columns is None
-    with pytest.raises(ValueError, match="TABLEQUEST_READ_MAX_CELLS='many'"):
+    with pytest.raises(SettingsError, match="TABLEQUEST_READ_MAX_CELLS='many'"):
         ReadBudget.from_env({ENV["max_cells"]: "many"})
-    with pytest.raises(ValueError, match="must not be negative"):
+    with pytest.raises(SettingsError, match="must not be negative"):
         ReadBudget.from_env({ENV["max_seconds"]: "-1"})
     # read_tables takes the environment when no budget is given
     path = tmp_path / "t.csv"

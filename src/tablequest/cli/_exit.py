@@ -1,4 +1,4 @@
-"""Exit statuses shared by every command (documented in README, "Exit statuses").
+"""Exit statuses shared by every command (docs/usage.md, "Exit statuses"; README in short).
 
 - 0 ``OK``: the command did what was asked (``ask``: it answered).
 - 1 ``FAILED``: the run could not complete, or ``ask`` failed (the model was unreachable, a

@@ -20,7 +20,6 @@ some) holds a `lazy_help` placeholder, filled when a help page is shown (`UsageC
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -35,6 +34,7 @@ from tablequest.cli.config import use_config_file
 
 if TYPE_CHECKING:
     from tablequest.methods.base import Task
+    from tablequest.settings import StoreSettings
 
 STORE_ENV = "TABLEQUEST_STORE"
 _REQUIRED = re.compile(r"\{([^{}]+)\}(\.\.\.)?")
@@ -84,8 +84,23 @@ ENCODER_NAMES = lazy_help("ENCODERS", _encoder_names)
 
 class UsageCommand(TyperCommand):
     """A command whose usage line spells arguments ``NAME`` / ``[NAME]`` / ``NAME...`` and
-    leaves hidden ones (an old spelling still accepted) out, and whose help page fills the
-    `lazy_help` placeholders."""
+    leaves hidden ones (an old spelling still accepted) out, whose help page fills the
+    `lazy_help` placeholders, and which never ends in a bare traceback (`invoke`)."""
+
+    def invoke(self, ctx: Any) -> Any:
+        """Run the command. An error it did not report itself ends it the way `fail_on`
+        says: a `TablequestError` with its class's exit status and code, any other exception
+        as an internal error (exit 1, code ``internal``; `tablequest.errors`)."""
+        from typer.exceptions import TyperException
+
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort, TyperException):
+            raise  # typer's own endings: an exit status, ^C, a bad flag (its usage errors)
+        except Exception as exc:
+            from tablequest.cli._output import fail_on
+
+            fail_on(exc, json_out=bool(ctx.params.get("json_out")))
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         fill_help(self.params)
@@ -205,6 +220,31 @@ NoCacheOpt = Annotated[
     bool, typer.Option("--no-cache", help="Do not use the LLM and embedding caches.")
 ]
 TraceDirOpt = Annotated[Path | None, typer.Option(help="Where the JSONL traces go.")]
+
+
+def _device(value: str | None) -> str | None:
+    """Check ``--device`` (the `embeddings.device` setting's rule)."""
+    if value is None:
+        return None
+    from tablequest.settings import SettingsError, load_section
+
+    try:
+        device: str | None = load_section("embeddings", flags={"device": value}, env={})[0].device
+    except SettingsError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--device") from None
+    return device
+
+
+DeviceOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--device",
+        metavar="DEVICE",
+        callback=_device,
+        help="Where the MiniLM encoders run: auto | cpu | cuda | cuda:N (default: "
+        "$TABLEQUEST_DEVICE, else auto; an encoder without a device refuses cuda).",
+    ),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 OutputOpt = Annotated[
     Path | None,
@@ -256,11 +296,14 @@ StoreOpt = Annotated[
 ]
 
 
-def default_store_path() -> Path:
-    """The store when --store is not given: $TABLEQUEST_STORE, else the user data store."""
-    named = os.environ.get(STORE_ENV, "").strip()
-    if named:
-        return Path(named).expanduser()
+def default_store_path(store: StoreSettings | None = None) -> Path:
+    """The store when --store is not given: the `store.path` setting (`store`, the loaded
+    section; default: the environment's, $TABLEQUEST_STORE), else the user data store."""
+    from tablequest.settings import StoreSettings, from_env
+
+    named = (store if store is not None else from_env(StoreSettings)).path
+    if named is not None:
+        return named
     from platformdirs import user_data_dir
 
     return Path(user_data_dir("tablequest")) / "corpus.duckdb"
@@ -268,13 +311,9 @@ def default_store_path() -> Path:
 
 def is_store_path(path: Path) -> bool:
     """True when `path` is an existing DuckDB store file or a sharded corpus's manifest."""
-    from tablequest.corpus.storage.shards import is_manifest
-    from tablequest.corpus.storage.storefile import what_is
+    from tablequest.corpus.storage.corpus import is_corpus_file
 
-    try:
-        return path.is_file() and (what_is(path) is None or is_manifest(path))
-    except OSError:
-        return False
+    return is_corpus_file(path)
 
 
 def deprecated_store_note(command: str, new_usage: str, store: Path) -> None:

@@ -2,7 +2,9 @@
 
 Errors end a command with one line on stderr and exit status 2 (bad input) or 1 (a run that
 could not complete); with ``--json`` the same error is also printed on stdout as
-``{"error": {"code", "message"}}`` so scripts always get JSON.
+``{"error": {"code", "message"}}`` so scripts always get JSON. An exception that is not a
+`TablequestError` is an internal error (`fail_internal`): one line saying so and naming the
+file that holds its traceback, exit 1 and the code ``internal``.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ if TYPE_CHECKING:
     from rich.table import Table as RichTable
     from rich.text import Text
 
-    from tablequest.corpus.storage.store import Hit, Store
+    from tablequest.corpus.storage.corpus import Corpus
+    from tablequest.corpus.storage.store import Hit
     from tablequest.methods.base import Result
 
     console: Console
@@ -127,7 +130,7 @@ def fail(
     *,
     json_out: bool = False,
     code: str | None = None,
-    status: int = 2,
+    status: int = USAGE,
     extra: dict[str, Any] | None = None,
 ) -> NoReturn:
     """One ``error:`` line (and a JSON error on stdout with --json), then exit.
@@ -135,7 +138,7 @@ def fail(
     `code` defaults to ``usage`` for exit 2 (bad input) and ``failed`` otherwise; `extra`
     adds fields next to ``error`` in the JSON (e.g. an ingest's report so far).
     """
-    code = code or ("usage" if status == 2 else "failed")
+    code = code or ("usage" if status == USAGE else "failed")
     if json_out:
         payload = {"error": {"code": code, "message": message}, **(extra or {})}
         print(json.dumps(payload, ensure_ascii=False))
@@ -148,12 +151,12 @@ def fail(
 def fail_on(
     exc: BaseException, *, json_out: bool = False, extra: dict[str, Any] | None = None
 ) -> NoReturn:
-    """`fail` with an exception's message and the exit status `tablequest.errors.ERRORS`
-    gives it. A store error in its chain (cause or context) gives the code, and the status:
-    2 for bad input (no store, not a DuckDB file), 1 for a run that could not complete (store
-    held by another process, disk full, media). The JSON code is `tablequest.errors.error_code`'s,
-    else ``usage`` (exit 2) or ``failed`` (exit 1)."""
-    from tablequest.errors import error_code, exit_code
+    """`fail` with an exception's message, and the exit status and JSON code of its class
+    (`tablequest.errors`: 2 ``usage`` for bad input, 1 ``failed`` for a run that could not
+    complete, or the class's own). A store error in its chain (cause or context) gives them
+    (2 for no store or not a DuckDB file; 1 for a store held by another process, a disk
+    full, media). Any other exception is an internal error (`fail_internal`)."""
+    from tablequest.errors import TablequestError
 
     store_error = _loaded("tablequest.corpus.storage.storefile", "StoreError") or ()
     cause: BaseException | None = exc
@@ -162,8 +165,44 @@ def fail_on(
             break
         cause = cause.__cause__ or cause.__context__
     named = cause if isinstance(cause, store_error) else exc
-    status = exit_code(named, default=USAGE)
-    fail(str(exc), json_out=json_out, code=error_code(named), status=status, extra=extra)
+    if not isinstance(named, TablequestError):
+        fail_internal(exc, json_out=json_out)
+    fail(str(exc), json_out=json_out, code=named.code, status=named.exit_code, extra=extra)
+
+
+def fail_internal(exc: BaseException, *, json_out: bool = False) -> NoReturn:
+    """End on a bug: ``error: internal error: Type: message`` naming the trace file when the
+    run wrote one and the file that holds the traceback (`_save_traceback`), exit 1, JSON
+    code ``internal``. The traceback goes to that file, not the terminal (a user gets one
+    line; a bug report gets the file)."""
+    from tablequest.errors import INTERNAL, internal_message
+
+    message = internal_message(exc)
+    saved = _save_traceback(exc)
+    if saved is not None:
+        message += f"; details in {saved}"
+    fail(message, json_out=json_out, code=INTERNAL, status=FAILED)
+
+
+def _save_traceback(exc: BaseException) -> Path | None:
+    """Write `exc`'s traceback beside the traces (``internal-<time>-<pid>.txt``); when that
+    folder cannot be written, print it on stderr instead and return None."""
+    import os
+    import time
+    import traceback
+
+    from tablequest.trace.latest import default_trace_dir
+
+    text = "".join(traceback.format_exception(exc))
+    try:
+        folder = default_trace_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"internal-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
+        path.write_text(text, encoding="utf-8")
+    except OSError:
+        sys.stderr.write(text)
+        return None
+    return path
 
 
 def print_json(payload: Any) -> None:
@@ -220,7 +259,7 @@ def usage_line(usage: dict[str, Any]) -> str:
     )
 
 
-def hit_json(store: Store, hit: Hit) -> dict[str, Any]:
+def hit_json(store: Corpus, hit: Hit) -> dict[str, Any]:
     """A ranked table as ``search --json`` prints it."""
     from tablequest.corpus.retrieval.hits import search_hit
 
@@ -229,7 +268,7 @@ def hit_json(store: Store, hit: Hit) -> dict[str, Any]:
     return search_hit(hit, source=shown, format=src.format).as_json()
 
 
-def show_hits(store: Store, question: str, hits: list[Hit]) -> None:
+def show_hits(store: Corpus, question: str, hits: list[Hit]) -> None:
     """Ranked tables with their ids and previews, the question's words highlighted."""
     if not hits:
         _stdout().print("No table matches the question's words.")
@@ -242,7 +281,7 @@ def show_hits(store: Store, question: str, hits: list[Hit]) -> None:
         show_preview(title, terminal_preview(store, hit, question), question)
 
 
-def terminal_preview(store: Store, hit: Hit, question: str) -> str:
+def terminal_preview(store: Corpus, hit: Hit, question: str) -> str:
     """A hit's preview as a terminal shows it: tables stored as HTML (HTML, xlsx) are
     previewed as Markdown (the same head and matched rows, no markup)."""
     from tablequest.corpus.lexical.rank import question_patterns

@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from tablequest.cli import _exit
-from tablequest.cli._llm import LLMFlags, model_or_fail
+from tablequest.cli._llm import LLMFlags, model_or_fail, settings_or_fail
 from tablequest.cli._options import (
     ApiKeyOpt,
     ConfigFileOpt,
     ConfigOpt,
     DeadlineOpt,
+    DeviceOpt,
     JsonOpt,
     LLMSpecOpt,
     LLMUrlOpt,
@@ -86,12 +87,13 @@ def ask_command(
     llm_url: LLMUrlOpt = None,
     model: ModelOpt = None,
     api_key: ApiKeyOpt = None,
-    config_file: ConfigFileOpt = None,  # named for the command by its callback
+    config_file: ConfigFileOpt = None,  # passed to the one settings load
     llm: LLMSpecOpt = None,
     deadline: DeadlineOpt = None,
     no_cache: NoCacheOpt = False,
     trace_dir: TraceDirOpt = None,
     ray: RayOpt = None,
+    device: DeviceOpt = None,
     json_out: JsonOpt = False,
     require_verified: RequireVerifiedOpt = False,
 ) -> None:
@@ -109,17 +111,24 @@ def ask_command(
     if not question.strip():
         fail("the question is empty", json_out=json_out, status=_exit.USAGE)
     require_store(source, json_out=json_out, kinds="store, table file or folder")
+    from tablequest.cli._options import is_store_path
     from tablequest.cli._scale import open_corpus
-    from tablequest.corpus.dense.encoders import EncoderUnavailable
-    from tablequest.corpus.storage.shards import is_manifest
-    from tablequest.llm.base import LLMError
+    from tablequest.errors import TablequestError
     from tablequest.scale.cluster import ray_address
 
-    flags = LLMFlags(llm_url, model, api_key, llm, no_cache=no_cache, deadline=deadline)
-    llm_config, model_llm = model_or_fail(flags, json_out=json_out)
+    flags = LLMFlags(
+        llm_url, model, api_key, llm, no_cache=no_cache, deadline=deadline, config_file=config_file
+    )
+    more = {"traces.dir": trace_dir, "scale.ray_address": ray, "embeddings.device": device}
+    settings = settings_or_fail(flags, more, json_out=json_out)  # the command's one load
+    llm_config, model_llm = model_or_fail(flags, json_out=json_out, settings=settings)
     corpus = None
-    if ray_address(ray) is not None and source.is_file() and is_manifest(source):
-        corpus = open_corpus(source, ray, json_out=json_out)  # ranks on shard actors
+    address = ray_address(settings.scale.ray_address)
+    if address is not None and is_store_path(source):
+        corpus = open_corpus(source, address, json_out=json_out)  # a sharded one: on actors
+        if corpus.manifest is None:  # one store ranks here, opened by `ask` as a path
+            corpus.close()
+            corpus = None
     try:
         with encoding_bar("encoding", not json_out):
             result = ask(
@@ -133,10 +142,10 @@ def ask_command(
                 task=task_name(task),
                 steps=steps,
                 table_ids=table_id or (),
-                trace_dir=trace_dir,
                 cache=not no_cache,
+                settings=settings,
             )
-    except (LLMError, EncoderUnavailable, ValueError) as exc:
+    except TablequestError as exc:  # bad input (2), the model or store (1); a bug: internal
         fail_on(exc, json_out=json_out)
     finally:
         if model_llm is not None:

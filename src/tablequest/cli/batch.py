@@ -58,7 +58,7 @@ def batch_command(
     llm_url: LLMUrlsOpt = None,
     model: ModelOpt = None,
     api_key: ApiKeyOpt = None,
-    config_file: ConfigFileOpt = None,  # named for the command by its callback
+    config_file: ConfigFileOpt = None,  # passed to the one settings load
     concurrency: Annotated[
         int, typer.Option(min=1, help="Questions in flight per LLM endpoint.")
     ] = 4,
@@ -71,22 +71,26 @@ def batch_command(
     Exit status 0 when every question ran and none failed (insufficient evidence is not a
     failure); 1 when one failed or was lost (the summary names them); 2 on bad input.
     """
-    from tablequest.cli._llm import LLMFlags
+    from tablequest.cli._llm import LLMFlags, settings_or_fail
     from tablequest.cli._output import err_console
     from tablequest.cli._scale import endpoint_urls
-    from tablequest.eval.runner import RecordLog, RunnerError, RunSpec
+    from tablequest.errors import UsageError
+    from tablequest.eval.runner import RecordLog, RunSpec
     from tablequest.llm.config import ConfigError
     from tablequest.scale.batch import BatchError, Endpoint, read_questions
     from tablequest.scale.batchrun import BatchJob, run_batch
-    from tablequest.scale.cluster import RayUnavailable, ray_address
+    from tablequest.scale.cluster import ray_address
     from tablequest.trace.runs import run_trace_dir
 
+    flags = LLMFlags(model=model, api_key=api_key, no_cache=no_cache, config_file=config_file)
+    more = {"scale.llm_urls": llm_url or None, "scale.ray_address": ray}
+    settings = settings_or_fail(flags, more, json_out=json_out)  # the command's one load
     try:
         chosen = read_questions(questions)
-        llm_config = LLMFlags(model=model, api_key=api_key, no_cache=no_cache).config()
+        llm_config = flags.config(settings)
     except (BatchError, ConfigError) as exc:
         fail(str(exc), json_out=json_out)
-    urls = endpoint_urls(llm_url, llm_config.url)
+    urls = endpoint_urls(settings)
     if not urls or not llm_config.model:
         fail("batch needs an LLM: --llm-url URL (repeatable) and --model NAME", json_out=json_out)
     endpoints = [Endpoint(u, concurrency) for u in urls]
@@ -112,11 +116,12 @@ def batch_command(
     try:
         with RecordLog(out, spec) as log:
             outcome = run_batch(
-                chosen, job, endpoints, log, address=ray_address(ray) or "local",
+                chosen, job, endpoints, log,
+                address=ray_address(settings.scale.ray_address) or "local",
                 run=spec.to_json(), on_record=progress,
             )  # fmt: skip
             records = [log.records[q.id] for q in chosen if q.id in log.records]
-    except (RunnerError, RayUnavailable, ValueError) as exc:
+    except UsageError as exc:  # the --out file, Ray, no endpoint
         fail(str(exc), json_out=json_out)
     _report(out, len(chosen), outcome, records, urls, json_out=json_out)
     if outcome.lost or any(r.get("status") == "failed" for r in records):

@@ -20,6 +20,7 @@ from tablequest.cli._output import fail
 
 if TYPE_CHECKING:
     from tablequest.configfile import ConfigFile
+    from tablequest.settings import Settings
 
 app = typer.Typer(
     help="Which tablequest.toml files are read, and which are trusted to choose where data goes.",
@@ -33,18 +34,15 @@ PathArg = Annotated[
 
 
 def use_config_file(ctx: typer.Context, value: Path | None) -> Path | None:
-    """The ``--config-file`` callback: the file becomes the command's only config file
-    (``$TABLEQUEST_CONFIG`` until the command ends); without it, the untrusted-file warning."""
-    from tablequest import configfile
-
-    if value is not None:
-        if not value.expanduser().is_file():
-            raise typer.BadParameter(f"no file at {str(value)!r}", param_hint="--config-file")
-        ctx.with_resource(configfile.naming(value))
+    """The ``--config-file`` callback: the file must exist (the command passes it to
+    `tablequest.cli._settings.load_settings`, never through the environment); without it,
+    the untrusted-file warning."""
+    if value is not None and not value.expanduser().is_file():
+        raise typer.BadParameter(f"no file at {str(value)!r}", param_hint="--config-file")
     from tablequest.cli._output import err_console
     from tablequest.methods.configtrust import untrusted_notes
 
-    for note in untrusted_notes():
+    for note in untrusted_notes(named=value):
         err_console.print(note, markup=False, highlight=False, soft_wrap=True)
     return value
 
@@ -120,16 +118,21 @@ def show_command(
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """List the config files read here, highest precedence first: trusted or not, the keys
-    each sets, and the keys ignored because the file is not trusted."""
+    each sets, and the keys ignored because the file is not trusted; then every effective
+    setting and where it came from (flag, $VARIABLE, a file, default; docs/config.md)."""
     from tablequest import configfile
     from tablequest.configfile import ConfigFileError
+    from tablequest.settings import Settings
 
     try:
-        files = [describe(f) for f in configfile.find()]
+        loaded = Settings.load()  # the command's one load
+        files = [describe(f) for f in loaded.files]
+        settings = effective(loaded)
     except ConfigFileError as exc:
         fail(str(exc), json_out=json_out)
     if json_out:
-        typer.echo(json.dumps({"files": files, "trust_list": str(configfile.trust_path())}))
+        trust_list = str(configfile.trust_path())
+        typer.echo(json.dumps({"files": files, "trust_list": trust_list, "settings": settings}))
         return
     from tablequest.cli._output import console
 
@@ -144,6 +147,26 @@ def show_command(
         )
         if item["ignored"]:
             console.print(f"  ignored: {', '.join(item['ignored'])}", markup=False, soft_wrap=True)
+    console.print("settings (docs/config.md):", highlight=False)
+    for name, item in settings.items():
+        value = "none" if item["value"] is None else item["value"]
+        line = f"  {name} = {value}  ({item['source']})"
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def effective(settings: Settings) -> dict[str, dict[str, Any]]:
+    """``section.key`` → {"value" (JSON; a secret as ``***``), "source"} of every setting."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, value, spec in settings.items():
+        shown: Any = value
+        if isinstance(value, Path):
+            shown = str(value)
+        elif isinstance(value, tuple):
+            shown = list(value)
+        if spec.secret and value is not None:
+            shown = "***"
+        out[name] = {"value": shown, "source": settings.source(name)}
+    return out
 
 
 def register(root: typer.Typer) -> None:

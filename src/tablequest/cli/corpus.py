@@ -32,6 +32,7 @@ from tablequest.cli._exit import FAILED, USAGE
 from tablequest.cli._options import (
     ENCODER_NAMES,
     RETRIEVER_NAMES,
+    DeviceOpt,
     RayOpt,
     StoreOpt,
     default_store_path,
@@ -41,18 +42,10 @@ from tablequest.cli._options import (
 from tablequest.cli._output import encoding_bar, fail, fail_on, hit_json, show_hits
 
 if TYPE_CHECKING:
-    from tablequest.corpus import IngestReport, Store
+    from tablequest.corpus import IngestReport
+    from tablequest.corpus.storage.corpus import Corpus
     from tablequest.corpus.storage.ingest import StopSignals
-
-
-def open_store(path: Path, *, json_out: bool = False) -> Store:
-    """Open a store for writing, turning failures into one clear line and an exit status."""
-    from tablequest.corpus import Store, StoreError
-
-    try:
-        return Store(path)
-    except StoreError as exc:
-        fail_on(exc, json_out=json_out)
+    from tablequest.table.budget import ReadBudget
 
 
 ShardsOption = Annotated[
@@ -86,17 +79,16 @@ def ingest_command(
     ] = None,
 ) -> None:
     """Read every table under PATHS into the store (unchanged files are skipped)."""
-    from tablequest.corpus.storage.shards import is_manifest
     from tablequest.scale.cluster import ray_address
 
-    _apply_budget(budget or [], json_out=json_out)
+    read_budget = _read_budget(budget or [], json_out=json_out)
     target = store.expanduser() if store is not None else default_store_path()
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
         fail("not found: " + ", ".join(repr(p) for p in missing), json_out=json_out,
              code="not_found")  # fmt: skip
-    sharded = shards is not None or is_manifest(target)
-    if shards is not None and target.exists() and not is_manifest(target):
+    sharded = shards is not None or _is_sharded(target)
+    if shards is not None and target.exists() and not _is_sharded(target):
         fail(f"{str(target)!r} is not a sharded corpus: pass a new manifest path to --store")
     if ray is not None and not sharded:
         fail("--ray ingests into a sharded corpus: pass --shards N (and a manifest --store)")
@@ -105,7 +97,9 @@ def ingest_command(
     fresh = _fresh_paths(target, sharded=sharded)
     kept: list[int] = []  # tables stored or unchanged, once known
     try:
-        report, signals = _ingest(target, paths, shards, address, kept, json_out=json_out)
+        report, signals = _ingest(
+            target, paths, shards, address, kept, json_out=json_out, budget=read_budget
+        )
     except typer.Exit:  # a store or Ray failure, said already; kept names what was stored
         if sum(kept) == 0:
             _remove(fresh)
@@ -115,30 +109,27 @@ def ingest_command(
     _report_ingest(report, target, signals, json_out=json_out, strict=strict)
 
 
-def _apply_budget(items: list[str], *, json_out: bool) -> None:
-    """Check `--budget NAME=VALUE` and the budget variables; the flags become those
-    variables, so worker processes, shards and Ray workers read the same budget."""
-    import os
+def _read_budget(items: list[str], *, json_out: bool) -> ReadBudget:
+    """The reading budget: `--budget NAME=VALUE` over the [reading] settings (environment,
+    trusted tablequest.toml, defaults). Every worker gets it as an argument: processes,
+    shards and Ray tasks alike (never through the environment)."""
+    from tablequest.configfile import ConfigFileError
+    from tablequest.settings import Settings
+    from tablequest.table.budget import ENV, ReadBudget
 
-    from tablequest.table.budget import ENV, FLOAT_FIELDS, ReadBudget, parse_limit
-
-    env = dict(os.environ)
+    flags: dict[str, str] = {}
     for item in items:
         name, sep, value = item.partition("=")
         name = name.strip()
         if not sep or name not in ENV:
             names = ", ".join(ENV)
             fail(f"--budget {item!r}: expected NAME=VALUE, NAME one of {names}", json_out=json_out)
-        try:  # the flag named in its own error, before it becomes the variable
-            parse_limit(value.strip(), f"--budget {name}", name in FLOAT_FIELDS)
-        except ValueError as exc:
-            fail(str(exc), json_out=json_out)
-        env[ENV[name]] = value.strip()
+        flags[f"reading.{name}"] = value.strip()
     try:
-        ReadBudget.from_env(env)
-    except ValueError as exc:
+        settings = Settings.load(flags)
+    except ConfigFileError as exc:  # SettingsError too: the message names the flag or variable
         fail(f"reading budget: {exc}", json_out=json_out)
-    os.environ.update({k: v for k, v in env.items() if k in ENV.values()})
+    return ReadBudget.from_settings(settings.reading)
 
 
 def _ingest(
@@ -149,27 +140,24 @@ def _ingest(
     kept: list[int],
     *,
     json_out: bool,
+    budget: ReadBudget,
 ) -> tuple[IngestReport, StopSignals | None]:
     """The ingest itself: on Ray, or here with Ctrl-C stopping it cleanly. Appends to `kept`
     the count of tables the store holds from PATHS (also when a store failure stopped it)."""
     from tablequest.corpus import StoreError
+    from tablequest.corpus.storage.corpus import open_corpus
     from tablequest.corpus.storage.ingest import IngestAborted, StopSignals
-    from tablequest.corpus.storage.shards import ShardedStore, is_manifest
 
     if address is not None:
-        report = _ray_ingest(target, paths, address, shards, json_out)
+        report = _ray_ingest(target, paths, address, shards, json_out, budget)
         kept.append(report.tables_stored + report.tables_unchanged)
         return report, None
     show = not json_out and sys.stderr.isatty()
     # Signals first: from here on Ctrl-C stops the ingest cleanly whatever it is doing.
     with StopSignals() as signals:
         try:
-            if shards is not None or is_manifest(target):
-                with ShardedStore(target, shards=shards) as st:
-                    report = _run_ingest(st, paths, show_progress=show, stop=signals)
-            else:
-                with open_store(target, json_out=json_out) as st:
-                    report = _run_ingest(st, paths, show_progress=show, stop=signals)
+            with open_corpus(target, read_only=False, shards=shards) as st:
+                report = _run_ingest(st, paths, show, signals, budget)
         except IngestAborted as exc:
             kept.append(exc.report.tables_stored + exc.report.tables_unchanged)
             fail_on(exc, json_out=json_out, extra=exc.report.to_json())
@@ -177,6 +165,21 @@ def _ingest(
             fail_on(exc, json_out=json_out)
     kept.append(report.tables_stored + report.tables_unchanged)
     return report, signals
+
+
+def _is_sharded(target: Path) -> bool:
+    """Whether `target` holds a sharded corpus (opened read-only to ask it, without waiting
+    for a lock: the ingest's own opening waits and says so)."""
+    from tablequest.corpus import StoreError
+    from tablequest.corpus.storage.corpus import is_corpus_file, open_corpus
+
+    if not is_corpus_file(target):
+        return False
+    try:
+        with open_corpus(target, lock_timeout=0) as corpus:
+            return corpus.manifest is not None
+    except StoreError:
+        return False
 
 
 def _fresh_paths(target: Path, *, sharded: bool) -> list[Path]:
@@ -243,41 +246,44 @@ def _report_ingest(
 
 
 def _ray_ingest(
-    target: Path, paths: list[Path], address: str, shards: int | None, json_out: bool
+    target: Path,
+    paths: list[Path],
+    address: str,
+    shards: int | None,
+    json_out: bool,
+    budget: ReadBudget,
 ) -> IngestReport:
-    from tablequest.corpus import StoreError
-    from tablequest.scale.cluster import RayUnavailable
+    from tablequest.errors import TablequestError
     from tablequest.scale.ingest import ingest_ray
 
     try:
-        return ingest_ray(target, paths, address=address, shards=shards)
-    except (StoreError, RayUnavailable, ValueError) as exc:
-        fail(str(exc), json_out=json_out)
+        return ingest_ray(target, paths, address=address, shards=shards, budget=budget)
+    except TablequestError as exc:  # Ray missing or unreachable, a bad --ray (2); the store
+        fail_on(exc, json_out=json_out)
 
 
 def _run_ingest(
-    st: Store, paths: list[Path], *, show_progress: bool, stop: StopSignals
+    st: Corpus, paths: list[Path], show_progress: bool, stop: StopSignals, budget: ReadBudget
 ) -> IngestReport:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
     from tablequest.cli._output import err_console
-    from tablequest.corpus import ingest
     from tablequest.corpus.dense.encoder_base import progress_stages
-    from tablequest.corpus.storage.shards import ShardedStore, ingest_sharded
+    from tablequest.corpus.storage.corpus import ingest_corpus
 
-    run = ingest_sharded if isinstance(st, ShardedStore) else ingest
     if not show_progress:
-        return run(st, paths, stop=stop.event)  # type: ignore[arg-type]
+        return ingest_corpus(st, paths, stop=stop.event, budget=budget)
     columns = (*Progress.get_default_columns()[:2], BarColumn(), MofNCompleteColumn())
     with Progress(*columns, TimeRemainingColumn(), console=err_console, transient=True) as bar:
         task = bar.add_task("ingesting", total=None)
         stage = progress_stages(lambda text: bar.update(task, description=text))
         with stage:  # the index builds of a big store name themselves on the bar
-            return run(
-                st,  # type: ignore[arg-type]
+            return ingest_corpus(
+                st,
                 paths,
                 progress=lambda done, total: bar.update(task, completed=done, total=total),
                 stop=stop.event,
+                budget=budget,
             )
 
 
@@ -323,6 +329,7 @@ def search_command(
         str,
         typer.Option(help=f"Encoder of dense, hybrid, phrase-hybrid, rerank: {ENCODER_NAMES}."),
     ] = "minilm",
+    device: DeviceOpt = None,
     rerank_url: Annotated[
         str | None, typer.Option("--rerank-url", metavar="URL", help="rerank: a /v1/rerank server.")
     ] = None,
@@ -341,22 +348,28 @@ def search_command(
         fail("the question is empty: give a question in words", json_out=json_out, status=USAGE)
     require_store(store_path, json_out=json_out)
     from tablequest.cli._scale import open_corpus
-    from tablequest.corpus.dense.encoders import EncoderUnavailable
+    from tablequest.corpus.dense.encoders import EncoderSettings, EncoderUnavailable
     from tablequest.corpus.retrieval.retrievers import (
         RetrieverSettings,
         UnsupportedStore,
         make_retriever,
     )
+    from tablequest.errors import UsageError
 
     if method == "rerank" and not (rerank_url and rerank_model):
         fail(
             "--method rerank needs a server with /v1/rerank: --rerank-url URL --rerank-model NAME",
             json_out=json_out,
         )
-    settings = RetrieverSettings(encoder=encoder, rerank_url=rerank_url, rerank_model=rerank_model)
+    settings = RetrieverSettings(
+        encoder=encoder,
+        embeddings=EncoderSettings(device=device),
+        rerank_url=rerank_url,
+        rerank_model=rerank_model,
+    )
     try:
         retriever = make_retriever(method, settings)
-    except (ValueError, EncoderUnavailable) as exc:
+    except UsageError as exc:  # an unknown method or encoder, a missing extra
         fail(str(exc), json_out=json_out)
     with open_corpus(store_path, ray, json_out=json_out) as st:
         try:

@@ -34,6 +34,7 @@ from tablequest.cli._output import fail
 
 if TYPE_CHECKING:
     from tablequest.doctor import Check, CheckGroup
+    from tablequest.settings import Settings
 
 _MARKS = {True: "[green]✓[/green]", False: "[red]✗[/red]", None: "[dim]–[/dim]"}
 
@@ -87,7 +88,7 @@ def doctor_command(
     llm_url: LLMUrlOpt = None,
     model: ModelOpt = None,
     api_key: ApiKeyOpt = None,
-    config_file: ConfigFileOpt = None,  # named for the command by its callback
+    config_file: ConfigFileOpt = None,  # passed to the one settings load
     llm: LLMSpecOpt = None,
     embed_url: EmbedUrlOpt = None,
     embed_model: EmbedModelOpt = None,
@@ -102,8 +103,6 @@ def doctor_command(
     from tablequest.llm.config import ConfigError, LLMConfig
 
     groups = _groups(check, json_out)
-    if store is None and default_store_path().exists():
-        store = default_store_path()
     checks: list[Check] = []
 
     def report(item: Check) -> None:
@@ -111,15 +110,22 @@ def doctor_command(
         if not json_out:
             _print(item)
 
-    try:
-        config = LLMFlags(llm_url, model, api_key, llm).config()
+    flags = LLMFlags(llm_url, model, api_key, llm, config_file=config_file)
+    settings: Settings | None = None
+    try:  # the command's one load
+        settings = flags.settings({"embeddings.url": embed_url, "embeddings.model": embed_model})
+        config = flags.config(settings)
     except ConfigError as exc:
         config = LLMConfig()
         if "model" in groups:
             report(Check("model", False, str(exc)))
             groups = [g for g in groups if g != "model"]
+    if store is None:
+        default = default_store_path(settings.store if settings is not None else None)
+        store = default if default.exists() else None
     for item in run_checks(
         config,
+        settings=settings,
         llm_spec=llm,
         embed_url=embed_url,
         embed_model=embed_model,

@@ -71,11 +71,11 @@ def compare(
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
 ) -> None:
     """Paired bootstrap, Wilcoxon signed-rank and paired t-test of run A against run B."""
-    from tablequest.eval.stats import compare_runs
+    from tablequest.eval.stats import ComparisonError, compare_runs
 
     try:
         result = compare_runs(a, b, metric=metric, resamples=resamples, seed=seed)
-    except ValueError as exc:  # ComparisonError and bad options (e.g. --resamples 0)
+    except ComparisonError as exc:  # the runs, or a bad option (e.g. --resamples 0)
         fail(str(exc), json_out=json_out)
     if json_out:
         payload = {"a": str(a), "b": str(b), **result.to_dict()}

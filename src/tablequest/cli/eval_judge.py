@@ -130,7 +130,7 @@ def judge_command(
     llm_url: LLMUrlOpt = None,
     model: ModelOpt = None,
     api_key: ApiKeyOpt = None,
-    config_file: ConfigFileOpt = None,  # named for the command by its callback
+    config_file: ConfigFileOpt = None,  # passed to the one settings load
     llm: LLMSpecOpt = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the LLM cache.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
@@ -164,7 +164,7 @@ def judge_command(
              "sub-types): pass --data with the benchmark folder, or --prompt TYPE",
              json_out=json_out)  # fmt: skip
     path = out or judgment_path(run, against)
-    flags = LLMFlags(llm_url, model, api_key, llm, no_cache=no_cache)
+    flags = LLMFlags(llm_url, model, api_key, llm, no_cache=no_cache, config_file=config_file)
     judge = required_model(flags, json_out=json_out)[1]
     try:
         with judge, JudgeLog(path) as log:

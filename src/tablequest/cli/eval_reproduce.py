@@ -27,7 +27,7 @@ from tablequest.cli._options import (
     NoCacheOpt,
     StepsOpt,
 )
-from tablequest.cli._output import fail
+from tablequest.cli._output import fail, fail_on
 
 __all__ = ["register", "reproduce_command"]
 
@@ -87,7 +87,7 @@ def reproduce_command(
     llm_url: LLMUrlOpt = None,
     model: ModelOpt = None,
     api_key: ApiKeyOpt = None,
-    config_file: ConfigFileOpt = None,  # named for the command by its callback
+    config_file: ConfigFileOpt = None,  # passed to the one settings load
     deadline: DeadlineOpt = None,
     steps: StepsOpt = None,
     no_cache: NoCacheOpt = False,
@@ -105,19 +105,20 @@ def reproduce_command(
     if out is None:
         fail("--out is required: the folder of the runs and the report", json_out=json_out)
     from tablequest.cli._llm import LLMFlags
+    from tablequest.errors import TablequestError
     from tablequest.eval.reproduce import get_reproduction
-    from tablequest.llm.base import LLMError
-    from tablequest.llm.config import ConfigError
 
     try:
         rep = get_reproduction(name)
         chosen = rep.select(rows)
-        flags = LLMFlags(llm_url, model, api_key, no_cache=no_cache, deadline=deadline)
+        flags = LLMFlags(
+            llm_url, model, api_key, no_cache=no_cache, deadline=deadline, config_file=config_file
+        )
         llm_config, llm = flags.build()
     except KeyError as exc:
         fail(str(exc.args[0]), json_out=json_out)
-    except (ValueError, ConfigError, LLMError) as exc:
-        fail(str(exc), json_out=json_out)
+    except TablequestError as exc:  # an unknown row, the model's flags (2); the model (1)
+        fail_on(exc, json_out=json_out)
     root = data if data is not None else DEFAULT_DATA
     if not root.is_dir():
         fail(f"no benchmark folder at {root} (--data)", json_out=json_out)
@@ -132,12 +133,13 @@ def _run(
     paper_model: str | None, json_out: bool,
 ) -> None:  # fmt: skip
     from tablequest.cli._output import err_console
+    from tablequest.errors import BadValue
     from tablequest.eval.reproduce.execute import RunContext, run_reproduction
     from tablequest.eval.reproduce.report import comparison_model, write_report
 
     try:
         against = comparison_model(rep, served, paper_model)
-    except ValueError as exc:
+    except BadValue as exc:
         fail(str(exc), json_out=json_out)
     ctx = RunContext(
         data_root=root, out_dir=out, llm=llm, llm_config=llm_config, model=served, limit=limit,

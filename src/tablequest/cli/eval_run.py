@@ -26,7 +26,7 @@ import typer
 
 from tablequest.cli._defaults import HYBRID_ALPHA
 from tablequest.cli._exit import FAILED
-from tablequest.cli._llm import LLMFlags
+from tablequest.cli._llm import LLMFlags, settings_or_fail
 from tablequest.cli._options import (
     ENCODER_NAMES,
     RETRIEVER_NAMES,
@@ -34,6 +34,7 @@ from tablequest.cli._options import (
     ConfigFileOpt,
     ConfigOpt,
     DeadlineOpt,
+    DeviceOpt,
     LLMSpecOpt,
     LLMUrlsOpt,
     MethodOpt,
@@ -167,14 +168,8 @@ def _corpus(dataset: Dataset, fmt: str, seed: int, cache_dir: Path | None, show:
 def _dense(corpus: Corpus, encoder: Any, cache_dir: Path | None, show: bool) -> None:
     """Encode the corpus once (vectors shared across the corpora of the cache folder)."""
     from tablequest.corpus.dense.encoders import encoding_progress, with_rate
-    from tablequest.corpus.storage.shards import ShardedStore
     from tablequest.eval.corpora import ensure_dense
 
-    if isinstance(corpus.store, ShardedStore):
-        from tablequest.scale.evalrun import persist_sharded_vectors
-
-        persist_sharded_vectors(corpus, encoder)
-        return
     label = f"encoding the {corpus.dataset} corpus with {encoder.name}"
     with _progress(label, show) as update, encoding_progress(with_rate(update)):
         ensure_dense(corpus, encoder, cache_dir=cache_dir)
@@ -202,6 +197,7 @@ def retrieval_command(
         int, typer.Option(help="Add N generated sibling hard negatives per question.")
     ] = 0,
     encoder: Annotated[str, typer.Option(help=ENCODER_NAMES)] = "minilm",
+    device: DeviceOpt = None,
     fusion: Annotated[str, typer.Option(help="Hybrid fusion: score | rrf")] = "score",
     alpha: Annotated[float, typer.Option(help="Hybrid: weight of the dense score.")] = HYBRID_ALPHA,
     cache_dir: CacheOpt = None,
@@ -209,18 +205,22 @@ def retrieval_command(
     json_out: JsonOpt = False,
 ) -> None:
     """LLM-free retrieval: R@1/2/3/5/10 of a ranking (GR@k and DS@k with sibling groups)."""
-    from tablequest.corpus.dense.encoders import EncoderUnavailable
+    from tablequest.corpus.dense.encoders import EncoderSettings
     from tablequest.corpus.retrieval.retrievers import RetrieverSettings
-    from tablequest.eval.corpora import CorpusError
-    from tablequest.eval.datasets import DatasetError
+    from tablequest.errors import TablequestError
     from tablequest.eval.retrieval import evaluate_retrieval, make_ranker
-    from tablequest.eval.runner import RunnerError, select_questions
+    from tablequest.eval.runner import select_questions
     from tablequest.eval.siblings import with_siblings
 
+    if fusion not in ("score", "rrf"):
+        _fail(f"unknown --fusion {fusion!r}; use score or rrf", json_out)
     try:
-        if fusion not in ("score", "rrf"):
-            raise ValueError(f"unknown --fusion {fusion!r}; use score or rrf")
-        settings = RetrieverSettings(encoder=encoder, fusion=fusion, alpha=alpha)  # type: ignore[arg-type]
+        settings = RetrieverSettings(
+            encoder=encoder,
+            embeddings=EncoderSettings(device=device),
+            fusion=fusion,  # type: ignore[arg-type]
+            alpha=alpha,
+        )
         ranker = make_ranker(method, settings)
         ds = load_dataset(dataset, data, split)
         chosen = select_questions(ds, ids_file=questions, limit=limit)
@@ -228,7 +228,7 @@ def retrieval_command(
             ds = with_siblings(ds, n=siblings, seed=seed, questions=chosen)
             chosen = ds.questions
         corpus = _sharded(_corpus(ds, fmt, seed, cache_dir, not json_out), shards)
-    except (DatasetError, RunnerError, CorpusError, ValueError, EncoderUnavailable) as exc:
+    except TablequestError as exc:  # the benchmark, questions, corpus or retriever (2)
         _fail(exc, json_out)
     encoder_impl = getattr(ranker, "encoder", None)
     with corpus.store:
@@ -237,7 +237,7 @@ def retrieval_command(
                 _dense(corpus, encoder_impl, cache_dir, not json_out)
             with _progress(f"{method} on {ds.name}", not json_out) as update:
                 result = evaluate_retrieval(corpus, chosen, ranker, progress=update)
-        except (ValueError, CorpusError, EncoderUnavailable) as exc:
+        except TablequestError as exc:  # a question whose gold table is missing (2), …
             _fail(exc, json_out)
     payload = result.to_json()
     payload.update(dataset=ds.name, split=split, method=method, format=corpus.format)
@@ -275,7 +275,7 @@ def run_command(
     llm_url: LLMUrlsOpt = None,
     model: ModelOpt = None,
     api_key: ApiKeyOpt = None,
-    config_file: ConfigFileOpt = None,  # named for the command by its callback
+    config_file: ConfigFileOpt = None,  # passed to the one settings load
     llm: LLMSpecOpt = None,
     deadline: DeadlineOpt = None,
     no_cache: NoCacheOpt = False,
@@ -288,34 +288,35 @@ def run_command(
 
     Exits 1 when every question failed before the method ran (stderr says why)."""
     from tablequest.cli._scale import endpoint_urls
-    from tablequest.corpus.dense.encoders import EncoderUnavailable
-    from tablequest.eval.corpora import CorpusError
-    from tablequest.eval.datasets import DatasetError
+    from tablequest.errors import TablequestError
     from tablequest.eval.pipeline import prepared_answer
-    from tablequest.eval.runner import RecordLog, RunnerError, RunSpec, select_questions
-    from tablequest.llm.base import LLMError
-    from tablequest.llm.config import NOT_CONFIGURED_HINT, ConfigError
+    from tablequest.eval.runner import RecordLog, RunSpec, select_questions
+    from tablequest.llm.config import NOT_CONFIGURED_HINT
     from tablequest.methods.registry import get_method
     from tablequest.methods.run import resolve_options
     from tablequest.scale.cluster import ray_address
     from tablequest.scale.evalrun import EvalJob
     from tablequest.trace.runs import run_trace_dir
 
+    flags = LLMFlags(llm_url[0] if llm_url else None, model, api_key, llm,
+                     no_cache=no_cache, deadline=deadline, config_file=config_file)  # fmt: skip
+    more = {"scale.llm_urls": llm_url or None, "scale.ray_address": ray}
+    settings = settings_or_fail(flags, more, json_out=json_out)  # the command's one load
     try:
         spec = get_method(method)
-        options = resolve_options(spec, config=config, options=option_pairs(option))
+        files = settings.files
+        options = resolve_options(spec, config=config, options=option_pairs(option),
+                                  config_paths=files)  # fmt: skip
         ds = load_dataset(dataset, data, split)
         chosen = select_questions(ds, ids_file=questions, limit=limit)
-        flags = LLMFlags(llm_url[0] if llm_url else None, model, api_key, llm,
-                         no_cache=no_cache, deadline=deadline)  # fmt: skip
-        llm_config, model_llm = flags.build()
-    except (DatasetError, RunnerError, ConfigError, LLMError, ValueError) as exc:
-        _fail(str(exc), json_out)
+        llm_config, model_llm = flags.build(settings)
+    except TablequestError as exc:  # the method, options, benchmark, model flags
+        _fail(exc, json_out)
     if model_llm is None and spec.needs_llm:
         _fail(NOT_CONFIGURED_HINT, json_out)
     try:
         corpus = _sharded(_corpus(ds, fmt, seed, cache_dir, not json_out), shards)
-    except (CorpusError, ValueError) as exc:
+    except TablequestError as exc:
         _fail(exc, json_out)
     spec_label = options.label()
     model_name = model_llm.describe().get("model", "") if model_llm is not None else ""
@@ -330,7 +331,8 @@ def run_command(
                 cache=not no_cache, questions=chosen,
                 on_encoder=lambda enc: _dense(corpus, enc, cache_dir, not json_out),
             ) as answer:  # fmt: skip
-                if ray_address(ray) is None:
+                address = ray_address(settings.scale.ray_address)
+                if address is None:
                     ran = _run(chosen, answer, log, run_spec, corpus, concurrency, out, json_out)
                 else:  # `answer` was built here to prepare the corpus (vectors) once
                     job = EvalJob.detached(
@@ -338,9 +340,9 @@ def run_command(
                         llm=llm_config, steps=steps, cache=not no_cache,
                         trace_dir=str(run_trace_dir(out)),
                     )  # fmt: skip
-                    urls = endpoint_urls(llm_url, llm_config.url)
-                    ran = _run_ray(chosen, job, log, urls, concurrency, ray_address(ray), json_out)
-        except (RunnerError, CorpusError, LLMError, ValueError, EncoderUnavailable) as exc:
+                    urls = endpoint_urls(settings)
+                    ran = _run_ray(chosen, job, log, urls, concurrency, address, json_out)
+        except TablequestError as exc:  # the run file (2), the model (1), …
             _fail(exc, json_out)
         except OSError as exc:  # --out on read-only media, a full disk, …
             _fail(_os_error(exc, out), json_out)

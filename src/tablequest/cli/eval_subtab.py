@@ -1,5 +1,5 @@
 """`tablequest eval build-subtab` and `tablequest eval score-subtab`: thin skins over
-`tablequest.eval.subtab` (TabScope's WTQ-SubTab, papers/tabscope.txt App. E.3, Table 3).
+`tablequest.eval.subtab` (TabScope's WTQ-SubTab, arXiv:2609.03395 App. E.3, Table 3).
 
 ``build-subtab wtq --data DIR --out REF.jsonl`` builds silver reference sub-tables with the
 configured model (the paper's direct generation + verifier-guided repair), or with
@@ -18,7 +18,7 @@ from typing import Annotated, Any
 import typer
 
 from tablequest.cli._options import ConfigFileOpt
-from tablequest.cli._output import fail
+from tablequest.cli._output import fail, fail_on
 
 __all__ = ["build_subtab_command", "register", "score_subtab_command"]
 
@@ -40,32 +40,35 @@ def build_subtab_command(
     llm_url: Annotated[str | None, typer.Option("--llm-url", help="OpenAI-compatible URL.")] = None,
     model: Annotated[str | None, typer.Option("--model", help="Model name.")] = None,
     api_key: Annotated[str | None, typer.Option("--api-key", help="API key.")] = None,
-    config_file: ConfigFileOpt = None,  # named for the command by its callback
+    config_file: ConfigFileOpt = None,  # passed to the one settings load
     llm: Annotated[str | None, typer.Option("--llm", help="gguf:/path/model.gguf")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the LLM cache.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Build silver reference sub-tables (WTQ-SubTab, App. E.3) for a benchmark's questions."""
     from tablequest.cli._llm import LLMFlags
+    from tablequest.errors import TablequestError
     from tablequest.eval.datasets import DatasetError, load
-    from tablequest.eval.runner import RunnerError, select_questions
+    from tablequest.eval.runner import select_questions
     from tablequest.eval.subtab import build_references
-    from tablequest.llm.base import LLMError
-    from tablequest.llm.config import NOT_CONFIGURED_HINT, ConfigError
+    from tablequest.llm.config import NOT_CONFIGURED_HINT
 
     try:
         ds = load(dataset, data, **({"split": split} if split else {}))
         chosen = select_questions(ds, ids_file=questions, limit=limit)
         model_llm = None
         if not approx:
-            model_llm = LLMFlags(llm_url, model, api_key, llm, no_cache=no_cache).build()[1]
+            flags = LLMFlags(
+                llm_url, model, api_key, llm, no_cache=no_cache, config_file=config_file
+            )
+            model_llm = flags.build()[1]
             if model_llm is None:
                 fail(
                     NOT_CONFIGURED_HINT + " (or pass --approx for the LLM-free references)",
                     json_out=json_out,
                 )
-    except (DatasetError, RunnerError, ConfigError, LLMError, ValueError) as exc:
-        fail(str(exc), json_out=json_out)
+    except TablequestError as exc:  # the benchmark, the questions, the model's flags
+        fail_on(exc, json_out=json_out)
     try:
         counts = build_references(ds, chosen, out, llm=model_llm)
     except (DatasetError, OSError, KeyError) as exc:

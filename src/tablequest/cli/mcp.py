@@ -49,7 +49,7 @@ def mcp_command(
     llm_url: LLMUrlOpt = None,
     model: ModelOpt = None,
     api_key: ApiKeyOpt = None,
-    config_file: ConfigFileOpt = None,  # named for the command by its callback
+    config_file: ConfigFileOpt = None,  # passed to the one settings load
     llm: LLMSpecOpt = None,
     no_cache: NoCacheOpt = False,
     trace_dir: TraceDirOpt = None,
@@ -59,13 +59,12 @@ def mcp_command(
     """Serve a store to MCP clients: tools, one resource per table, a prompt (stdio or HTTP)."""
     try:
         from tablequest.mcpserver import open_service, parse_bind, run_http, run_stdio
-        from tablequest.serve import Limits, ServeConfig, ServeError, load_or_create_token
+        from tablequest.serve import Limits, ServeConfig, load_or_create_token
     except ImportError:
         fail(MCP_EXTRA_HINT)
     from tablequest.cli._llm import LLMFlags
     from tablequest.cli._output import err_console
-    from tablequest.corpus import StoreError
-    from tablequest.llm.config import ConfigError
+    from tablequest.errors import TablequestError
     from tablequest.serve import default_token_file
     from tablequest.trace import default_trace_dir
 
@@ -77,17 +76,16 @@ def mcp_command(
         token_path = (token_file or default_token_file()).expanduser()
         if http:
             token, created = load_or_create_token(token_path)
-        flags = LLMFlags(llm_url, model, api_key, llm, no_cache)
+        flags = LLMFlags(llm_url, model, api_key, llm, no_cache, config_file=config_file)
+        settings = flags.settings({"traces.dir": trace_dir})  # the server's one load
         config = ServeConfig(
-            store=path, trace_dir=trace_dir or default_trace_dir(), token=token,
+            store=path, trace_dir=default_trace_dir(settings.traces), token=token,
             token_file=token_path if http else None, host=host, port=port,
-            llm_config=flags.config(), llm_spec=llm,
-            limits=Limits(max_asks=max_asks, ask_timeout=ask_timeout),
+            llm_config=flags.config(settings), llm_spec=llm,
+            limits=Limits(max_asks=max_asks, ask_timeout=ask_timeout), settings=settings,
         )  # fmt: skip
         service = open_service(config)
-    except (ServeError, ConfigError, ValueError) as exc:
-        fail(str(exc), status=_exit.USAGE)
-    except StoreError as exc:
+    except TablequestError as exc:  # a bad flag or token file (2), a store that cannot open
         fail_on(exc)
     if not http:
         run_stdio(service)

@@ -1,8 +1,8 @@
 """`tablequest methods [NAME]`: the registered methods, and one method's options.
 
-A method's paper is cited by title and arXiv id. Registrations name a paper by the file of
-its text in the project's notes (``papers/tableseek.txt``), which users do not have; `cite`
-turns those into citations, and leaves any other value (a plugin's own citation) as it is.
+A method's paper is cited by title and arXiv id, as its registration gives it (the built-in
+methods' papers: docs/methods.md, "References"); `cite` shows a registration's citation (a
+plugin's own included) as it is, and nothing for none.
 """
 
 from __future__ import annotations

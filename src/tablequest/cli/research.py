@@ -66,21 +66,21 @@ def research_command(
     llm_url: LLMUrlOpt = None,
     model: ModelOpt = None,
     api_key: ApiKeyOpt = None,
-    config_file: ConfigFileOpt = None,  # named for the command by its callback
+    config_file: ConfigFileOpt = None,  # passed to the one settings load
     llm: LLMSpecOpt = None,
     no_cache: NoCacheOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Research a table: answer, a Markdown report and charts, written to --out."""
     from tablequest.cli._output import console, err_console
+    from tablequest.errors import UsageError
     from tablequest.llm.config import NOT_CONFIGURED_HINT
     from tablequest.llm.usage import StepBudget
     from tablequest.methods.research.api import run_research
-    from tablequest.table import UnreadableTable
     from tablequest.trace import Trace
 
     options = _options(option, json_out=json_out)
-    flags = LLMFlags(llm_url, model, api_key, llm, no_cache=no_cache)
+    flags = LLMFlags(llm_url, model, api_key, llm, no_cache=no_cache, config_file=config_file)
     model_llm = model_or_fail(flags, json_out=json_out)[1]
     if model_llm is None:
         err_console.print(
@@ -97,7 +97,7 @@ def research_command(
     try:
         run = run_research(file, task, out, llm=model_llm, options=options, sheet=sheet,
                            budget=budget, trace=trace)  # fmt: skip
-    except (UnreadableTable, ValueError, OSError) as exc:
+    except (UsageError, OSError) as exc:  # the table file or sheet, an option
         fail(str(exc), json_out=json_out)
     result = run.result
     if json_out:

@@ -16,6 +16,7 @@ from tablequest.cli import _exit
 from tablequest.cli._options import (
     ApiKeyOpt,
     ConfigFileOpt,
+    DeviceOpt,
     LLMSpecOpt,
     LLMUrlOpt,
     ModelOpt,
@@ -34,10 +35,11 @@ SERVE_EXTRA_HINT = "tablequest serve needs the serve extra: pip install 'tablequ
 
 def serve_command(
     store: StoreOpt = None,
-    host: Annotated[str, typer.Option(help="Address to bind (non-loopback needs a token).")] = (
-        "127.0.0.1"
-    ),
-    port: Annotated[int, typer.Option(min=1, max=65535, help="Port.")] = 8765,
+    host: Annotated[
+        str | None,
+        typer.Option(help="Address to bind (non-loopback needs a token; default 127.0.0.1)."),
+    ] = None,
+    port: Annotated[int | None, typer.Option(min=1, max=65535, help="Port (default 8765).")] = None,
     token_file: Annotated[
         Path | None,
         typer.Option(help="File holding the bearer token (created with mode 0600 if missing)."),
@@ -45,88 +47,106 @@ def serve_command(
     llm_url: LLMUrlOpt = None,
     model: ModelOpt = None,
     api_key: ApiKeyOpt = None,
-    config_file: ConfigFileOpt = None,  # named for the command by its callback
+    config_file: ConfigFileOpt = None,
     llm: LLMSpecOpt = None,
     no_cache: NoCacheOpt = False,
     trace_dir: TraceDirOpt = None,
-    max_asks: Annotated[int, typer.Option(min=1, help="Asks running at once (then 429).")] = 16,
+    device: DeviceOpt = None,
+    max_asks: Annotated[
+        int | None, typer.Option(min=1, help="Asks running at once (then 429; default 16).")
+    ] = None,
     llm_concurrency: Annotated[
         int | None, typer.Option(min=1, help="LLM calls in flight at once (default: config's).")
     ] = None,
-    ask_timeout: Annotated[float, typer.Option(min=1, help="Seconds an ask may run.")] = 600.0,
-    max_upload_mb: Annotated[int, typer.Option(min=1, help="Size of one uploaded file, MiB.")] = 32,
+    ask_timeout: Annotated[
+        float | None, typer.Option(min=1, help="Seconds an ask may run (default 600).")
+    ] = None,
+    max_upload_mb: Annotated[
+        int | None, typer.Option(min=1, help="Size of one uploaded file, MiB (default 32).")
+    ] = None,
     header_timeout: Annotated[
-        float, typer.Option(min=0.1, help="Seconds to send a complete request head (then closed).")
-    ] = 10.0,
+        float | None,
+        typer.Option(
+            min=0.1, help="Seconds to send a complete request head (then closed; default 10)."
+        ),
+    ] = None,
     body_timeout: Annotated[
-        float, typer.Option(min=0.1, help="Seconds to send the next part of a body (then 408).")
-    ] = 30.0,
+        float | None,
+        typer.Option(
+            min=0.1, help="Seconds to send the next part of a body (then 408; default 30)."
+        ),
+    ] = None,
     max_connections: Annotated[
-        int, typer.Option(min=2, help="Open sockets; beyond, the longest-waiting one is closed.")
-    ] = 4096,
+        int | None,
+        typer.Option(
+            min=2, help="Open sockets; beyond, the longest-waiting one is closed (default 4096)."
+        ),
+    ] = None,
     max_requests: Annotated[
-        int, typer.Option(min=1, help="Requests handled at once, streams aside (then 503).")
-    ] = 512,
+        int | None,
+        typer.Option(
+            min=1, help="Requests handled at once, streams aside (then 503; default 512)."
+        ),
+    ] = None,
     max_streams: Annotated[
-        int, typer.Option(min=1, help="Event streams open at once (then 429).")
-    ] = 64,
+        int | None, typer.Option(min=1, help="Event streams open at once (then 429; default 64).")
+    ] = None,
     stream_idle_timeout: Annotated[
-        float, typer.Option(min=0.1, help="Seconds a stream waits for a client to read.")
-    ] = 60.0,
+        float | None,
+        typer.Option(min=0.1, help="Seconds a stream waits for a client to read (default 60)."),
+    ] = None,
     create: Annotated[
         bool, typer.Option("--create", help="Create the store, empty, when it does not exist.")
     ] = False,
 ) -> None:
-    """Serve the web app and the /v1 HTTP API over a store (token required on every request)."""
+    """Serve the web app and the /v1 HTTP API over a store (token required on every request).
+
+    Every option but --create, --llm and --config-file is a setting: the environment or
+    [serve] / [llm] in tablequest.toml set it too (docs/config.md)."""
     try:
-        from tablequest.serve import (
-            Limits,
-            ServeConfig,
-            ServeError,
-            load_or_create_token,
-            run_server,
-        )
+        from tablequest.serve import Limits, ServeConfig, ServeError, run_server
     except ImportError:
         fail(SERVE_EXTRA_HINT)
-    from tablequest.cli._llm import LLMFlags
+    from tablequest.cli._llm import LLMFlags, settings_or_fail
     from tablequest.corpus.storage.storefile import StoreError
-    from tablequest.llm.config import ConfigError
-    from tablequest.serve import default_token_file
+    from tablequest.llm.config import ConfigError, LLMConfig
     from tablequest.trace import default_trace_dir
     from tablequest.trace.retention import RetentionError, chart_retention, trace_retention
 
+    flags = LLMFlags(
+        llm_url, model, api_key, llm, no_cache, max_concurrency=llm_concurrency,
+        config_file=config_file,
+    )  # fmt: skip
+    limits = {
+        "max_asks": max_asks, "ask_timeout": ask_timeout, "max_upload_mb": max_upload_mb,
+        "header_timeout": header_timeout, "body_timeout": body_timeout,
+        "max_connections": max_connections, "max_requests": max_requests,
+        "max_streams": max_streams, "stream_idle_timeout": stream_idle_timeout,
+    }  # fmt: skip
+    more = {f"serve.{name}": value for name, value in limits.items()} | {
+        "serve.host": host, "serve.port": port, "serve.token_file": token_file,
+        "traces.dir": trace_dir, "store.path": store, "embeddings.device": device,
+    }  # fmt: skip
+    settings = settings_or_fail(flags, more)  # the command's one load
     try:  # a bad TABLEQUEST_TRACE_KEEP* / CHARTS_KEEP* fails the start, not each ask
-        trace_retention(), chart_retention()
+        trace_retention(traces=settings.traces), chart_retention(traces=settings.traces)
     except RetentionError as exc:
         fail(str(exc), code="bad_retention", status=_exit.USAGE)
-    store = check_store(store or default_store_path(), create=create)
-    token_path = (token_file or default_token_file()).expanduser()
+    store = check_store(default_store_path(settings.store), create=create)
+    serve = settings.serve
     try:
-        token, created = load_or_create_token(token_path)
-        flags = LLMFlags(llm_url, model, api_key, llm, no_cache, max_concurrency=llm_concurrency)
-        llm_config = flags.config()  # the server builds the model (`serve.state`)
-        limits = Limits(
-            max_asks=max_asks,
-            ask_timeout=ask_timeout,
-            max_file_bytes=max_upload_mb * 1024 * 1024,
-            max_upload_bytes=max(64, 2 * max_upload_mb) * 1024 * 1024,
-            header_timeout=header_timeout,
-            body_timeout=body_timeout,
-            max_connections=max_connections,
-            max_requests=max_requests,
-            max_streams=max_streams,
-            stream_idle_timeout=stream_idle_timeout,
-        )
+        token_path, (token, created) = _token(serve.token_file)
         config = ServeConfig(
             store=store,
-            trace_dir=trace_dir or default_trace_dir(),
+            trace_dir=default_trace_dir(settings.traces),
             token=token,
             token_file=token_path,
-            host=host,
-            port=port,
-            llm_config=llm_config,
+            host=serve.host,
+            port=serve.port,
+            llm_config=LLMConfig.from_settings(settings),  # the server builds the model
             llm_spec=llm,
-            limits=limits,
+            limits=Limits.from_settings(serve),
+            settings=settings,
         )
     except (ServeError, ConfigError) as exc:
         fail(str(exc))
@@ -135,6 +155,18 @@ def serve_command(
         run_server(config)
     except StoreError as exc:
         fail_on(exc)
+
+
+def _token(token_file: Path | None) -> tuple[Path, tuple[str, bool]]:
+    """(the token file, (its token, whether it was just created)).
+
+    Raises:
+        ServeError: the file is readable by others, empty, or cannot be written.
+    """
+    from tablequest.serve import default_token_file, load_or_create_token
+
+    path = (token_file or default_token_file()).expanduser()
+    return path, load_or_create_token(path)
 
 
 def _banner(config: ServeConfigLike, token: str, *, created: bool) -> None:

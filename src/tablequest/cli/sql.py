@@ -186,18 +186,17 @@ def migrate_command(
     path = chosen.expanduser() if chosen is not None else default_store_path()
     require_store(path, json_out=json_out)
     from tablequest.cli._output import console
+    from tablequest.corpus.storage.corpus import open_corpus
     from tablequest.corpus.storage.relations import FORMAT_VERSION
-    from tablequest.corpus.storage.shards import ShardedStore, is_manifest
-    from tablequest.corpus.storage.store import Store, StoreError
+    from tablequest.corpus.storage.store import StoreError
 
     try:
-        opened = ShardedStore(path) if is_manifest(path) else Store(path)
+        opened = open_corpus(path, read_only=False)  # opening for writing migrates
     except StoreError as exc:
         fail_on(exc, json_out=json_out)
     with opened as st:
-        shards = st.stores if isinstance(st, ShardedStore) else [st]
-        notes = [note for shard in shards for note in shard.notes]
-        version = min(shard.format_version for shard in shards)
+        notes = [note for shard in st.shards for note in shard.notes]
+        version = min(shard.format_version for shard in st.shards)
     migrated = any("migrated" in note for note in notes)
     if json_out:
         print_json({"store": str(path), "format_version": version, "migrated": migrated,

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from rich.table import Table as RichTable
 
     from tablequest.corpus.storage.browse import Filter
+    from tablequest.corpus.storage.corpus import Corpus
     from tablequest.corpus.storage.store import Store
     from tablequest.table import Table
 
@@ -56,17 +57,15 @@ _FORMATS = ("table", "markdown", *EXPORT_FORMATS)
 _HIDDEN_STORE = typer.Argument(hidden=True, show_default=False)
 
 
-def _open(path: Path, *, json_out: bool) -> Store:
+def _open(path: Path, *, json_out: bool) -> Corpus:
     """The store at `path` read-only (a store or a sharded corpus's manifest); exit 2 when
     it does not exist or is not a store."""
-    from tablequest.corpus.storage.shards import ShardedStore, is_manifest
-    from tablequest.corpus.storage.store import Store, StoreError
+    from tablequest.corpus.storage.corpus import open_corpus
+    from tablequest.corpus.storage.store import StoreError
 
     require_store(path, json_out=json_out)
     try:
-        return (
-            ShardedStore(path, read_only=True) if is_manifest(path) else Store(path, read_only=True)
-        )
+        return open_corpus(path)
     except StoreError as exc:
         fail_on(exc, json_out=json_out)
 
@@ -173,8 +172,7 @@ def show_command(
 ) -> None:
     """Print one table readably (header levels, merges, row ids), a page of it, or export it."""
     from tablequest.corpus.storage.browse import export, parse_filter
-    from tablequest.corpus.storage.shards import ShardedStore
-    from tablequest.corpus.storage.store import StoreError
+    from tablequest.errors import BadValue, TablequestError
     from tablequest.table import serialize
 
     path, (wanted,) = store_and_words("show", [table_id, *(extra or [])], store, names=("ID",))
@@ -189,7 +187,7 @@ def show_command(
         fail("--desc needs --sort COLUMN")
     try:
         filters = [parse_filter(text) for text in where or ()]
-    except ValueError as exc:
+    except BadValue as exc:
         fail(str(exc))
     limit = (50 if fmt == "table" else None) if rows is None else (rows or None)
     with _open(path, json_out=False) as st:
@@ -201,7 +199,7 @@ def show_command(
                 "lists ids",
                 code="no_table",
             )
-        shard = st.shard_for(wanted) if isinstance(st, ShardedStore) else st
+        shard = st.locate(wanted)
         try:
             if fmt in EXPORT_FORMATS:
                 data = export(shard, wanted, fmt, raw=raw, offset=offset, limit=limit,
@@ -217,7 +215,7 @@ def show_command(
                 total, ids = _page(shard, wanted, table, offset, limit, sort, desc, filters)
         except KeyError as exc:  # a column --sort or --where names
             fail(str(exc.args[0]) if exc.args else str(exc), code="no_column")
-        except (ValueError, StoreError) as exc:
+        except TablequestError as exc:  # a page or format not allowed (2), the store (1)
             fail_on(exc)
     if fmt in EXPORT_FORMATS:
         emit_file(data, fmt, output)

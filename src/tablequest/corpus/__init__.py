@@ -2,6 +2,8 @@
 
 `Store` is storage only; `ingest` writes tables into it and the retrievers
 (`tablequest.corpus.retrieval.retrievers`: grep Eq. 1, BM25, dense, hybrid, rerank) rank them.
+`Corpus` is the interface every reader uses, one store or a sharded corpus alike;
+`open_corpus(path)` opens either (`tablequest.corpus.storage.corpus`).
 Names are imported on first use, so opening a store does not load the encoders.
 """
 
@@ -14,6 +16,7 @@ if TYPE_CHECKING:
     from tablequest.corpus.dense.encoders import EncoderUnavailable
     from tablequest.corpus.lexical.rank import grep_rank, question_patterns
     from tablequest.corpus.retrieval.retrievers import RetrieverSettings, make_retriever, search
+    from tablequest.corpus.storage.corpus import Corpus, open_corpus
     from tablequest.corpus.storage.ingest import FileFailure, FileWarning, IngestReport, ingest
     from tablequest.corpus.storage.store import Hit, Store, StoreError
 
@@ -24,6 +27,8 @@ _LAZY = {
     "RetrieverSettings": "tablequest.corpus.retrieval.retrievers",
     "make_retriever": "tablequest.corpus.retrieval.retrievers",
     "search": "tablequest.corpus.retrieval.retrievers",
+    "Corpus": "tablequest.corpus.storage.corpus",
+    "open_corpus": "tablequest.corpus.storage.corpus",
     "FileFailure": "tablequest.corpus.storage.ingest",
     "FileWarning": "tablequest.corpus.storage.ingest",
     "IngestReport": "tablequest.corpus.storage.ingest",
@@ -48,6 +53,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "Corpus",
     "EncoderUnavailable",
     "FileFailure",
     "FileWarning",
@@ -59,6 +65,7 @@ __all__ = [
     "grep_rank",
     "ingest",
     "make_retriever",
+    "open_corpus",
     "question_patterns",
     "search",
 ]

@@ -55,8 +55,10 @@ from typing import Any
 import duckdb
 
 from tablequest.corpus.lexical.rank import ensure_indexes, missing_indexes
+from tablequest.corpus.storage.corpus import Corpus as CorpusLike
+from tablequest.corpus.storage.corpus import open_corpus
 from tablequest.corpus.storage.store import Store, StoreError, StoreLocked, table_id_for, table_row
-from tablequest.errors import TablequestError
+from tablequest.errors import UsageError
 from tablequest.eval.datasets.common import Dataset, DatasetError
 from tablequest.table.model import Format, Source, Table
 
@@ -81,7 +83,7 @@ CORPUS_FORMATS: tuple[str, ...] = ("csv", "markdown", "html", "mixed", "transpos
 _BATCH = 256
 
 
-class CorpusError(TablequestError):
+class CorpusError(UsageError):
     """A corpus cannot be built or opened; the message names the input and the fix."""
 
 
@@ -150,12 +152,13 @@ def corpus_fingerprint(dataset: Dataset, fmt: str, *, seed: int = 0) -> str:
 
 @dataclass
 class Corpus:
-    """A built corpus: its store (opened), file, format and the key → table id mapping."""
+    """A built corpus: its store (opened; a sharded corpus after `scale.evalrun.shard_corpus`,
+    `path` then its manifest), file, format and the key → table id mapping."""
 
     dataset: str
     format: str
     path: Path | None
-    store: Store
+    store: CorpusLike
     keys: list[str]
     formats: dict[str, str]
     read_only: bool = False
@@ -185,7 +188,10 @@ class Corpus:
         if self.path is None:
             return
         self.store.close()
-        self.store = _open(self.path, read_only=read_only)
+        try:
+            self.store = open_corpus(self.path, read_only=read_only)
+        except StoreError as exc:
+            raise CorpusError(str(exc)) from exc
         self.read_only = read_only
 
     def close(self) -> None:
@@ -298,7 +304,7 @@ def _add_indexes(corpus: Corpus) -> None:
     """Persist the indexes a cached corpus lacks; when another process holds the file they
     are built in memory on first use instead (with a note)."""
     if not corpus.read_only:
-        ensure_indexes(corpus.store)
+        _ensure_indexes(corpus.store)
         return
     try:
         corpus.reopen(read_only=False)
@@ -306,8 +312,13 @@ def _add_indexes(corpus: Corpus) -> None:
         if not isinstance(exc.__cause__, StoreLocked):
             raise
     else:
-        ensure_indexes(corpus.store)
+        _ensure_indexes(corpus.store)
     corpus.reopen(read_only=True)
+
+
+def _ensure_indexes(store: CorpusLike) -> None:
+    for shard in store.shards:
+        ensure_indexes(shard)
 
 
 def _build_file(
@@ -432,49 +443,59 @@ def ensure_dense(corpus: Corpus, encoder: Any, *, cache_dir: str | Path | None =
 
     Vectors already in the shared cache of `cache_dir` are copied; the rest are encoded
     (`tablequest.corpus.dense.index.ensure_embeddings`) and added to the shared cache. A read-only
-    corpus is reopened for writing while this runs, then reopened read-only.
+    corpus is reopened for writing while this runs, then reopened read-only. A sharded
+    corpus gets its vectors shard by shard, from the same shared cache.
     """
-    from tablequest.corpus.dense.index import ensure_embeddings
-
     model = str(encoder.name)
-    missing = _missing_hashes(corpus.store, model)
+    missing = [h for shard in corpus.store.shards for h in _missing_hashes(shard, model)]
     if not missing:
         return 0
     reopened = corpus.path is not None and corpus.read_only
     if reopened and not _reopen_for_writing(corpus, encoder):
         return len(missing)
     try:
-        store = corpus.store
         directory = Path(cache_dir) if cache_dir is not None else default_corpus_dir()
         shared = None if corpus.path is None else _shared_cache(directory)
+        new = sum(_dense_store(shard, encoder, shared) for shard in corpus.store.shards)
         if shared is not None:
-            rows = shared.execute(
-                "SELECT content_hash, vector FROM embeddings WHERE model = ? "
-                "AND list_contains(?, content_hash)",
-                [model, missing],
-            ).fetchall()
-            if rows:
-                store.con.executemany(
-                    "INSERT INTO embeddings VALUES (?, ?, ?)", [(h, model, v) for h, v in rows]
-                )
-        still = set(_missing_hashes(store, model))
-        ensure_embeddings(store, encoder)
-        if shared is not None:
-            if still:
-                fresh = store.con.execute(
-                    "SELECT content_hash, vector FROM embeddings WHERE model = ? "
-                    "AND list_contains(?, content_hash)",
-                    [model, sorted(still)],
-                ).fetchall()
-                shared.executemany(
-                    "INSERT INTO embeddings VALUES (?, ?, ?)", [(h, model, v) for h, v in fresh]
-                )
             shared.close()
-        store.con.execute("CHECKPOINT")
-        return len(still)
+        return new
     finally:
         if reopened:
             corpus.reopen(read_only=True)
+
+
+def _dense_store(store: Store, encoder: Any, shared: duckdb.DuckDBPyConnection | None) -> int:
+    """`ensure_dense` of one store (a corpus, or one shard of it): how many were new."""
+    from tablequest.corpus.dense.index import ensure_embeddings
+
+    model = str(encoder.name)
+    missing = _missing_hashes(store, model)
+    if not missing:
+        return 0
+    if shared is not None:
+        rows = shared.execute(
+            "SELECT content_hash, vector FROM embeddings WHERE model = ? "
+            "AND list_contains(?, content_hash)",
+            [model, missing],
+        ).fetchall()
+        if rows:
+            store.con.executemany(
+                "INSERT INTO embeddings VALUES (?, ?, ?)", [(h, model, v) for h, v in rows]
+            )
+    still = set(_missing_hashes(store, model))
+    ensure_embeddings(store, encoder)
+    if shared is not None and still:
+        fresh = store.con.execute(
+            "SELECT content_hash, vector FROM embeddings WHERE model = ? "
+            "AND list_contains(?, content_hash)",
+            [model, sorted(still)],
+        ).fetchall()
+        shared.executemany(
+            "INSERT INTO embeddings VALUES (?, ?, ?)", [(h, model, v) for h, v in fresh]
+        )
+    store.con.execute("CHECKPOINT")
+    return len(still)
 
 
 def _reopen_for_writing(corpus: Corpus, encoder: Any) -> bool:
@@ -495,5 +516,6 @@ def _reopen_for_writing(corpus: Corpus, encoder: Any) -> bool:
         "are kept in memory for this run",
         file=sys.stderr,
     )
-    corpus_vectors(corpus.store, encoder)
+    for shard in corpus.store.shards:
+        corpus_vectors(shard, encoder)
     return False

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tablequest.corpus.retrieval.retrievers import RetrieverSettings, make_retriever
-from tablequest.corpus.storage.store import Store
+from tablequest.corpus.storage.corpus import Corpus as CorpusLike
+from tablequest.errors import BadValue
 from tablequest.eval.corpora import Corpus
 from tablequest.eval.datasets.common import Question
 from tablequest.eval.metrics.retrieval import (
@@ -29,7 +30,7 @@ from tablequest.eval.metrics.retrieval import (
 __all__ = ["KS", "Ranker", "RetrievalResult", "evaluate_retrieval", "make_ranker"]
 
 KS: tuple[int, ...] = (1, 2, 3, 5, 10)
-Ranker = Callable[[Store, str, int], list[str]]
+Ranker = Callable[[CorpusLike, str, int], list[str]]
 
 
 def make_ranker(method: str, settings: RetrieverSettings | None = None) -> Ranker:
@@ -39,12 +40,12 @@ def make_ranker(method: str, settings: RetrieverSettings | None = None) -> Ranke
     (for `eval.corpora.ensure_dense`, which encodes the corpus once) when it has them.
 
     Raises:
-        ValueError: an unknown method or bad setting.
+        BadValue: an unknown method or bad setting.
         EncoderUnavailable: the encoder cannot run here.
     """
     retriever = make_retriever(method, settings)
 
-    def ranker(store: Store, question: str, k: int) -> list[str]:
+    def ranker(store: CorpusLike, question: str, k: int) -> list[str]:
         return [h.table_id for h in retriever.rank(store, question, k)]
 
     for attr in ("prime", "encoder"):
@@ -93,10 +94,10 @@ def evaluate_retrieval(
     running metric being R@1 (or the smallest k) over the questions done so far.
 
     Raises:
-        ValueError: no question, or a question whose gold table is not in the corpus.
+        BadValue: no question, or a question whose gold table is not in the corpus.
     """
     if not questions:
-        raise ValueError("no questions to evaluate")
+        raise BadValue("no questions to evaluate")
     depth = max(ks)
     start = time.monotonic()
     hits: dict[int, list[float]] = {k: [] for k in ks}
@@ -111,7 +112,7 @@ def evaluate_retrieval(
             gold = corpus.table_ids(q.gold_table_ids)
             group = corpus.table_ids(q.group) if q.group else gold
         except KeyError as exc:
-            raise ValueError(f"question {q.id!r}: {exc.args[0]}") from None
+            raise BadValue(f"question {q.id!r}: {exc.args[0]}") from None
         ranked = ranker(corpus.store, q.question, depth)
         ranks[q.id] = next((i for i, t in enumerate(ranked, start=1) if t in gold), None)
         for k in ks:

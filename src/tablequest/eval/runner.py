@@ -39,7 +39,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tablequest.errors import TablequestError
+from tablequest.errors import UsageError
 from tablequest.eval.corpora import Corpus
 from tablequest.eval.datasets import (
     QUESTION_FORMATS,
@@ -87,7 +87,7 @@ __all__ = [
 AnswerFn = Callable[[Question, Trace], Result]
 
 
-class RunnerError(TablequestError):
+class RunnerError(UsageError):
     """A run cannot start or resume; the message names the file or option and the fix."""
 
 

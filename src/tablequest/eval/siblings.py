@@ -35,7 +35,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from tablequest.errors import TablequestError
+from tablequest.errors import UsageError
 from tablequest.eval.datasets.common import Dataset, Question, TableRef
 from tablequest.table.model import Table
 
@@ -53,7 +53,7 @@ SiblingKind = Literal["rename", "reformat", "resample"]
 SIBLING_KINDS: tuple[SiblingKind, ...] = ("rename", "reformat", "resample")
 
 
-class SiblingError(TablequestError, ValueError):
+class SiblingError(UsageError):
     """Siblings cannot be made as asked (no answer rows, unknown kind, bad count)."""
 
 

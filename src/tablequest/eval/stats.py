@@ -25,7 +25,7 @@ from typing import Any, TypedDict
 import numpy as np
 import numpy.typing as npt
 
-from tablequest.errors import TablequestError
+from tablequest.errors import UsageError
 
 __all__ = [
     "AUTO_METRICS",
@@ -59,11 +59,13 @@ def _paired(a: Sequence[float], b: Sequence[float]) -> npt.NDArray[np.float64]:
     x = np.asarray(a, dtype=np.float64)
     y = np.asarray(b, dtype=np.float64)
     if x.ndim != 1 or y.ndim != 1 or x.shape != y.shape:
-        raise ValueError(f"paired samples must be 1-D and equally long: {x.shape} vs {y.shape}")
+        raise ComparisonError(
+            f"paired samples must be 1-D and equally long: {x.shape} vs {y.shape}"
+        )
     if x.size == 0:
-        raise ValueError("paired samples are empty")
+        raise ComparisonError("paired samples are empty")
     if not (np.isfinite(x).all() and np.isfinite(y).all()):
-        raise ValueError("paired samples contain NaN or infinite values")
+        raise ComparisonError("paired samples contain NaN or infinite values")
     return x - y
 
 
@@ -77,9 +79,9 @@ def paired_bootstrap(
 ) -> BootstrapResult:
     """Paired bootstrap of mean(a − b): mean difference, percentile CI, two-sided p."""
     if resamples < 1:
-        raise ValueError(f"resamples must be >= 1, got {resamples}")
+        raise ComparisonError(f"resamples must be >= 1, got {resamples}")
     if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+        raise ComparisonError(f"confidence must be in (0, 1), got {confidence}")
     diff = _paired(a, b)
     n = diff.size
     rng = np.random.default_rng(seed)
@@ -138,8 +140,9 @@ def paired_t(a: Sequence[float], b: Sequence[float]) -> PairedTestResult:
 AUTO_METRICS = ("f1", "em", "exact_match", "acc", "accuracy", "correct", "rouge_l", "bleu")
 
 
-class ComparisonError(TablequestError, ValueError):
-    """Two run files cannot be compared; the message names the file and the fix."""
+class ComparisonError(UsageError):
+    """Two run files (or paired samples) cannot be compared, or a setting is out of range
+    (resamples < 1); the message names the file or value and the fix."""
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
-"""WTQ-SubTab: silver reference sub-tables and sub-table quality (papers/tabscope.txt §4.1,
-App. E.2–E.3, Table 3).
+"""WTQ-SubTab: silver reference sub-tables and sub-table quality (TabScope,
+arXiv:2609.03395 §4.1, App. E.2–E.3, Table 3).
 
 Two ways to build a reference (one JSON line per question: rows, columns, col_ids, …):
 

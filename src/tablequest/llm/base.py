@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-from tablequest.errors import TablequestError
+from tablequest.errors import RunError
 
 Message = dict[str, str]
 """One chat message: ``{"role": "system" | "user" | "assistant", "content": "..."}``."""
@@ -84,7 +84,7 @@ class Completion:
         )
 
 
-class LLMError(TablequestError):
+class LLMError(RunError):
     """Base class of every error raised by an LLM backend.
 
     Attributes:

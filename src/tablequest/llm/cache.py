@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import sqlite3
 import sys
 import threading
@@ -35,8 +34,9 @@ from typing import Any, Protocol
 
 import platformdirs
 
-from tablequest.errors import TablequestError
+from tablequest.errors import RunError
 from tablequest.llm.base import LLM, Completion, Message, check_chat_args, normalize_stop
+from tablequest.settings import StoreSettings, from_env
 
 CACHE_FILE = "llm-cache.sqlite"
 BUSY_RETRY_S = 60.0
@@ -54,10 +54,11 @@ CREATE TABLE IF NOT EXISTS completions (
 """
 
 
-def default_cache_dir() -> Path:
-    """$TABLEQUEST_CACHE_DIR, else the platform's user cache dir for tablequest."""
-    env = os.environ.get(CACHE_DIR_ENV)
-    return Path(env).expanduser() if env else platformdirs.user_cache_path("tablequest")
+def default_cache_dir(store: StoreSettings | None = None) -> Path:
+    """`store.cache_dir` (default: the environment's, $TABLEQUEST_CACHE_DIR), else the
+    platform's user cache dir for tablequest."""
+    chosen = (store if store is not None else from_env(StoreSettings)).cache_dir
+    return chosen or platformdirs.user_cache_path("tablequest")
 
 
 def cache_path(cache_dir: str | Path | None = None) -> Path:
@@ -269,7 +270,7 @@ class CachedLLM(LLM):
         return completions
 
 
-class CacheError(TablequestError, RuntimeError):
+class CacheError(RunError, RuntimeError):
     """The cache file exists but cannot be read or cleared (corrupt, locked, no permission)."""
 
     def __init__(self, path: Path, reason: str):

@@ -1,4 +1,5 @@
-"""Resolve which model to use: flags > environment > tablequest.toml > defaults.
+"""Resolve which model to use: flags > environment > tablequest.toml > defaults (the [llm]
+section of `tablequest.settings`, which declares each key, variable and trust rule).
 
 Environment: TABLEQUEST_LLM_URL, TABLEQUEST_LLM_MODEL, TABLEQUEST_LLM_KEY,
 TABLEQUEST_LLM_TIMEOUT (seconds), TABLEQUEST_DEADLINE (seconds per question), then the
@@ -33,16 +34,15 @@ ignored and `LLMConfig.notes` says so, for the caller to show.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from tablequest import configfile
 from tablequest.configfile import ConfigFile, ConfigFileError
-from tablequest.errors import TablequestError
+from tablequest.errors import UsageError
 from tablequest.llm.backends import (
     BackendFactory,
     BackendOptions,
@@ -59,6 +59,7 @@ from tablequest.llm.instrument import Instrumented
 from tablequest.llm.openai_compat import OpenAICompatible
 from tablequest.llm.usage import UsageMeter
 from tablequest.plugins import LLMS_GROUP, Plugins
+from tablequest.settings import Settings, load_section
 from tablequest.trace import Trace
 
 CONFIG_FILE = configfile.CONFIG_FILE
@@ -71,7 +72,7 @@ NOT_CONFIGURED_HINT = (
 )
 
 
-class ConfigError(TablequestError, ValueError):
+class ConfigError(UsageError):
     """A configuration value or file that cannot be used; the message names it and the fix."""
 
 
@@ -166,26 +167,22 @@ class LLMConfig:
         """A fresh `Deadline` for one question, starting now (no limit when deadline = 0)."""
         return Deadline(self.deadline or None)
 
+    @classmethod
+    def from_settings(cls, settings: Settings) -> LLMConfig:
+        """The ``[llm]`` section of loaded settings (`Settings.load`, the one load of an entry
+        point), where each value came from, the ``[prices]`` of its files and its notes.
 
-_DEFAULTS = LLMConfig()
-_KEYS = (
-    "url",
-    "model",
-    "api_key",
-    "timeout",
-    "max_retries",
-    "max_concurrency",
-    "cache",
-    "deadline",
-)
-_ENV = {
-    "url": ("TABLEQUEST_LLM_URL", "OPENAI_BASE_URL"),
-    "model": ("TABLEQUEST_LLM_MODEL",),
-    "api_key": ("TABLEQUEST_LLM_KEY", "OPENAI_API_KEY"),
-    "timeout": ("TABLEQUEST_LLM_TIMEOUT",),
-    "deadline": ("TABLEQUEST_DEADLINE",),
-}
-_MAY_BE_ZERO = ("max_retries", "deadline")  # 0 retries; 0 = no deadline
+        Raises:
+            ConfigError: a file's ``[prices]`` is malformed.
+        """
+        llm = settings.llm
+        names = [f.name for f in fields(llm)]
+        return cls(
+            **{name: getattr(llm, name) for name in names},
+            prices=_prices_of(list(settings.files)),
+            sources={name: settings.source(f"llm.{name}") for name in names},
+            notes=settings.notes,
+        )
 
 
 def config_files(cwd: str | Path | None = None) -> list[ConfigFile]:
@@ -199,37 +196,6 @@ def config_files(cwd: str | Path | None = None) -> list[ConfigFile]:
         return configfile.find(cwd)
     except ConfigFileError as exc:
         raise ConfigError(str(exc)) from exc
-
-
-def _coerce(key: str, value: Any, where: str) -> Any:
-    try:
-        if key in ("url", "model", "api_key"):
-            if not isinstance(value, str):
-                raise TypeError("expected a string")
-            return value.strip() or None
-        if key == "cache":
-            if isinstance(value, str):
-                lowered = value.strip().lower()
-                if lowered in ("1", "true", "yes", "on"):
-                    return True
-                if lowered in ("0", "false", "no", "off"):
-                    return False
-                raise ValueError("expected true or false")
-            if not isinstance(value, bool):
-                raise TypeError("expected true or false")
-            return value
-        if isinstance(value, bool):
-            raise TypeError("expected a number")
-        number = float(value) if key in ("timeout", "deadline") else int(value)
-        if not math.isfinite(number):
-            raise ValueError("must be a finite number")
-        if key in _MAY_BE_ZERO and number < 0:
-            raise ValueError("must be >= 0")
-        if key not in _MAY_BE_ZERO and number <= 0:
-            raise ValueError("must be positive")
-        return number
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{where}: invalid {key} = {value!r} ({exc})") from exc
 
 
 def _prices(table: Any, where: str) -> dict[str, tuple[float, float]]:
@@ -249,30 +215,13 @@ def _prices(table: Any, where: str) -> dict[str, tuple[float, float]]:
     return out
 
 
-def _from_files(
-    files: list[ConfigFile], values: dict[str, Any], sources: dict[str, str], notes: list[str]
-) -> dict[str, tuple[float, float]]:
-    """Fill `values`/`sources` from [llm] of each file (lowest precedence first); prices.
-    Guarded keys of an untrusted file are left out, with a note."""
+def _prices_of(files: list[ConfigFile]) -> dict[str, tuple[float, float]]:
+    """[prices] of the files, lowest precedence first (any file may set them)."""
     prices: dict[str, tuple[float, float]] = {}
     for file in reversed(files):
-        try:
-            llm, ignored = file.allowed("llm")
-            price_table = file.data.get("prices")
-        except ConfigFileError as exc:
-            raise ConfigError(str(exc)) from exc
-        unknown = set(llm) - set(_KEYS)
-        if unknown:
-            raise ConfigError(
-                f"{file.path}: unknown [llm] key(s) {sorted(unknown)}; known: {_KEYS}"
-            )
-        if ignored:
-            notes.append(configfile.untrusted_note(file, [f"[llm] {k}" for k in ignored]))
-        for key, value in llm.items():
-            values[key] = _coerce(key, value, str(file.path))
-            sources[key] = str(file.path)
-        if price_table is not None:
-            prices.update(_prices(price_table, str(file.path)))
+        table = file.data.get("prices")
+        if table is not None:
+            prices.update(_prices(table, str(file.path)))
     return prices
 
 
@@ -304,20 +253,6 @@ def resolve_config(
         ConfigError: a config file is unreadable or holds a value of the wrong type.
     """
     environ = os.environ if env is None else env
-    values: dict[str, Any] = {}
-    sources: dict[str, str] = {}
-    notes: list[str] = []
-    try:
-        files = configfile.find(cwd, env=environ, named=config_path)
-    except ConfigFileError as exc:
-        raise ConfigError(str(exc)) from exc
-    prices = _from_files(files, values, sources, notes)
-    for key, names in _ENV.items():
-        for name in names:
-            if environ.get(name):
-                values[key] = _coerce(key, environ[name], f"${name}")
-                sources[key] = f"${name}"
-                break
     flags = {
         "url": url,
         "model": model,
@@ -328,14 +263,16 @@ def resolve_config(
         "cache": cache,
         "deadline": deadline,
     }
-    for key, value in flags.items():
-        if value is not None:
-            values[key] = _coerce(key, value, "--" + key.replace("_", "-"))
-            sources[key] = "flag"
-    for key in _KEYS:
-        sources.setdefault(key, "default")
-    merged = {key: values.get(key, getattr(_DEFAULTS, key)) for key in _KEYS}
-    return LLMConfig(**merged, prices=prices, sources=sources, notes=tuple(notes))
+    try:  # the [llm] settings: their precedence and trust rules are `tablequest.settings`'
+        files = configfile.find(cwd, env=environ, named=config_path)
+        llm, sources, ignored = load_section("llm", flags=flags, env=environ, files=files)
+    except ConfigFileError as exc:
+        raise ConfigError(str(exc)) from exc
+    notes = tuple(
+        configfile.untrusted_note(f, ignored[f.path]) for f in reversed(files) if f.path in ignored
+    )
+    values = {f.name: getattr(llm, f.name) for f in fields(llm)}
+    return LLMConfig(**values, prices=_prices_of(files), sources=sources, notes=notes)
 
 
 def build_llm(

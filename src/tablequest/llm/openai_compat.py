@@ -59,7 +59,7 @@ from typing import Any, NoReturn
 import openai
 from openai.types.chat import ChatCompletion
 
-from tablequest.errors import TablequestError
+from tablequest.errors import RunError
 from tablequest.llm import _openai_reply
 from tablequest.llm._openai_reply import UNKNOWN_MODEL
 from tablequest.llm.base import (
@@ -86,7 +86,7 @@ _LOGPROBS_PARAM = re.compile(r"logprob", re.I)
 NO_KEY = "sk-no-key"  # the SDK insists on a key; local servers ignore it
 
 
-class _Retryable(TablequestError):
+class _Retryable(RunError):
     """A failed attempt that may be retried; `error(attempts)` is what to raise if not."""
 
     def __init__(
@@ -102,7 +102,7 @@ class _Retryable(TablequestError):
         self.timeout = timeout
 
 
-class _Unsupported(TablequestError):
+class _Unsupported(RunError):
     def __init__(self, param: str):
         super().__init__(param)
         self.param = param

@@ -36,7 +36,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from tablequest.errors import TablequestError
+from tablequest.errors import RunError
 
 _EXCERPT = 200
 
@@ -45,7 +45,7 @@ NO_ANSWER_IN_FORMAT = "the model's reply had no answer in the expected format"
 greeting, prose without the answer marker): never "answered" (issue 36)."""
 
 
-class ParseError(TablequestError, ValueError):
+class ParseError(RunError):
     """Model output that could not be parsed.
 
     Attributes:

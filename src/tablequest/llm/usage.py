@@ -1,7 +1,7 @@
 """Usage accounting (`UsageMeter`) and the per-query step budget (`StepBudget`).
 
 TableSeek's budget S_max counts every LLM call of a query and always keeps one step for QA
-(SEEDS §1, Alg. 1): `StepBudget(max_steps, reserve=1)` lets any call spend a step except the
+(TableSeek paper, Alg. 1): `StepBudget(max_steps, reserve=1)` lets any call spend a step except the
 last `reserve` ones, which only a QA call (kind "qa") may use.
 
 Choices where the papers are silent: a meter counts one call per `chat()` (n > 1 is one call),

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tablequest.errors import TablequestError
+from tablequest.errors import RunError, UsageError
 from tablequest.llm.config import NOT_CONFIGURED_HINT
 from tablequest.mcpserver.tools import NoSuchTable
 from tablequest.methods.base import Task
@@ -35,11 +35,11 @@ __all__ = ["AskOutcome", "NoModel", "run_ask", "run_research"]
 OptionValue = str | int | float | bool
 
 
-class NoModel(TablequestError, ValueError):
+class NoModel(UsageError):
     """The server has no model configured, so it cannot answer."""
 
 
-class AskFailed(TablequestError, RuntimeError):
+class AskFailed(RunError, RuntimeError):
     """The ask ended without a result (its error, scrubbed, is the message)."""
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from tablequest.errors import TablequestError
+from tablequest.errors import UsageError
 from tablequest.methods.evidence import Binding, Verdict, evidence_of, traced_items
 from tablequest.sandbox import ExecResult, Sandbox
 from tablequest.table import CellRef, Table
@@ -35,7 +35,7 @@ MAX_TIMEOUT = 60.0
 EVIDENCE_LINES = 20
 
 
-class BadFrameName(TablequestError, ValueError):
+class BadFrameName(UsageError):
     """A name a table cannot be bound to in the sandbox."""
 
 

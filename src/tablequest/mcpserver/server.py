@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
+import secrets
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
@@ -53,7 +55,7 @@ from mcp_types import (
 from pydantic import Field, ValidationError
 
 import tablequest
-from tablequest.errors import TablequestError
+from tablequest.errors import TablequestError, internal_message
 from tablequest.mcpserver.asking import AskOutcome, OptionValue, run_ask, run_research
 from tablequest.mcpserver.sandboxed import DEFAULT_TIMEOUT, MAX_CODE_CHARS, MAX_TABLES, MAX_TIMEOUT
 from tablequest.mcpserver.tools import SQL_TIMEOUT, TableTools
@@ -64,6 +66,8 @@ from tablequest.serve.models import DEFAULT_ENCODER, TABLE_ID, validation_text
 from tablequest.serve.state import ServerState
 
 __all__ = ["INSTRUCTIONS", "PAGE", "CheckedServer", "build_server", "sql_description"]
+
+log = logging.getLogger("tablequest.mcp")
 
 PAGE = 100
 """Resources a ``resources/list`` page holds."""
@@ -109,14 +113,20 @@ Options = Annotated[
 
 @contextlib.contextmanager
 def _tool_errors(state: ServerState) -> Iterator[None]:
-    """Turn tablequest's errors into tool errors, with server paths cut off."""
+    """Turn tablequest's errors (and a table or column not found) into tool errors, with
+    server paths cut off; any other exception is a bug: logged, and reported as an internal
+    error naming its type and the log's id."""
     try:
         yield
     except ToolError:
         raise
-    except (TablequestError, ValueError, KeyError) as exc:
+    except (TablequestError, KeyError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
         raise ToolError(scrubber(state).text(str(message))) from None
+    except Exception as exc:
+        ref = secrets.token_hex(4)
+        log.error("internal error %s in an MCP tool", ref, exc_info=exc)
+        raise ToolError(internal_message(exc, where=f"logged as {ref}", detail=False)) from None
 
 
 def _image(png: bytes) -> ImageContent:
@@ -362,7 +372,7 @@ def _resources(server: MCPServer, state: ServerState, tools: TableTools) -> None
     def table_resource(table_id: str) -> str:
         try:
             window, _ = tools.get_table(table_id, max_chars=DEFAULT_CHARS)
-        except (TablequestError, ValueError) as exc:
+        except TablequestError as exc:
             raise ResourceNotFoundError(scrubber(state).text(str(exc))) from None
         return window.text
 

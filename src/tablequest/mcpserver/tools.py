@@ -17,7 +17,8 @@ closed once its last query ends. `get_table`'s sort, filters and facets run on t
 relation through `tablequest.corpus.storage.browse` and render as any window.
 
 Every method returns plain data (dicts, `Window`, `PandasRun`); `tablequest.mcpserver.server`
-turns them into MCP results and every `TablequestError` / `ValueError` into a tool error.
+turns them into MCP results and every `TablequestError` into a tool error (any other
+exception into an internal-error one).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from typing import Any, cast
 from tablequest.corpus.storage import browse
 from tablequest.corpus.storage.relations import Column, Relation
 from tablequest.corpus.storage.sql import SqlError, SqlRunner, json_value
-from tablequest.errors import TablequestError
+from tablequest.errors import BadValue, UsageError
 from tablequest.mcpserver.sandboxed import CodeRunner, PandasRun, check_names
 from tablequest.mcpserver.window import (
     DEFAULT_CHARS,
@@ -61,7 +62,7 @@ FACET_CHARS = 200
 _CLI_HINT = "`tablequest tables --json` lists their sql_name"
 
 
-class NoSuchTable(TablequestError, ValueError):
+class NoSuchTable(UsageError):
     """A table id the store does not hold."""
 
 
@@ -133,11 +134,11 @@ class TableTools:
         (what ``GET /v1/search`` answers).
 
         Raises:
-            ValueError: a blank question or an unknown retriever.
+            BadValue: a blank question or an unknown retriever.
             EncoderUnavailable: the retriever's encoder needs an extra.
         """
         if not question.strip():
-            raise ValueError("the question is empty")
+            raise BadValue("the question is empty")
         return run_search(self.state, question, k, method, encoder, False)
 
     def get_table(

@@ -71,11 +71,11 @@ def parse_bind(value: str) -> tuple[str, int]:
     """``HOST:PORT`` (``[::1]:8766`` for IPv6) → (host, port).
 
     Raises:
-        ValueError: no port, or a port outside 1..65535.
+        ServeError: no port, or a port outside 1..65535.
     """
     host, sep, port = value.rpartition(":")
     if not sep or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"--http takes HOST:PORT (e.g. 127.0.0.1:8766), not {value!r}")
+        raise ServeError(f"--http takes HOST:PORT (e.g. 127.0.0.1:8766), not {value!r}")
     return (host.strip("[]") or "127.0.0.1"), int(port)
 
 

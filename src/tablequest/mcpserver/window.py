@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from tablequest.errors import TablequestError
+from tablequest.errors import UsageError
 from tablequest.table import Table
 from tablequest.table.serialize import Rendered, render
 
@@ -43,7 +43,7 @@ MAX_CHARS = 250_000
 Format = Literal["markdown", "json"]
 
 
-class WindowError(TablequestError, ValueError):
+class WindowError(UsageError):
     """A row or column the table does not have; the message names the valid ones."""
 
 

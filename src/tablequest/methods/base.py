@@ -2,7 +2,8 @@
 
 A method answers a question from a source:
 
-- a `Store` (a corpus: TableSeek and the retrieve-then-QA baselines pick tables themselves),
+- a `Corpus` (one store or a sharded corpus, `tablequest.corpus.storage.corpus`: TableSeek and
+  the retrieve-then-QA baselines pick tables themselves),
 - a `TableSet` (specific tables: a table file read on the fly, ``--table-id`` picks, or a
   benchmark's gold tables; TableRAG, TabScope and DTR answer from its one table, Direct QA
   from all of them),
@@ -54,9 +55,12 @@ from tablequest.table import CellRef, Table
 from tablequest.trace import Trace
 
 if TYPE_CHECKING:
+    from tablequest.corpus.dense.encoders import EncoderSettings
+    from tablequest.corpus.storage.corpus import Corpus
     from tablequest.corpus.storage.store import Store
     from tablequest.llm.config import LLMConfig
     from tablequest.sandbox import Sandbox
+    from tablequest.settings import Settings
 
 Status = Literal["answered", "insufficient", "failed"]
 Verified = Literal["verified", "unverified", "contradicted"]
@@ -65,8 +69,8 @@ Verified = Literal["verified", "unverified", "contradicted"]
 ``contradicted`` (the evidence gives another value). None on a result that is not answered."""
 Task = Literal["tableqa", "fact_verification"]
 Input = Literal["corpus", "table", "tables", "none", "any"]
-"""What a method answers from: a Store, one table, one or more tables, nothing, or "any" (a
-Store when the source is a corpus, a TableSet when it is a table file or --table-id picks)."""
+"""What a method answers from: a Corpus, one table, one or more tables, nothing, or "any" (a
+Corpus when the source is one, a TableSet when it is a table file or --table-id picks)."""
 
 
 @dataclass
@@ -75,15 +79,23 @@ class TableSet:
 
     Attributes:
         tables: The tables, in the order given.
-        store: The store they came from (methods cache embeddings there), if any.
+        store: The corpus they came from (methods cache embeddings in the store holding
+            the table, `Corpus.locate`), if any.
     """
 
     tables: list[tuple[str, Table]]
-    store: Store | None = None
+    store: Corpus | None = None
 
     @property
     def ids(self) -> list[str]:
         return [tid for tid, _ in self.tables]
+
+    def store_of(self, table_id: str | None) -> Store | None:
+        """The store holding `table_id` (of a sharded corpus: its shard), when the tables
+        came from a corpus; where a method reads the table's relation or caches for it."""
+        if self.store is None or table_id is None:
+            return None
+        return self.store.locate(table_id)
 
     def one(self, method: str) -> tuple[str, Table]:
         """The single table of a one-table method; ValueError naming the fix otherwise."""
@@ -113,6 +125,9 @@ class MethodContext:
         state_dir: A folder for what a method learns during a run when its source is
             read-only (an evaluation run: beside the run file, so runs do not share or
             contaminate each other's learning); None: the method's own default place.
+        settings: The settings the entry point loaded (`tablequest.settings.Settings`):
+            embeddings, sandbox isolation, the config files of ``[methods.NAME]``; None (a
+            direct library call): the environment's (`from_env`).
     """
 
     llm: LLM | None = None
@@ -123,6 +138,30 @@ class MethodContext:
     sandbox: Sandbox | None = None
     deadline: float | Deadline | None = None
     state_dir: Path | None = None
+    settings: Settings | None = None
+
+    def encoder_settings(self, url: str | None = None, model: str | None = None) -> EncoderSettings:
+        """Where a dense encoder embeds: `url` (a method's ``embed_url``), else the
+        ``[embeddings]`` URL, else the model's (`EmbeddingsSettings.endpoint`, the one rule);
+        `model`, else the ``[embeddings]`` model; the device when a flag demanded one."""
+        from tablequest.corpus.dense.encoders import EncoderSettings
+        from tablequest.settings import EmbeddingsSettings, from_env
+
+        embeddings = self.settings.embeddings if self.settings else from_env(EmbeddingsSettings)
+        endpoint, key = embeddings.endpoint(self.llm_config, url)
+        device = self.settings.demanded_device() if self.settings is not None else None
+        return EncoderSettings(endpoint, model or embeddings.model, key, device)
+
+    def new_sandbox(self) -> Sandbox:
+        """A private sandbox with the loaded ``[sandbox] isolation`` (without settings: its
+        own resolution, `Sandbox()`)."""
+        from tablequest.sandbox import Sandbox
+
+        if self.settings is None:
+            return Sandbox()
+        isolation = self.settings.sandbox.isolation
+        source = self.settings.source("sandbox.isolation").removeprefix("$")
+        return Sandbox(isolation=isolation, isolation_source=source)
 
     def question_deadline(self) -> Deadline:
         """The question's deadline: a given `Deadline` as is (a method that runs others

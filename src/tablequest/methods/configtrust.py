@@ -1,10 +1,10 @@
 """Every key an untrusted ``tablequest.toml`` sets that is ignored, across all its readers.
 
 The readers each guard their own section (`tablequest.configfile.GUARDED` for [llm],
-[scale] and [sandbox]; `tablequest.methods.options.untrusted_options` for [methods.NAME]);
-this module lists them together for the one warning the CLI prints, ``tablequest config
-show`` and ``tablequest doctor``. It sits in the methods layer because [methods.NAME] needs
-the registry to know which options are server-only.
+[embeddings], [reading], [scale] and [sandbox]; `tablequest.methods.options.untrusted_options`
+for [methods.NAME]); this module lists them together for the one warning the CLI prints,
+``tablequest config show`` and ``tablequest doctor``. It sits in the methods layer because
+[methods.NAME] needs the registry to know which options are server-only.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def guarded_keys(file: ConfigFile) -> list[str]:
         ConfigFileError, OptionError: a section is not a table.
     """
     out = []
-    for section in ("llm", "scale", "sandbox"):
+    for section in configfile.GUARDED:
         out += [f"[{section}] {key}" for key in file.allowed(section)[1]]
     methods = file.data.get("methods", {})
     for name in methods if isinstance(methods, dict) else ():
@@ -43,13 +43,14 @@ def guarded_keys(file: ConfigFile) -> list[str]:
     return out
 
 
-def untrusted_notes(cwd: Path | None = None) -> list[str]:
-    """One warning per untrusted config file that sets guarded keys. A file that cannot be
-    read gives none here: the command that reads it reports the error."""
+def untrusted_notes(cwd: Path | None = None, *, named: Path | None = None) -> list[str]:
+    """One warning per untrusted config file that sets guarded keys (none with a `named`
+    file: the only one read, trusted). A file that cannot be read gives none here: the
+    command that reads it reports the error."""
     try:
         return [
             configfile.untrusted_note(f, keys)
-            for f in configfile.find(cwd)
+            for f in configfile.find(cwd, named=named)
             if not f.trusted and (keys := guarded_keys(f))
         ]
     except (ConfigFileError, OptionError):

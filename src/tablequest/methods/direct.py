@@ -1,4 +1,4 @@
-"""QA baselines of the TableSeek paper (papers/tableseek.txt App. D and G, Tables 10–12).
+"""QA baselines of the TableSeek paper (Tian et al., 2026; App. D, G, Tables 10–12).
 
 - ``direct`` (`DirectQA`): the standalone QA prompt (Tables 22–23, no answerability option)
   over given tables — the gold tables in the oracle setting (table_source = gold, top_k = 1).
@@ -22,9 +22,9 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import field_validator
 
-from tablequest.corpus.dense.encoders import ENCODERS, EncoderSettings
+from tablequest.corpus.dense.encoders import ENCODERS
 from tablequest.corpus.retrieval.retrievers import Retriever, RetrieverSettings, make_retriever
-from tablequest.corpus.storage.store import Store
+from tablequest.corpus.storage.corpus import Corpus
 from tablequest.llm.base import LLM, LLMError, Message
 from tablequest.llm.usage import QA, StepBudget
 from tablequest.methods.base import (
@@ -247,7 +247,7 @@ class RetrieveThenQA:
     def close(self) -> None:
         """Nothing to release."""
 
-    def prepare(self, store: Store, questions: Sequence[str]) -> None:
+    def prepare(self, store: Corpus, questions: Sequence[str]) -> None:
         """Encode the corpus and the questions ahead (dense retrievers; batched)."""
         for hook, arg in (("prepare", store), ("prime", questions)):
             fn = getattr(self.retriever, hook, None)
@@ -257,7 +257,7 @@ class RetrieveThenQA:
     def answer(
         self,
         question: str,
-        source: Store,
+        source: Corpus,
         *,
         task: Task = "tableqa",
         budget: StepBudget | None = None,
@@ -289,7 +289,7 @@ def _settings(options: RetrievalQAOptions, context: MethodContext) -> RetrieverS
     key = config.api_key if config else None
     values: dict[str, Any] = {"api_key": key}
     if isinstance(options, DenseQAOptions):
-        embed = EncoderSettings(options.embed_url or url, options.embed_model, key)
+        embed = context.encoder_settings(options.embed_url, options.embed_model)
         values.update(encoder=options.encoder, embeddings=embed)
     if isinstance(options, HybridQAOptions):
         values.update(fusion=options.fusion, alpha=options.alpha)

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from tablequest.errors import TablequestError
+from tablequest.errors import RunError
 from tablequest.table import CellRef, Table
 
 __all__ = [
@@ -267,7 +267,7 @@ def _number(text: str) -> float | None:
     return -value if neg else value
 
 
-class _Unknown(TablequestError):
+class _Unknown(RunError):
     """The recipe cannot be re-run (opaque part, missing cell, non-numeric operand)."""
 
 

@@ -32,7 +32,7 @@ from pydantic.config import JsonDict
 
 from tablequest import configfile
 from tablequest.configfile import ConfigFile, ConfigFileError
-from tablequest.errors import TablequestError
+from tablequest.errors import UsageError
 
 __all__ = [
     "MethodOptions",
@@ -50,8 +50,10 @@ __all__ = [
 _NONE_WORDS = frozenset({"none", "null"})
 
 
-class OptionError(TablequestError, ValueError):
+class OptionError(UsageError):
     """An option that does not exist or has a value of the wrong type or range."""
+
+    code = "bad_option"
 
 
 def option(

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tablequest.errors import TablequestError
+from tablequest.configfile import ConfigFile
+from tablequest.errors import UsageError
 from tablequest.methods.base import Input, Method, MethodContext
 from tablequest.methods.options import MethodOptions, NoOptions, merge_options, toml_options
 from tablequest.plugins import METHODS_GROUP, Plugins
@@ -60,8 +61,10 @@ MethodFactory = Callable[[Any, MethodContext], Method]
 """``factory(options, context) -> Method`` (options: the method's own `MethodOptions`)."""
 
 
-class UnknownMethod(TablequestError, ValueError):
+class UnknownMethod(UsageError):
     """No method of that name is registered; the message lists the known ones."""
+
+    code = "unknown_method"
 
 
 @dataclass(frozen=True)
@@ -98,7 +101,7 @@ class MethodSpec:
         *,
         config: str | None = None,
         options: Mapping[str, Any] | MethodOptions | None = None,
-        config_paths: Sequence[Path] | None = None,
+        config_paths: Sequence[Path | ConfigFile] | None = None,
     ) -> MethodOptions:
         """This method's options: defaults < ``[methods.NAME]`` in tablequest.toml < the
         named `config` < `options` (an untrusted toml file is guarded; see

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from tablequest.corpus.storage.corpus import Corpus
 from tablequest.corpus.storage.relations import ROW_COLUMN, Relation, quote
 from tablequest.corpus.storage.store import Store, StoreError
 from tablequest.table import HEADER_SEP, Table
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
 __all__ = ["frame_for", "matches", "relation_frame", "stored_relation"]
 
 
-def stored_relation(store: Store | None, table_id: str | None) -> tuple[Store, Relation] | None:
+def stored_relation(store: Corpus | None, table_id: str | None) -> tuple[Store, Relation] | None:
     """(the store holding it, the relation) of `table_id`, or None when there is none.
 
     None for no store or id, a store of format 1 (`StoreOutdated`), an id the store does not
@@ -52,10 +53,9 @@ def stored_relation(store: Store | None, table_id: str | None) -> tuple[Store, R
     """
     if store is None or not table_id:
         return None
-    shard_for = getattr(store, "shard_for", None)
     try:
-        holder = shard_for(table_id) if callable(shard_for) else store
-        if not isinstance(holder, Store) or holder.format_version < 2:
+        holder = store.locate(table_id)
+        if holder.format_version < 2:
             return None
         return holder, holder.relation(table_id)
     except (KeyError, StoreError, duckdb.Error):
@@ -87,7 +87,7 @@ def _column(array: pa.ChunkedArray, sql_type: str) -> Any:
 
 
 def relation_frame(
-    store: Store, table_id: str, *, table: Table | None = None, relation: Relation | None = None
+    store: Corpus, table_id: str, *, table: Table | None = None, relation: Relation | None = None
 ) -> pd.DataFrame:
     """`table_id`'s frame read from its relation: equal to ``store.get(table_id).to_dataframe()``.
 
@@ -107,11 +107,11 @@ def relation_frame(
         if found is None:
             store.relation(table_id)  # raises the precise error (outdated store, unknown id)
             raise KeyError(f"no relation for table {table_id!r}")
-        store, relation = found
-    elif callable(getattr(store, "shard_for", None)):
-        store = store.shard_for(table_id)  # type: ignore[attr-defined]
+        holder, relation = found
+    else:
+        holder = store.locate(table_id)
     names = list(table.columns) if table is not None else list(_frame_names(relation))
-    cursor = store.con.cursor()
+    cursor = holder.con.cursor()
     try:
         arrow = cursor.sql(
             f"SELECT * FROM {quote(relation.sql_name)} ORDER BY {quote(ROW_COLUMN)}"
@@ -151,7 +151,7 @@ def matches(relation: Relation, table: Table) -> bool:
 
 
 def frame_for(
-    table: Table, store: Store | None = None, table_id: str | None = None
+    table: Table, store: Corpus | None = None, table_id: str | None = None
 ) -> pd.DataFrame:
     """The sandbox frame of `table`: read from its relation when `store` holds `table_id`'s
     relation for this very table (same column ids and header paths, `_row` = its row ids),

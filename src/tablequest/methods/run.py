@@ -6,8 +6,8 @@ the same way (`resolve_options`, `MethodSpec.build`) over a benchmark's corpus.
 
 Sources (`open_source`), by what the method answers from (`MethodSpec.input`):
 
-- a DuckDB store file, a sharded corpus's manifest (`tablequest.corpus.storage.shards`) or a
-  `Store`: corpus methods get the store (opened read-only when it is a path), or with
+- a DuckDB store file, a sharded corpus's manifest (both opened read-only by `open_corpus`)
+  or an opened `Corpus`: corpus methods get the corpus, or with
   `table_ids` an in-memory store of just those tables (`Store.subset`: the same ids and
   sources), so an answer never comes from a table the user did not name; table methods get
   the tables named by `table_ids`, or the store's only table;
@@ -34,13 +34,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tablequest.configfile import ConfigFile
 from tablequest.corpus.dense.encoders import EncoderUnavailable
 from tablequest.corpus.lexical.rank import ensure_indexes
 from tablequest.corpus.retrieval.retrievers import preview_hit, search
+from tablequest.corpus.storage.corpus import Corpus, is_corpus_file, open_corpus
 from tablequest.corpus.storage.ingest import ingest
-from tablequest.corpus.storage.shards import ShardedStore, is_manifest
 from tablequest.corpus.storage.store import Store, StoreError, table_id_for
-from tablequest.errors import TablequestError
+from tablequest.errors import BadValue, UsageError, trace_note
 from tablequest.llm.base import LLM
 from tablequest.llm.config import LLMConfig
 from tablequest.llm.usage import StepBudget, UsageMeter
@@ -58,16 +59,18 @@ from tablequest.methods.base import (
 from tablequest.methods.options import MethodOptions
 from tablequest.methods.registry import MethodSpec, get_method
 from tablequest.sandbox import Sandbox
+from tablequest.settings import Settings
 from tablequest.table import Table, UnreadableTable, read_tables
-from tablequest.trace import Trace
+from tablequest.table.budget import ReadBudget
+from tablequest.trace import Trace, default_trace_dir
 
-__all__ = ["OpenSource", "SourceError", "ask", "is_store_file", "open_source", "resolve_options"]
+__all__ = ["OpenSource", "SourceError", "ask", "open_source", "resolve_options"]
 
 NO_LLM = "no LLM configured"
 LIST_IDS = "`tablequest tables --store STORE` lists the ids"
 
 
-class SourceError(TablequestError, ValueError):
+class SourceError(UsageError):
     """The source or table id cannot be used; the message names it and the fix."""
 
 
@@ -75,23 +78,14 @@ class _ManyTables(SourceError):
     """A table file holds several tables and no --table-id says which."""
 
 
-def is_store_file(path: Path) -> bool:
-    """DuckDB files carry the magic "DUCK" at byte 8."""
-    try:
-        with path.open("rb") as fh:
-            return fh.read(12)[8:12] == b"DUCK"
-    except OSError:
-        return False
-
-
 @dataclass
 class OpenSource:
     """What a method answers from, the user-facing name of each table, what to close."""
 
-    value: Store | TableSet | None
+    value: Corpus | TableSet | None
     names: dict[str, str] = field(default_factory=dict)
-    store: Store | None = None
-    owned: list[Store] = field(default_factory=list)
+    store: Corpus | None = None
+    owned: list[Corpus] = field(default_factory=list)
 
     def name_of(self, table_id: str) -> str | None:
         if table_id in self.names:
@@ -122,7 +116,7 @@ class OpenSource:
             self.owned.pop().close()
 
 
-def _pick_from_store(store: Store, table_ids: Sequence[str], label: str) -> TableSet:
+def _pick_from_store(store: Corpus, table_ids: Sequence[str], label: str) -> TableSet:
     ids = list(table_ids)
     if not ids:
         known = store.table_ids()
@@ -138,9 +132,11 @@ def _pick_from_store(store: Store, table_ids: Sequence[str], label: str) -> Tabl
     return TableSet(tables, store)
 
 
-def _pick_from_file(path: Path, table_ids: Sequence[str]) -> OpenSource:
+def _pick_from_file(
+    path: Path, table_ids: Sequence[str], budget: ReadBudget | None = None
+) -> OpenSource:
     try:
-        tables = read_tables(path)
+        tables = read_tables(path, budget=budget)
     except UnreadableTable as exc:
         raise SourceError(str(exc)) from None
     if not tables:
@@ -176,9 +172,9 @@ def _pick_from_file(path: Path, table_ids: Sequence[str]) -> OpenSource:
     return OpenSource(TableSet(chosen), names)
 
 
-def _ingested(path: Path) -> Store:
+def _ingested(path: Path, budget: ReadBudget | None = None) -> Store:
     store = Store()
-    report = ingest(store, [path])
+    report = ingest(store, [path], budget=budget)
     if not report.ok:
         store.close()
         reasons = "; ".join(f"{f.path}: {f.reason}" for f in report.files_failed[:3])
@@ -186,7 +182,7 @@ def _ingested(path: Path) -> Store:
     return store
 
 
-def _from_store(store: Store, input: Input, table_ids: Sequence[str], label: str) -> OpenSource:
+def _from_store(store: Corpus, input: Input, table_ids: Sequence[str], label: str) -> OpenSource:
     if input == "none" and table_ids:
         raise SourceError("this method answers without tables: --table-id does not apply")
     if input == "corpus" and table_ids:
@@ -205,12 +201,14 @@ def _from_store(store: Store, input: Input, table_ids: Sequence[str], label: str
 
 
 def open_source(
-    source: str | Path | Store | Table | TableSet,
+    source: str | Path | Corpus | Table | TableSet,
     *,
     input: Input,
     table_ids: Sequence[str] = (),
+    budget: ReadBudget | None = None,
 ) -> OpenSource:
-    """Open `source` as a method that answers from `input` needs it (see module doc).
+    """Open `source` as a method that answers from `input` needs it (see module doc); a
+    table file or folder is read within `budget` (default: the environment's).
 
     Raises:
         SourceError: a missing or unreadable source, an unknown or ambiguous table id.
@@ -222,34 +220,30 @@ def open_source(
     if isinstance(source, Table):
         tid = table_id_for(source.source.path or "table", 0)
         return OpenSource(TableSet([(tid, source)]), {tid: source.source.path or "(table)"})
-    if isinstance(source, Store):
+    if not isinstance(source, str | Path):  # an opened corpus
         return _from_store(source, input, table_ids, "the store")
     path = Path(source).expanduser()
     if not path.exists():
         raise SourceError(f"no store, table file or folder at {str(path)!r}")
-    if path.is_file() and (is_store_file(path) or is_manifest(path)):
+    if is_corpus_file(path):
         try:
-            store = (
-                ShardedStore(path, read_only=True)
-                if is_manifest(path)
-                else Store(path, read_only=True)
-            )
+            store = open_corpus(path)
         except StoreError as exc:
             raise SourceError(str(exc)) from None
         return _owned(store, input, table_ids, path)
     if path.is_file() and input in ("table", "tables", "any"):
         try:
-            return _pick_from_file(path, table_ids)
+            return _pick_from_file(path, table_ids, budget)
         except _ManyTables:
             if input != "any":
                 raise
             # a method that also answers from a corpus (auto) searches the file's tables
     if input == "none":
         return OpenSource(None)
-    return _owned(_ingested(path), input, table_ids, path)
+    return _owned(_ingested(path, budget), input, table_ids, path)
 
 
-def _owned(store: Store, input: Input, table_ids: Sequence[str], path: Path) -> OpenSource:
+def _owned(store: Corpus, input: Input, table_ids: Sequence[str], path: Path) -> OpenSource:
     """`_from_store` on a store opened here: closed when it fails, else owned by the source."""
     try:
         opened = _from_store(store, input, table_ids, repr(str(path)))
@@ -265,10 +259,11 @@ def resolve_options(
     *,
     config: str | None = None,
     options: Mapping[str, Any] | MethodOptions | None = None,
-    config_paths: Sequence[Path] | None = None,
+    config_paths: Sequence[Path | ConfigFile] | None = None,
 ) -> MethodOptions:
     """The method's options: defaults < ``[methods.NAME]`` in tablequest.toml < the named
-    config < `options` (`MethodSpec.resolve_options`; see `tablequest.methods.options`).
+    config < `options` (`MethodSpec.resolve_options`; see `tablequest.methods.options`);
+    `config_paths`: the files to read (an entry point passes `Settings.files`).
 
     Raises:
         OptionError: unknown option, bad value, or unknown config name.
@@ -278,7 +273,7 @@ def resolve_options(
 
 def ask(
     question: str,
-    source: str | Path | Store | Table | TableSet,
+    source: str | Path | Corpus | Table | TableSet,
     *,
     method: str = "auto",
     options: Mapping[str, Any] | MethodOptions | None = None,
@@ -294,6 +289,7 @@ def ask(
     cache_dir: Path | None = None,
     usage: UsageMeter | None = None,
     sandbox: Sandbox | None = None,
+    settings: Settings | None = None,
 ) -> Result:
     """Answer `question` from `source` with the registered method `method`.
 
@@ -310,21 +306,30 @@ def ask(
         table_ids: Tables to answer from, for methods that answer from given tables.
         trace: Trace to record into (default: a new file in `trace_dir`).
         cache: Whether caches (embeddings) may be used.
+        settings: What the entry point loaded (`Settings.load`): the config files of the
+            method's options, the trace folder, the cache folder, the reading budget of a
+            table file or folder, embeddings and sandbox isolation (None: the environment's
+            and the config files found here).
 
     Raises:
         UnknownMethod, OptionError: a bad method name or option.
         SourceError: an unreadable source or a bad table id.
-        ValueError: an empty or blank question, or steps < 1.
+        BadValue: an empty or blank question, or steps < 1.
         EncoderUnavailable: the method's encoder needs an extra that is not installed.
     """
     if not question.strip():
-        raise ValueError("the question is empty")
+        raise BadValue("the question is empty")
     spec = get_method(method)
-    opts = resolve_options(spec, config=config, options=options)
+    files = settings.files if settings is not None else None
+    opts = resolve_options(spec, config=config, options=options, config_paths=files)
     if steps is not None and steps < 1:
-        raise ValueError(f"--steps must be >= 1, got {steps}")
+        raise BadValue(f"--steps must be >= 1, got {steps}")
     budget = StepBudget(steps if steps is not None else opts.default_steps(), reserve=0)
-    trace = trace if trace is not None else Trace.for_query(trace_dir)
+    if trace is None:
+        traces = settings.traces if settings is not None else None
+        trace = Trace.for_query(trace_dir or default_trace_dir(traces))
+    if cache_dir is None and settings is not None:
+        cache_dir = settings.store.cache_dir
     context = MethodContext(
         llm=llm,
         usage=usage or UsageMeter(),
@@ -332,10 +337,16 @@ def ask(
         cache=cache,
         cache_dir=cache_dir,
         sandbox=sandbox,
+        settings=settings,
     )
-    opened = open_source(source, input=spec.input, table_ids=table_ids)
+    reading = ReadBudget.from_settings(settings.reading) if settings is not None else None
+    opened = open_source(source, input=spec.input, table_ids=table_ids, budget=reading)
     try:
         result = _run(spec, opts, context, opened, question, task, budget, trace)
+    except Exception as exc:  # a surface names the trace with the error (tablequest.errors)
+        if trace.path is not None and trace.path.exists():
+            trace_note(exc, trace.path)
+        raise
     finally:
         opened.close()
     return result
@@ -397,7 +408,7 @@ def _without_llm(
         if isinstance(result, Result):  # a plugin's preview may return something else
             return result
     candidates: list[CandidateRecord] = []
-    if isinstance(opened.value, Store):
+    if opened.value is not None and not isinstance(opened.value, TableSet):
         hits = search(opened.value, question, k=5)
         trace.event(
             "rank", method="grep", hits=[{"table_id": h.table_id, "score": h.score} for h in hits]

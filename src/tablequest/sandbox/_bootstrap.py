@@ -30,10 +30,10 @@ import sys
 from typing import Any
 
 if __package__:  # imported as part of tablequest, in the host
-    from tablequest.errors import TablequestError
+    from tablequest.errors import RunError
 else:  # loaded by path in the sandbox child before lock-down: the standard library only
 
-    class TablequestError(Exception):  # type: ignore[no-redef]
+    class RunError(Exception):  # type: ignore[no-redef]
         """The child's stand-in: its errors reach the host as messages, not exceptions."""
 
 
@@ -47,7 +47,7 @@ CAP_FIELDS = ("CapInh", "CapPrm", "CapEff", "CapAmb")
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-class LockdownFailed(TablequestError, RuntimeError):
+class LockdownFailed(RunError, RuntimeError):
     """A step that must not be skipped failed; the child exits instead of running code."""
 
 

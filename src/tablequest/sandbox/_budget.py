@@ -155,15 +155,15 @@ def physical_memory_mb() -> int | None:
 
 
 def default_total_mb() -> tuple[int, str]:
-    """The shared budget's size and where it came from (the variable, else half the RAM)."""
-    raw = os.environ.get(ENV_VAR, "").strip()
-    if raw:
-        try:
-            value = int(raw)
-        except ValueError:
-            value = 0
-        if value <= 0:
-            raise InvalidArgument(f"{ENV_VAR} must be a positive number of MB, got {raw!r}")
+    """The shared budget's size and where it came from (the `sandbox.memory_budget_mb`
+    setting's variable, else half the RAM)."""
+    from tablequest.settings import SandboxSettings, SettingsError, from_env
+
+    try:
+        value = from_env(SandboxSettings).memory_budget_mb
+    except SettingsError as exc:
+        raise InvalidArgument(str(exc)) from None
+    if value is not None:
         return value, f"{ENV_VAR}={value}"
     physical = physical_memory_mb()
     if physical is None:

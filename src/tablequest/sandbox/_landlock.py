@@ -19,10 +19,10 @@ import os
 import struct
 
 if __package__:  # imported as part of tablequest, in the host
-    from tablequest.errors import TablequestError
+    from tablequest.errors import RunError
 else:  # loaded by path in the sandbox child before lock-down: the standard library only
 
-    class TablequestError(Exception):  # type: ignore[no-redef]
+    class RunError(Exception):  # type: ignore[no-redef]
         """The child's stand-in: its errors reach the host as messages, not exceptions."""
 
 
@@ -49,7 +49,7 @@ READ_ONLY = (
 READ_WRITE = ("/dev/null",)
 
 
-class LandlockUnsupported(TablequestError, RuntimeError):
+class LandlockUnsupported(RunError, RuntimeError):
     """Landlock is not available (old kernel, disabled LSM, or blocked syscalls)."""
 
 

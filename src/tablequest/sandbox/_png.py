@@ -15,7 +15,7 @@ from __future__ import annotations
 import struct
 import zlib
 
-from tablequest.errors import TablequestError
+from tablequest.errors import RunError
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 #: colour type -> (channels, allowed bit depths)
@@ -29,7 +29,7 @@ _COLOUR = {
 _CHUNK = 1 << 20  # inflate at most this many bytes per step
 
 
-class InvalidPNG(TablequestError, ValueError):
+class InvalidPNG(RunError):
     """The bytes are not a PNG image within the limits."""
 
 

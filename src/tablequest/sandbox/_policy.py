@@ -16,13 +16,13 @@ and neither named nor recorded by ``tablequest config trust``) cannot weaken iso
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
 from tablequest import configfile
-from tablequest.configfile import ConfigFile, ConfigFileError
+from tablequest.configfile import ConfigFileError
+from tablequest.settings import load_section
 
 from ._types import InvalidArgument
 
@@ -39,39 +39,27 @@ def _check(value: object, where: str) -> Isolation:
     raise InvalidArgument(f"{where} must be 'strict' or 'degraded', got {value!r}")
 
 
-def _files(cwd: Path, env: Mapping[str, str] | None) -> list[ConfigFile]:
-    try:
-        return configfile.find(cwd, env=env)
-    except ConfigFileError as exc:
-        raise InvalidArgument(str(exc)) from exc
-
-
-def _from_config(cwd: Path, env: Mapping[str, str] | None) -> tuple[Isolation, str] | None:
-    for file in _files(cwd, env):
-        try:
-            section, _ignored = file.allowed("sandbox")
-        except ConfigFileError as exc:
-            raise InvalidArgument(str(exc)) from exc
-        if "isolation" in section:
-            where = f"isolation under [sandbox] in {file.path}"
-            return _check(section["isolation"], where), str(file.path)
-    return None
-
-
 def resolve(
     isolation: str | None,
     *,
     env: Mapping[str, str] | None = None,
     cwd: str | Path | None = None,
 ) -> tuple[Isolation, str]:
-    """(isolation, where it came from): argument > environment > tablequest.toml > strict."""
+    """(isolation, where it came from): argument > environment > tablequest.toml > strict.
+
+    The last three are the ``[sandbox] isolation`` setting (`tablequest.settings`: its
+    precedence, and the trust rule that an untrusted file cannot ask for "degraded"); an
+    entry point that loaded the settings passes their value as the argument.
+    """
     if isolation is not None:
         return _check(isolation, "isolation"), "argument"
-    value = (os.environ if env is None else env).get(ENV, "").strip()
-    if value:
-        return _check(value, ENV), ENV
-    found = _from_config(Path(cwd) if cwd is not None else Path.cwd(), env)
-    return found if found is not None else ("strict", "default")
+    try:
+        files = configfile.find(cwd, env=env)
+        section, sources, _ignored = load_section("sandbox", env=env, files=files)
+    except ConfigFileError as exc:  # SettingsError too: the message names the source
+        raise InvalidArgument(str(exc)) from exc
+    source = sources["isolation"]
+    return _check(section.isolation, source), source.removeprefix("$")
 
 
 def refusal(reason: str) -> str:

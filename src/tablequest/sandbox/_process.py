@@ -28,7 +28,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from tablequest.errors import TablequestError
+from tablequest.errors import RunError
 
 from . import _launch, _protocol, _uids
 from ._budget import Reservation
@@ -39,7 +39,7 @@ from ._types import SandboxUnavailable
 HARD_KILL_GRACE = 0.5
 
 
-class LimitExceeded(TablequestError):
+class LimitExceeded(RunError):
     """The child went past a limit the host enforces itself; it must be killed."""
 
 

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from tablequest.errors import TablequestError
+from tablequest.errors import RunError
 
 from ._png import InvalidPNG, check_png
 
@@ -34,15 +34,15 @@ _STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"')
 _BRACKET = re.compile(rb"[\[\]{}]")
 
 
-class ChannelClosed(TablequestError):
+class ChannelClosed(RunError):
     """The child closed its end (it exited or was killed)."""
 
 
-class ChannelTimeout(TablequestError):
+class ChannelTimeout(RunError):
     """No complete message before the deadline."""
 
 
-class ProtocolViolation(TablequestError):
+class ProtocolViolation(RunError):
     """The child sent something malformed or oversized."""
 
 
@@ -202,7 +202,7 @@ def parse_figures(raw_figures: object, limits: FigureLimits) -> list[bytes]:
         try:
             png = base64.b64decode(item, validate=True)
             check_png(png, max_bytes=limits.bytes, max_side=limits.side, max_pixels=limits.pixels)
-        except (binascii.Error, ValueError) as exc:  # InvalidPNG is a ValueError
+        except (binascii.Error, ValueError, InvalidPNG) as exc:
             kind = "not a valid PNG image" if isinstance(exc, InvalidPNG) else "not valid base64"
             raise ProtocolViolation(f"a figure is {kind}: {exc}") from exc
         figures.append(png)

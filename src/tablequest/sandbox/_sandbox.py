@@ -92,7 +92,9 @@ class Sandbox:
         isolation: "strict" refuses to run without bubblewrap (SandboxUnavailable with a
             one-line hint); "degraded" accepts "unshare" and "off". Default: the
             TABLEQUEST_SANDBOX variable, then `[sandbox] isolation` in tablequest.toml,
-            then "strict".
+            then "strict" (the `sandbox.isolation` setting, `tablequest.settings`).
+        isolation_source: Where a given `isolation` came from, for messages (an entry point
+            passes the loaded setting's source; default "argument").
         seccomp / audit_hook / landlock: the in-child layers; turn them off only to test the
             other layers.
         python: interpreter for the child (default: this one; it needs pandas & co.).
@@ -126,6 +128,7 @@ class Sandbox:
         network: bool = False,
         use_namespaces: _launch.Mode = "auto",
         isolation: _policy.Isolation | None = None,
+        isolation_source: str | None = None,
         seccomp: bool = True,
         audit_hook: bool = True,
         landlock: bool = True,
@@ -156,6 +159,8 @@ class Sandbox:
             use_namespaces,
         )
         self.isolation, self.isolation_source = _policy.resolve(isolation)
+        if isolation is not None and isolation_source:
+            self.isolation_source = isolation_source
         self.limits = Limits(
             **{name: int(value) for name, value in sizes.items()},
             network=bool(network),

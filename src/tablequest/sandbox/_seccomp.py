@@ -35,10 +35,10 @@ import platform
 import struct
 
 if __package__:  # imported as part of tablequest, in the host
-    from tablequest.errors import TablequestError
+    from tablequest.errors import RunError
 else:  # loaded by path in the sandbox child before lock-down: the standard library only
 
-    class TablequestError(Exception):  # type: ignore[no-redef]
+    class RunError(Exception):  # type: ignore[no-redef]
         """The child's stand-in: its errors reach the host as messages, not exceptions."""
 
 
@@ -264,7 +264,7 @@ SELF_ONLY = ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
 SELF_OR_ZERO = ("prlimit64", "sched_setaffinity")
 
 
-class SeccompUnsupported(TablequestError, RuntimeError):
+class SeccompUnsupported(RunError, RuntimeError):
     """The filter cannot be built or installed on this machine."""
 
 

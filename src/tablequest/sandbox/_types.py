@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tablequest.errors import TablequestError
+from tablequest.errors import RunError, UsageError
 
 
-class SandboxError(TablequestError, RuntimeError):
+class SandboxError(RunError, RuntimeError):
     """A sandbox operation failed on the host side (closed session, bad frames, ...).
 
     Every exception that leaves the sandbox API is a `SandboxError` (or a subclass).
@@ -23,7 +23,7 @@ class SandboxBusy(SandboxUnavailable):
     """No child can start now: the sandbox memory budget stays in use (see `MemoryBudget`)."""
 
 
-class InvalidArgument(SandboxError, ValueError, TypeError):
+class InvalidArgument(UsageError, SandboxError, ValueError, TypeError):
     """A caller passed an argument of the wrong type or value.
 
     Also a ValueError and a TypeError, which is what these checks raised before.

@@ -1,12 +1,11 @@
 """Ranking on Ray: one long-lived actor per shard holds that shard's indexes in memory.
 
-`RayShards` is a `ShardBackend` (`tablequest.corpus.storage.shards`): `attach(store, address)` puts
-it behind a `ShardedStore`, after which every retriever (`search`, `ask`, `eval`) fans its
-per-shard calls out to the actors and merges exactly as in one process
-(`tablequest.corpus.retrieval.shardrank`).
-Actors open their shard read-only (any number of processes
-may), are spread over the cluster's nodes, and keep the grep index, BM25 postings and vectors
-across queries.
+`RayShards` is a `ShardBackend` (`tablequest.corpus.storage.corpus`): `attach(corpus, address)`
+puts it behind a sharded corpus (`Corpus.backend`), after which every retriever (`search`,
+`ask`, `eval`) fans its per-shard calls out to the actors and merges exactly as in one
+process (`tablequest.corpus.retrieval.shardrank`). Actors open their shard read-only (any
+number of processes may), are spread over the cluster's nodes, and keep the grep index, BM25
+postings and vectors across queries.
 
 Failure (ours): a call whose actor died (process killed, node lost) starts a new actor for
 that shard and retries the call once; a second failure raises `ShardUnavailable`. The new
@@ -22,14 +21,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from tablequest.corpus.retrieval.shardrank import ShardIndexes
-from tablequest.corpus.storage.shards import ShardedStore
-from tablequest.errors import TablequestError
+from tablequest.corpus.storage.corpus import Corpus
+from tablequest.errors import RunError
 from tablequest.scale.cluster import connect, import_ray
 
-__all__ = ["RayShards", "ShardActor", "ShardUnavailable", "attach"]
+__all__ = ["RayShards", "ShardActor", "ShardUnavailable", "attach", "shard_files"]
 
 
-class ShardUnavailable(TablequestError, RuntimeError):
+class ShardUnavailable(RunError, RuntimeError):
     """A shard's actor died twice for one call."""
 
 
@@ -127,8 +126,13 @@ class RayShards:
         self.actors = []
 
 
+def shard_files(corpus: Corpus) -> list[str]:
+    """The files of a corpus's shards, in shard order (what `RayShards` opens)."""
+    return [str(s.path) for s in corpus.shards]
+
+
 def attach(
-    store: ShardedStore,
+    store: Corpus,
     address: str,
     *,
     num_cpus: float = 0.0,
@@ -139,10 +143,10 @@ def attach(
 
     Raises:
         RayUnavailable: Ray is missing or unreachable.
-        ValueError: a bad address.
+        BadValue: a bad address.
     """
     connect(address)
-    paths = [str(p) for p in store.shard_paths]
+    paths = shard_files(store)
     backend = RayShards(paths, num_cpus=num_cpus, name=name, owner=owner)
     if store.backend is not None:
         store.backend.close()

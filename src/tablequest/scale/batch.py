@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tablequest.errors import TablequestError
+from tablequest.errors import UsageError
 from tablequest.llm.cache import CacheFile, cache_path
 
 __all__ = [
@@ -48,7 +48,7 @@ __all__ = [
 T = TypeVar("T")
 
 
-class BatchError(TablequestError, ValueError):
+class BatchError(UsageError):
     """A question file or batch setting that cannot be used; the message names it."""
 
 

@@ -11,15 +11,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tablequest.corpus.storage.shards import ShardedStore, is_manifest
-from tablequest.corpus.storage.store import Store
+from tablequest.corpus.storage.corpus import Corpus, is_corpus_file, open_corpus
+from tablequest.errors import BadValue
 from tablequest.eval.runner import RecordLog
 from tablequest.llm.base import LLM, Completion, Message
 from tablequest.llm.cache import CachedLLM
 from tablequest.llm.config import LLMConfig, build_llm
 from tablequest.methods.base import Task
-from tablequest.methods.run import ask, is_store_file
-from tablequest.scale.actors import RayShards, attach
+from tablequest.methods.run import ask
+from tablequest.scale.actors import RayShards, attach, shard_files
 from tablequest.scale.batch import ActorCache, BatchQuestion, CacheActor, Endpoint
 from tablequest.scale.batch import EndpointScheduler as EndpointScheduler
 from tablequest.scale.cluster import connect
@@ -55,7 +55,7 @@ class BatchOutcome:
     peak_in_flight: list[int] = dataclasses.field(default_factory=list)
 
 
-_OPEN: dict[str, Store] = {}  # sources this worker process opened (kept for its lifetime)
+_OPEN: dict[str, Corpus] = {}  # sources this worker process opened (kept for its lifetime)
 
 
 def shards_name(run: str, manifest: str) -> str:
@@ -63,24 +63,19 @@ def shards_name(run: str, manifest: str) -> str:
     return "tq-" + hashlib.sha256(f"{run}\0{manifest}".encode()).hexdigest()[:12]
 
 
-def _open(path: str, job: BatchJob) -> str | Store:
+def _open(path: str, job: BatchJob) -> str | Corpus:
     """A store or sharded corpus opened once per worker; other sources as the path."""
     if path in _OPEN:
         return _OPEN[path]
     p = Path(path)
-    store: Store
-    if p.is_file() and is_manifest(p):
-        sharded = ShardedStore(p, read_only=True)
-        if job.shards_name is not None:
-            name = shards_name(job.shards_name, str(p.resolve()))
-            attach(sharded, "auto", name=name, owner=False)
-        store = sharded
-    elif p.is_file() and is_store_file(p):
-        store = Store(p, read_only=True)
-    else:
+    if not is_corpus_file(p):
         return path
-    _OPEN[path] = store
-    return store
+    corpus = open_corpus(p)
+    if corpus.manifest is not None and job.shards_name is not None:  # the run's actors
+        name = shards_name(job.shards_name, str(p.resolve()))
+        attach(corpus, "auto", name=name, owner=False)
+    _OPEN[path] = corpus
+    return corpus
 
 
 class Replica(LLM):
@@ -177,10 +172,10 @@ def run_batch(
     resumed file stays one run's.
 
     Raises:
-        RayUnavailable, ValueError: Ray cannot be used at `address`.
+        RayUnavailable, BadValue: Ray cannot be used at `address`; no endpoint.
     """
     if not endpoints:
-        raise ValueError("no LLM endpoint: pass --llm-url (repeatable)")
+        raise BadValue("no LLM endpoint: pass --llm-url (repeatable)")
     ray = connect(address)
     done = log.done
     pending = [q for q in questions if q.id not in done]
@@ -229,8 +224,10 @@ def _start_shards(pending: Sequence[BatchQuestion], job: BatchJob, run: str) -> 
         if source is None:
             continue
         path = Path(source)
-        if path.is_file() and is_manifest(path):
-            with ShardedStore(path, read_only=True) as store:
-                paths = [str(p) for p in store.shard_paths]
+        if not is_corpus_file(path):
+            continue
+        with open_corpus(path) as corpus:
+            paths = shard_files(corpus) if corpus.manifest is not None else []
+        if paths:  # one actor per shard of a sharded corpus
             owned.append(RayShards(paths, name=shards_name(run, str(path.resolve()))))
     return owned

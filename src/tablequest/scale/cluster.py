@@ -22,7 +22,7 @@ import warnings
 from types import ModuleType
 from typing import Any
 
-from tablequest.errors import TablequestError
+from tablequest.errors import BadValue, UsageError
 
 __all__ = [
     "RAY_ENV",
@@ -39,7 +39,7 @@ _QUIET_ENV = {"RAY_USAGE_STATS_ENABLED": "0"}  # no usage-stats notice
 _REMOTE = re.compile(r"^(ray://)?[\w.-]+:\d+$")  # a client server, or a head's GCS address
 
 
-class RayUnavailable(TablequestError):
+class RayUnavailable(UsageError):
     """Ray is not installed, or the cluster cannot be reached; the message says what to do."""
 
 
@@ -54,10 +54,13 @@ def import_ray() -> ModuleType:
 
 
 def ray_address(flag: str | None) -> str | None:
-    """The Ray address to use: the flag, else $TABLEQUEST_RAY_ADDRESS, else None (no Ray)."""
-    value = flag if flag is not None else os.environ.get(RAY_ENV)
-    value = value.strip() if value else None
-    return value or None
+    """The Ray address to use: the flag, else the `scale.ray_address` setting's variable
+    ($TABLEQUEST_RAY_ADDRESS), else None (no Ray)."""
+    if flag is not None:
+        return flag.strip() or None
+    from tablequest.settings import ScaleSettings, from_env
+
+    return from_env(ScaleSettings).ray_address
 
 
 def connect(address: str, *, num_cpus: int | None = None) -> ModuleType:
@@ -68,11 +71,11 @@ def connect(address: str, *, num_cpus: int | None = None) -> ModuleType:
         num_cpus: CPUs Ray may use with ``local`` (default: all of this machine's).
 
     Raises:
-        ValueError: an address of another form.
+        BadValue: an address of another form.
         RayUnavailable: Ray is missing or the cluster cannot be reached.
     """
     if address not in ("local", "auto") and not _REMOTE.match(address):
-        raise ValueError(f"--ray takes local, auto or ray://HOST:PORT, got {address!r}")
+        raise BadValue(f"--ray takes local, auto or ray://HOST:PORT, got {address!r}")
     for name, value in _QUIET_ENV.items():
         os.environ.setdefault(name, value)
     with warnings.catch_warnings():

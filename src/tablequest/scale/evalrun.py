@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tablequest.corpus.lexical.rank import grep_index
-from tablequest.corpus.storage.shards import ShardedStore
-from tablequest.corpus.storage.store import ROW_COLUMNS, Store
+from tablequest.corpus.storage.corpus import Corpus as CorpusLike
+from tablequest.corpus.storage.corpus import open_corpus
+from tablequest.corpus.storage.shards import copy_into_shards
+from tablequest.errors import BadValue
 from tablequest.eval.corpora import Corpus
 from tablequest.eval.datasets.common import Question
 from tablequest.eval.runner import RecordLog, RunSpec, question_record, trace_file
@@ -33,7 +34,7 @@ from tablequest.llm.config import LLMConfig
 from tablequest.methods.base import Result
 from tablequest.methods.options import MethodOptions
 from tablequest.methods.registry import get_method
-from tablequest.scale.actors import RayShards, attach
+from tablequest.scale.actors import RayShards, attach, shard_files
 from tablequest.scale.batch import CacheActor, Endpoint, EndpointScheduler
 from tablequest.scale.batchrun import BatchJob, BatchOutcome, endpoint_llm, shards_name
 from tablequest.scale.cluster import connect
@@ -46,54 +47,16 @@ def shard_corpus(corpus: Corpus, n: int) -> Corpus:
     """`corpus` with its tables in N shards (built next to the corpus file once).
 
     Raises:
-        ValueError: an in-memory corpus (nothing to shard next to).
+        BadValue: an in-memory corpus (nothing to shard next to).
     """
     if corpus.path is None:
-        raise ValueError("--shards needs a corpus file (not an in-memory corpus)")
+        raise BadValue("--shards needs a corpus file (not an in-memory corpus)")
     manifest = corpus.path.with_name(f"{corpus.path.stem}.s{n}.json")
     if not manifest.exists():
-        _copy_into_shards(corpus.store, manifest, n)
+        local = corpus.store.shards[0]  # a built benchmark corpus is one store
+        copy_into_shards(local, manifest, n)
     corpus.store.close()
-    sharded = ShardedStore(manifest, read_only=True)
-    return dataclasses.replace(corpus, store=sharded, read_only=True)
-
-
-def _copy_into_shards(store: Store, manifest: Path, n: int) -> None:
-    tmp = manifest.with_name(f".{manifest.name}.building")
-    with ShardedStore(tmp, shards=n) as target:
-        cursor = store.con.cursor()
-        cursor.execute(f"SELECT {ROW_COLUMNS} FROM tables ORDER BY table_id")
-        while batch := cursor.fetchmany(2048):
-            target.put_files([(str(row[1]), [row], False) for row in batch])
-        cursor.close()
-        for shard in target.stores:
-            grep_index(shard)
-        target.update_manifest()
-        meta = dict(target.meta)
-    # the manifest names its shard folder after itself: move both into place
-    folder = tmp.with_name(f"{tmp.stem}.shards")
-    final_folder = manifest.with_name(f"{manifest.stem}.shards")
-    folder.rename(final_folder)
-    meta["shards"] = [f"{final_folder.name}/{Path(s).name}" for s in meta["shards"]]
-    from tablequest.corpus.storage.shards import write_manifest
-
-    write_manifest(manifest, meta)
-    tmp.unlink()
-
-
-def persist_sharded_vectors(corpus: Corpus, encoder: Any) -> None:
-    """Encode the sharded corpus's missing `encoder` vectors into its shards (the store is
-    reopened for writing meanwhile), so that every process that opens it has them."""
-    from tablequest.corpus.retrieval.shardrank import sharded_dense
-
-    store = corpus.store
-    if not isinstance(store, ShardedStore):
-        raise TypeError("persist_sharded_vectors needs a sharded corpus")
-    manifest = store.manifest
-    store.close()
-    with ShardedStore(manifest) as writable:
-        sharded_dense(writable, "probe", 1, encoder)  # every shard stores what it lacked
-    corpus.store = ShardedStore(manifest, read_only=True)
+    return dataclasses.replace(corpus, path=manifest, store=open_corpus(manifest), read_only=True)
 
 
 @dataclass(frozen=True)
@@ -121,11 +84,10 @@ class EvalJob:
     @classmethod
     def detached(cls, corpus: Corpus, **fields: Any) -> EvalJob:
         """A job over `corpus`, whose store stays in the driver."""
-        store = corpus.store
-        sharded = isinstance(store, ShardedStore)
-        path = store.manifest if isinstance(store, ShardedStore) else corpus.path
+        sharded = corpus.store.manifest is not None
+        path = corpus.path
         if path is None:
-            raise ValueError("eval on Ray needs a corpus file (not an in-memory corpus)")
+            raise BadValue("eval on Ray needs a corpus file (not an in-memory corpus)")
         bare = dataclasses.replace(corpus, store=None)  # type: ignore[arg-type]
         return cls(corpus=bare, store_path=str(path), sharded=sharded, **fields)
 
@@ -136,14 +98,9 @@ _WORKER: dict[Any, Any] = {}  # per worker process: the opened corpus, the built
 def _corpus(job: EvalJob) -> Corpus:
     key = ("corpus", job.store_path, job.shards_name)
     if key not in _WORKER:
-        store: Store
-        if job.sharded:
-            sharded = ShardedStore(job.store_path, read_only=True)
-            if job.shards_name is not None:
-                attach(sharded, "auto", name=job.shards_name, owner=False)
-            store = sharded
-        else:
-            store = Store(job.store_path, read_only=True)
+        store: CorpusLike = open_corpus(job.store_path)
+        if job.sharded and job.shards_name is not None:  # the run's shard actors
+            attach(store, "auto", name=job.shards_name, owner=False)
         _WORKER[key] = dataclasses.replace(job.corpus, store=store, read_only=True)
     corpus: Corpus = _WORKER[key]
     return corpus
@@ -206,7 +163,7 @@ def run_eval_ray(
     The driver's corpus store must be open read-only (workers open it too).
     """
     if not endpoints:
-        raise ValueError("no LLM endpoint: pass --llm-url (repeatable)")
+        raise BadValue("no LLM endpoint: pass --llm-url (repeatable)")
     ray = connect(address)
     pending = [q for q in questions if q.id not in log.done]
     outcome = BatchOutcome(resumed=len(questions) - len(pending))
@@ -215,8 +172,8 @@ def run_eval_ray(
     owned: RayShards | None = None
     if job.sharded:
         name = shards_name(f"{log.path.resolve()}:{time.time_ns()}", job.store_path)
-        with ShardedStore(job.store_path, read_only=True) as store:
-            owned = RayShards([str(p) for p in store.shard_paths], name=name)
+        with open_corpus(job.store_path) as store:
+            owned = RayShards(shard_files(store), name=name)
         job = dataclasses.replace(job, shards_name=name)
     job = dataclasses.replace(job, pool=tuple(e.url for e in endpoints))
     cache = ray.remote(CacheActor).options(num_cpus=0).remote(job.cache_dir) if job.cache else None

@@ -23,16 +23,21 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from tablequest.corpus.storage.corpus import open_corpus
 from tablequest.corpus.storage.ingest import FileFailure, IngestReport, ingest
-from tablequest.corpus.storage.shards import ShardedStore, merge_reports, plan_ingest
-from tablequest.corpus.storage.store import Store
+from tablequest.corpus.storage.shards import merge_reports, plan_ingest, refresh_manifest
+from tablequest.corpus.storage.store import Store, StoreError
 from tablequest.scale.cluster import connect
+from tablequest.table.budget import ReadBudget
 
 __all__ = ["ingest_ray", "ingest_shard"]
 
 
-def ingest_shard(shard_path: str, files: list[str]) -> dict[str, Any]:
-    """Ingest `files` into the shard file `shard_path` (the body of one Ray task).
+def ingest_shard(
+    shard_path: str, files: list[str], budget: ReadBudget | None = None
+) -> dict[str, Any]:
+    """Ingest `files` into the shard file `shard_path` (the body of one Ray task), within
+    `budget` (pickled to the task; None: `ReadBudget.from_env()` on the worker).
 
     Returns the shard's `IngestReport.to_json()` plus ``timing``: seconds spent reading and
     writing, seconds building the grep index, and the worker's peak memory (MB).
@@ -41,7 +46,7 @@ def ingest_shard(shard_path: str, files: list[str]) -> dict[str, Any]:
 
     start = time.perf_counter()
     with Store(shard_path) as store:
-        report = ingest(store, files, workers=1, index=False)
+        report = ingest(store, files, workers=1, index=False, budget=budget)
         written = time.perf_counter()
         if report.tables_stored:
             grep_index(store)
@@ -64,6 +69,7 @@ def ingest_ray(
     max_retries: int = 3,
     cpus_per_task: float = 1.0,
     timings: list[dict[str, Any]] | None = None,
+    budget: ReadBudget | None = None,
 ) -> IngestReport:
     """Ingest every table under `paths` into the sharded corpus `manifest` on Ray.
 
@@ -75,20 +81,27 @@ def ingest_ray(
         max_retries: Times Ray reruns a shard's task whose worker died.
         cpus_per_task: CPUs each shard's task reserves.
         timings: Gets each shard's ``timing`` (see `ingest_shard`).
+        budget: The reading budget of each shard's ingest, sent to its task (None: each
+            worker's `ReadBudget.from_env()`).
 
     Raises:
         StoreError: the manifest cannot be created or read.
         RayUnavailable: Ray is missing or unreachable.
     """
-    with ShardedStore(manifest, shards=shards) as store:  # creates the manifest and shards
-        shard_paths = [str(p) for p in store.shard_paths]
+    if shards is None and not Path(manifest).expanduser().is_file():
+        raise StoreError(f"no sharded corpus at {str(manifest)!r}: pass --shards N to create one")
+    # creates the manifest and shards when missing
+    with open_corpus(manifest, read_only=False, shards=shards) as corpus:
+        if corpus.manifest is None:
+            raise StoreError(f"{str(manifest)!r} is not a sharded corpus")
+        shard_paths = [str(s.path) for s in corpus.shards]
     ray = connect(address)
     report, groups = plan_ingest(paths, len(shard_paths))
     task = ray.remote(ingest_shard).options(
         max_retries=max_retries, retry_exceptions=False, num_cpus=cpus_per_task
     )
     refs = {
-        shard: task.remote(shard_paths[shard], [str(f) for f in files])
+        shard: task.remote(shard_paths[shard], [str(f) for f in files], budget)
         for shard, files in sorted(groups.items())
     }
     rayx = ray.exceptions
@@ -102,6 +115,5 @@ def ingest_ray(
             reason = f"shard task failed ({type(exc).__name__}); run the same ingest again"
             report.files_seen += len(groups[shard])
             report.files_failed += [FileFailure(str(f), reason) for f in groups[shard]]
-    with ShardedStore(manifest) as store:
-        store.update_manifest()
+    refresh_manifest(Path(manifest))
     return report

@@ -28,6 +28,7 @@ from tablequest.corpus.storage import browse
 from tablequest.corpus.storage.relations import Relation
 from tablequest.corpus.storage.sql import SqlError
 from tablequest.corpus.storage.store import StoreError, StoreOutdated
+from tablequest.errors import INTERNAL, UsageError
 from tablequest.methods.options import describe_options
 from tablequest.methods.registry import MethodSpec, get_method, list_methods
 from tablequest.serve import models as m
@@ -248,7 +249,7 @@ def table_rows(
             table = store.get(table_id)
         except StoreError as exc:
             return store_error(state, exc)
-        except (KeyError, ValueError) as exc:
+        except (KeyError, UsageError) as exc:  # a column, filter, format or page not allowed
             return api_error(422, "invalid", _message(exc))
     positions = {rid: i for i, rid in enumerate(table.row_ids)}
     body = table.body
@@ -285,7 +286,7 @@ def run_sql(state: ServerState, query: str, limit: int | None, fmt: str) -> Resp
         return api_error(400, exc.code, str(exc), line=exc.line, column=exc.column)
     except StoreError as exc:
         return store_error(state, exc)
-    except ValueError as exc:
+    except UsageError as exc:  # a format the result cannot be written in
         return api_error(422, "invalid", str(exc))
     return JSONResponse({**result.to_json(), "limit": state.sql_limit(limit)})
 
@@ -466,7 +467,9 @@ async def ask_route(request: Request, body: m.AskRequest) -> Any:
     async for _ in job.follow():
         pass
     if job.result is None:
-        raise HTTPException(500, scrub.text((job.error or {}).get("message", "the ask failed")))
+        error = job.error or {}
+        message = scrub.text(error.get("message", "the ask failed"))
+        return api_error(job.error_status, error.get("code", INTERNAL), message)
     return JSONResponse(scrub.result(job.result.to_json()))
 
 

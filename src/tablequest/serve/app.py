@@ -1,14 +1,18 @@
 """`create_app`: the FastAPI application (API, pages, guard), and `run_server` for the CLI.
 
-Errors are answered, never raised to the server: a bad request gets a 4xx JSON body
-``{"error": {"code", "message"}}`` (API) or an error page (pages) naming what was wrong, and
-nothing is logged for it beyond the access line. Only a bug (an unexpected exception) is
-logged with its traceback, and the client gets a 500 without it.
+Errors are answered, never raised to the server: a `TablequestError` gets its class's
+status and code (`tablequest.errors`: a bad request 4xx, a run that could not complete 503)
+as a JSON body ``{"error": {"code", "message"}}`` (API) or an error page (pages) naming what
+was wrong, and nothing is logged for it beyond the access line. Any other exception is a bug:
+it is logged with its traceback under a short id, and the client gets a 500 with the code
+``internal`` naming the exception's type and that id (not its message, which may name server
+paths).
 """
 
 from __future__ import annotations
 
 import logging
+import secrets
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -22,13 +26,8 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import tablequest
-from tablequest.corpus.dense.encoders import EncoderUnavailable
-from tablequest.corpus.storage.store import StoreError
-from tablequest.errors import error_code, error_kind
+from tablequest.errors import INTERNAL, TablequestError, internal_message
 from tablequest.llm.base import LLM
-from tablequest.methods.options import OptionError
-from tablequest.methods.registry import UnknownMethod
-from tablequest.methods.run import SourceError
 from tablequest.serve import pages
 from tablequest.serve.admission import Admission
 from tablequest.serve.api import router
@@ -37,8 +36,7 @@ from tablequest.serve.config import ServeConfig
 from tablequest.serve.models import validation_text
 from tablequest.serve.render import STATIC_DIR
 from tablequest.serve.security import Guard
-from tablequest.serve.state import ServerOnlyOption, ServerState
-from tablequest.serve.uploads import UploadRejected
+from tablequest.serve.state import ServerState
 
 __all__ = ["create_app", "run_server", "uvicorn_options"]
 
@@ -53,13 +51,9 @@ CODES = {
     413: "too_large",
     422: "unprocessable",
     429: "busy",
+    500: INTERNAL,
 }
-API_ERRORS: tuple[type[Exception], ...] = (
-    StoreError, UnknownMethod, OptionError, ServerOnlyOption, SourceError, EncoderUnavailable,
-    UploadRejected, Busy, ValueError,
-)  # fmt: skip
-"""The errors the API answers, with the status and code `tablequest.errors.ERRORS` gives
-(an `UploadRejected` its own status, `Busy` a Retry-After); a test checks they agree."""
+"""The code of an HTTP error raised by a route or by Starlette (`HTTPException`)."""
 
 
 def _is_api(request: Request) -> bool:
@@ -101,15 +95,20 @@ def _install_handlers(app: FastAPI) -> None:
         return error_response(request, exc.status_code, message, headers=exc.headers)
 
     async def answer(request: Request, exc: Exception) -> Response:
-        kind = error_kind(exc)
-        if kind is None or kind.http_status is None:  # never: each of API_ERRORS has a row
-            raise exc
-        status = exc.status if isinstance(exc, UploadRejected) else kind.http_status
+        if not isinstance(exc, TablequestError):  # never: registered for TablequestError
+            return await internal(request, exc)
         headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, Busy) else None
-        return error_response(request, status, str(exc), error_code(exc), headers=headers)
+        return error_response(request, exc.http_status, str(exc), exc.code, headers=headers)
 
-    for cls in API_ERRORS:
-        app.add_exception_handler(cls, answer)
+    async def internal(request: Request, exc: Exception) -> Response:
+        ref = secrets.token_hex(4)
+        log.error("internal error %s on %s %s", ref, request.method, request.url.path,
+                  exc_info=exc)  # fmt: skip
+        message = internal_message(exc, where=f"logged as {ref}", detail=False)
+        return error_response(request, 500, message, INTERNAL)
+
+    app.add_exception_handler(TablequestError, answer)
+    app.add_exception_handler(Exception, internal)  # Starlette's last handler: a bug
 
 
 def _openapi(app: FastAPI) -> dict[str, Any]:

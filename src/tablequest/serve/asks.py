@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import threading
 import time
 import uuid
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tablequest.errors import TablequestError
+from tablequest.errors import INTERNAL, RunError, TablequestError, http_status, internal_message
 from tablequest.methods.base import Result
 from tablequest.trace import EventKind, Trace
 from tablequest.waits import Turns, on_wait
@@ -42,12 +43,15 @@ __all__ = [
 ]  # fmt: skip
 
 
-class AskCancelled(TablequestError):
+class AskCancelled(RunError):
     """Raised into a running method at its next trace event when its ask was stopped."""
 
 
-class Busy(TablequestError):
-    """Too many asks are running; `retry_after` is a hint in seconds."""
+class Busy(RunError):
+    """Too many asks are running; `retry_after` is a hint in seconds (the API's Retry-After)."""
+
+    http_status = 429
+    code = "busy"
 
     def __init__(self, running: int, retry_after: int) -> None:
         super().__init__(f"{running} asks are running, the server's limit; retry later")
@@ -65,6 +69,9 @@ class AskJob:
     events: list[dict[str, Any]] = field(default_factory=list)
     result: Result | None = None
     error: dict[str, str] | None = None
+    """Why there is no result: ``{"code", "message"}`` (``internal`` for a bug)."""
+    error_status: int = 500
+    """The HTTP status of `error` (`tablequest.errors.http_status`)."""
     finished_at: float | None = None
     cancel_reason: str | None = None
     trace_id: str | None = None
@@ -145,11 +152,22 @@ class StreamingTrace(Trace):
         return event
 
 
+log = logging.getLogger("tablequest.serve")
+
 CpuTurns = Turns
 """At most `n` ask threads hold a turn; a holder gives it up while it waits (`waiting`)."""
 
 
 Runner = Callable[[AskJob, StreamingTrace], Result]
+
+
+def _job_error(exc: Exception, trace_id: str | None) -> dict[str, str]:
+    """The error of an ask that ended without a result; a bug is logged with its traceback."""
+    if isinstance(exc, TablequestError):
+        return {"code": exc.code, "message": str(exc)}
+    where = f"trace {trace_id}" if trace_id else None
+    log.error("internal error in an ask (%s)", where or "no trace", exc_info=exc)
+    return {"code": INTERNAL, "message": internal_message(exc, where=where)}
 
 
 class AskManager:
@@ -208,7 +226,8 @@ class AskManager:
                 result = run(job, trace)
             job.finish(result)
         except Exception as exc:  # bad arguments were refused before; report, never crash
-            job.finish(None, {"code": type(exc).__name__, "message": str(exc)})
+            job.error_status = http_status(exc)
+            job.finish(None, _job_error(exc, job.trace_id))
         finally:
             with self._lock:
                 self._running -= 1

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import platformdirs
 
-from tablequest.errors import TablequestError
+from tablequest.errors import UsageError
 from tablequest.llm.config import LLMConfig
+from tablequest.settings import ServeSettings, Settings
 
 __all__ = [
     "Limits",
@@ -33,7 +34,7 @@ __all__ = [
 MIB = 1024 * 1024
 
 
-class ServeError(TablequestError, ValueError):
+class ServeError(UsageError):
     """The server cannot start as configured; the message names the setting and the fix."""
 
 
@@ -84,6 +85,27 @@ class Limits:
     sql_timeout: float = 10.0
     sql_max_bytes: int = 16 * MIB
 
+    @classmethod
+    def from_settings(cls, serve: ServeSettings) -> Limits:
+        """The limits of the ``[serve]`` settings (the rest keep their defaults).
+
+        Raises:
+            ServeError: the connections leave no room beyond requests and streams.
+        """
+        upload = serve.max_upload_mb * MIB
+        return cls(
+            max_asks=serve.max_asks,
+            ask_timeout=serve.ask_timeout,
+            max_file_bytes=upload,
+            max_upload_bytes=max(64 * MIB, 2 * upload),
+            header_timeout=serve.header_timeout,
+            body_timeout=serve.body_timeout,
+            max_connections=serve.max_connections,
+            max_requests=serve.max_requests,
+            max_streams=serve.max_streams,
+            stream_idle_timeout=serve.stream_idle_timeout,
+        )
+
     def __post_init__(self) -> None:
         busy = self.max_requests + self.max_streams
         if self.max_connections <= busy:
@@ -112,6 +134,8 @@ class ServeConfig:
         llm_config: The model asks use (None or unconfigured: LLM-free previews).
         llm_spec: ``gguf:/path`` for a local model instead of a server.
         limits: Request and upload bounds.
+        settings: What the entry point loaded (`Settings.load`): embeddings, sandbox, the
+            config files of method options, caches (None: the server loads them at start).
     """
 
     store: Path
@@ -123,6 +147,7 @@ class ServeConfig:
     llm_config: LLMConfig | None = None
     llm_spec: str | None = None
     limits: Limits = field(default_factory=Limits)
+    settings: Settings | None = None
 
     def __post_init__(self) -> None:
         check_bind(self.host, self.token)

@@ -43,6 +43,7 @@ from tablequest.corpus.storage.relations import Relation
 from tablequest.corpus.storage.relations import quote as sql_quote
 from tablequest.corpus.storage.sql import SqlError, SqlResult, json_value
 from tablequest.corpus.storage.store import StoreError, StoreOutdated
+from tablequest.errors import UsageError
 from tablequest.methods.base import Result
 from tablequest.methods.registry import list_methods
 from tablequest.serve.answer import answer_context, short_name
@@ -249,7 +250,7 @@ def _select(store: ReadStore, table: Table | None, chosen: Browse) -> None:
     """Fill `chosen` with the page's rows (and the facet's values) from the relation."""
     try:
         filters = parse_where(chosen.where)
-    except ValueError as exc:
+    except UsageError as exc:
         chosen.error = f"{exc}. The table is shown without filters and sorting."
         filters = []
     try:
@@ -266,7 +267,7 @@ def _select(store: ReadStore, table: Table | None, chosen: Browse) -> None:
         chosen.row_ids = list(table.row_ids[chosen.offset : chosen.offset + chosen.size])
         chosen.total = table.n_rows
         return
-    except (KeyError, ValueError) as exc:
+    except (KeyError, UsageError) as exc:  # a column or a value the relation cannot take
         reason = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
         chosen.error = f"{reason}. The table is shown without filters and sorting."
         filters = []

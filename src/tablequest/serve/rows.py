@@ -24,6 +24,7 @@ from urllib.parse import quote
 
 from tablequest.corpus.storage.browse import Filter, parse_filter
 from tablequest.corpus.storage.sql import SqlResult, json_value
+from tablequest.errors import BadValue
 
 __all__ = [
     "EXPORT_TYPES", "MAX_FACETS", "MAX_FILTERS", "SQL_TYPES", "attachment", "facet_filter",
@@ -50,14 +51,14 @@ def parse_where(texts: Iterable[str] | None) -> list[Filter]:
     """The filters of `texts` (blank ones skipped).
 
     Raises:
-        ValueError: a filter that cannot be read (the message shows the form), or too many.
+        BadValue: a filter that cannot be read (the message shows the form), or too many.
     """
     given = [t for t in texts or () if t.strip()]
     if len(given) > MAX_FILTERS:
-        raise ValueError(f"at most {MAX_FILTERS} filters, not {len(given)}")
+        raise BadValue(f"at most {MAX_FILTERS} filters, not {len(given)}")
     for text in given:
         if len(text) > MAX_FILTER_CHARS:
-            raise ValueError(f"a filter is longer than {MAX_FILTER_CHARS:,} characters")
+            raise BadValue(f"a filter is longer than {MAX_FILTER_CHARS:,} characters")
     return [parse_filter(t) for t in given]
 
 
@@ -86,7 +87,7 @@ def sql_file(result: SqlResult, fmt: str) -> bytes:
     """A SQL result as a file: ``csv``, ``tsv``, ``parquet`` or ``xlsx`` (the module doc).
 
     Raises:
-        ValueError: an unknown format, or a result Parquet cannot hold.
+        BadValue: an unknown format, or a result Parquet cannot hold.
     """
     if fmt in ("csv", "tsv", "xlsx"):  # as `tablequest sql --format` writes them
         from tablequest.corpus.storage.browse import encode
@@ -100,6 +101,6 @@ def sql_file(result: SqlResult, fmt: str) -> bytes:
         try:
             pq.write_table(result.arrow, buffer)
         except (pa.ArrowException, ValueError, TypeError) as exc:
-            raise ValueError(f"this result cannot be written as Parquet: {exc}") from None
+            raise BadValue(f"this result cannot be written as Parquet: {exc}") from None
         return buffer.getvalue()
-    raise ValueError(f"unknown format {fmt!r}; use json, csv, tsv, parquet or xlsx")
+    raise BadValue(f"unknown format {fmt!r}; use json, csv, tsv, parquet or xlsx")

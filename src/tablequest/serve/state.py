@@ -28,7 +28,7 @@ from tablequest.corpus.dense.encoders import EncoderSettings
 from tablequest.corpus.retrieval.retrievers import Retriever, RetrieverSettings, make_retriever
 from tablequest.corpus.storage.sql import DEFAULT_LIMIT, SqlResult
 from tablequest.llm.base import LLM
-from tablequest.llm.config import build_llm
+from tablequest.llm.config import LLMConfig, build_llm
 from tablequest.methods.base import Result, Task
 from tablequest.methods.options import OptionError, option_name, request_settable
 from tablequest.methods.registry import MethodSpec, get_method, list_methods
@@ -37,6 +37,7 @@ from tablequest.serve.asks import AskCancelled, AskJob, AskManager, StreamingTra
 from tablequest.serve.config import ServeConfig
 from tablequest.serve.names import short_name
 from tablequest.serve.stores import StoreManager
+from tablequest.settings import Settings
 from tablequest.trace import new_trace_path
 
 __all__ = ["AskSpec", "ServerState"]
@@ -63,6 +64,9 @@ class AskSpec:
 
 class ServerOnlyOption(OptionError):
     """A request tried to set a server-side option (the API answers 422 naming it)."""
+
+    http_status = 422
+    code = "server_only_option"
 
 
 def refuse_server_options(method: MethodSpec, options: Mapping[str, Any]) -> None:
@@ -93,14 +97,15 @@ class ServerState:
         self.stores = StoreManager(config.store)
         self.uploads = self.stores.path.with_name(self.stores.path.name + ".uploads")
         self.asks = AskManager(max_asks=config.limits.max_asks, timeout=config.limits.ask_timeout)
+        self.settings = config.settings if config.settings is not None else Settings.load()
         self.llm_config = config.llm_config
         self.llm = llm
         if llm is None and (
             config.llm_spec or (config.llm_config and config.llm_config.configured)
         ):
-            from tablequest.llm.config import resolve_config
-
-            self.llm = build_llm(config.llm_config or resolve_config(), llm_spec=config.llm_spec)
+            model = config.llm_config or LLMConfig.from_settings(self.settings)
+            cache_dir = self.settings.store.cache_dir
+            self.llm = build_llm(model, llm_spec=config.llm_spec, cache_dir=cache_dir)
         self._search_limiter: anyio.CapacityLimiter | None = None
         self._sql_limiter: anyio.CapacityLimiter | None = None
         self._retrievers: dict[tuple[str, str], tuple[Retriever, threading.Lock]] = {}
@@ -148,19 +153,19 @@ class ServerState:
         """A cached retriever (with a lock to hold while it ranks, for encoder state).
 
         Raises:
-            ValueError: an unknown retriever or a bad setting.
+            BadValue: an unknown retriever or a bad setting.
             EncoderUnavailable: the encoder's extra is missing.
         """
         key = (method, "" if method in LEXICAL else encoder)
         with self._lock:
             entry = self._retrievers.get(key)
         if entry is None:
-            llm = self.llm_config
+            embeddings = self.settings.embeddings
+            url, api_key = embeddings.endpoint(self.llm_config)  # the LLM's unless set
+            device = self.settings.demanded_device()
             settings = RetrieverSettings(
                 encoder=encoder,
-                embeddings=EncoderSettings(
-                    url=llm.url if llm else None, api_key=llm.api_key if llm else None
-                ),
+                embeddings=EncoderSettings(url, embeddings.model, api_key, device),
             )
             entry = (make_retriever(method, settings), threading.Lock())
             with self._lock:
@@ -182,7 +187,9 @@ class ServerState:
         """
         method = get_method(spec.method)
         refuse_server_options(method, spec.options)
-        resolve_options(method, config=spec.config, options=spec.options)
+        resolve_options(
+            method, config=spec.config, options=spec.options, config_paths=self.settings.files
+        )
         with self.stores.reader() as store:
             open_source(store, input=method.input, table_ids=spec.table_ids).close()
 
@@ -230,6 +237,7 @@ class ServerState:
                 steps=spec.steps,
                 table_ids=spec.table_ids,
                 trace=trace,
+                settings=self.settings,
             )
 
     # -- traces ------------------------------------------------------------------------

@@ -30,25 +30,31 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 
-from tablequest.errors import TablequestError
+from tablequest.errors import UsageError
 from tablequest.serve.config import Limits
 from tablequest.table.readers import format_for_extension
 
 __all__ = [
-    "Quota", "SavedUpload", "UploadRejected", "discard", "folder_bytes", "quota_for", "safe_name",
-    "save_uploads",
+    "EmptyUpload", "Quota", "SavedUpload", "UploadRejected", "discard", "folder_bytes",
+    "quota_for", "safe_name", "save_uploads",
 ]  # fmt: skip
 
 CHUNK = 1024 * 1024
 PART = ".part-"
 
 
-class UploadRejected(TablequestError, ValueError):
-    """An upload the limits refuse; `status` is the HTTP status to answer with."""
+class UploadRejected(UsageError):
+    """An upload over the limits: a file too large, too many files, the quota (413)."""
 
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
+    http_status = 413
+    code = "too_large"
+
+
+class EmptyUpload(UploadRejected):
+    """A request without a file, or an empty file (400)."""
+
+    http_status = 400
+    code = "usage"
 
 
 class UploadLike(Protocol):
@@ -191,16 +197,15 @@ async def _save_one(upload: UploadLike, folder: Path, limits: Limits, quota: Quo
                 size += len(chunk)
                 if size > limits.max_file_bytes:
                     raise UploadRejected(
-                        413,
                         f"{name!r} is over the per-file limit of {limits.max_file_bytes:,} bytes",
                     )
                 if not quota.reserve(len(chunk)):
-                    raise UploadRejected(413, _quota_message(limits))
+                    raise UploadRejected(_quota_message(limits))
                 taken += len(chunk)
                 digest.update(chunk)
                 out.write(chunk)
         if size == 0:
-            raise UploadRejected(400, f"{name!r} is empty")
+            raise EmptyUpload(f"{name!r} is empty")
         final = folder / safe_name(upload.filename, digest.hexdigest())
         final.parent.mkdir(mode=0o700, exist_ok=True)
         quota.store(tmp, final, taken)
@@ -218,13 +223,14 @@ async def save_uploads(
     concurrent uploads: see the module doc).
 
     Raises:
-        UploadRejected: no file, too many files, a file too large or empty, quota exceeded.
+        UploadRejected: too many files, a file too large, quota exceeded (413).
+        EmptyUpload: no file, or an empty one (400).
     """
     if not uploads:
-        raise UploadRejected(400, "no file in the request: send multipart form field 'files'")
+        raise EmptyUpload("no file in the request: send multipart form field 'files'")
     if len(uploads) > limits.max_files:
         raise UploadRejected(
-            413, f"{len(uploads)} files in one request; the limit is {limits.max_files}"
+            f"{len(uploads)} files in one request; the limit is {limits.max_files}"
         )
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     quota = quota_for(folder, limits.max_total_upload_bytes)

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from tablequest.errors import TablequestError
+from tablequest.errors import RunError
 
 Ranges = tuple[tuple[int, int], ...]  # sorted, disjoint, non-adjacent, inclusive
 
@@ -49,7 +49,7 @@ _NEGATED = {
 _FLAGS = re.IGNORECASE | re.ASCII | re.DOTALL
 
 
-class Unsupported(TablequestError):
+class Unsupported(RunError):
     """A construct the target engine cannot express with `re`'s exact meaning."""
 
 

@@ -26,62 +26,61 @@ Defaults (ours; docs/reliability.md "Reading budgets" has the measurements):
 - `max_columns` 5,000 per table.
 - Per ingest: `ingest_cells` 100,000,000 cells in all (a file that would pass it is
   skipped, the files after it still get their chance), `ingest_seconds` unlimited.
-Each is set by an environment variable (`ENV`), e.g. `TABLEQUEST_READ_MAX_CELLS=50000000`;
-0 or "none" removes a limit.
+The limits are the `[reading]` settings (`tablequest.settings.ReadingSettings`: defaults,
+variables such as `TABLEQUEST_READ_MAX_CELLS=50000000`, ``ingest --budget``; 0 or "none"
+removes a limit): an entry point loads them once and passes `ReadBudget.from_settings` down,
+to worker processes too (pickled); called without a budget, a reader uses `from_env`.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 
+from tablequest.settings import ReadingSettings, from_env, parse_limit, spec_of
 from tablequest.table.errors import UnreadableTable
 
 __all__ = ["ENV", "FLOAT_FIELDS", "Meter", "OverBudget", "ReadBudget", "parse_limit"]
 
 ENV: dict[str, str] = {
-    "free_cells": "TABLEQUEST_READ_FREE_CELLS",
-    "cells_per_byte": "TABLEQUEST_READ_CELLS_PER_BYTE",
-    "max_cells": "TABLEQUEST_READ_MAX_CELLS",
-    "max_decoded_bytes": "TABLEQUEST_READ_MAX_BYTES",
-    "max_seconds": "TABLEQUEST_READ_MAX_SECONDS",
-    "max_columns": "TABLEQUEST_READ_MAX_COLUMNS",
-    "ingest_cells": "TABLEQUEST_INGEST_MAX_CELLS",
-    "ingest_seconds": "TABLEQUEST_INGEST_MAX_SECONDS",
+    f.name: spec_of(ReadingSettings, f.name).env[0] for f in fields(ReadingSettings)
 }
-FLOAT_FIELDS = frozenset({"max_seconds", "ingest_seconds", "cells_per_byte"})
+"""Each limit's environment variable (declared in `tablequest.settings`)."""
+FLOAT_FIELDS = frozenset(
+    f.name for f in fields(ReadingSettings) if f.type in ("float | None", "float")
+)
 DECODED_PER_BYTE = 32
+_DEFAULT = ReadingSettings()
 
 
 @dataclass(frozen=True, slots=True)
 class ReadBudget:
     """Limits on reading one file (`max_*`) and one ingest (`ingest_*`); None: no limit."""
 
-    free_cells: int | None = 1_000_000
-    cells_per_byte: float | None = 1.0
-    max_cells: int | None = 20_000_000
-    max_decoded_bytes: int | None = 32 * 1024**2
-    max_seconds: float | None = 20.0
-    max_columns: int | None = 5_000
-    ingest_cells: int | None = 100_000_000
-    ingest_seconds: float | None = None
+    free_cells: int | None = _DEFAULT.free_cells
+    cells_per_byte: float | None = _DEFAULT.cells_per_byte
+    max_cells: int | None = _DEFAULT.max_cells
+    max_decoded_bytes: int | None = _DEFAULT.max_decoded_bytes
+    max_seconds: float | None = _DEFAULT.max_seconds
+    max_columns: int | None = _DEFAULT.max_columns
+    ingest_cells: int | None = _DEFAULT.ingest_cells
+    ingest_seconds: float | None = _DEFAULT.ingest_seconds
+
+    @classmethod
+    def from_settings(cls, reading: ReadingSettings) -> ReadBudget:
+        """The budget of the `[reading]` settings."""
+        return cls(**asdict(reading))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ReadBudget:
-        """The defaults, overridden by the `ENV` variables that are set.
+        """The defaults, overridden by the `ENV` variables that are set (the fallback of a
+        reader called without a budget).
 
         Raises:
-            ValueError: a variable is not a non-negative number (the message names it).
+            SettingsError: a variable is not a non-negative number (a ValueError naming it).
         """
-        env = os.environ if environ is None else environ
-        values: dict[str, int | float | None] = {}
-        for f in fields(cls):
-            raw = env.get(ENV[f.name], "").strip()
-            if raw:
-                values[f.name] = parse_limit(raw, ENV[f.name], f.name in FLOAT_FIELDS)
-        return cls(**values)  # type: ignore[arg-type]
+        return cls.from_settings(from_env(ReadingSettings, environ))
 
     def meter(self, path: str, size: int | None = None) -> Meter:
         """A fresh meter for reading `path` (`size` bytes, when known); its clock starts now."""
@@ -96,20 +95,6 @@ class ReadBudget:
         if cap is None or scaled < cap:
             return scaled, "free_cells" if scaled == self.free_cells else "cells_per_byte"
         return cap, name
-
-
-def parse_limit(raw: str, name: str, fractional: bool) -> int | float | None:
-    """`raw` as a limit for setting `name`: a non-negative number; 0 or "none" = no limit."""
-    if raw.lower() in ("none", "off", "unlimited"):
-        return None
-    try:
-        value: int | float = float(raw) if fractional else int(raw.replace("_", ""))
-    except ValueError:
-        kind = "a number of seconds" if fractional else "a whole number"
-        raise ValueError(f"{name}={raw!r}: expected {kind}, 0 or 'none' (no limit)") from None
-    if value < 0:
-        raise ValueError(f"{name}={raw!r}: must not be negative (0 or 'none': no limit)")
-    return value or None
 
 
 class OverBudget(UnreadableTable):

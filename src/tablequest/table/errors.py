@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from tablequest.errors import TablequestError
+from tablequest.errors import UsageError
 
 __all__ = ["UnreadableTable"]
 
 
-class UnreadableTable(TablequestError):
+class UnreadableTable(UsageError):
     """A file (or byte string) that holds no readable table, with the precise reason.
 
     Attributes:

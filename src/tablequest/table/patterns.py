@@ -1,6 +1,6 @@
 """Search patterns as TableSeek uses them: grep-style, case-insensitive regular expressions.
 
-TableSeek (papers/tableseek.txt, Eq. 1 and App. C) matches LLM-generated patterns against the
+TableSeek (Tian et al., 2026, Eq. 1 and App. C) matches LLM-generated patterns against the
 serialized table. Choices (ours, the paper is silent): matching is case-insensitive; a pattern
 that is not a valid regex (an LLM writes "C++" or "(2004") is escaped and matched literally
 instead of being dropped; compiled patterns are cached.
@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
-from tablequest.errors import TablequestError
+from tablequest.errors import RunError
 from tablequest.table._charsets import Unsupported
 from tablequest.table._translate import Emitter, Shape, backtrack_cost
 
@@ -114,7 +114,7 @@ class DroppedPattern:
     reason: str
 
 
-class PatternDropped(TablequestError):
+class PatternDropped(RunError):
     """A pattern could not be searched within its bound; callers drop it and report `reason`."""
 
     def __init__(self, pattern: str, reason: str) -> None:

@@ -1,4 +1,4 @@
-"""TableSeek's structure-preserving preview (papers/tableseek.txt §3.2 and App. C, Table 7).
+"""TableSeek's structure-preserving preview (TableSeek paper §3.2, App. C, Table 7).
 
 A candidate is shown as its head, the table serialized in its own format and cut at
 `head_chars` (paper: preview_chars = 800), followed by the rows matched by the current grep

@@ -35,6 +35,8 @@ from pathlib import Path
 
 import platformdirs
 
+from tablequest.settings import TracesSettings, from_env
+
 __all__ = [
     "TRACE_DIR_ENV",
     "TraceName",
@@ -64,12 +66,11 @@ class TraceName:
     pid: int | None
 
 
-def default_trace_dir() -> Path:
-    """$TABLEQUEST_TRACE_DIR, else ``<user data dir>/traces``."""
-    env = os.environ.get(TRACE_DIR_ENV)
-    if env:
-        return Path(env).expanduser()
-    return platformdirs.user_data_path("tablequest") / "traces"
+def default_trace_dir(traces: TracesSettings | None = None) -> Path:
+    """`traces.dir` (default: the environment's, $TABLEQUEST_TRACE_DIR), else
+    ``<user data dir>/traces``."""
+    chosen = (traces if traces is not None else from_env(TracesSettings)).dir
+    return chosen or platformdirs.user_data_path("tablequest") / "traces"
 
 
 def _next_ns() -> int:

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from tablequest.errors import TablequestError
+from tablequest.errors import UsageError
 from tablequest.trace.latest import (
     TRACE_DIR_ENV,
     default_trace_dir,
@@ -175,7 +175,7 @@ class Trace:
             )
 
 
-class UnreadableTrace(TablequestError):
+class UnreadableTrace(UsageError):
     """A trace file that is missing or not JSON lines."""
 
     def __init__(self, path: str | Path, reason: str):

@@ -1,6 +1,7 @@
 """Retention: keep the trace folder (traces, and the charts written next to them) within limits.
 
-Limits (ours, settable by environment variables; 0 means no limit):
+Limits (ours; the `[traces]` settings, `tablequest.settings.TracesSettings`, set by
+environment variables; 0 means no limit):
 
 =========================  ================================  ==========
 what                       variable                          default
@@ -47,7 +48,8 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from tablequest.errors import TablequestError
+from tablequest.errors import UsageError
+from tablequest.settings import SettingsError, TracesSettings, from_env
 from tablequest.trace.latest import parse_file_name, running_elsewhere
 
 __all__ = [
@@ -69,11 +71,9 @@ GIB = 1024**3
 DAY = 86400.0
 CHARTS_SUFFIX = "-charts"
 CHART_FILE = re.compile(r"^chart-\d+\.png$")
-_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": GIB}
-_BYTES = re.compile(r"^(\d+)\s*([KMG]?)(?:I?B)?$", re.IGNORECASE)
 
 
-class RetentionError(TablequestError, ValueError):
+class RetentionError(UsageError):
     """A retention setting that cannot be read; the message names the variable."""
 
 
@@ -96,64 +96,36 @@ class Item:
     mtime: float
 
 
-def _bytes(name: str, raw: str) -> int | None:
-    match = _BYTES.match(raw.strip())
-    if match is None:
-        raise RetentionError(
-            f"{name}={raw!r} is not a whole number of bytes, e.g. 500M or 2G (0 means no limit)"
-        )
-    return int(match[1]) * _UNITS[match[2].upper()] or None
-
-
-def _days(name: str, raw: str) -> float | None:
+def _limits(environ: Mapping[str, str] | None) -> TracesSettings:
     try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < float("inf"):
-        raise RetentionError(
-            f"{name}={raw!r} is not a number of days, e.g. 30 or 0.5 (0 means no limit)"
-        )
-    return value or None
+        return from_env(TracesSettings, environ)
+    except SettingsError as exc:
+        raise RetentionError(str(exc)) from None
 
 
-def retention_from_env(
-    prefix: str, default: Retention, environ: Mapping[str, str] | None = None
+def trace_retention(
+    environ: Mapping[str, str] | None = None, *, traces: TracesSettings | None = None
 ) -> Retention:
-    """The limits set by ``PREFIX``, ``PREFIX_BYTES`` and ``PREFIX_DAYS``, else `default`.
-
-    Raises:
-        RetentionError: a variable is set to something that is not a limit.
-    """
-    env = os.environ if environ is None else environ
-    items, size, age = default.max_items, default.max_bytes, default.max_age_days
-    if (raw := env.get(prefix)) is not None:
-        if not raw.strip().isdigit():
-            raise RetentionError(f"{prefix}={raw!r} is not a whole number (0 means no limit)")
-        items = int(raw) or None
-    if (raw := env.get(prefix + "_BYTES")) is not None:
-        size = _bytes(prefix + "_BYTES", raw)
-    if (raw := env.get(prefix + "_DAYS")) is not None:
-        age = _days(prefix + "_DAYS", raw)
-    return Retention(items, size, age)
-
-
-def trace_retention(environ: Mapping[str, str] | None = None) -> Retention:
-    """The limits on trace files (see the module doc).
+    """The limits on trace files: `traces` (the loaded settings), else the environment's
+    (see the module doc).
 
     Raises:
         RetentionError: a ``TABLEQUEST_TRACE_KEEP*`` variable is not a limit.
     """
-    return retention_from_env(TRACE_KEEP_ENV, Retention(), environ)
+    t = traces if traces is not None else _limits(environ)
+    return Retention(t.keep, t.keep_bytes, t.keep_days)
 
 
-def chart_retention(environ: Mapping[str, str] | None = None) -> Retention:
-    """The limits on chart folders (see the module doc).
+def chart_retention(
+    environ: Mapping[str, str] | None = None, *, traces: TracesSettings | None = None
+) -> Retention:
+    """The limits on chart folders: `traces` (the loaded settings), else the environment's.
 
     Raises:
         RetentionError: a ``TABLEQUEST_CHARTS_KEEP*`` variable is not a limit.
     """
-    return retention_from_env(CHARTS_KEEP_ENV, Retention(), environ)
+    t = traces if traces is not None else _limits(environ)
+    return Retention(t.charts_keep, t.charts_keep_bytes, t.charts_keep_days)
 
 
 def choose_removals(

@@ -1,4 +1,4 @@
-"""DTR Algorithm 1 end to end with a scripted LLM and the real sandbox (papers/dtr.txt)."""
+"""DTR Algorithm 1 end to end with a scripted LLM and the real sandbox (arXiv:2603.09151)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Evidence aggregation, Eqs 2–5 of papers/tabscope.txt, on hand-computed cases."""
+"""Evidence aggregation, Eqs 2–5 of TabScope (arXiv:2609.03395), on hand-computed cases."""
 
 from __future__ import annotations
 

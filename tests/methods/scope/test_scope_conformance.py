@@ -18,7 +18,7 @@ from tablequest.methods.scope import POLICY, ScopeOptions, TabScope
 from tablequest.table import Table
 
 # -- Table 9, both size regimes ------------------------------------------------------------------
-EXPECTED = {  # type → (default, large): papers/tabscope.txt Table 9
+EXPECTED = {  # type → (default, large): TabScope (arXiv:2609.03395) Table 9
     "lookup": ("local", "local"),
     "order_superlative": ("local", "local"),
     "local_reasoning": ("local", "local"),

@@ -33,7 +33,6 @@ Choices (ours; the issue fixes only ``auto``'s meaning and the 0.999 threshold):
 from __future__ import annotations
 
 import functools
-import os
 import re
 import threading
 import warnings
@@ -44,6 +43,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from tablequest.corpus.dense.encoder_base import Encoder, EncoderUnavailable, Matrix
+from tablequest.errors import BadValue
 
 __all__ = [
     "AGREEMENT",
@@ -107,20 +107,25 @@ def parse_device(spec: str, *, source: str = "device") -> str:
     """`spec` lower-cased and checked: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
 
     Raises:
-        ValueError: any other value (the message names `source` and the accepted forms).
+        BadValue: any other value (the message names `source` and the accepted forms).
     """
     value = spec.strip().lower()
     if not _DEVICE_RE.fullmatch(value):
-        raise ValueError(f"{source}: unknown device {spec!r}; use auto, cpu, cuda or cuda:N")
+        raise BadValue(f"{source}: unknown device {spec!r}; use auto, cpu, cuda or cuda:N")
     return value
 
 
 def requested_device(spec: str | None) -> str:
-    """The device asked for: `spec`, else ``$TABLEQUEST_DEVICE``, else ``auto`` (checked)."""
+    """The device asked for: `spec`, else the `embeddings.device` setting's variable
+    (``$TABLEQUEST_DEVICE``, a preference), else ``auto`` (checked)."""
     if spec is not None:
         return parse_device(spec)
-    env = os.environ.get(DEVICE_ENV, "").strip()
-    return parse_device(env, source=DEVICE_ENV) if env else "auto"
+    from tablequest.settings import EmbeddingsSettings, SettingsError, from_env
+
+    try:
+        return from_env(EmbeddingsSettings).device or "auto"
+    except SettingsError as exc:
+        raise BadValue(str(exc)) from None
 
 
 def _driver_present() -> bool:
@@ -151,7 +156,7 @@ def resolve_device(spec: str | None) -> str:
     """The device the MiniLM encoders run on: ``cpu`` or ``cuda:N``.
 
     Raises:
-        ValueError: an invalid device (see `parse_device`).
+        BadValue: an invalid device (see `parse_device`).
         EncoderUnavailable: CUDA asked for but torch sees no such GPU.
     """
     device = requested_device(spec)
@@ -185,7 +190,7 @@ def describe_device(spec: str | None = None) -> str:
     try:
         asked = requested_device(spec)
         device = resolve_device(spec)
-    except (ValueError, EncoderUnavailable) as exc:
+    except (BadValue, EncoderUnavailable) as exc:
         return f"no usable device ({exc})"
     if device.startswith("cuda"):
         device += f" ({gpu_name(device)})"

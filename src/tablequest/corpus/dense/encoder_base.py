@@ -31,7 +31,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from tablequest.errors import TablequestError
+from tablequest.errors import UsageError
 
 __all__ = [
     "CHARS_PER_TOKEN_CUT",
@@ -65,7 +65,7 @@ _PROGRESS: ContextVar[ProgressFn | None] = ContextVar("tablequest_encoding_progr
 _STAGE: ContextVar[StageFn | None] = ContextVar("tablequest_progress_stage", default=None)
 
 
-class EncoderUnavailable(TablequestError):
+class EncoderUnavailable(UsageError):
     """The encoder cannot run here; the message says what to install or configure."""
 
 

@@ -70,6 +70,7 @@ from tablequest.corpus.dense.encoder_base import (
     report_progress,
     with_rate,
 )
+from tablequest.errors import BadValue
 from tablequest.plugins import ENCODERS_GROUP, PluginRegistry, Plugins
 
 __all__ = [
@@ -260,19 +261,19 @@ def make_encoder(name: str, settings: EncoderSettings | None = None) -> Encoder 
     """The encoder called `name` (None for ``bm25``: retrieve lexically).
 
     Raises:
-        ValueError: an unknown name, or ``api`` without a URL and model.
+        BadValue: an unknown name, or ``api`` without a URL and model.
         EncoderUnavailable: the encoder cannot run here (message: what to install).
     """
     entry = ENCODERS.get(name)
     if entry is None:
-        raise ValueError(f"unknown encoder {name!r}; one of {', '.join(ENCODERS)}")
+        raise BadValue(f"unknown encoder {name!r}; one of {', '.join(ENCODERS)}")
     return entry[0](settings or EncoderSettings())
 
 
 def _api(settings: EncoderSettings) -> Encoder:
     _no_device(settings, "api")
     if not settings.url or not settings.model:
-        raise ValueError(
+        raise BadValue(
             "encoder 'api' needs an embeddings URL and model (-o embed_url URL "
             "-o embed_model NAME, or --llm-url)"
         )
@@ -356,7 +357,7 @@ def _no_device(settings: EncoderSettings, name: str) -> None:
     from tablequest.corpus.dense.device import parse_device
 
     if parse_device(settings.device) not in ("auto", "cpu"):
-        raise ValueError(
+        raise BadValue(
             f"encoder {name!r} has no device (it runs on the CPU or a server); "
             f"device {settings.device!r} applies to minilm and minilm-st only"
         )
@@ -395,7 +396,7 @@ def _onnx(settings: EncoderSettings, *, int8: bool = False) -> Encoder:
     if not int8:
         return _on_device(settings, ONNXMiniLMEncoder())
     if requested_device(settings.device).startswith("cuda"):
-        raise ValueError(
+        raise BadValue(
             "minilm-int8 is a CPU quantization; on a CUDA device use encoder minilm "
             "(fp16 there), or device cpu"
         )

@@ -32,11 +32,16 @@ View = Literal["table", "header"]
 cached under ``ENCODER#header-v2``)."""
 
 
+def embedding_model(encoder: str, view: View = "table") -> str:
+    """The `embeddings.model` key of `encoder`'s vectors of `view`."""
+    return encoder if view == "table" else f"{encoder}#header-v2"
+
+
 def ensure_embeddings(
     store: Store, encoder: Encoder, *, view: View = "table"
 ) -> tuple[list[str], Matrix]:
     """(table ids, their vectors) for the whole store, encoding only what is missing."""
-    model = encoder.name if view == "table" else f"{encoder.name}#header-v2"
+    model = embedding_model(encoder.name, view)
     rows = store.con.execute(
         "SELECT t.table_id, t.content_hash, t.plain, e.vector FROM tables t "
         "LEFT JOIN embeddings e ON e.content_hash = t.content_hash AND e.model = ? "
@@ -48,7 +53,7 @@ def ensure_embeddings(
         if vec is None:
             missing.setdefault(chash, plain)
     if missing and view == "header":
-        missing = _header_lines(store, list(missing))
+        missing = header_lines(store, list(missing))
     if missing:
         hashes = list(missing)
         vectors = encoder.encode([missing[h] for h in hashes])
@@ -66,7 +71,7 @@ def ensure_embeddings(
     return ids, matrix
 
 
-def _header_lines(store: Store, hashes: list[str]) -> dict[str, str]:
+def header_lines(store: Store, hashes: list[str]) -> dict[str, str]:
     """content hash → the header rows' line of one table with that content."""
     from tablequest.corpus.storage.views import header_line
 

@@ -1,6 +1,7 @@
 """BM25 over shards with corpus-wide statistics, score for score equal to one store's.
 
-One store ranks with bm25s (`corpus.rank.BM25Index`: Lucene variant, k1 = 1.5, b = 0.75).
+One store ranks with bm25s (`corpus.rank.BM25Index`: Lucene variant, k1 = 1.5, b = 0.75 by
+default; the phrase index of ``phrase-hybrid`` 0.7 / 0.3, passed as `ShardBM25(k1=, b=)`).
 bm25s computes every IDF from its own index, so one bm25s index per shard would score
 with each shard's document frequencies and average length — different numbers, silently.
 Here each shard keeps only what does not depend on the rest of the corpus (term → postings
@@ -60,7 +61,9 @@ class GlobalStats:
 class ShardBM25:
     """One shard's BM25 postings: term → (documents, float32 term frequencies)."""
 
-    def __init__(self, docs: Sequence[Sequence[str]]) -> None:
+    def __init__(self, docs: Sequence[Sequence[str]], *, k1: float = K1, b: float = B) -> None:
+        self.k1 = k1
+        self.b = b
         vocab: dict[str, int] = {}
         terms: list[int] = []
         owners: list[int] = []
@@ -105,6 +108,8 @@ class ShardBM25:
                 stats.n_docs,
                 stats.avg_len,
                 stats.df[term],
+                k1=self.k1,
+                b=self.b,
             )
             if len(self._weights) > 4096:
                 self._weights.clear()
@@ -123,11 +128,18 @@ class ShardBM25:
 
 
 def term_weights(
-    tf: FloatArray, doc_len: npt.NDArray[np.int64], n_docs: int, avg_len: float, df: int
+    tf: FloatArray,
+    doc_len: npt.NDArray[np.int64],
+    n_docs: int,
+    avg_len: float,
+    df: int,
+    *,
+    k1: float = K1,
+    b: float = B,
 ) -> FloatArray:
     """bm25s's stored per-document score of one term (see module doc), as float32."""
     idf = np.float32(math.log(1 + (n_docs - df + 0.5) / (df + 0.5)))
-    length_part = K1 * ((1 - B) + B * doc_len / np.float64(avg_len))
+    length_part = k1 * ((1 - b) + b * doc_len / np.float64(avg_len))
     denominator = length_part.astype(_SCALAR_TYPE) + tf
     weights: FloatArray = (idf * (tf / denominator)).astype(np.float32)
     return weights

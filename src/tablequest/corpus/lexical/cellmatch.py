@@ -12,7 +12,9 @@ cell's idf to the table's score, each distinct n-gram once:
     cells(q, T) = Σ_{g ∈ ngrams(q), g a cell of T} idf(g),   idf(g) = ln(1 + N / df(g))
 
 with N the tables of the store and df(g) those with a cell equal to g (the sum is taken in
-sorted n-gram order, so equal inputs give bit-equal scores in every process). Choices (ours),
+sorted n-gram order, so equal inputs give bit-equal scores in every process). Over a sharded
+corpus N and df are summed over the shards first (`corpus.retrieval.shardphrase`), and each
+shard scores its tables with those idfs: the same numbers as one store. Choices (ours),
 made on WikiTableQuestions *training* questions only (`benchmarks/phrase_retrieval.py`):
 whole-cell equality rather than words (BM25 has the words) and this idf, which keeps every
 match positive while a cell that recurs in every table counts least. Words are what
@@ -26,9 +28,10 @@ are one array (cell → a slice), ~0.6 MB per 100k distinct cells beside the cel
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -37,7 +40,15 @@ from tablequest.corpus.lexical.words import STOPWORDS
 from tablequest.corpus.storage.store import Store
 from tablequest.corpus.storage.views import stored_tables
 
-__all__ = ["CELL_INDEX", "MAX_WORDS", "CellIndex", "cell_index", "normalize"]
+__all__ = [
+    "CELL_INDEX",
+    "MAX_WORDS",
+    "CellIndex",
+    "cell_idf",
+    "cell_index",
+    "normalize",
+    "question_grams",
+]
 
 MAX_WORDS = 8
 """The longest cell (in words) that is kept, and so the longest question n-gram looked up."""
@@ -89,7 +100,7 @@ class CellIndex:
         self.tables = np.fromiter(
             (t for p in postings.values() for t in p), np.int32, int(lengths.sum())
         )
-        self.idf = np.log1p(n / np.maximum(lengths, 1)).astype(np.float64)
+        self.idf = np.fromiter((cell_idf(n, int(d)) for d in lengths), np.float64, len(lengths))
 
     @classmethod
     def build(cls, ids: Sequence[str], grids: Iterable[Iterable[Sequence[str]]]) -> CellIndex:
@@ -110,14 +121,25 @@ class CellIndex:
         i = self.cell_ids.get(cell)
         return 0 if i is None else int(self.starts[i + 1] - self.starts[i])
 
-    def scores(self, question: str) -> np.ndarray[Any, Any]:
-        """cells(q, T) of every table (in `ids` order); zeros when no n-gram is a cell."""
+    def scores(self, question: str, idf: Mapping[str, float] | None = None) -> np.ndarray[Any, Any]:
+        """cells(q, T) of every table (in `ids` order); zeros when no n-gram is a cell.
+
+        `idf`: each n-gram's idf over a larger corpus this index is one shard of (default:
+        this index's own), so a shard scores its tables as the whole corpus would.
+        """
         out = np.zeros(len(self.ids), dtype=np.float64)
         for gram in sorted(question_grams(question)):  # a fixed order: bit-equal sums
             i = self.cell_ids.get(gram)
             if i is not None:
-                out[self.tables[self.starts[i] : self.starts[i + 1]]] += self.idf[i]
+                weight = self.idf[i] if idf is None else idf[gram]
+                out[self.tables[self.starts[i] : self.starts[i + 1]]] += weight
         return out
+
+
+def cell_idf(n_tables: int, df: int) -> float:
+    """ln(1 + N / df), one value at a time (`math.log1p`, so the same N and df give the same
+    bits whether a whole store or a shard merge computes it)."""
+    return math.log1p(n_tables / max(df, 1))
 
 
 def question_grams(question: str) -> set[str]:

@@ -1,7 +1,7 @@
 """Grep ranking: TableSeek's Eq. 1, answered from postings where they are exact.
 
 Score(T) = (1/|P|) · Σ_{p∈P} 1[p matches T] over the table's serialized text (headers
-included), patterns being case-insensitive regexes (SEEDS.md §1, papers/tableseek.txt Eq. 1).
+included), patterns being case-insensitive regexes (TableSeek paper, Tian et al. 2026, Eq. 1).
 
 Speed (ours): a naive scan runs every regex over every table. Results here are exactly the
 naive scan's (property-tested against it); each pattern is parsed (`plan`) and answered by

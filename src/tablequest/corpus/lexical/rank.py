@@ -24,7 +24,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -33,6 +33,8 @@ from tablequest.corpus.lexical.grep import GrepIndex
 from tablequest.corpus.lexical.rowmatch import rows_matching, table_lines
 from tablequest.corpus.lexical.words import STOPWORDS
 from tablequest.corpus.storage.store import Hit, Store, StoreWriteError
+from tablequest.errors import BadValue
+from tablequest.table import Table
 from tablequest.table.patterns import DroppedPattern
 
 GREP = "grep-v2"
@@ -127,8 +129,14 @@ def _persist(
         print(f"tablequest: {message}", file=sys.stderr)
 
 
+class IndexTables(Protocol):
+    """What `matched_rows` reads: a store or any corpus (`corpus.storage.corpus.Corpus`)."""
+
+    def index_table(self, table_id: str) -> Table: ...
+
+
 def matched_rows(
-    store: Store, table_id: str, patterns: Sequence[str], *, limit: int | None = None
+    store: IndexTables, table_id: str, patterns: Sequence[str], *, limit: int | None = None
 ) -> dict[str, list[int]]:
     """Body row ids each pattern matches in a table (cells joined by ' | '; the algorithm is
     `corpus.rowmatch.rows_matching`).
@@ -355,9 +363,9 @@ def hybrid_rank(
         semantic = [h.table_id for h in dense_rank(store, query, depth, encoder)]
         return fuse([lexical, semantic], k)
     if fusion != "score":
-        raise ValueError(f"unknown fusion {fusion!r}; use score or rrf")
+        raise BadValue(f"unknown fusion {fusion!r}; use score or rrf")
     if not 0.0 <= alpha <= 1.0:
-        raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+        raise BadValue(f"alpha must be in [0, 1], got {alpha}")
     index = bm25_index(store)
     ids, matrix = corpus_vectors(store, encoder)
     if not ids or k <= 0:

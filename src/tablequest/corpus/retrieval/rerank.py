@@ -1,4 +1,4 @@
-"""Rerank baseline: rerank the dense top-N with a cross-encoder (papers/tableseek.txt Table 12).
+"""Rerank baseline: rerank the dense top-N with a cross-encoder (TableSeek paper, Table 12).
 
 Rerankers (the `Reranker` interface): an OpenAI-compatible server's `/v1/rerank` (Cohere/Jina
 style, served by vLLM for e.g. Qwen3-Reranker) or `/v1/score` endpoint, through the one
@@ -13,6 +13,7 @@ from typing import Literal, Protocol
 
 from tablequest.corpus.dense.encoders import Encoder, EncoderUnavailable
 from tablequest.corpus.dense.index import dense_rank
+from tablequest.corpus.storage.corpus import Corpus
 from tablequest.corpus.storage.store import Hit, Store
 
 
@@ -69,7 +70,7 @@ def rerank_rank(
 
 
 def rerank_hits(
-    store: Store, query: str, candidates: Sequence[Hit], k: int, reranker: Reranker
+    store: Corpus, query: str, candidates: Sequence[Hit], k: int, reranker: Reranker
 ) -> list[Hit]:
     """`candidates` reordered by the reranker's scores of their plain texts; the best k."""
     if not candidates:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tablequest.corpus.storage.relations import ROW_COLUMN, Column, Relation, quote
+from tablequest.errors import BadValue
 from tablequest.table.model import unique_names
 
 if TYPE_CHECKING:
@@ -58,13 +59,13 @@ class Filter:
 
 
 def parse_filter(text: str) -> Filter:
-    """`"price > 3"` → Filter("price", ">", "3"); ValueError saying the form when malformed."""
+    """`"price > 3"` → Filter("price", ">", "3"); BadValue saying the form when malformed."""
     match = _NULL.match(text)
     if match:
         return Filter(match.group(1), match.group(2).lower())
     match = _FILTER.match(text)
     if not match or not match.group(1):
-        raise ValueError(
+        raise BadValue(
             f"cannot read the filter {text!r}: write COLUMN OP VALUE with OP one of "
             f"{' '.join(_OPS)}, or COLUMN null / COLUMN notnull"
         )
@@ -136,7 +137,7 @@ def _check_value(col: Column, value: str) -> None:
         duckdb.execute(f"SELECT CAST(? AS {col.type})", [value]).fetchone()
     except duckdb.Error:
         form = _FORMS.get(col.type, "")
-        raise ValueError(
+        raise BadValue(
             f"{value!r} is not a {col.type.lower()} value, which column {col.name!r} holds"
             + (f" (write {form})" if form else "")
         ) from None
@@ -165,13 +166,13 @@ def page(
 
     Raises:
         KeyError: no such table, or no such column (the message lists the columns).
-        ValueError: a negative offset, a limit outside 0…10,000, a value of the wrong type.
+        BadValue: a negative offset, a limit outside 0…10,000, a value of the wrong type.
         StoreOutdated: a store of format 1 (`tablequest migrate`).
     """
     if offset < 0:
-        raise ValueError(f"offset must be 0 or more, not {offset}")
+        raise BadValue(f"offset must be 0 or more, not {offset}")
     if not 0 <= limit <= MAX_LIMIT:
-        raise ValueError(f"rows must be between 0 and {MAX_LIMIT:,}, not {limit}")
+        raise BadValue(f"rows must be between 0 and {MAX_LIMIT:,}, not {limit}")
     relation = store.relation(table_id)
     cond, params = _where(relation, where)
     cur = store.con.cursor()
@@ -256,12 +257,12 @@ def export(
     import pyarrow as pa
 
     if fmt not in EXPORT_FORMATS:
-        raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(EXPORT_FORMATS)}")
+        raise BadValue(f"unknown format {fmt!r}; use one of {', '.join(EXPORT_FORMATS)}")
     if raw and fmt == "parquet":
-        raise ValueError("--raw gives the cells' text: use csv, tsv, json or xlsx")
+        raise BadValue("--raw gives the cells' text: use csv, tsv, json or xlsx")
     relation = store.relation(table_id)
     if offset < 0:
-        raise ValueError(f"offset must be 0 or more, not {offset}")
+        raise BadValue(f"offset must be 0 or more, not {offset}")
     headers = list(unique_names(" / ".join(c.header) for c in relation.columns))
     result = _select(store, relation, where, sort, descending, offset, limit)
     arrow = result.to_arrow_table()

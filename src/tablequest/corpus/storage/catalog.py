@@ -14,8 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import PurePath
 from typing import Any
 
-from tablequest.corpus.storage.shards import ShardedStore
-from tablequest.corpus.storage.store import Store
+from tablequest.corpus.storage.corpus import Corpus
 
 __all__ = ["TableEntry", "catalog"]
 
@@ -52,12 +51,11 @@ def _entry(row: tuple[Any, ...]) -> TableEntry:
     return TableEntry(table_id, name, int(n_rows), int(n_cols), fmt, source, title, sql_name)
 
 
-def catalog(store: Store, *, contains: str | None = None) -> list[TableEntry]:
+def catalog(store: Corpus, *, contains: str | None = None) -> list[TableEntry]:
     """The tables of `store` (a store or a sharded corpus) in (path, position) order; with
     `contains`, only those whose id, name or source contain it (any case)."""
-    shards = store.stores if isinstance(store, ShardedStore) else [store]
     rows: list[tuple[Any, ...]] = []
-    for shard in shards:
+    for shard in store.shards:
         if shard.format_version >= 2:
             joined = "tables t LEFT JOIN relations r USING (table_id)"
             sql = f"SELECT {_COLUMNS}, r.sql_name FROM {joined}"

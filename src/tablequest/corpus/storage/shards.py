@@ -13,11 +13,13 @@ ours: hashing every table id on its own would split a workbook's sheets across s
 a crash between two shards' commits would leave half a file). Most files hold one table;
 the few later tables of multi-table files are found through a small id → shard map.
 
-`ShardedStore` composes one `Store` per shard and answers the read API of `Store` (get,
-source, text, plain, table_ids, iter_tables, column, fingerprint, …) with the same results
-as one store holding the same tables, in the same (table-id) order. Ranking over shards is
-in `tablequest.corpus.retrieval.shardrank` (per shard, merged exactly). The manifest is written
+`ShardedStore` holds one `Store` per shard (composition: it is not a `Store`) and answers
+the `Corpus` protocol (`corpus.storage.corpus`: get, source, text, plain, table_ids,
+iter_tables, column, fingerprint, …) with the same results as one store holding the same
+tables, in the same (table-id) order. Ranking over shards is in
+`tablequest.corpus.retrieval.shardrank` (per shard, merged exactly). The manifest is written
 atomically (temporary file, fsync, rename); the shard count is fixed when it is created.
+Callers outside `corpus/` open one with `open_corpus(path)` and never name this class.
 """
 
 from __future__ import annotations
@@ -29,20 +31,32 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from tablequest.corpus.storage.ingest import FileFailure, FileWarning, IngestReport, ingest, walk
+from tablequest.corpus.storage.interface import ShardBackend as ShardBackend
 from tablequest.corpus.storage.relations import Relation
-from tablequest.corpus.storage.store import Store, StoreError, table_id_for
+from tablequest.corpus.storage.store import (
+    ROW_COLUMNS,
+    Store,
+    StoreError,
+    subset_store,
+    table_id_for,
+)
 from tablequest.table import Source, Table
+
+if TYPE_CHECKING:
+    from tablequest.table.budget import ReadBudget
 
 __all__ = [
     "MANIFEST_FORMAT",
     "ShardBackend",
     "ShardedStore",
+    "copy_into_shards",
     "home_shard",
     "ingest_sharded",
     "is_manifest",
+    "refresh_manifest",
     "shard_of",
     "write_manifest",
 ]
@@ -109,18 +123,8 @@ def _read_manifest(path: Path) -> dict[str, Any]:
     return data
 
 
-class ShardBackend(Protocol):
-    """Runs one named `ShardIndexes` method on every shard (in-process or on Ray actors)."""
-
-    def call(self, method: str, args: Sequence[tuple[Any, ...]]) -> list[Any]:
-        """`method(*args[i])` on shard i, for every shard; results in shard order."""
-        ...
-
-    def close(self) -> None: ...
-
-
-class ShardedStore(Store):
-    """N shard stores behind the read API of one `Store` (see module doc).
+class ShardedStore:
+    """N shard stores behind the `Corpus` protocol (see module doc); it holds its shards.
 
     Args:
         manifest: The manifest file.
@@ -146,22 +150,20 @@ class ShardedStore(Store):
         self.path = self.manifest
         self.read_only = read_only
         self.lock_timeout = lock_timeout
+        self._notes: list[str] = []
         self._indexes: dict[str, tuple[str, Any]] = {}
         self._fingerprint: str | None = None
         self.backend: ShardBackend | None = None
         self.meta = self._manifest(shards)
         self.shard_paths = [self.manifest.parent / s for s in self.meta["shards"]]
         self.stores: list[Store] = []
+        kw = {} if lock_timeout is None else {"lock_timeout": lock_timeout}
         try:
             for shard in self.shard_paths:
-                self.stores.append(Store(shard, read_only=read_only, **self._lock_kw()))
+                self.stores.append(Store(shard, read_only=read_only, **kw))
         except StoreError:
             self.close()
             raise
-
-    def _lock_kw(self) -> dict[str, Any]:
-        # `lock_timeout` is only passed when set, so this works with Stores without it
-        return {} if self.lock_timeout is None else {"lock_timeout": self.lock_timeout}
 
     def _manifest(self, shards: int | None) -> dict[str, Any]:
         if self.manifest.exists():
@@ -195,6 +197,19 @@ class ShardedStore(Store):
     def n_shards(self) -> int:
         return len(self.shard_paths)
 
+    @property
+    def name(self) -> str:
+        return str(self.manifest)
+
+    @property
+    def notes(self) -> list[str]:
+        """Its own notes, then each shard's."""
+        return list(dict.fromkeys([*self._notes, *(n for s in self.stores for n in s.notes)]))
+
+    def note(self, message: str) -> None:
+        if message not in self._notes:
+            self._notes.append(message)
+
     def close(self) -> None:
         """Close the ranking backend (if any) and every shard."""
         if self.backend is not None:
@@ -206,21 +221,44 @@ class ShardedStore(Store):
     def __enter__(self) -> ShardedStore:
         return self
 
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     @property
     def con(self) -> Any:
+        """No connection: each shard has its own (`shards`, `locate`)."""
         raise StoreError(
             f"{str(self.manifest)!r} is a sharded corpus: it has no single DuckDB connection "
-            "(use .stores[i] for one shard)"
+            "(use .shards[i] or .locate(table_id) for one shard)"
         )
-
-    @con.setter
-    def con(self, value: Any) -> None:
-        raise StoreError("a sharded corpus has no single DuckDB connection")
 
     def update_manifest(self) -> None:
         """Record each shard's table count in the manifest (informational)."""
         self.meta["tables"] = [len(s) for s in self.stores]
         write_manifest(self.manifest, self.meta)
+
+    # -- layout --------------------------------------------------------------------------
+    @property
+    def shards(self) -> list[Store]:
+        return self.stores
+
+    def locate(self, table_id: str) -> Store:
+        """The shard holding `table_id` (its hash's shard unless it is a later table of a
+        multi-table file)."""
+        return self.stores[self._offhome().get(table_id, shard_of(table_id, self.n_shards))]
+
+    shard_for = locate
+
+    def _offhome(self) -> dict[str, int]:
+        cached = self.cached_index("offhome")
+        if isinstance(cached, dict):
+            return cached
+        found: dict[str, int] = {}
+        for i, store in enumerate(self.stores):
+            for (tid,) in store.con.execute("SELECT table_id FROM tables WHERE idx > 0").fetchall():
+                found[tid] = i
+        self.remember_index("offhome", found)
+        return found
 
     # -- writing (each file to its home shard) -----------------------------------------
     def known_files(self) -> dict[str, tuple[str, int]]:
@@ -247,43 +285,48 @@ class ShardedStore(Store):
         self._fingerprint = None
         return self.stores[home_shard(key, self.n_shards)].add_table(table, key=key, idx=idx)
 
+    def ingest(
+        self,
+        paths: Iterable[str | Path],
+        *,
+        progress: Callable[[int, int], None] | None = None,
+        workers: int | None = None,
+        stop: threading.Event | None = None,
+        budget: ReadBudget | None = None,
+    ) -> IngestReport:
+        """`ingest_sharded` into this corpus."""
+        return ingest_sharded(
+            self, paths, progress=progress, workers=workers, stop=stop, budget=budget
+        )
+
+    def missing_indexes(self) -> list[str]:
+        """The grep index, when a shard has none saved: sharded ranking loads each shard's
+        grep index and builds BM25 postings and vectors in memory (`retrieval.shardrank`)."""
+        from tablequest.corpus.lexical.rank import GREP, missing_indexes
+
+        return [GREP] if any(GREP in missing_indexes(s) for s in self.stores) else []
+
     # -- reading -----------------------------------------------------------------------
     def __len__(self) -> int:
         return sum(len(s) for s in self.stores)
-
-    def shard_for(self, table_id: str) -> Store:
-        """The shard holding `table_id` (its hash's shard unless it is a later table of a
-        multi-table file)."""
-        return self.stores[self._offhome().get(table_id, shard_of(table_id, self.n_shards))]
-
-    def _offhome(self) -> dict[str, int]:
-        cached = self.cached_index("offhome")
-        if isinstance(cached, dict):
-            return cached
-        found: dict[str, int] = {}
-        for i, store in enumerate(self.stores):
-            for (tid,) in store.con.execute("SELECT table_id FROM tables WHERE idx > 0").fetchall():
-                found[tid] = i
-        self.remember_index("offhome", found)
-        return found
 
     def table_ids(self) -> list[str]:
         return list(heapq.merge(*(s.table_ids() for s in self.stores)))
 
     def get(self, table_id: str) -> Table:
-        return self.shard_for(table_id).get(table_id)
+        return self.locate(table_id).get(table_id)
 
     def get_rows(self, table_id: str, row_ids: Sequence[int]) -> Table:
-        return self.shard_for(table_id).get_rows(table_id, row_ids)
+        return self.locate(table_id).get_rows(table_id, row_ids)
 
     def index_table(self, table_id: str) -> Table:
-        return self.shard_for(table_id).index_table(table_id)
+        return self.locate(table_id).index_table(table_id)
 
     def shape(self, table_id: str) -> tuple[int, int]:
-        return self.shard_for(table_id).shape(table_id)
+        return self.locate(table_id).shape(table_id)
 
     def relation(self, table_id: str) -> Relation:
-        return self.shard_for(table_id).relation(table_id)
+        return self.locate(table_id).relation(table_id)
 
     def relations(self) -> list[Relation]:
         """Every shard's relations (names are unique within a shard, not across shards)."""
@@ -294,16 +337,20 @@ class ShardedStore(Store):
         return min((s.format_version for s in self.stores), default=2)
 
     def rows(self, table_ids: Sequence[str]) -> list[tuple[Any, ...]]:
-        return [row for tid in table_ids for row in self.shard_for(tid).rows([tid])]
+        return [row for tid in table_ids for row in self.locate(tid).rows([tid])]
+
+    def subset(self, table_ids: Sequence[str]) -> Store:
+        """A new in-memory store of only `table_ids` (as `Store.subset`)."""
+        return subset_store(self, table_ids)
 
     def source(self, table_id: str) -> Source:
-        return self.shard_for(table_id).source(table_id)
+        return self.locate(table_id).source(table_id)
 
     def text(self, table_id: str) -> str:
-        return self.shard_for(table_id).text(table_id)
+        return self.locate(table_id).text(table_id)
 
     def plain(self, table_id: str) -> str:
-        return self.shard_for(table_id).plain(table_id)
+        return self.locate(table_id).plain(table_id)
 
     def ids_for_path(self, path: str) -> list[str]:
         return self.stores[home_shard(path, self.n_shards)].ids_for_path(path)
@@ -330,13 +377,14 @@ class ShardedStore(Store):
             self._fingerprint = value
         return value
 
-    # -- persisted indexes live in the shards ------------------------------------------
-    def load_blob(self, name: str, fingerprint: str) -> bytes | None:
-        """None: whole-corpus indexes are not persisted (each shard keeps its own)."""
-        return None
+    # -- whole-corpus state kept in memory (each shard persists its own indexes) -------
+    def cached_index(self, name: str) -> Any | None:
+        """An in-process value kept for the current corpus (as `Store.cached_index`)."""
+        entry = self._indexes.get(name)
+        return entry[1] if entry and entry[0] == self.fingerprint() else None
 
-    def save_blob(self, name: str, fingerprint: str, blob: bytes) -> None:
-        """Nothing: whole-corpus indexes are not persisted (each shard keeps its own)."""
+    def remember_index(self, name: str, index: Any) -> None:
+        self._indexes[name] = (self.fingerprint(), index)
 
 
 def ingest_sharded(
@@ -346,10 +394,11 @@ def ingest_sharded(
     progress: Callable[[int, int], None] | None = None,
     workers: int | None = None,
     stop: threading.Event | None = None,
+    budget: ReadBudget | None = None,
 ) -> IngestReport:
     """`ingest` into a sharded corpus: files grouped by home shard, each shard ingested in
     turn with the one-store `ingest` (per-file atomicity, grouped commits, grep index);
-    `stop` ends it at the next file, as for `ingest`."""
+    `stop` ends it at the next file, as for `ingest`; `budget` bounds each shard's ingest."""
     report, groups = plan_ingest(paths, store.n_shards)
     total = sum(len(files) for files in groups.values())
     done = 0
@@ -364,7 +413,9 @@ def ingest_sharded(
             report.stopped = True
             report.files_left += len(files)
             continue
-        part = ingest(store.stores[shard], files, progress=step, workers=workers, stop=stop)
+        part = ingest(
+            store.stores[shard], files, progress=step, workers=workers, stop=stop, budget=budget
+        )
         merge_reports(report, part)
         done += len(files)
     store._fingerprint = None
@@ -400,3 +451,34 @@ def merge_reports(into: IngestReport, part: IngestReport | dict[str, Any]) -> No
     if data.get("stopped"):
         into.stopped = True
         into.files_left += int(data.get("files_left", 0))
+
+
+def refresh_manifest(manifest: Path) -> None:
+    """Record each shard's table count in the manifest (after shards were written apart)."""
+    with ShardedStore(manifest) as corpus:
+        corpus.update_manifest()
+
+
+def copy_into_shards(store: Store, manifest: Path, n: int) -> None:
+    """Write every table of `store` into a new sharded corpus `manifest` of `n` shards, each
+    shard with its grep index; built under a temporary name and moved into place."""
+    from tablequest.corpus.lexical.rank import grep_index
+
+    tmp = manifest.with_name(f".{manifest.name}.building")
+    with ShardedStore(tmp, shards=n) as target:
+        cursor = store.con.cursor()
+        cursor.execute(f"SELECT {ROW_COLUMNS} FROM tables ORDER BY table_id")
+        while batch := cursor.fetchmany(2048):
+            target.put_files([(str(row[1]), [row], False) for row in batch])
+        cursor.close()
+        for shard in target.stores:
+            grep_index(shard)
+        target.update_manifest()
+        meta = dict(target.meta)
+    # the manifest names its shard folder after itself: move both into place
+    folder = tmp.with_name(f"{tmp.stem}.shards")
+    final_folder = manifest.with_name(f"{manifest.stem}.shards")
+    folder.rename(final_folder)
+    meta["shards"] = [f"{final_folder.name}/{Path(s).name}" for s in meta["shards"]]
+    write_manifest(manifest, meta)
+    tmp.unlink()

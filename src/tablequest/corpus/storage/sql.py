@@ -39,7 +39,7 @@ import duckdb
 
 from tablequest.corpus.storage.relations import INTERNAL_TABLES, Relation
 from tablequest.corpus.storage.storefile import StoreError, sql_literal
-from tablequest.errors import TablequestError
+from tablequest.errors import UsageError
 
 __all__ = ["SqlError", "SqlRefused", "SqlResult", "SqlRunner", "json_value"]
 
@@ -53,7 +53,7 @@ DENIED_PREFIXES = ("duckdb_", "pragma_")
 _CARET = re.compile(r"LINE (\d+): (.*)\n(\s*)\^")
 
 
-class SqlError(TablequestError):
+class SqlError(UsageError):
     """A query failed (syntax, unknown name, time or memory limit); `line`/`column` when
     DuckDB pointed at a place."""
 

@@ -48,7 +48,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import duckdb
 
@@ -175,9 +175,36 @@ def _with_body(data: dict[str, Any], rows: Sequence[Sequence[Any]]) -> Table:
     )
 
 
+class _Tables(Protocol):
+    """What `subset_store` reads: a store, or a sharded corpus."""
+
+    def rows(self, table_ids: Sequence[str]) -> list[tuple[Any, ...]]: ...
+
+    def get(self, table_id: str) -> Table: ...
+
+
+def subset_store(corpus: _Tables, table_ids: Sequence[str]) -> Store:
+    """A new in-memory store of `corpus`'s tables `table_ids` (`Store.subset`; a streamed
+    table's cells are copied into its row). KeyError for an id the corpus does not hold."""
+    rows = [
+        row if '"body": {"raw"' not in row[10] else _grid_row(corpus, row)
+        for row in corpus.rows(list(dict.fromkeys(table_ids)))
+    ]
+    sub = Store()
+    sub._insert_arrow(_arrow_rows(rows), [], rows)
+    return sub
+
+
+def _grid_row(corpus: _Tables, row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A streamed table's row with its cells in `data` (for an in-memory subset)."""
+    table = corpus.get(row[0])
+    return (*row[:10], json.dumps(table.to_dict(), ensure_ascii=False), *row[11:])
+
+
 class StoreOutdated(StoreError):
     """The store was written before typed relations (format 2): `tablequest migrate` it."""
 
+    http_status = 409
     code = "store_outdated"
 
 
@@ -244,7 +271,13 @@ class Store:
         NotAStore: the path exists and is not a DuckDB database (left untouched).
         StoreLocked: another process held the file for the whole lock timeout.
         StoreError: any other reason the store cannot be opened.
+
+    The local implementation of the `Corpus` protocol (`corpus.storage.corpus`): its one
+    shard is itself.
     """
+
+    manifest: Path | None = None  # one store file, not a sharded corpus
+    backend: Any = None  # the `ShardBackend` ranking attached, if any (corpus.storage.corpus)
 
     def __init__(
         self,
@@ -365,6 +398,16 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # -- the Corpus protocol's layout ---------------------------------------------------
+    @property
+    def shards(self) -> tuple[Store]:
+        """The stores holding the tables: this one."""
+        return (self,)
+
+    def locate(self, table_id: str) -> Store:
+        """The store holding `table_id`: this one."""
+        return self
 
     # -- writing -----------------------------------------------------------------------
     @contextlib.contextmanager
@@ -624,18 +667,7 @@ class Store:
         Raises:
             KeyError: an id the store does not hold.
         """
-        rows = [
-            row if '"body": {"raw"' not in row[10] else self._grid_row(row)
-            for row in self.rows(list(dict.fromkeys(table_ids)))
-        ]
-        sub = Store()
-        sub._insert_arrow(_arrow_rows(rows), [], rows)
-        return sub
-
-    def _grid_row(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
-        """A streamed table's row with its cells in `data` (for an in-memory subset)."""
-        table = self.get(row[0])
-        return (*row[:10], json.dumps(table.to_dict(), ensure_ascii=False), *row[11:])
+        return subset_store(self, table_ids)
 
     def iter_tables(self) -> Iterator[tuple[str, Table]]:
         cur = self.con.cursor()

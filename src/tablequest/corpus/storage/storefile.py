@@ -22,7 +22,6 @@ media, DuckDB's fatal "checkpoint failed") from a problem with the rows being wr
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 import time
@@ -30,28 +29,31 @@ from pathlib import Path
 
 import duckdb
 
-from tablequest.errors import TablequestError
+from tablequest.errors import RunError, UsageError
 
 LOCK_TIMEOUT_ENV = "TABLEQUEST_LOCK_TIMEOUT"
 BLOCK_SIZE = 16384  # bytes per block of a new store file (store.py says why)
 DEFAULT_LOCK_TIMEOUT = 10.0
 
 
-class StoreError(TablequestError):
+class StoreError(RunError):
     """The store cannot be opened or written; the message names the file and the fix."""
 
     code = "store"
 
 
-class NotAStore(StoreError):
-    """The path exists and is not a DuckDB database (it was not touched)."""
+class NotAStore(UsageError, StoreError):
+    """The path exists and is not a DuckDB database (it was not touched): bad input (exit 2),
+    a store error all the same (the API's 503)."""
 
+    http_status = 503
     code = "not_a_store"
 
 
-class NoStore(StoreError):
-    """A store opened for reading does not exist."""
+class NoStore(UsageError, StoreError):
+    """A store opened for reading does not exist (exit 2, the API's 503)."""
 
+    http_status = 503
     code = "no_store"
 
 
@@ -155,14 +157,16 @@ def describe_process(pid: int | None) -> str:
 
 
 def resolve_lock_timeout(value: float | None) -> float:
-    """Seconds to wait for a held store: `value`, else $TABLEQUEST_LOCK_TIMEOUT, else 10."""
+    """Seconds to wait for a held store: `value`, else the `store.lock_timeout` setting's
+    variable ($TABLEQUEST_LOCK_TIMEOUT), else 10."""
     if value is not None:
         return max(0.0, float(value))
-    raw = os.environ.get(LOCK_TIMEOUT_ENV, "").strip()
+    from tablequest.settings import SettingsError, StoreSettings, from_env
+
     try:
-        return max(0.0, float(raw)) if raw else DEFAULT_LOCK_TIMEOUT
-    except ValueError:
-        raise StoreError(f"{LOCK_TIMEOUT_ENV}={raw!r} is not a number of seconds") from None
+        return from_env(StoreSettings).lock_timeout
+    except SettingsError as exc:
+        raise StoreError(str(exc)) from None
 
 
 NO_SPACE = "no space left on the device"

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from tablequest.errors import TablequestError
+from tablequest.errors import UsageError
 from tablequest.table.model import Format, Table
 
 __all__ = [
@@ -44,7 +44,7 @@ __all__ = [
 QuestionTask = Literal["tableqa", "fact_verification", "free_form", "visualization"]
 
 
-class DatasetError(TablequestError):
+class DatasetError(UsageError):
     """A benchmark's files are missing or malformed; the message names what and where."""
 
 

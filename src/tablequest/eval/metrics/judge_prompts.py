@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
 
-from tablequest.errors import TablequestError
+from tablequest.errors import UsageError
 from tablequest.llm.parse import ParseError, extract_json, strip_think
 
 __all__ = [
@@ -119,7 +119,7 @@ Reply with one JSON object and nothing else, with "A", "B" or "tie" for every cr
 "aesthetics": "A|B|tie"}}"""
 
 
-class JudgeError(TablequestError, ValueError):
+class JudgeError(UsageError):
     """Unusable judge input (a run file, an option); the message names it and the fix."""
 
 

@@ -1,4 +1,4 @@
-"""Reproduction configurations of DTR (papers/dtr.txt; method ``research``).
+"""Reproduction configurations of DTR (arXiv:2603.09151; method ``research``).
 
 - ``dtr-t2``: Table 2, RealHiTBench by task type — EM/F1 for Fact Checking, Numerical
   Reasoning and Structure Comprehending, LLM-EVAL and ROUGE for Data Analysis, PASS@1 and ECR

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tablequest.errors import TablequestError
+from tablequest.errors import RunError
 from tablequest.eval.corpora import Corpus, CorpusError, build_corpus, ensure_dense
 from tablequest.eval.datasets import DATASETS, Dataset, DatasetError, Question, load
 from tablequest.eval.pipeline import answer_questions, prepared_answer
@@ -45,7 +45,7 @@ from tablequest.methods.registry import get_method
 __all__ = ["ReproduceError", "RowOutcome", "RunContext", "metric_value", "run_reproduction"]
 
 
-class ReproduceError(TablequestError):
+class ReproduceError(RunError):
     """A row cannot run here (the message names the row and what is missing)."""
 
 

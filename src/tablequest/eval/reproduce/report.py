@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tablequest.errors import BadValue
 from tablequest.eval.reproduce.execute import RowOutcome
 from tablequest.eval.reproduce.spec import Cell, Missing, Reproduction
 
@@ -31,13 +32,13 @@ def comparison_model(rep: Reproduction, served: str, wanted: str | None = None) 
     """The paper backbone whose numbers sit beside ours (see module doc).
 
     Raises:
-        ValueError: `wanted` is not one of the paper's backbones.
+        BadValue: `wanted` is not one of the paper's backbones.
     """
     if wanted is not None:
         match = [m for m in rep.models if _norm(m) == _norm(wanted)]
         if not match:
             known = ", ".join(rep.models) or "none"
-            raise ValueError(f"{rep.name}: the paper has no backbone {wanted!r} (it has {known})")
+            raise BadValue(f"{rep.name}: the paper has no backbone {wanted!r} (it has {known})")
         return match[0]
     served_key = _norm(served.rsplit("/", 1)[-1])
     for model in sorted(rep.models, key=len, reverse=True):

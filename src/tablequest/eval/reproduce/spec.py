@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from tablequest.errors import BadValue
+
 __all__ = [
     "REPRODUCTIONS",
     "Cell",
@@ -138,14 +140,14 @@ class Reproduction:
         """The rows named by `keys` (all when None).
 
         Raises:
-            ValueError: a key names no row (the message lists the known keys).
+            BadValue: a key names no row (the message lists the known keys).
         """
         if not keys:
             return list(self.rows)
         known = {r.key: r for r in self.rows}
         unknown = [k for k in keys if k not in known]
         if unknown:
-            raise ValueError(
+            raise BadValue(
                 f"{self.name}: no row {', '.join(map(repr, unknown))}; rows: {', '.join(known)}"
             )
         return [known[k] for k in keys]

@@ -1,4 +1,4 @@
-"""Reproduction configurations of TableRAG (papers/tablerag.txt; method ``rag``).
+"""Reproduction configurations of TableRAG (arXiv:2410.04739; method ``rag``).
 
 One configuration per main table and ablation figure of the paper:
 

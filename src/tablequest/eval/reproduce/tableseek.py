@@ -1,4 +1,4 @@
-"""Reproduction configurations of the TableSeek paper (papers/tableseek.txt).
+"""Reproduction configurations of the TableSeek paper (Tian et al., 2026).
 
 One configuration per table, in the paper's table order: ``tableseek-t2`` (TCR-Bench, Mixed),
 ``tableseek-t3`` (TARGET-TabFact test-1k), ``tableseek-t4`` (R/DS at all and final),

@@ -1,4 +1,4 @@
-"""Reproduction configurations of the TabScope paper (papers/tabscope.txt).
+"""Reproduction configurations of the TabScope paper (arXiv:2609.03395).
 
 ``tabscope-t2`` (exact match on WikiTQ, Table 2), ``tabscope-t3`` (sub-table quality on
 WTQ-SubTab, Table 3), ``tabscope-types`` (type-wise localized vs full-table accuracy, Tables 4

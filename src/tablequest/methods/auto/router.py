@@ -35,8 +35,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from tablequest.configfile import ConfigFile
 from tablequest.corpus.retrieval.retrievers import preview_hit, search
-from tablequest.corpus.storage.store import Store
+from tablequest.corpus.storage.corpus import Corpus
 from tablequest.llm.parse import is_non_answer
 from tablequest.llm.usage import QA, StepBudget
 from tablequest.methods.auto.signals import (
@@ -152,7 +153,7 @@ class AutoRouter:
     def preview(
         self,
         question: str,
-        source: Store | TableSet,
+        source: Corpus | TableSet,
         *,
         task: Task = "tableqa",
         trace: Trace | None = None,
@@ -163,7 +164,7 @@ class AutoRouter:
     def answer(
         self,
         question: str,
-        source: Store | TableSet,
+        source: Corpus | TableSet,
         *,
         task: Task = "tableqa",
         budget: StepBudget | None = None,
@@ -173,16 +174,16 @@ class AutoRouter:
             self.context, budget=budget, trace=trace, default_steps=self.options.default_steps()
         )
         context = dataclasses.replace(self.context, usage=query.usage, deadline=query.deadline)
-        seek = TableSeek(_seek_options(), context)
+        seek = TableSeek(_seek_options(context), context)
         selected: list[str] = []
-        if isinstance(source, Store):
+        if not isinstance(source, TableSet):  # a corpus
             selection = seek.select(question, source, task=task, budget=query.budget,
                                     trace=query.trace)  # fmt: skip
             candidates = selection.selected + [
                 t for t in selection.ranked if t not in selection.selected
             ]
             selected = list(selection.selected)
-            store: Store | None = source
+            store: Corpus | None = source
             given: dict[str, Table] = {}
         else:
             candidates, store, given = source.ids, source.store, dict(source.tables)
@@ -201,7 +202,7 @@ class AutoRouter:
         context: MethodContext,
         seek: TableSeek,
         candidates: list[str],
-        store: Store | None,
+        store: Corpus | None,
         given: dict[str, Table],
     ) -> Result:
         asked = question_signals(question)
@@ -268,14 +269,14 @@ class AutoRouter:
         seek: TableSeek,
         tid: str,
         table: Table,
-        store: Store | None,
+        store: Corpus | None,
     ) -> Result:
         tables = TableSet([(tid, table)], store)
         if route.method == QA_ROUTE:
             return seek.answer_tables(question, tables, task=task, budget=query.budget,
                                       trace=query.trace)  # fmt: skip
         spec = get_method(route.method)
-        method = spec.build(spec.resolve_options(), context)
+        method = spec.build(spec.resolve_options(config_paths=_files(context)), context)
         try:
             return method.answer(question, tables, task=task, budget=query.budget,
                                  trace=query.trace)  # fmt: skip
@@ -287,14 +288,14 @@ class AutoRouter:
 
 
 def preview_routes(
-    router: AutoRouter, question: str, source: Store | TableSet, trace: Trace
+    router: AutoRouter, question: str, source: Corpus | TableSet, trace: Trace
 ) -> Result:
     """Without a model: the LLM-free search (for a corpus) and the route each candidate
     table would take, with the reason."""
     asked = question_signals(question)
     routes: list[RouteRecord] = []
     candidates: list[CandidateRecord] = []
-    if isinstance(source, Store):
+    if not isinstance(source, TableSet):  # a corpus
         hits = search(source, question, k=3)
         trace.event("rank", method="grep", hits=[{"table_id": h.table_id, "score": h.score}
                                                  for h in hits])  # fmt: skip
@@ -315,8 +316,13 @@ def preview_routes(
     )
 
 
-def _seek_options() -> SeekConfig:
+def _files(context: MethodContext) -> tuple[ConfigFile, ...] | None:
+    """The config files the entry point read (None: find them here)."""
+    return context.settings.files if context.settings is not None else None
+
+
+def _seek_options(context: MethodContext) -> SeekConfig:
     """TableSeek's options for the corpus stage: defaults < ``[methods.seek]``."""
-    options = get_method("seek").resolve_options()
+    options = get_method("seek").resolve_options(config_paths=_files(context))
     assert isinstance(options, SeekConfig)
     return options

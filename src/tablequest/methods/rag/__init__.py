@@ -1,7 +1,8 @@
 """TableRAG: million-cell tables through query expansion, schema and cell retrieval under an
-encoding budget, and a sandboxed ReAct pandas solver (papers/tablerag.txt; SEEDS.md §2)."""
+encoding budget, and a sandboxed ReAct pandas solver (arXiv:2410.04739)."""
 
 from tablequest.methods.base import MethodContext
+from tablequest.methods.options import OptionError
 from tablequest.methods.rag.config import BASELINES, Baseline, RagConfig
 from tablequest.methods.rag.method import TableRAG, embedding_cache_path
 from tablequest.methods.rag.prepared import PreparedTable, Retrieval
@@ -19,9 +20,9 @@ __all__ = [
 
 
 def _build(options: RagConfig, context: MethodContext) -> TableRAG:
-    url = options.embed_url or (context.llm_config.url if context.llm_config else None)
-    if options.encoder == "api" and not (url and options.embed_model):
-        raise ValueError(
+    embeddings = context.encoder_settings(options.embed_url, options.embed_model)
+    if options.encoder == "api" and not (embeddings.url and embeddings.model):
+        raise OptionError(
             "encoder api needs -o embed_model NAME and an embeddings URL (-o embed_url URL "
             "or --llm-url)"
         )

@@ -1,4 +1,4 @@
-"""Table-prompting baselines of papers/tablerag.txt §4.2, all with the same PyReAct solver.
+"""Table-prompting baselines of TableRAG (arXiv:2410.04739) §4.2, all with the same PyReAct solver.
 
 - ReadTable: the whole table in the prompt. As in the official code, a table of more than
   ``context_tokens / 3`` cells (3 tokens a cell) is refused before any prompt is built, and a

@@ -1,4 +1,4 @@
-"""TableRAG cell database (papers/tablerag.txt §3.3 "Cell Retrieval with Encoding Budget").
+"""TableRAG cell database (arXiv:2410.04739 §3.3 "Cell Retrieval with Encoding Budget").
 
 V = ∪ (C_j, v_ij): the distinct (column, value) pairs of the table, sorted by frequency and
 cut to the B most frequent (the cell encoding budget, default B = 10,000; Alg. 1

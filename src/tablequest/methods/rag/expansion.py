@@ -1,4 +1,4 @@
-"""Tabular query expansion (papers/tablerag.txt §3.3; prompts of Figs. 9 and 10).
+"""Tabular query expansion (TableRAG, arXiv:2410.04739, §3.3; prompts of Figs. 9 and 10).
 
 The LLM proposes schema queries (column names that might hold the data) and cell queries
 (keywords that might appear in cells), each as a JSON list (prompts: `prompts.py`).

@@ -1,4 +1,4 @@
-"""TableRAG, Algorithm 1 of papers/tablerag.txt (SEEDS.md §2), and its baselines (§4.2).
+"""TableRAG, Algorithm 1 of arXiv:2410.04739, and its baselines (§4.2).
 
     schema_db ← BuildSchemaDB(T, f_enc); cell_db ← BuildCellDB(T, B, f_enc)
     Q_schema, Q_cell ← TabularQueryExpansion(L, q)
@@ -35,7 +35,6 @@ import duckdb
 
 from tablequest.corpus.dense.encoders import (
     Encoder,
-    EncoderSettings,
     EncoderUnavailable,
     make_encoder,
 )
@@ -152,13 +151,10 @@ class TableRAG:
         """The dense encoder `config.encoder` names (None: BM25), resolved once."""
         if not self._encoder_ready:
             self._encoder_ready = True
-            cfg, llm_config = self.config, self.context.llm_config
-            url = cfg.embed_url or (llm_config.url if llm_config else None)
-            key = llm_config.api_key if llm_config else None
+            cfg = self.config
+            settings = self.context.encoder_settings(cfg.embed_url, cfg.embed_model)
             try:
-                self._encoder = make_encoder(
-                    cfg.encoder, EncoderSettings(url, cfg.embed_model, key)
-                )
+                self._encoder = make_encoder(cfg.encoder, settings)
             except EncoderUnavailable as exc:
                 self.notes["encoder"] = f"encoder {cfg.encoder!r} unavailable ({exc}); BM25 instead"
         return self._encoder
@@ -184,7 +180,7 @@ class TableRAG:
 
     def _sandbox_for(self) -> Sandbox:
         if self._sandbox is None:
-            self._own_sandbox = self._sandbox = Sandbox()
+            self._own_sandbox = self._sandbox = self.context.new_sandbox()
         return self._sandbox
 
     # -- databases ---------------------------------------------------------------------
@@ -242,7 +238,7 @@ class TableRAG:
         corpus: Store | None = None
         if isinstance(source, TableSet):
             table_id, table = source.one(self.name)
-            corpus = source.store
+            corpus = source.store_of(table_id)
         else:
             table = source
         cfg = self.config
@@ -492,7 +488,8 @@ class TableRAG:
             stage="ask",
             reason="no LLM configured; schema and cell retrieval with the question's keywords",
         )
-        prepared = self.prepare(table, trace=trace, store=source.store, table_id=table_id)
+        prepared = self.prepare(table, trace=trace, store=source.store_of(table_id),
+                                table_id=table_id)  # fmt: skip
         found = self.retrieve(prepared, schema_queries, cell_queries, trace=trace)
         retrieval = {
             "encoder": self._encoder_label(),

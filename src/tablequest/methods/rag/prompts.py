@@ -1,4 +1,4 @@
-"""TableRAG prompts: Figs. 9, 10 and 11 of papers/tablerag.txt, and the official PyReAct prompt.
+"""TableRAG prompts: Figs. 9, 10 and 11 of arXiv:2410.04739, and the official PyReAct prompt.
 
 Texts follow the paper's figures, with the official code's line breaks
 (google-research/table_rag ``prompts/arcade.py``; ``prompts/tabfact.py`` for claims). Without

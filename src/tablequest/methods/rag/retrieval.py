@@ -1,4 +1,4 @@
-"""TableRAG multi-query retrieval (papers/tablerag.txt §3.3, Alg. 1 ``MultiQueryRetrieve``).
+"""TableRAG multi-query retrieval (arXiv:2410.04739 §3.3, Alg. 1 ``MultiQueryRetrieve``).
 
 Each query retrieves its top-K entries from a database; the results of all queries are merged
 and "ranked by their similarity to the closest query": score(e) = max over queries of

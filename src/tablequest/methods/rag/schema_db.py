@@ -1,4 +1,4 @@
-"""TableRAG schema database (papers/tablerag.txt §3.3 "Schema Retrieval"; SEEDS.md §2).
+"""TableRAG schema database (arXiv:2410.04739 §3.3 "Schema Retrieval").
 
 Per column: its name, an inferred type and example values — min and max for numeric and
 datetime columns, the three most frequent values for categorical ones. The encoded text of an

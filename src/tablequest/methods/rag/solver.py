@@ -1,4 +1,4 @@
-"""The program-aided ReAct solver (papers/tablerag.txt §3.3 "Program-Aided Solver", Fig. 11).
+"""The program-aided ReAct solver (TableRAG §3.3 "Program-Aided Solver", Fig. 11).
 
 The prompt is Fig. 11 (TableRAG) or the official PyReAct prompt with a table (baselines),
 both in `prompts.py`. Each step sends the prompt plus the transcript so far, ending in
@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from tablequest.errors import TablequestError
+from tablequest.errors import RunError
 from tablequest.llm.base import LLM, LLMError, estimate_tokens
 from tablequest.llm.parse import (
     NO_ANSWER_IN_FORMAT,
@@ -124,7 +124,7 @@ def _final_line(answer: str) -> str:
     return lines[0] if lines else answer.strip()
 
 
-class SandboxStartFailed(TablequestError):
+class SandboxStartFailed(RunError):
     """The sample's sandbox session could not start: the question fails (fail closed), unlike
     an action's error, which is an observation. Not a `SandboxError`, so `solve` lets it out."""
 

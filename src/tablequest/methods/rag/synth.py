@@ -1,4 +1,4 @@
-"""Synthetic scale data like the paper's Synthetic TabFact (papers/tablerag.txt §4.6, App. C).
+"""Synthetic scale data like the paper's Synthetic TabFact (TableRAG §4.6, App. C).
 
 `expand_table` grows a table to N rows × M columns while keeping every original cell: the
 original rows and columns stay (in their order, at seeded random positions among the new

@@ -1,4 +1,4 @@
-"""DTR (Deep Tabular Research): messy spreadsheets and long analytical tasks (papers/dtr.txt).
+"""DTR (Deep Tabular Research): messy spreadsheets and long analytical tasks (arXiv:2603.09151).
 
 Comprehension builds a meta graph of the table (LLM-free), the model maps the question to
 operations of a bank, candidate operation paths are ranked by expectation (Eq. 1), executed as

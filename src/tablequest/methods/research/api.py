@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tablequest.errors import BadValue
 from tablequest.llm.base import LLM
 from tablequest.llm.usage import StepBudget
 from tablequest.methods.base import MethodContext, Result, TableSet, Task
@@ -39,7 +40,7 @@ def pick_table(path: str | Path, sheet: str | int | None = None) -> Table:
 
     Raises:
         UnreadableTable: the file cannot be read.
-        ValueError: no such sheet; the message lists the sheets.
+        BadValue: no such sheet; the message lists the sheets.
     """
     tables = read_tables(Path(path))
     if sheet is None:
@@ -52,7 +53,7 @@ def pick_table(path: str | Path, sheet: str | int | None = None) -> Table:
         if table.source.sheet == sheet:
             return table
     names = ", ".join(repr(t.source.sheet or str(i)) for i, t in enumerate(tables))
-    raise ValueError(f"no sheet {sheet!r} in {str(path)!r}; sheets: {names}")
+    raise BadValue(f"no sheet {sheet!r} in {str(path)!r}; sheets: {names}")
 
 
 def run_research(

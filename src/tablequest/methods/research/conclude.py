@@ -3,7 +3,7 @@ details and the report (see `method` for the algorithm and `reflect.vote` for Eq
 
 The non-code fallback's answer is its reply's ``Final Answer:`` line (or an ``Answer:`` line or
 ``<answer>`` tag). A reply without one — a greeting, prose — is never the answer: Eq. 6 counts
-"only answers satisfying the query requirements and correct formats" (papers/dtr.txt §3.5),
+"only answers satisfying the query requirements and correct formats" (DTR, arXiv:2603.09151, §3.5),
 so the question fails with the reason "the model's reply had no answer in the expected
 format" and the reply's start in the trace (issue 36; unless the sandbox was unavailable,
 which stays the reason).

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 import platformdirs
 
-from tablequest.errors import TablequestError
+from tablequest.errors import RunError
 from tablequest.methods.research.operations import Rule
 from tablequest.methods.research.planner import PathStats, update
 
@@ -84,7 +84,7 @@ _LESSON_ROWS = "SELECT structure, rule, lesson, ts FROM dtr_lessons WHERE query_
 Row = tuple[Any, ...]
 
 
-class MemoryUnavailable(TablequestError):
+class MemoryUnavailable(RunError):
     """The memory cannot be read or written; the message names the file and the cause."""
 
 

@@ -1,4 +1,4 @@
-"""DTR, Algorithm 1 of papers/dtr.txt (appendix A; SEEDS.md §4), over one table.
+"""DTR, Algorithm 1 of arXiv:2603.09151 (appendix A), over one table.
 
     T_meta ← comprehension of T (meta graph, frame)                 (LLM-free, §3.1)
     M_q ← MOD(q, T_meta)                                             (1 call, §3.2)
@@ -33,7 +33,7 @@ from typing import Any
 from tablequest.corpus.storage.store import Store
 from tablequest.llm.repair import ask_json
 from tablequest.llm.usage import StepBudget
-from tablequest.methods.base import MethodContext, Query, Result, Task, start_query
+from tablequest.methods.base import MethodContext, Query, Result, TableSet, Task, start_query
 from tablequest.methods.relframe import frame_for
 from tablequest.methods.research.conclude import breakdown, conclude
 from tablequest.methods.research.execute import StepContext, Workspace
@@ -117,7 +117,7 @@ class DTR:
     def _sandbox_for(self) -> Sandbox:
         with self._lock:
             if self._sandbox is None:
-                self._sandbox = Sandbox()
+                self._sandbox = self.context.new_sandbox()
             return self._sandbox
 
     # -- comprehension -------------------------------------------------------------------
@@ -202,7 +202,7 @@ class DTR:
     ) -> Result:
         """The LLM-free part: comprehension and a keyword plan; status "failed" (no LLM)."""
         table_id, table = one_table(source)
-        comp = self.comprehend(table, store=_store_of(source), table_id=table_id)
+        comp = self.comprehend(table, store=_store_of(source, table_id), table_id=table_id)
         query_type = guess_query_type(question, task)
         paths = enumerate_paths(
             DEFAULT_OPS[query_type],
@@ -263,7 +263,7 @@ class DTR:
             "decision", stage="start", method="research", question=question, task=task,
             table=table_id, shape=[table.n_rows, table.n_cols], options=opts.label(),
         )  # fmt: skip
-        comp = self.comprehend(table, store=_store_of(source), table_id=table_id)
+        comp = self.comprehend(table, store=_store_of(source, table_id), table_id=table_id)
         q.trace.event("decision", stage="comprehension", **comp.graph.summary())
         memory = self._memory(getattr(source, "store", None), q.trace)
         plan, query_type = self._decompose(q, question, task, comp)
@@ -424,9 +424,9 @@ class DTR:
             run.q.trace.event("fallback", stage="memory", reason=str(exc))
 
 
-def _store_of(source: Any) -> Store | None:
-    store = getattr(source, "store", None)
-    return store if isinstance(store, Store) else None
+def _store_of(source: Any, table_id: str | None) -> Store | None:
+    """The store holding the table (a shard of a sharded corpus), if it came from one."""
+    return source.store_of(table_id) if isinstance(source, TableSet) else None
 
 
 def plain_frame(table: Table, store: Store | None = None, table_id: str | None = None) -> ExecFrame:

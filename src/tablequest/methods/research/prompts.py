@@ -1,4 +1,4 @@
-"""DTR prompts and their parsers (papers/dtr.txt §3.2–3.3, Table 4's [THINK]+[CODE] strategy).
+"""DTR prompts and their parsers (arXiv:2603.09151 §3.2–3.3, Table 4's [THINK]+[CODE] strategy).
 
 The paper shows only an input example of the decomposition and names the [THINK]/[CODE]
 flags; the templates are ours:

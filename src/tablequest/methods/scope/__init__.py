@@ -1,4 +1,4 @@
-"""TabScope: question-adaptive scope selection over one table (papers/tabscope.txt).
+"""TabScope: question-adaptive scope selection over one table (arXiv:2609.03395).
 
 Classify the question (7 types), pick the localized or full-table path by the fixed policy of
 Table 9, build the sub-table by operation-aware row and column retrieval aggregated over K

@@ -1,4 +1,4 @@
-"""Evidence aggregation over K retrieval samples (papers/tabscope.txt §3.4, Eqs 2–5).
+"""Evidence aggregation over K retrieval samples (TabScope §3.4, Eqs 2–5).
 
     s(c)      = mean token log-probability of candidate c (0 when the server gives none)
     w(g)      = Σ_{c∈g} exp(s(c))                                          (Eq. 2)

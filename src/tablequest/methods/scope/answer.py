@@ -1,4 +1,4 @@
-"""Answer generation over the sub-table or the full table (papers/tabscope.txt §3.5, App. C.3).
+"""Answer generation over the sub-table or the full table (TabScope §3.5, App. C.3).
 
 The prompt is the paper's, with ``{TABLE}`` the refined sub-table (localized path) or the
 original table (full path), both linearized with original row ids; temperature 0, at most

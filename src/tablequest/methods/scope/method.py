@@ -1,4 +1,4 @@
-"""TabScope: question-adaptive scope selection for one table (papers/tabscope.txt; SEEDS.md §3).
+"""TabScope: question-adaptive scope selection for one table (arXiv:2609.03395).
 
     τ̂ ← classify(q, T)                                (§3.3, App. C.4; JSON, one repair)
     z ← π(τ̂, s(T)),  s(T) = large iff tokens(T) > 4,096 (Table 9)

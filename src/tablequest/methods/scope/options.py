@@ -1,6 +1,6 @@
 """TabScope options: the paper's defaults, its variants and ablations, and named configurations.
 
-Defaults (papers/tabscope.txt): K = 4 retrieval samples (§3.4), temperature 0.5 for retrieval
+Defaults (TabScope, arXiv:2609.03395): K = 4 retrieval samples (§3.4), temperature 0.5 for retrieval
 sampling and 0 for every other component, QA at most 2,048 new tokens (App. D), α = 0.2 in the
 paper's range 0.1–0.3 (Eq. 5), large table = serialized table over 4,096 tokens (Table 9,
 App. E.1). Variants and ablations (Tables 2 and 5) are options: ``scope`` (policy | local |

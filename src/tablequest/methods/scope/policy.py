@@ -1,4 +1,4 @@
-"""Question-adaptive scope selection (papers/tabscope.txt §3.3, Eq. 1, App. B Table 9, App. C.4).
+"""Question-adaptive scope selection (TabScope §3.3, Eq. 1, Table 9, App. C.4).
 
     τ̂ = C_θ(q, T);  z = π(τ̂, s(T)) ∈ {local, full}
 

@@ -1,4 +1,4 @@
-"""TabScope prompts, verbatim from papers/tabscope.txt App. C (and App. E.3.1 for WTQ-SubTab).
+"""TabScope prompts, verbatim from arXiv:2609.03395 App. C (and App. E.3.1 for WTQ-SubTab).
 
 The paper's templates are kept word for word, placeholders filled by `str.replace` (so braces
 in table cells are safe). Ours, where the paper gives no text: the plain-relevance retrieval

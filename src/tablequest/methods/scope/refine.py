@@ -1,4 +1,4 @@
-"""Sub-table refinement: one verifier round (papers/tabscope.txt §3.4, App. C.2).
+"""Sub-table refinement: one verifier round (TabScope §3.4, App. C.2).
 
 The verifier sees the question, the current sub-table (linearized with original row ids) and
 the original table, and returns ``{action: keep|expand, final_rows, final_columns, reason}``.

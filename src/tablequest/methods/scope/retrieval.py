@@ -1,4 +1,4 @@
-"""Operation-aware row and column retrieval with K samples (papers/tabscope.txt §3.4, App. C.1).
+"""Operation-aware row and column retrieval with K samples (TabScope §3.4, App. C.1).
 
 Rows and columns are retrieved by separate prompts, concurrently. Each dimension asks for K
 samples at temperature 0.5 with log-probabilities: one request with ``n=K`` (``sampling n``;

@@ -1,4 +1,4 @@
-"""TableSeek: agentic grep search over a table corpus (papers/tableseek.txt)."""
+"""TableSeek: agentic grep search over a table corpus (Tian et al., 2026)."""
 
 from tablequest.methods.seek.agent import TableSeek
 from tablequest.methods.seek.config import SeekConfig

@@ -1,4 +1,4 @@
-"""TableSeek, Algorithm 1 (papers/tableseek.txt; SEEDS.md §1).
+"""TableSeek, Algorithm 1 of the TableSeek paper (Tian et al., 2026).
 
     P ← GeneratePatterns(q, τ); s ← 1; R ← Rank(S, P)
     while s < S_max − 1:  previews of top-n; δ ← RefineDecision; s ← s+1
@@ -36,7 +36,8 @@ from typing import Any
 
 from tablequest.corpus.lexical.rank import question_patterns
 from tablequest.corpus.retrieval.shardrank import grep_ranking
-from tablequest.corpus.storage.store import Store, text_format
+from tablequest.corpus.storage.corpus import Corpus
+from tablequest.corpus.storage.store import text_format
 from tablequest.llm.base import LLM, LLMError, Message
 from tablequest.llm.parse import ParseError, extract_json
 from tablequest.llm.repair import ask_json
@@ -101,7 +102,7 @@ class Selection:
 
 
 class TableSeek:
-    """Agentic grep search over a Store, then QA with an answerability check.
+    """Agentic grep search over a corpus, then QA with an answerability check.
 
     Args:
         options: `SeekConfig` (the paper's defaults when None).
@@ -127,7 +128,7 @@ class TableSeek:
     def answer(
         self,
         question: str,
-        source: Store,
+        source: Corpus,
         *,
         task: Task = "tableqa",
         budget: StepBudget | None = None,
@@ -164,7 +165,7 @@ class TableSeek:
     def select(
         self,
         question: str,
-        source: Store,
+        source: Corpus,
         *,
         task: Task = "tableqa",
         budget: StepBudget | None = None,
@@ -279,7 +280,7 @@ class TableSeek:
         run.trace.event("decision", stage="patterns", patterns=value)
         return list(value)
 
-    def _rank(self, run: _Run, store: Store, patterns: Sequence[str]) -> list[str]:
+    def _rank(self, run: _Run, store: Corpus, patterns: Sequence[str]) -> list[str]:
         top, gone = grep_ranking(store, patterns, self.config.rank_depth)
         ranked = [h.table_id for h in top]
         run.rounds_top1.append(ranked[0] if ranked else None)
@@ -294,7 +295,7 @@ class TableSeek:
         return ranked
 
     def _previews(
-        self, run: _Run, store: Store, ids: Sequence[str], patterns: Sequence[str]
+        self, run: _Run, store: Corpus, ids: Sequence[str], patterns: Sequence[str]
     ) -> tuple[str, dict[str, str]]:
         cfg = self.config
         blocks, mapping = [], {}
@@ -324,7 +325,7 @@ class TableSeek:
         return "\n\n".join(blocks), mapping
 
     def _refine(
-        self, run: _Run, store: Store, ranked: list[str], patterns: list[str]
+        self, run: _Run, store: Corpus, ranked: list[str], patterns: list[str]
     ) -> tuple[list[str], list[str], list[str]]:
         cfg = self.config
         while run.budget.can_spend("refine"):
@@ -394,7 +395,7 @@ class TableSeek:
     def _answer(
         self,
         run: _Run,
-        store: Store,
+        store: Corpus,
         ranked: list[str],
         selected: list[str],
         patterns: list[str],

@@ -1,4 +1,4 @@
-"""TableSeek prompts (papers/tableseek.txt App. E, Tables 15–23).
+"""TableSeek prompts (the TableSeek paper, App. E, Tables 15–23).
 
 The paper's prompt templates are published as images; the text dump keeps only their
 captions. These templates follow the captions: a task prefix per task type (Tables 15–16)

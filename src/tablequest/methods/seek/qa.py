@@ -1,6 +1,6 @@
 """QA context and reply parsing shared by TableSeek and the QA baselines.
 
-Tables are given as ``[Table: Table_i]\\n{table in its corpus format}`` (papers/tableseek.txt
+Tables are given as ``[Table: Table_i]\\n{table in its corpus format}`` (the paper's
 Table 20 caption), each cut at `qa_table_chars` (ours). With match-only QA (ablation) each
 table is shown only through the rows its patterns match, without its head.
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tablequest.plugins import READERS_GROUP, Plugins
+from tablequest.settings import SettingsError
 from tablequest.table.budget import OverBudget, ReadBudget
 from tablequest.table.errors import UnreadableTable
 from tablequest.table.model import Format, Merge, Source, Table
@@ -297,7 +298,7 @@ def read_tables_report(
         if budget is None:
             try:
                 budget = ReadBudget.from_env()
-            except ValueError as exc:
+            except SettingsError as exc:
                 raise UnreadableTable(name, f"bad reading budget: {exc}") from None
         file = None
         if data is None:

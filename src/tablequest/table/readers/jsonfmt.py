@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from tablequest.errors import TablequestError
+from tablequest.errors import UsageError
 from tablequest.table.budget import Meter, ReadBudget
 from tablequest.table.errors import UnreadableTable
 from tablequest.table.model import Merge, Table
@@ -44,7 +44,7 @@ from tablequest.table.readers._text import decode_text
 __all__ = ["parse_json_value", "read_json"]
 
 
-class _Shape(TablequestError, ValueError):
+class _Shape(UsageError):
     """The JSON value is valid but not a table shape we know."""
 
 
@@ -279,7 +279,7 @@ def read_json(inp: ReadInput) -> list[Table]:
     value = _load(decode_text(inp.data, inp.path, inp.warn).lstrip("\ufeff"), inp.path)
     try:
         tables = parse_json_value(value, inp.meter)
-    except (ValueError, TypeError, KeyError) as exc:
+    except (_Shape, ValueError, TypeError, KeyError) as exc:
         raise UnreadableTable(inp.path, f"no table in JSON ({exc})") from None
     if not tables:
         raise UnreadableTable(inp.path, "no table in JSON")

@@ -1,0 +1,33 @@
+"""The command's one `Settings` load: its flags over the environment over the config files.
+
+``--config-file PATH`` (`tablequest.cli._options.ConfigFileOpt`) names the command's only
+config file: the command passes it to `load_settings`, which passes it to `Settings.load` as
+``config_path`` (never through the environment). A command loads once, at its start, and
+passes the sections down.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tablequest.settings import Settings
+
+__all__ = ["load_settings"]
+
+
+def load_settings(
+    flags: Mapping[str, Any] | None = None, config_file: Path | None = None
+) -> Settings:
+    """`Settings.load` with the command's flags (``{"section.key": value}``, None: not
+    given) and its ``--config-file`` (None: found as usual).
+
+    Raises:
+        SettingsError: a value of the wrong type, or an unknown key in a section.
+        ConfigFileError: a named file is missing, or a file is unreadable or not TOML.
+    """
+    from tablequest.settings import Settings
+
+    return Settings.load(flags, config_path=config_file)
