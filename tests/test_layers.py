@@ -1,6 +1,8 @@
 """Layers import downward only: every import in src/tablequest — at module level or inside a
 function, absolute or relative — names its own package or one of a lower layer
-(docs/architecture.md, "Layers")."""
+(docs/architecture.md, "Layers"). Packages are used through their surface: code outside a
+package of `SURFACES` imports only its declared public modules, and from them only the names
+their `__all__` lists (docs/architecture.md, "Packages")."""
 
 from __future__ import annotations
 
@@ -29,6 +31,25 @@ LAYERS: list[set[str]] = [
     {"__main__"},
 ]
 RANK = {unit: i for i, layer in enumerate(LAYERS) for unit in layer}
+
+#: package → its public surface. The rule: a package's surface is its `__init__` plus the
+#: sub-packages listed here (the method packages, which plugins and users import); code outside
+#: the package imports only these modules, and only names in their `__all__`. Code inside the
+#: package (its sub-packages included) imports any of its modules. Only src/ is checked: tests
+#: may import internals.
+_METHOD_PACKAGES = ("seek", "rag", "scope", "research", "auto")
+SURFACES: dict[str, tuple[str, ...]] = {
+    "tablequest.table": ("tablequest.table",),
+    "tablequest.settings": ("tablequest.settings",),
+    "tablequest.llm": ("tablequest.llm",),
+    "tablequest.sandbox": ("tablequest.sandbox",),
+    "tablequest.corpus": ("tablequest.corpus",),
+    "tablequest.methods": (
+        "tablequest.methods",
+        *(f"tablequest.methods.{name}" for name in _METHOD_PACKAGES),
+    ),
+    "tablequest.scale": ("tablequest.scale",),
+}
 
 
 def _unit(module: str) -> str:
@@ -63,6 +84,47 @@ def _imports(path: Path) -> list[tuple[int, str]]:
             else:
                 found.append((node.lineno, base))
     return [(line, name) for line, name in found if name.split(".")[0] == "tablequest"]
+
+
+def _imported_names(path: Path) -> list[tuple[int, str, list[str]]]:
+    """(line, module, names) of every `from … import names` in `path`, and (line, module, [])
+    of every `import module`, relative ones resolved."""
+    module = _module_of(path)
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    found: list[tuple[int, str, list[str]]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name, []) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            names = [alias.name for alias in node.names]
+            if base == "tablequest":  # `from tablequest import table`: the package itself
+                found += [(node.lineno, f"tablequest.{name}", []) for name in names]
+            else:
+                found.append((node.lineno, base, names))
+    return found
+
+
+def _package_file(module: str) -> Path:
+    return SRC.parent.joinpath(*module.split("."), "__init__.py")
+
+
+def _all_of(module: str) -> set[str]:
+    """The names a surface module lists in `__all__` (read from its source, not imported)."""
+    for node in ast.parse(_package_file(module).read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+                assert node.value is not None
+                return set(ast.literal_eval(node.value))
+    raise AssertionError(f"{module} has no __all__")
+
+
+def _owner(module: str) -> str | None:
+    return next((p for p in SURFACES if module == p or module.startswith(p + ".")), None)
 
 
 def _unit_of_file(path: Path) -> str:
@@ -100,3 +162,55 @@ def test_the_check_sees_relative_and_function_level_imports() -> None:
     inner = [line for line, name in retrievers if name == "tablequest.corpus.dense.index"]
     assert inner and min(inner) > 100  # imported inside a function, far below the header
     assert _unit("tablequest.serve.app") == "serve" and _unit("tablequest") == "__init__"
+
+
+def test_packages_are_used_through_their_surface() -> None:
+    """Outside a package of `SURFACES`, src/ imports only its surface modules, and only names
+    their `__all__` lists (a submodule imported by name, `from tablequest.methods import run`,
+    is an inner module too)."""
+    wrong = []
+    for path in sorted(SRC.rglob("*.py")):
+        here = _module_of(path)
+        for line, module, names in _imported_names(path):
+            package = _owner(module)
+            if package is None or here == package or here.startswith(package + "."):
+                continue
+            surfaces = SURFACES[package]
+            where = f"{path.relative_to(SRC)}:{line}"
+            if module not in surfaces:
+                use = " or ".join(surfaces)
+                wrong.append(f"{where} imports {module}, inside {package}: import from {use}")
+                continue
+            hidden = sorted(set(names) - _all_of(module))
+            if hidden:
+                init = _package_file(module).relative_to(SRC.parent)
+                wrong.append(
+                    f"{where} imports {', '.join(hidden)} from {module}, which its __all__ "
+                    f"does not list: add it to the surface ({init})"
+                )
+    assert wrong == [], "\n".join(wrong)
+
+
+def test_every_surface_name_resolves() -> None:
+    """Each name a surface lists is there (a lazy `__init__` maps it to the right module)."""
+    import importlib
+
+    for surfaces in SURFACES.values():
+        for module in surfaces:
+            package = importlib.import_module(module)
+            missing = [name for name in sorted(_all_of(module)) if not hasattr(package, name)]
+            assert missing == [], f"{module}.__all__ lists names it does not have: {missing}"
+
+
+def test_the_surface_check_sees_inner_modules_and_hidden_names() -> None:
+    assert _owner("tablequest.corpus.storage.store") == "tablequest.corpus"
+    assert _owner("tablequest.methods.rag.method") == "tablequest.methods"
+    assert _owner("tablequest.serve.api") is None
+    assert "tablequest.methods.rag" in SURFACES["tablequest.methods"]
+    assert "open_corpus" in _all_of("tablequest.corpus") and "run" not in _all_of(
+        "tablequest.methods"
+    )
+    imports = _imported_names(SRC / "cli" / "_scale.py")
+    assert any(
+        module == "tablequest.scale" and "ray_address" in names for _, module, names in imports
+    )

@@ -11,17 +11,21 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from tablequest import table
     from tablequest.corpus import (
         EncoderUnavailable,
         Hit,
+        IngestAborted,
         IngestReport,
+        NoStore,
+        NotAStore,
         Store,
         StoreError,
+        StoreLocked,
+        StoreWriteError,
         grep_rank,
         ingest,
     )
-    from tablequest.corpus.storage.ingest import IngestAborted
-    from tablequest.corpus.storage.store import NoStore, NotAStore, StoreLocked, StoreWriteError
     from tablequest.errors import BadValue, RunError, TablequestError, UsageError
     from tablequest.llm import (
         LLM,
@@ -36,12 +40,15 @@ if TYPE_CHECKING:
         resolve_config,
     )
     from tablequest.methods import (
+        DirectQA,
         Method,
         MethodContext,
         MethodOptions,
         MethodSpec,
         OptionError,
         Result,
+        RetrieveThenQA,
+        SourceError,
         TableSet,
         UnknownMethod,
         get_method,
@@ -49,9 +56,7 @@ if TYPE_CHECKING:
         option,
         register_method,
     )
-    from tablequest.methods.direct import DirectQA, RetrieveThenQA
     from tablequest.methods.rag import RagConfig, TableRAG
-    from tablequest.methods.run import SourceError
     from tablequest.methods.seek import SeekConfig, TableSeek
     from tablequest.notebook import Corpus, ask, open, search
     from tablequest.sandbox import SandboxError
@@ -63,19 +68,22 @@ if TYPE_CHECKING:
         UnreadableTable,
         read_tables,
     )
-    from tablequest.table.preview import preview
-    from tablequest.table.serialize import serialize
     from tablequest.trace import Trace
+
+    # `preview` and `serialize` are also submodules of `tablequest.table`: mypy reads a
+    # `from tablequest.table import preview` here as a second definition
+    preview = table.preview
+    serialize = table.serialize
 
 _LAZY: dict[str, str] = {
     "CellRef": "tablequest.table",
     "Completion": "tablequest.llm",
     "ConfigError": "tablequest.llm",
     "Corpus": "tablequest.notebook",
-    "DirectQA": "tablequest.methods.direct",
+    "DirectQA": "tablequest.methods",
     "EncoderUnavailable": "tablequest.corpus",
     "Hit": "tablequest.corpus",
-    "IngestAborted": "tablequest.corpus.storage.ingest",
+    "IngestAborted": "tablequest.corpus",
     "IngestReport": "tablequest.corpus",
     "LLM": "tablequest.llm",
     "LLMError": "tablequest.llm",
@@ -85,22 +93,22 @@ _LAZY: dict[str, str] = {
     "MethodOptions": "tablequest.methods",
     "MethodSpec": "tablequest.methods",
     "ModelUnreachable": "tablequest.llm",
-    "NoStore": "tablequest.corpus.storage.store",
-    "NotAStore": "tablequest.corpus.storage.store",
+    "NoStore": "tablequest.corpus",
+    "NotAStore": "tablequest.corpus",
     "OpenAICompatible": "tablequest.llm",
     "OptionError": "tablequest.methods",
     "RagConfig": "tablequest.methods.rag",
     "Result": "tablequest.methods",
-    "RetrieveThenQA": "tablequest.methods.direct",
+    "RetrieveThenQA": "tablequest.methods",
     "SandboxError": "tablequest.sandbox",
     "Scripted": "tablequest.llm",
     "SeekConfig": "tablequest.methods.seek",
     "Source": "tablequest.table",
-    "SourceError": "tablequest.methods.run",
+    "SourceError": "tablequest.methods",
     "Store": "tablequest.corpus",
     "StoreError": "tablequest.corpus",
-    "StoreLocked": "tablequest.corpus.storage.store",
-    "StoreWriteError": "tablequest.corpus.storage.store",
+    "StoreLocked": "tablequest.corpus",
+    "StoreWriteError": "tablequest.corpus",
     "StubServer": "tablequest.llm",
     "Table": "tablequest.table",
     "TableRAG": "tablequest.methods.rag",

@@ -23,8 +23,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from tablequest.table.display import Grid, esc, grid_html, source_name, window
-from tablequest.table.model import CellRef
+from tablequest.table import (
+    CellRef,
+    Grid,
+    esc,
+    grid_html,
+    source_name,
+    window,
+)
 
 __all__ = ["ResultLike", "result_html", "result_markdown"]
 

@@ -51,20 +51,30 @@ from packaging.utils import canonicalize_name
 
 from tablequest import configfile
 from tablequest.configfile import ConfigFile, ConfigFileError
-from tablequest.corpus.dense.device import describe_device
-from tablequest.corpus.dense.encoders import (
+from tablequest.corpus import (
     EncoderSettings,
+    describe_device,
     minilm_installed,
     probe_embeddings,
     static_installed,
 )
-from tablequest.llm.base import LLM, DeadlineExceeded, LLMError
-from tablequest.llm.config import OPENAI_URL, ConfigError, LLMConfig, build_llm
-from tablequest.llm.deadline import Deadline, call_scope
-from tablequest.llm.modelserver import ModelServer, ModelServerError
-from tablequest.llm.parse import ParseError, extract_json, strip_think
-from tablequest.methods.configtrust import guarded_keys
-from tablequest.methods.options import OptionError
+from tablequest.llm import (
+    LLM,
+    OPENAI_URL,
+    ConfigError,
+    Deadline,
+    DeadlineExceeded,
+    LLMConfig,
+    LLMError,
+    ModelServer,
+    ModelServerError,
+    ParseError,
+    build_llm,
+    call_scope,
+    extract_json,
+    strip_think,
+)
+from tablequest.methods import OptionError, guarded_keys
 from tablequest.settings import EmbeddingsSettings, Settings
 
 __all__ = [
@@ -370,8 +380,7 @@ def check_extras() -> list[Check]:
 
 def check_store(path: str | Path) -> Check:
     """Whether the store at `path` opens read-only, with its table count and indexes."""
-    from tablequest.corpus.storage.corpus import missing_indexes, open_corpus
-    from tablequest.corpus.storage.store import StoreError
+    from tablequest.corpus import StoreError, missing_indexes, open_corpus
 
     path = Path(path).expanduser()
     if not path.exists():

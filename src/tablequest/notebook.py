@@ -42,24 +42,32 @@ from pathlib import Path
 from typing import Any, overload
 
 from tablequest.configfile import ConfigFileError
-from tablequest.corpus.retrieval.retrievers import RetrieverSettings
-from tablequest.corpus.retrieval.retrievers import search as corpus_search
-from tablequest.corpus.storage.corpus import Corpus as CorpusLike
-from tablequest.corpus.storage.corpus import is_corpus_file, open_corpus
-from tablequest.corpus.storage.ingest import IngestReport, ingest
-from tablequest.corpus.storage.store import Hit, Store
+from tablequest.corpus import Corpus as CorpusLike
+from tablequest.corpus import (
+    Hit,
+    IngestReport,
+    RetrieverSettings,
+    Store,
+    ingest,
+    is_corpus_file,
+    open_corpus,
+)
+from tablequest.corpus import search as corpus_search
 from tablequest.errors import BadValue
-from tablequest.llm.base import LLM, ModelUnreachable
-from tablequest.llm.cache import default_cache_dir
-from tablequest.llm.config import ConfigError, LLMConfig, build_llm
-from tablequest.llm.modelserver import ModelServer, ModelServerError
-from tablequest.methods.base import Result
-from tablequest.methods.registry import get_method
-from tablequest.methods.run import SourceError
-from tablequest.methods.run import ask as run_ask
+from tablequest.llm import (
+    LLM,
+    ConfigError,
+    LLMConfig,
+    ModelServer,
+    ModelServerError,
+    ModelUnreachable,
+    build_llm,
+    default_cache_dir,
+)
+from tablequest.methods import Result, SourceError, get_method
+from tablequest.methods import ask as run_ask
 from tablequest.settings import Settings
-from tablequest.table import Table
-from tablequest.table.budget import ReadBudget
+from tablequest.table import ReadBudget, Table
 
 __all__ = ["Corpus", "TableView", "ask", "open", "resolve_llm", "search", "store_path_for"]
 

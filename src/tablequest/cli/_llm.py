@@ -25,8 +25,7 @@ from typing import TYPE_CHECKING, Any
 from tablequest.cli._output import fail
 
 if TYPE_CHECKING:
-    from tablequest.llm.base import LLM
-    from tablequest.llm.config import LLMConfig
+    from tablequest.llm import LLM, LLMConfig
     from tablequest.settings import Settings
 
 __all__ = ["LLMFlags", "model_or_fail", "required_model", "settings_or_fail"]
@@ -66,7 +65,7 @@ class LLMFlags:
         """
         from tablequest.cli._settings import load_settings
         from tablequest.configfile import ConfigFileError
-        from tablequest.llm.config import ConfigError
+        from tablequest.llm import ConfigError
 
         try:
             return load_settings({**self.flags(), **(more or {})}, self.config_file)
@@ -79,7 +78,7 @@ class LLMFlags:
         Raises:
             ConfigError: a config file is unreadable or holds a wrong value.
         """
-        from tablequest.llm.config import LLMConfig
+        from tablequest.llm import LLMConfig
 
         return LLMConfig.from_settings(settings if settings is not None else self.settings())
 
@@ -90,8 +89,7 @@ class LLMFlags:
             ConfigError: as `config`, or an unusable combination (`build_llm`).
             LLMError: the local backend is requested but unusable.
         """
-        from tablequest.llm.cache import default_cache_dir
-        from tablequest.llm.config import build_llm
+        from tablequest.llm import build_llm, default_cache_dir
 
         settings = settings if settings is not None else self.settings()
         config = self.config(settings)
@@ -103,7 +101,7 @@ def settings_or_fail(
     flags: LLMFlags, more: Mapping[str, Any] | None = None, *, json_out: bool = False
 ) -> Settings:
     """`flags.settings(more)` (the command's one load), or one ``error:`` line and exit 2."""
-    from tablequest.llm.config import ConfigError
+    from tablequest.llm import ConfigError
 
     try:
         return flags.settings(more)
@@ -115,8 +113,7 @@ def model_or_fail(
     flags: LLMFlags, *, json_out: bool = False, settings: Settings | None = None
 ) -> tuple[LLMConfig, LLM | None]:
     """`flags.build(settings)`, or one ``error:`` line and exit 2 on a configuration error."""
-    from tablequest.llm.base import LLMError
-    from tablequest.llm.config import ConfigError
+    from tablequest.llm import ConfigError, LLMError
 
     try:
         return flags.build(settings)
@@ -129,7 +126,7 @@ def required_model(
 ) -> tuple[LLMConfig, LLM]:
     """`model_or_fail` for a command that needs a model: with none configured, one
     ``error:`` line, `NOT_CONFIGURED_HINT` followed by `hint`, and exit 2."""
-    from tablequest.llm.config import NOT_CONFIGURED_HINT
+    from tablequest.llm import NOT_CONFIGURED_HINT
 
     config, llm = model_or_fail(flags, json_out=json_out, settings=settings)
     if llm is None:

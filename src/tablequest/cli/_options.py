@@ -33,7 +33,7 @@ from tablequest.cli._output import fail
 from tablequest.cli.config import use_config_file
 
 if TYPE_CHECKING:
-    from tablequest.methods.base import Task
+    from tablequest.methods import Task
     from tablequest.settings import StoreSettings
 
 STORE_ENV = "TABLEQUEST_STORE"
@@ -65,13 +65,13 @@ def fill_help(params: list[Any]) -> None:
 
 
 def _retriever_names() -> str:
-    from tablequest.corpus.retrieval.retrievers import RETRIEVERS
+    from tablequest.corpus import RETRIEVERS
 
     return " | ".join(RETRIEVERS)
 
 
 def _encoder_names() -> str:
-    from tablequest.corpus.dense.encoders import ENCODERS
+    from tablequest.corpus import ENCODERS
 
     return " | ".join(ENCODERS)
 
@@ -148,7 +148,7 @@ class PairCommand(UsageCommand):
 
 def option_pairs(values: list[str] | None) -> dict[str, str]:
     """``NAME=VALUE`` strings as a mapping (typer.BadParameter for a value without a name)."""
-    from tablequest.methods.options import option_name
+    from tablequest.methods import option_name
 
     out: dict[str, str] = {}
     for item in values or ():
@@ -311,7 +311,7 @@ def default_store_path(store: StoreSettings | None = None) -> Path:
 
 def is_store_path(path: Path) -> bool:
     """True when `path` is an existing DuckDB store file or a sharded corpus's manifest."""
-    from tablequest.corpus.storage.corpus import is_corpus_file
+    from tablequest.corpus import is_corpus_file
 
     return is_corpus_file(path)
 
@@ -356,7 +356,7 @@ def store_and_words(
         if store is None and (first.suffix in (".duckdb", ".json") or "/" in words[0]):
             require_store(first, json_out=json_out)  # a typo in an old-style store name
         if store is None and first.exists():
-            from tablequest.corpus.storage.storefile import what_is
+            from tablequest.corpus import what_is
 
             what = what_is(first) or "not a store"
             fail(f"{str(first)!r} is {what}, not a store (name the store with --store)",

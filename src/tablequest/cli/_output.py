@@ -27,9 +27,8 @@ if TYPE_CHECKING:
     from rich.table import Table as RichTable
     from rich.text import Text
 
-    from tablequest.corpus.storage.corpus import Corpus
-    from tablequest.corpus.storage.store import Hit
-    from tablequest.methods.base import Result
+    from tablequest.corpus import Corpus, Hit
+    from tablequest.methods import Result
 
     console: Console
     err_console: Console
@@ -94,7 +93,7 @@ def encoding_bar(label: str, enabled: bool) -> Iterator[None]:
         TimeRemainingColumn,
     )
 
-    from tablequest.corpus.dense.encoder_base import encoding_progress, with_rate
+    from tablequest.corpus import encoding_progress, with_rate
 
     columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(),
                TextColumn("{task.fields[metric]}"), TimeRemainingColumn())  # fmt: skip
@@ -261,7 +260,7 @@ def usage_line(usage: dict[str, Any]) -> str:
 
 def hit_json(store: Corpus, hit: Hit) -> dict[str, Any]:
     """A ranked table as ``search --json`` prints it."""
-    from tablequest.corpus.retrieval.hits import search_hit
+    from tablequest.corpus import search_hit
 
     src = store.source(hit.table_id)
     shown = src.path if src.sheet is None else f"{src.path}#{src.sheet}"
@@ -284,10 +283,8 @@ def show_hits(store: Corpus, question: str, hits: list[Hit]) -> None:
 def terminal_preview(store: Corpus, hit: Hit, question: str) -> str:
     """A hit's preview as a terminal shows it: tables stored as HTML (HTML, xlsx) are
     previewed as Markdown (the same head and matched rows, no markup)."""
-    from tablequest.corpus.lexical.rank import question_patterns
-    from tablequest.corpus.retrieval.retrievers import preview_hit
-    from tablequest.corpus.storage.store import text_format
-    from tablequest.table.preview import preview
+    from tablequest.corpus import preview_hit, question_patterns, text_format
+    from tablequest.table import preview
 
     table = store.index_table(hit.table_id)
     fmt = text_format(table)
@@ -358,7 +355,7 @@ def show_preview(title: str, text: str, question: str) -> None:
     from rich.panel import Panel
     from rich.text import Text
 
-    from tablequest.corpus.lexical.rank import question_patterns
+    from tablequest.corpus import question_patterns
 
     console = _stdout()
     body = Text(text)
@@ -446,7 +443,7 @@ def evidence_lines(result: Result, limit: int = MAX_EVIDENCE_LINES) -> list[Text
     table named when it is not the final one)."""
     from rich.text import Text
 
-    from tablequest.table.display import is_certain
+    from tablequest.table import is_certain
 
     lines = []
     for cell in result.evidence[:limit]:
@@ -510,6 +507,6 @@ def evidence_view(result: Result, max_rows: int = 12) -> tuple[str, RichTable]:
 def _cell_style(how: str | None) -> str:
     if how is None:
         return ""
-    from tablequest.table.display import is_certain
+    from tablequest.table import is_certain
 
     return _CERTAIN_STYLE if is_certain(how) else _UNCERTAIN_STYLE

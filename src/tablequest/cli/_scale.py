@@ -8,16 +8,16 @@ from typing import TYPE_CHECKING
 from tablequest.cli._output import fail, fail_on
 
 if TYPE_CHECKING:
-    from tablequest.corpus.storage.corpus import Corpus
+    from tablequest.corpus import Corpus
     from tablequest.settings import Settings
 
 
 def open_corpus(path: Path, ray: str | None, *, json_out: bool = False) -> Corpus:
     """A store or sharded corpus, read-only; a sharded one ranks on shard actors when a Ray
     address is given (flag or $TABLEQUEST_RAY_ADDRESS)."""
-    from tablequest.corpus.storage.corpus import open_corpus as open_any
-    from tablequest.corpus.storage.store import StoreError
-    from tablequest.scale.cluster import RayUnavailable, ray_address
+    from tablequest.corpus import StoreError
+    from tablequest.corpus import open_corpus as open_any
+    from tablequest.scale import RayUnavailable, ray_address
 
     address = ray_address(ray)
     try:
@@ -25,7 +25,7 @@ def open_corpus(path: Path, ray: str | None, *, json_out: bool = False) -> Corpu
     except StoreError as exc:
         fail_on(exc, json_out=json_out)
     if address is not None and corpus.manifest is not None:  # one actor per shard
-        from tablequest.scale.actors import attach
+        from tablequest.scale import attach
 
         try:
             attach(corpus, address)

@@ -43,7 +43,7 @@ from tablequest.cli._options import (
 from tablequest.cli._output import encoding_bar, fail, fail_on, print_json, show_result
 
 if TYPE_CHECKING:
-    from tablequest.methods.base import Result
+    from tablequest.methods import Result
 
 SourceOpt = Annotated[
     Path | None,
@@ -67,7 +67,7 @@ RequireVerifiedOpt = Annotated[
 
 def ask(*args: Any, **kwargs: Any) -> Result:
     """`tablequest.methods.run.ask`, imported when a question is asked."""
-    from tablequest.methods.run import ask as run_ask
+    from tablequest.methods import ask as run_ask
 
     return run_ask(*args, **kwargs)
 
@@ -114,7 +114,7 @@ def ask_command(
     from tablequest.cli._options import is_store_path
     from tablequest.cli._scale import open_corpus
     from tablequest.errors import TablequestError
-    from tablequest.scale.cluster import ray_address
+    from tablequest.scale import ray_address
 
     flags = LLMFlags(
         llm_url, model, api_key, llm, no_cache=no_cache, deadline=deadline, config_file=config_file
@@ -162,8 +162,8 @@ def ask_command(
 
 def _print(result: Result, question: str, *, json_out: bool) -> None:
     """The result (JSON or the answer panel), and how to connect a model when none ran."""
-    from tablequest.llm.config import NOT_CONFIGURED_HINT
-    from tablequest.methods.run import NO_LLM
+    from tablequest.llm import NOT_CONFIGURED_HINT
+    from tablequest.methods import NO_LLM
 
     if json_out:
         print_json(result.to_json())
@@ -181,7 +181,7 @@ def _print(result: Result, question: str, *, json_out: bool) -> None:
 def exit_status(result: Result, *, require_verified: bool = False) -> int:
     """The exit status of an ask (see `tablequest.cli._exit`); with `require_verified`, an
     answer that is not ``verified`` exits 5 (a result not answered keeps its status)."""
-    from tablequest.methods.run import NO_LLM
+    from tablequest.methods import NO_LLM
 
     if result.status == "answered":
         if require_verified and result.verified != "verified":

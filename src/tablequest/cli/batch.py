@@ -30,7 +30,7 @@ from tablequest.cli._options import (
 from tablequest.cli._output import fail
 
 if TYPE_CHECKING:
-    from tablequest.scale.batchrun import BatchOutcome
+    from tablequest.scale import BatchOutcome
 
 
 def batch_command(
@@ -76,10 +76,15 @@ def batch_command(
     from tablequest.cli._scale import endpoint_urls
     from tablequest.errors import UsageError
     from tablequest.eval.runner import RecordLog, RunSpec
-    from tablequest.llm.config import ConfigError
-    from tablequest.scale.batch import BatchError, Endpoint, read_questions
-    from tablequest.scale.batchrun import BatchJob, run_batch
-    from tablequest.scale.cluster import ray_address
+    from tablequest.llm import ConfigError
+    from tablequest.scale import (
+        BatchError,
+        BatchJob,
+        Endpoint,
+        ray_address,
+        read_questions,
+        run_batch,
+    )
     from tablequest.trace.runs import run_trace_dir
 
     flags = LLMFlags(model=model, api_key=api_key, no_cache=no_cache, config_file=config_file)

@@ -38,7 +38,7 @@ def stats(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Show the number of cached completions, size on disk and hits."""
-    from tablequest.llm.cache import CacheError, cache_stats
+    from tablequest.llm import CacheError, cache_stats
 
     try:
         info = cache_stats(cache_dir)
@@ -59,7 +59,7 @@ def clear(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Delete every cached completion."""
-    from tablequest.llm.cache import CacheError, cache_clear, cache_path
+    from tablequest.llm import CacheError, cache_clear, cache_path
 
     try:
         removed = cache_clear(cache_dir)

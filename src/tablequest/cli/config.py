@@ -40,7 +40,7 @@ def use_config_file(ctx: typer.Context, value: Path | None) -> Path | None:
     if value is not None and not value.expanduser().is_file():
         raise typer.BadParameter(f"no file at {str(value)!r}", param_hint="--config-file")
     from tablequest.cli._output import err_console
-    from tablequest.methods.configtrust import untrusted_notes
+    from tablequest.methods import untrusted_notes
 
     for note in untrusted_notes(named=value):
         err_console.print(note, markup=False, highlight=False, soft_wrap=True)
@@ -83,8 +83,7 @@ def untrust_command(path: PathArg = Path(CONFIG_FILE)) -> None:
 def describe(file: ConfigFile) -> dict[str, Any]:
     """What `config show` says of one file: path, trust, what it sets, what is ignored."""
     from tablequest.configfile import ConfigFileError
-    from tablequest.methods.configtrust import guarded_keys
-    from tablequest.methods.options import OptionError
+    from tablequest.methods import OptionError, guarded_keys
 
     try:
         ignored = guarded_keys(file)

@@ -42,10 +42,8 @@ from tablequest.cli._options import (
 from tablequest.cli._output import encoding_bar, fail, fail_on, hit_json, show_hits
 
 if TYPE_CHECKING:
-    from tablequest.corpus import IngestReport
-    from tablequest.corpus.storage.corpus import Corpus
-    from tablequest.corpus.storage.ingest import StopSignals
-    from tablequest.table.budget import ReadBudget
+    from tablequest.corpus import Corpus, IngestReport, StopSignals
+    from tablequest.table import ReadBudget
 
 
 ShardsOption = Annotated[
@@ -79,7 +77,7 @@ def ingest_command(
     ] = None,
 ) -> None:
     """Read every table under PATHS into the store (unchanged files are skipped)."""
-    from tablequest.scale.cluster import ray_address
+    from tablequest.scale import ray_address
 
     read_budget = _read_budget(budget or [], json_out=json_out)
     target = store.expanduser() if store is not None else default_store_path()
@@ -115,14 +113,14 @@ def _read_budget(items: list[str], *, json_out: bool) -> ReadBudget:
     shards and Ray tasks alike (never through the environment)."""
     from tablequest.configfile import ConfigFileError
     from tablequest.settings import Settings
-    from tablequest.table.budget import ENV, ReadBudget
+    from tablequest.table import READ_BUDGET_ENV, ReadBudget
 
     flags: dict[str, str] = {}
     for item in items:
         name, sep, value = item.partition("=")
         name = name.strip()
-        if not sep or name not in ENV:
-            names = ", ".join(ENV)
+        if not sep or name not in READ_BUDGET_ENV:
+            names = ", ".join(READ_BUDGET_ENV)
             fail(f"--budget {item!r}: expected NAME=VALUE, NAME one of {names}", json_out=json_out)
         flags[f"reading.{name}"] = value.strip()
     try:
@@ -144,9 +142,7 @@ def _ingest(
 ) -> tuple[IngestReport, StopSignals | None]:
     """The ingest itself: on Ray, or here with Ctrl-C stopping it cleanly. Appends to `kept`
     the count of tables the store holds from PATHS (also when a store failure stopped it)."""
-    from tablequest.corpus import StoreError
-    from tablequest.corpus.storage.corpus import open_corpus
-    from tablequest.corpus.storage.ingest import IngestAborted, StopSignals
+    from tablequest.corpus import IngestAborted, StopSignals, StoreError, open_corpus
 
     if address is not None:
         report = _ray_ingest(target, paths, address, shards, json_out, budget)
@@ -170,8 +166,7 @@ def _ingest(
 def _is_sharded(target: Path) -> bool:
     """Whether `target` holds a sharded corpus (opened read-only to ask it, without waiting
     for a lock: the ingest's own opening waits and says so)."""
-    from tablequest.corpus import StoreError
-    from tablequest.corpus.storage.corpus import is_corpus_file, open_corpus
+    from tablequest.corpus import StoreError, is_corpus_file, open_corpus
 
     if not is_corpus_file(target):
         return False
@@ -254,7 +249,7 @@ def _ray_ingest(
     budget: ReadBudget,
 ) -> IngestReport:
     from tablequest.errors import TablequestError
-    from tablequest.scale.ingest import ingest_ray
+    from tablequest.scale import ingest_ray
 
     try:
         return ingest_ray(target, paths, address=address, shards=shards, budget=budget)
@@ -268,8 +263,7 @@ def _run_ingest(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
     from tablequest.cli._output import err_console
-    from tablequest.corpus.dense.encoder_base import progress_stages
-    from tablequest.corpus.storage.corpus import ingest_corpus
+    from tablequest.corpus import ingest_corpus, progress_stages
 
     if not show_progress:
         return ingest_corpus(st, paths, stop=stop.event, budget=budget)
@@ -348,8 +342,9 @@ def search_command(
         fail("the question is empty: give a question in words", json_out=json_out, status=USAGE)
     require_store(store_path, json_out=json_out)
     from tablequest.cli._scale import open_corpus
-    from tablequest.corpus.dense.encoders import EncoderSettings, EncoderUnavailable
-    from tablequest.corpus.retrieval.retrievers import (
+    from tablequest.corpus import (
+        EncoderSettings,
+        EncoderUnavailable,
         RetrieverSettings,
         UnsupportedStore,
         make_retriever,

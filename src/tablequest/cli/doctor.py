@@ -100,7 +100,7 @@ def doctor_command(
     """Check the setup: the model (a chat call, a JSON reply, its context length,
     embeddings), the sandbox's isolation, the installed extras, and that a store opens."""
     from tablequest.doctor import Check, run_checks
-    from tablequest.llm.config import ConfigError, LLMConfig
+    from tablequest.llm import ConfigError, LLMConfig
 
     groups = _groups(check, json_out)
     checks: list[Check] = []

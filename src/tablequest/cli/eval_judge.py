@@ -146,7 +146,7 @@ def judge_command(
         read_run,
         win_rate,
     )
-    from tablequest.llm.base import LLMError
+    from tablequest.llm import LLMError
 
     if prompt is not None and prompt not in EVAL_PROMPTS:
         fail(f"--prompt {prompt!r}: one of {', '.join(EVAL_PROMPTS)}", json_out=json_out)

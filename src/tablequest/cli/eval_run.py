@@ -167,7 +167,7 @@ def _corpus(dataset: Dataset, fmt: str, seed: int, cache_dir: Path | None, show:
 
 def _dense(corpus: Corpus, encoder: Any, cache_dir: Path | None, show: bool) -> None:
     """Encode the corpus once (vectors shared across the corpora of the cache folder)."""
-    from tablequest.corpus.dense.encoders import encoding_progress, with_rate
+    from tablequest.corpus import encoding_progress, with_rate
     from tablequest.eval.corpora import ensure_dense
 
     label = f"encoding the {corpus.dataset} corpus with {encoder.name}"
@@ -179,7 +179,7 @@ def _sharded(corpus: Corpus, shards: int | None) -> Corpus:
     """The corpus on N shards (`scale.evalrun.shard_corpus`), or as it is."""
     if shards is None:
         return corpus
-    from tablequest.scale.evalrun import shard_corpus
+    from tablequest.scale import shard_corpus
 
     return shard_corpus(corpus, shards)
 
@@ -205,8 +205,7 @@ def retrieval_command(
     json_out: JsonOpt = False,
 ) -> None:
     """LLM-free retrieval: R@1/2/3/5/10 of a ranking (GR@k and DS@k with sibling groups)."""
-    from tablequest.corpus.dense.encoders import EncoderSettings
-    from tablequest.corpus.retrieval.retrievers import RetrieverSettings
+    from tablequest.corpus import EncoderSettings, RetrieverSettings
     from tablequest.errors import TablequestError
     from tablequest.eval.retrieval import evaluate_retrieval, make_ranker
     from tablequest.eval.runner import select_questions
@@ -291,11 +290,9 @@ def run_command(
     from tablequest.errors import TablequestError
     from tablequest.eval.pipeline import prepared_answer
     from tablequest.eval.runner import RecordLog, RunSpec, select_questions
-    from tablequest.llm.config import NOT_CONFIGURED_HINT
-    from tablequest.methods.registry import get_method
-    from tablequest.methods.run import resolve_options
-    from tablequest.scale.cluster import ray_address
-    from tablequest.scale.evalrun import EvalJob
+    from tablequest.llm import NOT_CONFIGURED_HINT
+    from tablequest.methods import get_method, resolve_options
+    from tablequest.scale import EvalJob, ray_address
     from tablequest.trace.runs import run_trace_dir
 
     flags = LLMFlags(llm_url[0] if llm_url else None, model, api_key, llm,
@@ -407,9 +404,7 @@ def _run_ray(
     json_out: bool,
 ) -> int:
     from tablequest.eval.runs import running_metric
-    from tablequest.scale.batch import Endpoint
-    from tablequest.scale.cluster import RayUnavailable
-    from tablequest.scale.evalrun import run_eval_ray
+    from tablequest.scale import Endpoint, RayUnavailable, run_eval_ray
 
     wanted = {q.id for q in chosen}
     seen = [r for qid, r in log.records.items() if qid in wanted]

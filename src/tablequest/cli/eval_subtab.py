@@ -51,7 +51,7 @@ def build_subtab_command(
     from tablequest.eval.datasets import DatasetError, load
     from tablequest.eval.runner import select_questions
     from tablequest.eval.subtab import build_references
-    from tablequest.llm.config import NOT_CONFIGURED_HINT
+    from tablequest.llm import NOT_CONFIGURED_HINT
 
     try:
         ds = load(dataset, data, **({"split": split} if split else {}))

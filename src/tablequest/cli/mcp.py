@@ -104,7 +104,7 @@ def mcp_command(
 def store_path(store: Path) -> Path:
     """`store` when it is a store; else exit 2 naming the fix (``serve``'s check names its
     ``--create``, which ``mcp`` has not; a folder or a table file is ingested first)."""
-    from tablequest.corpus.storage.storefile import what_is
+    from tablequest.corpus import what_is
 
     path = store.expanduser()
     if not path.exists():

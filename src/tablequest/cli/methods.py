@@ -37,8 +37,13 @@ def methods_command(
     from rich.table import Table as RichTable
 
     from tablequest.cli._output import console
-    from tablequest.methods.options import describe_options
-    from tablequest.methods.registry import UnknownMethod, get_method, list_methods, plugin_errors
+    from tablequest.methods import (
+        UnknownMethod,
+        describe_options,
+        get_method,
+        list_methods,
+        plugin_errors,
+    )
     from tablequest.plugins import all_plugin_errors
 
     if name is None:

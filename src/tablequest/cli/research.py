@@ -34,8 +34,7 @@ from tablequest.cli._options import (
 from tablequest.cli._output import fail, fail_on, print_json
 
 if TYPE_CHECKING:
-    from tablequest.methods.research.memory import ExperienceMemory
-    from tablequest.methods.research.options import ResearchOptions
+    from tablequest.methods.research import ExperienceMemory, ResearchOptions
 
 __all__ = ["memory_app", "register"]
 
@@ -43,8 +42,8 @@ memory_app = typer.Typer(help="DTR's experience memory: show or clear it.", no_a
 
 
 def _options(pairs: list[str] | None, *, json_out: bool) -> ResearchOptions:
-    from tablequest.methods.options import OptionError, merge_options
-    from tablequest.methods.research.options import ResearchOptions
+    from tablequest.methods import OptionError, merge_options
+    from tablequest.methods.research import ResearchOptions
 
     try:
         options = merge_options("research", ResearchOptions, option_pairs(pairs))
@@ -74,9 +73,8 @@ def research_command(
     """Research a table: answer, a Markdown report and charts, written to --out."""
     from tablequest.cli._output import console, err_console
     from tablequest.errors import UsageError
-    from tablequest.llm.config import NOT_CONFIGURED_HINT
-    from tablequest.llm.usage import StepBudget
-    from tablequest.methods.research.api import run_research
+    from tablequest.llm import NOT_CONFIGURED_HINT, StepBudget
+    from tablequest.methods.research import run_research
     from tablequest.trace import Trace
 
     options = _options(option, json_out=json_out)
@@ -117,7 +115,7 @@ def _memory(
     store: Path | None, path: Path | None, *, write: bool, json_out: bool = False
 ) -> tuple[ExperienceMemory, Any]:
     from tablequest.corpus import Store, StoreError
-    from tablequest.methods.research.memory import ExperienceMemory
+    from tablequest.methods.research import ExperienceMemory
 
     if store is not None and path is not None:
         fail("give --store or --path, not both", json_out=json_out)
@@ -149,7 +147,7 @@ def memory_show(
 ) -> None:
     """Path statistics (executions, mean reward) and lessons, most recent first."""
     from tablequest.cli._output import console
-    from tablequest.methods.research.memory import MemoryUnavailable
+    from tablequest.methods.research import MemoryUnavailable
 
     memory, opened = _memory(store, path, write=False, json_out=json_out)
     try:
@@ -184,7 +182,7 @@ def memory_clear(
 ) -> None:
     """Delete every record of the memory."""
     from tablequest.cli._output import console
-    from tablequest.methods.research.memory import MemoryUnavailable
+    from tablequest.methods.research import MemoryUnavailable
 
     memory, opened = _memory(store, path, write=True)
     try:

@@ -108,8 +108,8 @@ def serve_command(
     except ImportError:
         fail(SERVE_EXTRA_HINT)
     from tablequest.cli._llm import LLMFlags, settings_or_fail
-    from tablequest.corpus.storage.storefile import StoreError
-    from tablequest.llm.config import ConfigError, LLMConfig
+    from tablequest.corpus import StoreError
+    from tablequest.llm import ConfigError, LLMConfig
     from tablequest.trace import default_trace_dir
     from tablequest.trace.retention import RetentionError, chart_retention, trace_retention
 
@@ -189,7 +189,7 @@ def _banner(config: ServeConfigLike, token: str, *, created: bool) -> None:
 
 def check_store(path: Path, *, create: bool) -> Path:
     """`path` when it is a store (or may be created); exit 2 naming the fix otherwise."""
-    from tablequest.corpus.storage.storefile import what_is
+    from tablequest.corpus import what_is
 
     path = path.expanduser()
     if not path.exists():

@@ -39,7 +39,7 @@ from tablequest.cli._output import emit_file, fail, fail_on, print_json, wide_co
 if TYPE_CHECKING:
     from rich.text import Text
 
-    from tablequest.corpus.storage.sql import SqlResult
+    from tablequest.corpus import SqlResult
 
 __all__ = ["migrate_command", "register", "sql_command"]
 
@@ -80,9 +80,7 @@ def sql_command(
     path = require_store(
         store.expanduser() if store is not None else default_store_path(), json_out=json_out
     )
-    from tablequest.corpus.storage.browse import encode as encode_arrow
-    from tablequest.corpus.storage.sql import SqlError, SqlRunner
-    from tablequest.corpus.storage.store import StoreError
+    from tablequest.corpus import SqlError, SqlRunner, StoreError, browse
 
     try:
         with SqlRunner(path) as runner:
@@ -96,7 +94,7 @@ def sql_command(
         _print_result(result, limit)
         return
     try:
-        data = encode_arrow(result.arrow, fmt)
+        data = browse.encode(result.arrow, fmt)
     except Exception as exc:  # pyarrow's CSV writer: nested types (lists, structs)
         kinds = ", ".join(f"{n} {t}" for n, t in result.columns)
         fail(f"{fmt} cannot hold this result ({kinds}): use --format json or parquet ({exc})",
@@ -113,7 +111,7 @@ def sql_command(
 def _cell(value: Any) -> Text:
     from rich.text import Text
 
-    from tablequest.corpus.storage.sql import json_value
+    from tablequest.corpus import json_value
 
     if value is None:
         return Text("NULL", style="dim")
@@ -156,10 +154,10 @@ def _print_result(result: SqlResult, limit: int) -> None:
 
 def _cut_note(result: SqlResult, limit: int) -> str:
     """Why the result stops where it does."""
-    from tablequest.corpus.storage.sql import DEFAULT_MAX_BYTES
+    from tablequest.corpus import SQL_MAX_BYTES
 
     if result.truncated_by == "bytes":
-        size = DEFAULT_MAX_BYTES // (1024 * 1024)
+        size = SQL_MAX_BYTES // (1024 * 1024)
         return (
             f"truncated: the result passed {size} MB, the first {len(result.rows):,} rows "
             "are shown (select fewer columns, or aggregate)"
@@ -186,9 +184,7 @@ def migrate_command(
     path = chosen.expanduser() if chosen is not None else default_store_path()
     require_store(path, json_out=json_out)
     from tablequest.cli._output import console
-    from tablequest.corpus.storage.corpus import open_corpus
-    from tablequest.corpus.storage.relations import FORMAT_VERSION
-    from tablequest.corpus.storage.store import StoreError
+    from tablequest.corpus import RELATION_FORMAT_VERSION, StoreError, open_corpus
 
     try:
         opened = open_corpus(path, read_only=False)  # opening for writing migrates
@@ -205,7 +201,7 @@ def migrate_command(
     for note in notes:
         console.print(note, markup=False, highlight=False, soft_wrap=True)
     if not migrated:
-        now = "already" if version >= FORMAT_VERSION else "still"
+        now = "already" if version >= RELATION_FORMAT_VERSION else "still"
         console.print(f"store {str(path)!r} is {now} format {version}; nothing to do",
                       markup=False, highlight=False, soft_wrap=True)  # fmt: skip
 

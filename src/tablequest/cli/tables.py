@@ -44,9 +44,7 @@ from tablequest.cli._output import emit_file, fail, fail_on, print_json, wide_co
 if TYPE_CHECKING:
     from rich.table import Table as RichTable
 
-    from tablequest.corpus.storage.browse import Filter
-    from tablequest.corpus.storage.corpus import Corpus
-    from tablequest.corpus.storage.store import Store
+    from tablequest.corpus import Corpus, Store, browse
     from tablequest.table import Table
 
 __all__ = ["Paging", "register", "show_command", "table_notes", "table_view", "tables_command"]
@@ -60,8 +58,7 @@ _HIDDEN_STORE = typer.Argument(hidden=True, show_default=False)
 def _open(path: Path, *, json_out: bool) -> Corpus:
     """The store at `path` read-only (a store or a sharded corpus's manifest); exit 2 when
     it does not exist or is not a store."""
-    from tablequest.corpus.storage.corpus import open_corpus
-    from tablequest.corpus.storage.store import StoreError
+    from tablequest.corpus import StoreError, open_corpus
 
     require_store(path, json_out=json_out)
     try:
@@ -89,7 +86,7 @@ def tables_command(
     from rich.text import Text
 
     from tablequest.cli._output import console
-    from tablequest.corpus.storage.catalog import catalog
+    from tablequest.corpus import catalog
 
     path, _ = store_and_words(
         "tables", [old_store] if old_store else [], store, names=(), json_out=json_out
@@ -171,7 +168,7 @@ def show_command(
     output: OutputOpt = None,
 ) -> None:
     """Print one table readably (header levels, merges, row ids), a page of it, or export it."""
-    from tablequest.corpus.storage.browse import export, parse_filter
+    from tablequest.corpus import browse
     from tablequest.errors import BadValue, TablequestError
     from tablequest.table import serialize
 
@@ -186,7 +183,7 @@ def show_command(
     if desc and sort is None:
         fail("--desc needs --sort COLUMN")
     try:
-        filters = [parse_filter(text) for text in where or ()]
+        filters = [browse.parse_filter(text) for text in where or ()]
     except BadValue as exc:
         fail(str(exc))
     limit = (50 if fmt == "table" else None) if rows is None else (rows or None)
@@ -202,7 +199,7 @@ def show_command(
         shard = st.locate(wanted)
         try:
             if fmt in EXPORT_FORMATS:
-                data = export(shard, wanted, fmt, raw=raw, offset=offset, limit=limit,
+                data = browse.export(shard, wanted, fmt, raw=raw, offset=offset, limit=limit,
                               sort=sort, descending=desc, where=filters)  # fmt: skip
             elif limit is not None and shard.format_version >= 2:
                 # a page of the relation: a streamed table reads only these rows
@@ -243,12 +240,12 @@ def _page(
     limit: int | None,
     sort: str | None,
     descending: bool,
-    where: list[Filter],
+    where: list[browse.Filter],
 ) -> tuple[int, list[int]]:
     """(rows matching, the body row ids of the page in order). Without --sort and --where
     the ids come from the table itself (a store of format 1 reads as before); else from
     `browse.page` over the table's relation, in pages of at most `MAX_LIMIT` rows."""
-    from tablequest.corpus.storage.browse import MAX_LIMIT, page
+    from tablequest.corpus import browse
 
     if sort is None and not where and table is not None:
         end = None if limit is None else offset + limit
@@ -256,8 +253,8 @@ def _page(
     ids: list[int] = []
     total = 0
     while True:
-        want = MAX_LIMIT if limit is None else min(MAX_LIMIT, limit - len(ids))
-        got = page(store, table_id, offset=offset + len(ids), limit=want, sort=sort,
+        want = browse.MAX_LIMIT if limit is None else min(browse.MAX_LIMIT, limit - len(ids))
+        got = browse.page(store, table_id, offset=offset + len(ids), limit=want, sort=sort,
                    descending=descending, where=where)  # fmt: skip
         total = got.total
         ids += got.row_ids
@@ -291,7 +288,7 @@ class Paging:
     total: int
     sort: str | None = None
     descending: bool = False
-    where: list[Filter] = field(default_factory=list)
+    where: list[browse.Filter] = field(default_factory=list)
 
 
 def table_notes(table: Table, paging: Paging, *, n_rows: int | None = None) -> str:

@@ -54,13 +54,20 @@ from typing import Any
 
 import duckdb
 
-from tablequest.corpus.lexical.rank import ensure_indexes, missing_indexes
-from tablequest.corpus.storage.corpus import Corpus as CorpusLike
-from tablequest.corpus.storage.corpus import open_corpus
-from tablequest.corpus.storage.store import Store, StoreError, StoreLocked, table_id_for, table_row
+from tablequest.corpus import Corpus as CorpusLike
+from tablequest.corpus import (
+    Store,
+    StoreError,
+    StoreLocked,
+    ensure_indexes,
+    missing_indexes,
+    open_corpus,
+    table_id_for,
+    table_row,
+)
 from tablequest.errors import UsageError
 from tablequest.eval.datasets.common import Dataset, DatasetError
-from tablequest.table.model import Format, Source, Table
+from tablequest.table import Format, Source, Table
 
 __all__ = [
     "BASE_FORMATS",
@@ -89,7 +96,7 @@ class CorpusError(UsageError):
 
 def default_corpus_dir() -> Path:
     """``<tablequest cache dir>/corpora``."""
-    from tablequest.llm.cache import default_cache_dir
+    from tablequest.llm import default_cache_dir
 
     return default_cache_dir() / "corpora"
 
@@ -467,7 +474,7 @@ def ensure_dense(corpus: Corpus, encoder: Any, *, cache_dir: str | Path | None =
 
 def _dense_store(store: Store, encoder: Any, shared: duckdb.DuckDBPyConnection | None) -> int:
     """`ensure_dense` of one store (a corpus, or one shard of it): how many were new."""
-    from tablequest.corpus.dense.index import ensure_embeddings
+    from tablequest.corpus import ensure_embeddings
 
     model = str(encoder.name)
     missing = _missing_hashes(store, model)
@@ -501,7 +508,7 @@ def _dense_store(store: Store, encoder: Any, shared: duckdb.DuckDBPyConnection |
 def _reopen_for_writing(corpus: Corpus, encoder: Any) -> bool:
     """Reopen a read-only corpus for writing; False when another process holds it, in
     which case the vectors are encoded into memory for this run (with a note)."""
-    from tablequest.corpus.dense.index import corpus_vectors
+    from tablequest.corpus import corpus_vectors
 
     try:
         corpus.reopen(read_only=False)

@@ -20,10 +20,8 @@ from tablequest.eval.corpora import Corpus
 from tablequest.eval.datasets import Question
 from tablequest.eval.runner import RecordLog, RunSpec, run_questions
 from tablequest.eval.runs import Answerer, build_answer
-from tablequest.llm.base import LLM
-from tablequest.llm.config import LLMConfig
-from tablequest.methods.options import MethodOptions
-from tablequest.methods.registry import MethodSpec
+from tablequest.llm import LLM, LLMConfig
+from tablequest.methods import MethodOptions, MethodSpec
 from tablequest.trace.runs import run_trace_dir
 
 __all__ = ["answer_questions", "prepared_answer", "run_state_dir"]

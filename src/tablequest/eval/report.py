@@ -34,7 +34,7 @@ __all__ = ["all_failed", "method_title", "report_paths", "summarize", "to_markdo
 
 def method_title(name: str) -> str:
     """The name a report shows for a registered method (its `title`), else `name`."""
-    from tablequest.methods.registry import UnknownMethod, get_method
+    from tablequest.methods import UnknownMethod, get_method
 
     try:
         return get_method(name).title or name

@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tablequest.corpus.retrieval.retrievers import RetrieverSettings, make_retriever
-from tablequest.corpus.storage.corpus import Corpus as CorpusLike
+from tablequest.corpus import Corpus as CorpusLike
+from tablequest.corpus import RetrieverSettings, make_retriever
 from tablequest.errors import BadValue
 from tablequest.eval.corpora import Corpus
 from tablequest.eval.datasets.common import Question

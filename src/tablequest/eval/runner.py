@@ -60,8 +60,8 @@ from tablequest.eval.metrics import (
     token_f1,
     wtq_match,
 )
-from tablequest.llm.base import LLM, Completion, Message
-from tablequest.methods.base import Result, Task
+from tablequest.llm import LLM, Completion, Message
+from tablequest.methods import Result, Task
 from tablequest.trace import Trace
 from tablequest.waits import Turns
 

@@ -21,19 +21,17 @@ from tablequest.eval.corpora import Corpus
 from tablequest.eval.datasets.common import Question
 from tablequest.eval.metrics import mean
 from tablequest.eval.runner import AnswerFn, Gate, GatedLLM, task_of
-from tablequest.llm.base import LLM
-from tablequest.llm.config import LLMConfig
-from tablequest.llm.usage import StepBudget, UsageMeter
-from tablequest.methods.base import (
+from tablequest.llm import LLM, LLMConfig, StepBudget, UsageMeter
+from tablequest.methods import (
     HasRetriever,
     Method,
     MethodContext,
+    MethodOptions,
+    MethodSpec,
     Priming,
     Result,
     TableSet,
 )
-from tablequest.methods.options import MethodOptions
-from tablequest.methods.registry import MethodSpec
 from tablequest.trace import Trace
 
 __all__ = ["Answerer", "build_answer", "question_source", "running_metric"]

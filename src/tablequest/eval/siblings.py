@@ -37,7 +37,7 @@ from typing import Literal
 
 from tablequest.errors import UsageError
 from tablequest.eval.datasets.common import Dataset, Question, TableRef
-from tablequest.table.model import Table
+from tablequest.table import Table
 
 __all__ = [
     "SIBLING_KINDS",

@@ -37,13 +37,10 @@ from typing import Any
 
 from tablequest.eval.datasets.common import Dataset, Question
 from tablequest.eval.metrics import mean, normalize_answer, subtable_scores
-from tablequest.llm.base import LLM, LLMError
-from tablequest.llm.parse import ParseError, extract_json
-from tablequest.methods.base import locate_evidence
-from tablequest.methods.scope import prompts
-from tablequest.methods.scope.retrieval import match_columns
-from tablequest.table import Table
-from tablequest.table.serialize import serialize
+from tablequest.llm import LLM, LLMError, ParseError, extract_json
+from tablequest.methods import locate_evidence
+from tablequest.methods.scope import match_columns, prompts
+from tablequest.table import Table, serialize
 
 __all__ = [
     "Reference",

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from tablequest.errors import RunError, UsageError
-from tablequest.llm.config import NOT_CONFIGURED_HINT
+from tablequest.llm import NOT_CONFIGURED_HINT
 from tablequest.mcpserver.tools import NoSuchTable
-from tablequest.methods.base import Task
+from tablequest.methods import Task
 from tablequest.serve.api import scrubber
 from tablequest.serve.asks import AskJob
 from tablequest.serve.state import AskSpec, ServerState

@@ -22,7 +22,12 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from tablequest.errors import UsageError
-from tablequest.methods.evidence import Binding, Verdict, evidence_of, traced_items
+from tablequest.methods import (
+    Binding,
+    Verdict,
+    evidence_of,
+    traced_items,
+)
 from tablequest.sandbox import ExecResult, Sandbox
 from tablequest.table import CellRef, Table
 

@@ -60,7 +60,7 @@ from tablequest.mcpserver.asking import AskOutcome, OptionValue, run_ask, run_re
 from tablequest.mcpserver.sandboxed import DEFAULT_TIMEOUT, MAX_CODE_CHARS, MAX_TABLES, MAX_TIMEOUT
 from tablequest.mcpserver.tools import SQL_TIMEOUT, TableTools
 from tablequest.mcpserver.window import DEFAULT_CHARS, MAX_CHARS
-from tablequest.methods.evidence import cell_json
+from tablequest.methods import cell_json
 from tablequest.serve.api import scrubber
 from tablequest.serve.models import DEFAULT_ENCODER, TABLE_ID, validation_text
 from tablequest.serve.state import ServerState

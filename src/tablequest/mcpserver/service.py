@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from mcp.server.mcpserver import MCPServer
 
-from tablequest.llm.base import LLM
+from tablequest.llm import LLM
 from tablequest.mcpserver.server import build_server
 from tablequest.mcpserver.tools import TableTools
 from tablequest.serve.config import ServeConfig

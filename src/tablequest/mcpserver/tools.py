@@ -31,9 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from tablequest.corpus.storage import browse
-from tablequest.corpus.storage.relations import Column, Relation
-from tablequest.corpus.storage.sql import SqlError, SqlRunner, json_value
+from tablequest.corpus import Column, Relation, SqlError, SqlRunner, browse, json_value
 from tablequest.errors import BadValue, UsageError
 from tablequest.mcpserver.sandboxed import CodeRunner, PandasRun, check_names
 from tablequest.mcpserver.window import (

@@ -33,8 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from tablequest.errors import UsageError
-from tablequest.table import Table
-from tablequest.table.serialize import Rendered, render
+from tablequest.table import Rendered, Table, render
 
 __all__ = ["DEFAULT_CHARS", "MAX_CHARS", "Selection", "Window", "WindowError", "table_window"]
 

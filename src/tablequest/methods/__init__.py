@@ -1,4 +1,17 @@
-"""Question-answering methods over a corpus or a single table, and their registry."""
+"""Question-answering methods over a corpus or a single table, and their registry.
+
+This module is the package's public surface, with the method packages `tablequest.methods.seek`,
+`.rag`, `.scope`, `.research` and `.auto` (which plugins and users import): code outside
+`tablequest.methods` imports from these, never from their modules (tests/test_layers.py).
+`ask` and what it opens (`run`) and the baselines (`direct`) load the corpus and the methods:
+they are imported on first use and read from their module on every use (nothing is cached
+here, so a test that patches the defining module patches every caller).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from tablequest.methods.base import (
     HasRetriever,
@@ -12,18 +25,68 @@ from tablequest.methods.base import (
     TableSet,
     Task,
     failed,
+    locate_evidence,
 )
-from tablequest.methods.options import MethodOptions, OptionError, option
+from tablequest.methods.configtrust import guarded_keys, untrusted_notes
+from tablequest.methods.evidence import Binding, Verdict, cell_json, evidence_of, traced_items
+from tablequest.methods.options import (
+    MethodOptions,
+    OptionError,
+    describe_options,
+    merge_options,
+    option,
+    option_name,
+    request_settable,
+)
 from tablequest.methods.registry import (
     MethodSpec,
     UnknownMethod,
     get_method,
     list_methods,
+    plugin_errors,
     register_method,
     unregister_method,
 )
 
+if TYPE_CHECKING:
+    from tablequest.methods.direct import DirectQA, RetrieveThenQA
+    from tablequest.methods.run import (
+        NO_LLM,
+        SourceError,
+        ask,
+        failed_result,
+        open_source,
+        resolve_options,
+    )
+
+#: public name → the module that defines it (imported on first use)
+_LAZY: dict[str, str] = {
+    "DirectQA": "tablequest.methods.direct",
+    "RetrieveThenQA": "tablequest.methods.direct",
+    "NO_LLM": "tablequest.methods.run",
+    "SourceError": "tablequest.methods.run",
+    "ask": "tablequest.methods.run",
+    "failed_result": "tablequest.methods.run",
+    "open_source": "tablequest.methods.run",
+    "resolve_options": "tablequest.methods.run",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tablequest.methods' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
 __all__ = [
+    "NO_LLM",
+    "Binding",
+    "DirectQA",
     "HasRetriever",
     "Method",
     "MethodContext",
@@ -34,14 +97,32 @@ __all__ = [
     "Priming",
     "Result",
     "ResultDetails",
+    "RetrieveThenQA",
+    "SourceError",
     "Status",
     "TableSet",
     "Task",
     "UnknownMethod",
+    "Verdict",
+    "ask",
+    "cell_json",
+    "describe_options",
+    "evidence_of",
     "failed",
+    "failed_result",
     "get_method",
+    "guarded_keys",
     "list_methods",
+    "locate_evidence",
+    "merge_options",
+    "open_source",
     "option",
+    "option_name",
+    "plugin_errors",
     "register_method",
+    "request_settable",
+    "resolve_options",
+    "traced_items",
     "unregister_method",
+    "untrusted_notes",
 ]

@@ -46,19 +46,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict, cast, runtime_checkable
 
-from tablequest.llm.base import LLM
-from tablequest.llm.deadline import Deadline
-from tablequest.llm.instrument import Instrumented
-from tablequest.llm.usage import StepBudget, UsageMeter, UsageTotals
+from tablequest.llm import LLM, Deadline, Instrumented, StepBudget, UsageMeter, UsageTotals
 from tablequest.methods.evidence import cell_json, verify_cells
 from tablequest.table import CellRef, Table
 from tablequest.trace import Trace
 
 if TYPE_CHECKING:
-    from tablequest.corpus.dense.encoders import EncoderSettings
-    from tablequest.corpus.storage.corpus import Corpus
-    from tablequest.corpus.storage.store import Store
-    from tablequest.llm.config import LLMConfig
+    from tablequest.corpus import Corpus, EncoderSettings, Store
+    from tablequest.llm import LLMConfig
     from tablequest.sandbox import Sandbox
     from tablequest.settings import Settings
 
@@ -144,7 +139,7 @@ class MethodContext:
         """Where a dense encoder embeds: `url` (a method's ``embed_url``), else the
         ``[embeddings]`` URL, else the model's (`EmbeddingsSettings.endpoint`, the one rule);
         `model`, else the ``[embeddings]`` model; the device when a flag demanded one."""
-        from tablequest.corpus.dense.encoders import EncoderSettings
+        from tablequest.corpus import EncoderSettings
         from tablequest.settings import EmbeddingsSettings, from_env
 
         embeddings = self.settings.embeddings if self.settings else from_env(EmbeddingsSettings)

@@ -22,11 +22,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import field_validator
 
-from tablequest.corpus.dense.encoders import ENCODERS
-from tablequest.corpus.retrieval.retrievers import Retriever, RetrieverSettings, make_retriever
-from tablequest.corpus.storage.corpus import Corpus
-from tablequest.llm.base import LLM, LLMError, Message
-from tablequest.llm.usage import QA, StepBudget
+from tablequest.corpus import ENCODERS, Corpus, Retriever, RetrieverSettings, make_retriever
+from tablequest.llm import LLM, QA, LLMError, Message, StepBudget
 from tablequest.methods.base import (
     MethodContext,
     Result,

@@ -33,11 +33,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from tablequest.corpus.storage.corpus import Corpus
-from tablequest.corpus.storage.relations import ROW_COLUMN, Relation, quote
-from tablequest.corpus.storage.store import Store, StoreError
-from tablequest.table import HEADER_SEP, Table
-from tablequest.table.model import unique_names
+from tablequest.corpus import ROW_COLUMN, Corpus, Relation, Store, StoreError, sql_quote
+from tablequest.table import HEADER_SEP, Table, unique_names
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -114,7 +111,7 @@ def relation_frame(
     cursor = holder.con.cursor()
     try:
         arrow = cursor.sql(
-            f"SELECT * FROM {quote(relation.sql_name)} ORDER BY {quote(ROW_COLUMN)}"
+            f"SELECT * FROM {sql_quote(relation.sql_name)} ORDER BY {sql_quote(ROW_COLUMN)}"
         ).to_arrow_table()
     finally:
         with contextlib.suppress(duckdb.Error):

@@ -35,16 +35,21 @@ from pathlib import Path
 from typing import Any
 
 from tablequest.configfile import ConfigFile
-from tablequest.corpus.dense.encoders import EncoderUnavailable
-from tablequest.corpus.lexical.rank import ensure_indexes
-from tablequest.corpus.retrieval.retrievers import preview_hit, search
-from tablequest.corpus.storage.corpus import Corpus, is_corpus_file, open_corpus
-from tablequest.corpus.storage.ingest import ingest
-from tablequest.corpus.storage.store import Store, StoreError, table_id_for
+from tablequest.corpus import (
+    Corpus,
+    EncoderUnavailable,
+    Store,
+    StoreError,
+    ensure_indexes,
+    ingest,
+    is_corpus_file,
+    open_corpus,
+    preview_hit,
+    search,
+    table_id_for,
+)
 from tablequest.errors import BadValue, UsageError, trace_note
-from tablequest.llm.base import LLM
-from tablequest.llm.config import LLMConfig
-from tablequest.llm.usage import StepBudget, UsageMeter
+from tablequest.llm import LLM, LLMConfig, StepBudget, UsageMeter
 from tablequest.methods.base import (
     CandidateRecord,
     Input,
@@ -60,8 +65,7 @@ from tablequest.methods.options import MethodOptions
 from tablequest.methods.registry import MethodSpec, get_method
 from tablequest.sandbox import Sandbox
 from tablequest.settings import Settings
-from tablequest.table import Table, UnreadableTable, read_tables
-from tablequest.table.budget import ReadBudget
+from tablequest.table import ReadBudget, Table, UnreadableTable, read_tables
 from tablequest.trace import Trace, default_trace_dir
 
 __all__ = ["OpenSource", "SourceError", "ask", "open_source", "resolve_options"]

@@ -20,8 +20,7 @@ import resource
 from collections.abc import Sequence
 from typing import Any
 
-from tablequest.corpus.retrieval.shardrank import ShardIndexes
-from tablequest.corpus.storage.corpus import Corpus
+from tablequest.corpus import Corpus, ShardIndexes
 from tablequest.errors import RunError
 from tablequest.scale.cluster import connect, import_ray
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tablequest.errors import UsageError
-from tablequest.llm.cache import CacheFile, cache_path
+from tablequest.llm import CacheFile, cache_path
 
 __all__ = [
     "BatchError",

@@ -11,14 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tablequest.corpus.storage.corpus import Corpus, is_corpus_file, open_corpus
+from tablequest.corpus import Corpus, is_corpus_file, open_corpus
 from tablequest.errors import BadValue
 from tablequest.eval.runner import RecordLog
-from tablequest.llm.base import LLM, Completion, Message
-from tablequest.llm.cache import CachedLLM
-from tablequest.llm.config import LLMConfig, build_llm
-from tablequest.methods.base import Task
-from tablequest.methods.run import ask
+from tablequest.llm import LLM, CachedLLM, Completion, LLMConfig, Message, build_llm
+from tablequest.methods import Task, ask
 from tablequest.scale.actors import RayShards, attach, shard_files
 from tablequest.scale.batch import ActorCache, BatchQuestion, CacheActor, Endpoint
 from tablequest.scale.batch import EndpointScheduler as EndpointScheduler

@@ -22,18 +22,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tablequest.corpus.storage.corpus import Corpus as CorpusLike
-from tablequest.corpus.storage.corpus import open_corpus
-from tablequest.corpus.storage.shards import copy_into_shards
+from tablequest.corpus import Corpus as CorpusLike
+from tablequest.corpus import copy_into_shards, open_corpus
 from tablequest.errors import BadValue
 from tablequest.eval.corpora import Corpus
 from tablequest.eval.datasets.common import Question
 from tablequest.eval.runner import RecordLog, RunSpec, question_record, trace_file
 from tablequest.eval.runs import Answerer, build_answer
-from tablequest.llm.config import LLMConfig
-from tablequest.methods.base import Result
-from tablequest.methods.options import MethodOptions
-from tablequest.methods.registry import get_method
+from tablequest.llm import LLMConfig
+from tablequest.methods import MethodOptions, Result, get_method
 from tablequest.scale.actors import RayShards, attach, shard_files
 from tablequest.scale.batch import CacheActor, Endpoint, EndpointScheduler
 from tablequest.scale.batchrun import BatchJob, BatchOutcome, endpoint_llm, shards_name

@@ -23,12 +23,19 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from tablequest.corpus.storage.corpus import open_corpus
-from tablequest.corpus.storage.ingest import FileFailure, IngestReport, ingest
-from tablequest.corpus.storage.shards import merge_reports, plan_ingest, refresh_manifest
-from tablequest.corpus.storage.store import Store, StoreError
+from tablequest.corpus import (
+    FileFailure,
+    IngestReport,
+    Store,
+    StoreError,
+    ingest,
+    merge_reports,
+    open_corpus,
+    plan_ingest,
+    refresh_manifest,
+)
 from tablequest.scale.cluster import connect
-from tablequest.table.budget import ReadBudget
+from tablequest.table import ReadBudget
 
 __all__ = ["ingest_ray", "ingest_shard"]
 
@@ -42,7 +49,7 @@ def ingest_shard(
     Returns the shard's `IngestReport.to_json()` plus ``timing``: seconds spent reading and
     writing, seconds building the grep index, and the worker's peak memory (MB).
     """
-    from tablequest.corpus.lexical.rank import grep_index
+    from tablequest.corpus import grep_index
 
     start = time.perf_counter()
     with Store(shard_path) as store:

@@ -20,9 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tablequest.corpus.lexical.rank import question_patterns
-from tablequest.corpus.retrieval.hits import all_matched_rows
-from tablequest.methods.base import Result
+from tablequest.corpus import all_matched_rows, question_patterns
+from tablequest.methods import Result
 from tablequest.serve.names import short_name
 from tablequest.serve.state import ServerState
 from tablequest.serve.tables import TableView, matched_rows_fast, table_view

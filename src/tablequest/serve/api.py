@@ -21,16 +21,19 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 import tablequest
-from tablequest.corpus.lexical.rank import question_patterns
-from tablequest.corpus.retrieval.hits import search_hit
-from tablequest.corpus.retrieval.retrievers import RETRIEVERS, preview_hit
-from tablequest.corpus.storage import browse
-from tablequest.corpus.storage.relations import Relation
-from tablequest.corpus.storage.sql import SqlError
-from tablequest.corpus.storage.store import StoreError, StoreOutdated
+from tablequest.corpus import (
+    RETRIEVERS,
+    Relation,
+    SqlError,
+    StoreError,
+    StoreOutdated,
+    browse,
+    preview_hit,
+    question_patterns,
+    search_hit,
+)
 from tablequest.errors import INTERNAL, UsageError
-from tablequest.methods.options import describe_options
-from tablequest.methods.registry import MethodSpec, get_method, list_methods
+from tablequest.methods import MethodSpec, describe_options, get_method, list_methods
 from tablequest.serve import models as m
 from tablequest.serve.asks import AskJob
 from tablequest.serve.public import Scrubber

@@ -27,7 +27,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import tablequest
 from tablequest.errors import INTERNAL, TablequestError, internal_message
-from tablequest.llm.base import LLM
+from tablequest.llm import LLM
 from tablequest.serve import pages
 from tablequest.serve.admission import Admission
 from tablequest.serve.api import router

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from tablequest.errors import INTERNAL, RunError, TablequestError, http_status, internal_message
-from tablequest.methods.base import Result
+from tablequest.methods import Result
 from tablequest.trace import EventKind, Trace
 from tablequest.waits import Turns, on_wait
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import platformdirs
 
 from tablequest.errors import UsageError
-from tablequest.llm.config import LLMConfig
+from tablequest.llm import LLMConfig
 from tablequest.settings import ServeSettings, Settings
 
 __all__ = [

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from tablequest.corpus.retrieval.retrievers import RetrieverSettings
+from tablequest.corpus import RetrieverSettings
 
 OptionValue = str | int | float | bool | None
 TABLE_ID = r"^t[0-9a-f]{15}$"

@@ -35,17 +35,21 @@ from fastapi import APIRouter, Form, HTTPException, Path, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from tablequest.corpus.dense.encoders import ENCODERS
-from tablequest.corpus.lexical.rank import question_patterns
-from tablequest.corpus.retrieval.retrievers import RETRIEVERS
-from tablequest.corpus.storage import browse
-from tablequest.corpus.storage.relations import Relation
-from tablequest.corpus.storage.relations import quote as sql_quote
-from tablequest.corpus.storage.sql import SqlError, SqlResult, json_value
-from tablequest.corpus.storage.store import StoreError, StoreOutdated
+from tablequest.corpus import (
+    ENCODERS,
+    RETRIEVERS,
+    Relation,
+    SqlError,
+    SqlResult,
+    StoreError,
+    StoreOutdated,
+    browse,
+    json_value,
+    question_patterns,
+    sql_quote,
+)
 from tablequest.errors import UsageError
-from tablequest.methods.base import Result
-from tablequest.methods.registry import list_methods
+from tablequest.methods import Result, list_methods
 from tablequest.serve.answer import answer_context, short_name
 from tablequest.serve.api import method_info, run_search, scrubber, state_of, store_relations
 from tablequest.serve.events import render_markdown

@@ -22,8 +22,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 from urllib.parse import quote
 
-from tablequest.corpus.storage.browse import Filter, parse_filter
-from tablequest.corpus.storage.sql import SqlResult, json_value
+from tablequest.corpus import SqlResult, browse, json_value
 from tablequest.errors import BadValue
 
 __all__ = [
@@ -47,7 +46,7 @@ SQL_TYPES = {k: EXPORT_TYPES[k] for k in ("csv", "tsv", "parquet", "xlsx")}
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def parse_where(texts: Iterable[str] | None) -> list[Filter]:
+def parse_where(texts: Iterable[str] | None) -> list[browse.Filter]:
     """The filters of `texts` (blank ones skipped).
 
     Raises:
@@ -59,7 +58,7 @@ def parse_where(texts: Iterable[str] | None) -> list[Filter]:
     for text in given:
         if len(text) > MAX_FILTER_CHARS:
             raise BadValue(f"a filter is longer than {MAX_FILTER_CHARS:,} characters")
-    return [parse_filter(t) for t in given]
+    return [browse.parse_filter(t) for t in given]
 
 
 def facet_json(values: Sequence[tuple[Any, int]]) -> list[dict[str, Any]]:
@@ -90,9 +89,7 @@ def sql_file(result: SqlResult, fmt: str) -> bytes:
         BadValue: an unknown format, or a result Parquet cannot hold.
     """
     if fmt in ("csv", "tsv", "xlsx"):  # as `tablequest sql --format` writes them
-        from tablequest.corpus.storage.browse import encode
-
-        return encode(result.arrow, fmt)
+        return browse.encode(result.arrow, fmt)
     if fmt == "parquet":
         import pyarrow as pa
         import pyarrow.parquet as pq

@@ -24,15 +24,29 @@ from typing import Any
 
 import anyio
 
-from tablequest.corpus.dense.encoders import EncoderSettings
-from tablequest.corpus.retrieval.retrievers import Retriever, RetrieverSettings, make_retriever
-from tablequest.corpus.storage.sql import DEFAULT_LIMIT, SqlResult
-from tablequest.llm.base import LLM
-from tablequest.llm.config import LLMConfig, build_llm
-from tablequest.methods.base import Result, Task
-from tablequest.methods.options import OptionError, option_name, request_settable
-from tablequest.methods.registry import MethodSpec, get_method, list_methods
-from tablequest.methods.run import ask, failed_result, open_source, resolve_options
+from tablequest.corpus import (
+    SQL_LIMIT,
+    EncoderSettings,
+    Retriever,
+    RetrieverSettings,
+    SqlResult,
+    make_retriever,
+)
+from tablequest.llm import LLM, LLMConfig, build_llm
+from tablequest.methods import (
+    MethodSpec,
+    OptionError,
+    Result,
+    Task,
+    ask,
+    failed_result,
+    get_method,
+    list_methods,
+    open_source,
+    option_name,
+    request_settable,
+    resolve_options,
+)
 from tablequest.serve.asks import AskCancelled, AskJob, AskManager, StreamingTrace
 from tablequest.serve.config import ServeConfig
 from tablequest.serve.names import short_name
@@ -130,7 +144,7 @@ class ServerState:
 
     def sql_limit(self, limit: int | None) -> int:
         """The rows a query may return: `limit` (default 1,000) within `max_sql_rows`."""
-        return max(1, min(limit or DEFAULT_LIMIT, self.config.limits.max_sql_rows))
+        return max(1, min(limit or SQL_LIMIT, self.config.limits.max_sql_rows))
 
     def run_sql(self, query: str, *, limit: int | None = None) -> SqlResult:
         """Run a read-only query on the current store (`SqlRunner.run`) within the server's

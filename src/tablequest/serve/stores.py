@@ -56,10 +56,18 @@ from typing import Any, Generic, TypeVar
 
 import duckdb
 
-from tablequest.corpus.lexical.rank import BM25, GREP, bm25_index, grep_index
-from tablequest.corpus.storage.ingest import IngestReport, ingest
-from tablequest.corpus.storage.sql import SqlRunner
-from tablequest.corpus.storage.store import Store, StoreError, StoreOutdated
+from tablequest.corpus import (
+    BM25,
+    GREP,
+    IngestReport,
+    SqlRunner,
+    Store,
+    StoreError,
+    StoreOutdated,
+    bm25_index,
+    grep_index,
+    ingest,
+)
 from tablequest.table import Source, Table
 
 __all__ = [

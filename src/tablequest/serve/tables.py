@@ -26,11 +26,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, get_args
 
-from tablequest.corpus.lexical.rowmatch import TableLines, rows_matching, table_lines
+from tablequest.corpus import TableLines, rows_matching, table_lines
 from tablequest.serve.stores import ReadStore
-from tablequest.table import EvidenceHow, Table, compile_pattern
-from tablequest.table.display import is_certain
-from tablequest.table.merges import span_map
+from tablequest.table import EvidenceHow, Table, compile_pattern, is_certain, span_map
 
 __all__ = ["CellView", "RowView", "TableView", "matched_rows_fast", "table_view"]
 

@@ -32,7 +32,7 @@ from typing import Protocol
 
 from tablequest.errors import UsageError
 from tablequest.serve.config import Limits
-from tablequest.table.readers import format_for_extension
+from tablequest.table import format_for_extension
 
 __all__ = [
     "EmptyUpload", "Quota", "SavedUpload", "UploadRejected", "discard", "folder_bytes",

@@ -1,6 +1,16 @@
-"""Table model, readers, serializers and previews."""
+"""Table model, readers, serializers and previews.
 
+This module is the package's public surface: code outside `tablequest.table` imports from
+here, never from its modules (tests/test_layers.py). Everything it names is light: importing
+it loads no model client, DuckDB, pandas or ML runtime (tests/test_startup.py).
+"""
+
+from tablequest.table.budget import ENV as READ_BUDGET_ENV
+from tablequest.table.budget import OverBudget, ReadBudget
+from tablequest.table.display import Grid, esc, grid_html, is_certain, source_name, window
+from tablequest.table.dtypes_arrow import type_string_columns
 from tablequest.table.errors import UnreadableTable
+from tablequest.table.merges import span_map
 from tablequest.table.model import (
     FORMATS,
     HEADER_SEP,
@@ -10,42 +20,94 @@ from tablequest.table.model import (
     Merge,
     Source,
     Table,
+    cell_text,
+    unique_names,
 )
-from tablequest.table.patterns import compile_pattern
+from tablequest.table.patterns import (
+    PATTERN_BUDGET,
+    BoundedPattern,
+    DroppedPattern,
+    PatternBudget,
+    PatternDropped,
+    bounded,
+    compile_pattern,
+    fold_text,
+    matching_lines,
+)
 from tablequest.table.preview import Preview, preview
 from tablequest.table.readers import (
     Reader,
     ReadInput,
     ReadReport,
     detect_format,
+    format_for_extension,
     read_tables,
     read_tables_report,
     register_reader,
+    text_format_for,
 )
-from tablequest.table.serialize import SERIAL_FORMATS, SerialFormat, render, serialize
+from tablequest.table.readers._notes import has_title_or_notes
+from tablequest.table.readers.delimited import parse_delimited_report, sniff_delimiter
+from tablequest.table.readers.parquet import parquet_header, text_columns
+from tablequest.table.serialize import (
+    SERIAL_FORMATS,
+    Rendered,
+    SerialFormat,
+    render,
+    serialize,
+)
 
 __all__ = [
     "FORMATS",
     "HEADER_SEP",
+    "PATTERN_BUDGET",
+    "READ_BUDGET_ENV",
     "SERIAL_FORMATS",
+    "BoundedPattern",
     "CellRef",
+    "DroppedPattern",
     "EvidenceHow",
     "Format",
+    "Grid",
     "Merge",
+    "OverBudget",
+    "PatternBudget",
+    "PatternDropped",
     "Preview",
+    "ReadBudget",
     "ReadInput",
     "ReadReport",
     "Reader",
+    "Rendered",
     "SerialFormat",
     "Source",
     "Table",
     "UnreadableTable",
+    "bounded",
+    "cell_text",
     "compile_pattern",
     "detect_format",
+    "esc",
+    "fold_text",
+    "format_for_extension",
+    "grid_html",
+    "has_title_or_notes",
+    "is_certain",
+    "matching_lines",
+    "parquet_header",
+    "parse_delimited_report",
     "preview",
     "read_tables",
     "read_tables_report",
     "register_reader",
     "render",
     "serialize",
+    "sniff_delimiter",
+    "source_name",
+    "span_map",
+    "text_columns",
+    "text_format_for",
+    "type_string_columns",
+    "unique_names",
+    "window",
 ]

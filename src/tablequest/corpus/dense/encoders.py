@@ -156,7 +156,7 @@ class APIEncoder:
         timeout: float = 60.0,
         batch_size: int = 64,
     ) -> None:
-        from tablequest.llm.modelserver import ModelServer
+        from tablequest.llm import ModelServer
 
         self._server = ModelServer(base_url, api_key=api_key, model=model, timeout=timeout)
         self._server.check()
@@ -165,7 +165,7 @@ class APIEncoder:
         self._model = model
 
     def encode(self, texts: Sequence[str]) -> Matrix:
-        from tablequest.llm.modelserver import ModelServerError
+        from tablequest.llm import ModelServerError
 
         rows: list[list[float]] = []
         for i in range(0, len(texts), self.batch_size):
@@ -313,8 +313,7 @@ def probe_embeddings(settings: EncoderSettings, *, timeout: float = 3.0) -> str 
 
 
 def _probe(settings: EncoderSettings, timeout: float) -> str | None:
-    from tablequest.llm.base import LLMError
-    from tablequest.llm.modelserver import ModelServer
+    from tablequest.llm import LLMError, ModelServer
 
     server = ModelServer(
         str(settings.url), api_key=settings.api_key, model=settings.model or "?", timeout=timeout

@@ -61,7 +61,7 @@ def weights_digest(model_dir: Path) -> str:
 
 def encoders_cache_dir(cache_dir: str | Path | None = None) -> Path:
     """``<cache dir>/encoders`` (default cache dir: `default_cache_dir()`)."""
-    from tablequest.llm.cache import default_cache_dir
+    from tablequest.llm import default_cache_dir
 
     return Path(cache_dir if cache_dir is not None else default_cache_dir()) / "encoders"
 

@@ -53,7 +53,7 @@ from tablequest.corpus.lexical.literals import (
 )
 from tablequest.corpus.lexical.tokens import MIXED, WORD, TokenIndex, token_safe
 from tablequest.corpus.lexical.trigrams import IntArray, Trigrams
-from tablequest.table.patterns import (
+from tablequest.table import (
     PATTERN_BUDGET,
     BoundedPattern,
     DroppedPattern,

@@ -34,8 +34,7 @@ from tablequest.corpus.lexical.rowmatch import rows_matching, table_lines
 from tablequest.corpus.lexical.words import STOPWORDS
 from tablequest.corpus.storage.store import Hit, Store, StoreWriteError
 from tablequest.errors import BadValue
-from tablequest.table import Table
-from tablequest.table.patterns import DroppedPattern
+from tablequest.table import DroppedPattern, Table
 
 GREP = "grep-v2"
 BM25 = "bm25-v1"

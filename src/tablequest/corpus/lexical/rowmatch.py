@@ -22,8 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from tablequest.table import Table, compile_pattern
-from tablequest.table.patterns import PatternDropped, fold_text, matching_lines
+from tablequest.table import PatternDropped, Table, compile_pattern, fold_text, matching_lines
 
 __all__ = ["TableLines", "rows_matching", "table_lines"]
 

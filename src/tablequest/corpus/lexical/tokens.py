@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tablequest.corpus.lexical.trigrams import Trigrams
-from tablequest.table.patterns import fold_text
+from tablequest.table import fold_text
 
 IntArray = npt.NDArray[np.int32]
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from tablequest.table.patterns import fold_text
+from tablequest.table import fold_text
 
 IntArray = npt.NDArray[np.int32]
 

@@ -36,7 +36,7 @@ class APIReranker:
         api_key: str | None = None,
         timeout: float = 60.0,
     ) -> None:
-        from tablequest.llm.modelserver import ModelServer
+        from tablequest.llm import ModelServer
 
         self._server = ModelServer(base_url, api_key=api_key, model=model, timeout=timeout)
         self._server.check()
@@ -46,7 +46,7 @@ class APIReranker:
         self.name = f"{endpoint}:{model}"
 
     def scores(self, query: str, documents: Sequence[str]) -> list[float]:
-        from tablequest.llm.modelserver import ModelServerError
+        from tablequest.llm import ModelServerError
 
         if not documents:
             return []

@@ -367,7 +367,7 @@ def make_retriever(name: str, settings: RetrieverSettings | None = None) -> Retr
 
 def preview_hit(store: Corpus, hit: Hit, question: str, *, max_rows: int = 5) -> str:
     """The structure-preserving preview of a ranked table around the question's words."""
-    from tablequest.table.preview import preview
+    from tablequest.table import preview
 
     table = store.index_table(hit.table_id)
     fmt = text_format(table)

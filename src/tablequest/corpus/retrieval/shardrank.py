@@ -50,7 +50,7 @@ from tablequest.corpus.lexical.rank import fuse, grep_index, grep_search, tokeni
 from tablequest.corpus.storage.corpus import Corpus, ShardBackend
 from tablequest.corpus.storage.store import Hit, Store
 from tablequest.errors import BadValue, RunError
-from tablequest.table.patterns import DroppedPattern
+from tablequest.table import DroppedPattern
 
 __all__ = [
     "LocalShards",

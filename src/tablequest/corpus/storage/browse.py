@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from tablequest.corpus.storage.relations import ROW_COLUMN, Column, Relation, quote
 from tablequest.errors import BadValue
-from tablequest.table.model import unique_names
+from tablequest.table import unique_names
 
 if TYPE_CHECKING:
     from tablequest.corpus.storage.store import Store
@@ -269,7 +269,7 @@ def export(
     if raw:
         ids = [int(x) for x in arrow.column(0).to_pylist()]
         if fmt in ("csv", "tsv"):  # the cells as the serializer writes them (header rows too)
-            from tablequest.table.serialize import serialize
+            from tablequest.table import serialize
 
             return serialize(
                 store.get_rows(table_id, ids), "csv" if fmt == "csv" else "tsv"

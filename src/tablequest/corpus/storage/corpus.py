@@ -46,7 +46,7 @@ from tablequest.corpus.storage.interface import ShardBackend as ShardBackend
 
 if TYPE_CHECKING:
     from tablequest.corpus.storage.ingest import IngestReport
-    from tablequest.table.budget import ReadBudget
+    from tablequest.table import ReadBudget
 
 __all__ = [
     "Corpus",

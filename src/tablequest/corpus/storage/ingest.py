@@ -47,7 +47,7 @@ from tablequest.corpus.storage.reading import outcomes, read_file
 from tablequest.corpus.storage.store import Store, StoreError, StoreWriteError
 from tablequest.corpus.storage.storefile import is_store_failure
 from tablequest.corpus.storage.streaming import StreamSpec, put_stream
-from tablequest.table.budget import OverBudget, ReadBudget
+from tablequest.table import OverBudget, ReadBudget
 
 __all__ = ["FileFailure", "FileWarning", "IngestAborted", "IngestReport", "StopSignals"]
 __all__ += ["ingest", "read_file", "walk"]

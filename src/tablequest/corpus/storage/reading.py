@@ -42,9 +42,7 @@ from typing import Any
 
 from tablequest.corpus.storage.store import table_row
 from tablequest.corpus.storage.streaming import stream_spec
-from tablequest.table.budget import ReadBudget
-from tablequest.table.errors import UnreadableTable
-from tablequest.table.readers import read_tables_report
+from tablequest.table import ReadBudget, UnreadableTable, read_tables_report
 
 PARALLEL_THRESHOLD = 64  # fewer files than this are read in-process (no pool start-up)
 MAX_FILE_BYTES = 2 * 1024**3

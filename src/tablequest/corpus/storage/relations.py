@@ -259,7 +259,7 @@ def typed_arrow(
     """The relation of `table` (its header and ids) whose body columns' text is `texts`."""
     import pyarrow as pa
 
-    from tablequest.table.dtypes_arrow import type_string_columns
+    from tablequest.table import type_string_columns
 
     names = column_names(table)
     arrays = [row_ids.combine_chunks() if hasattr(row_ids, "combine_chunks") else row_ids]

@@ -46,7 +46,7 @@ from tablequest.corpus.storage.store import (
 from tablequest.table import Source, Table
 
 if TYPE_CHECKING:
-    from tablequest.table.budget import ReadBudget
+    from tablequest.table import ReadBudget
 
 __all__ = [
     "MANIFEST_FORMAT",

@@ -66,9 +66,7 @@ from tablequest.corpus.storage.storefile import NotAStore as NotAStore
 from tablequest.corpus.storage.storefile import StoreError as StoreError
 from tablequest.corpus.storage.storefile import StoreLocked as StoreLocked
 from tablequest.corpus.storage.storefile import StoreWriteError as StoreWriteError
-from tablequest.table import Source, Table
-from tablequest.table.readers import text_format_for
-from tablequest.table.serialize import serialize
+from tablequest.table import Source, Table, serialize, text_format_for
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS tables (

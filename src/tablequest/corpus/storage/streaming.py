@@ -36,10 +36,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tablequest.corpus.storage.storefile import sql_literal
-from tablequest.table.budget import ReadBudget
-from tablequest.table.model import Source, Table
-from tablequest.table.readers._notes import _footer, _title_lines
-from tablequest.table.readers.delimited import parse_delimited_report, sniff_delimiter
+from tablequest.table import (
+    ReadBudget,
+    Source,
+    Table,
+    has_title_or_notes,
+    parse_delimited_report,
+    sniff_delimiter,
+)
 
 if TYPE_CHECKING:
     import duckdb
@@ -99,7 +103,7 @@ def stream_spec(
     width = len(head_rows[0])
     if width < 2 or any(len(r) != width for r in (*head_rows, *tail_rows)):
         return None
-    if _title_lines(head_rows) != (0, []) or _footer([*head_rows[:1], *tail_rows], 0, delimiter)[1]:
+    if has_title_or_notes(head_rows, tail_rows, delimiter):
         return None
     n_lines = data.count(b"\n") + (not data.endswith(b"\n"))
     budget = budget or ReadBudget.from_env()
@@ -114,8 +118,7 @@ def _parquet_spec(
     path: str, data: bytes, digest: str, budget: ReadBudget | None
 ) -> StreamSpec | None:
     """A Parquet file's spec when its footer is readable and within the budget."""
-    from tablequest.table.readers._base import ReadInput
-    from tablequest.table.readers.parquet import parquet_header
+    from tablequest.table import ReadInput, parquet_header
 
     if not data.startswith(b"PAR1") or not data.endswith(b"PAR1"):
         return None
@@ -139,8 +142,7 @@ def _parquet_texts(spec: StreamSpec, budget: ReadBudget) -> Any:
     import duckdb
     import pyarrow as pa
 
-    from tablequest.table.readers._base import ReadInput
-    from tablequest.table.readers.parquet import text_columns
+    from tablequest.table import ReadInput, text_columns
 
     try:
         data = Path(spec.path).read_bytes()
@@ -241,8 +243,7 @@ def _row(
     top: list[str],
 ) -> tuple[Any, ...]:  # fmt: skip
     from tablequest.corpus.storage.store import plain_text
-    from tablequest.table.readers import text_format_for
-    from tablequest.table.serialize import serialize
+    from tablequest.table import serialize, text_format_for
 
     shown = Table.from_rows([list(spec.header), *sample], source=head.source)
     data = head.to_dict()

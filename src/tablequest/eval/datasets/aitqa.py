@@ -27,7 +27,7 @@ from tablequest.eval.datasets.common import (
     require_dir,
     require_keys,
 )
-from tablequest.table.model import Source
+from tablequest.table import Source
 
 __all__ = ["load_aitqa"]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tablequest.errors import UsageError
-from tablequest.table.model import Format, Table
+from tablequest.table import Format, Table
 
 __all__ = [
     "Dataset",
@@ -308,8 +308,7 @@ def read_one_table(name: str, *, fmt: Format, data: bytes | None = None) -> Tabl
     Raises:
         DatasetError: the input holds no readable table.
     """
-    from tablequest.table.errors import UnreadableTable
-    from tablequest.table.readers import read_tables
+    from tablequest.table import UnreadableTable, read_tables
 
     try:
         return read_tables(name, format=fmt, data=data)[0]

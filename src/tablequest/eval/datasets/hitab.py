@@ -26,7 +26,7 @@ from tablequest.eval.datasets.common import (
     require_dir,
     require_keys,
 )
-from tablequest.table.model import cell_text
+from tablequest.table import cell_text
 
 __all__ = ["load_hitab"]
 

@@ -30,7 +30,7 @@ from tablequest.eval.datasets.common import (
     register_table_format,
     require_dir,
 )
-from tablequest.table.model import Source, Table
+from tablequest.table import Source, Table
 
 __all__ = ["load_tabfact", "parse_hash_csv"]
 

@@ -50,7 +50,7 @@ from tablequest.eval.datasets.common import (
     register_table_format,
 )
 from tablequest.eval.datasets.tabfact import TabFactSubset, load_tabfact
-from tablequest.table.model import Source, Table
+from tablequest.table import Source, Table
 
 __all__ = ["PAPER_SIZES", "expand_table", "load_tabfact_synth", "parse_size"]
 

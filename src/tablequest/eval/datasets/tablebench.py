@@ -31,7 +31,7 @@ from tablequest.eval.datasets.common import (
     require_keys,
     unique_id,
 )
-from tablequest.table.model import Source, Table
+from tablequest.table import Source, Table
 
 __all__ = ["load_tablebench", "tablebench_metric"]
 

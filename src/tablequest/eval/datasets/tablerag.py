@@ -51,7 +51,7 @@ from tablequest.eval.datasets.common import (
     require_file,
 )
 from tablequest.eval.datasets.tablerag_eval import tablerag_label_items
-from tablequest.table.model import Source, Table
+from tablequest.table import Source, Table
 
 __all__ = ["load_arcadeqa", "load_birdqa", "read_tablerag_jsonl"]
 

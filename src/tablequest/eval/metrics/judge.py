@@ -63,8 +63,7 @@ from tablequest.eval.metrics.judge_prompts import (
     parse_score,
     parse_verdicts,
 )
-from tablequest.llm.base import LLM, Message
-from tablequest.llm.repair import ask_with_repair
+from tablequest.llm import LLM, Message, ask_with_repair
 
 if TYPE_CHECKING:
     from tablequest.eval.datasets import Dataset, Question
@@ -112,7 +111,7 @@ def _table_text(dataset: Dataset, q: Question) -> str | None:
     latex = dataset.root / "data" / "latex" / f"{name.group(1)}.txt" if name else None
     if latex is not None and latex.is_file():
         return latex.read_text(encoding="utf-8", errors="replace")
-    from tablequest.table.serialize import serialize
+    from tablequest.table import serialize
 
     return serialize(dataset.table(key), "html")
 

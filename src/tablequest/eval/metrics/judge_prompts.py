@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
 
 from tablequest.errors import UsageError
-from tablequest.llm.parse import ParseError, extract_json, strip_think
+from tablequest.llm import ParseError, extract_json, strip_think
 
 __all__ = [
     "DIMENSIONS",

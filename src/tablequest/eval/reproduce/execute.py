@@ -38,9 +38,8 @@ from tablequest.eval.reproduce.spec import Reproduction, Row
 from tablequest.eval.retrieval import evaluate_retrieval, make_ranker
 from tablequest.eval.runner import RecordLog, RunnerError, RunSpec, select_questions
 from tablequest.eval.siblings import with_siblings
-from tablequest.llm.base import LLM, LLMError
-from tablequest.llm.config import LLMConfig
-from tablequest.methods.registry import get_method
+from tablequest.llm import LLM, LLMConfig, LLMError
+from tablequest.methods import get_method
 
 __all__ = ["ReproduceError", "RowOutcome", "RunContext", "metric_value", "run_reproduction"]
 
@@ -259,7 +258,7 @@ def _dense(corpus: Corpus, encoder: Any, ctx: RunContext) -> None:
 def _retrieval_row(
     row: Row, ctx: RunContext, dataset: Dataset, questions: list[Question]
 ) -> RowOutcome:
-    from tablequest.corpus.retrieval.retrievers import RetrieverSettings
+    from tablequest.corpus import RetrieverSettings
 
     path = ctx.out_dir / f"{row.key}.retrieval.json"
     ids = [q.id for q in questions]

@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from tablequest.eval.reproduce.spec import Cell, Missing, Reproduction, Row, register
-from tablequest.methods.scope.options import PRESETS
+from tablequest.methods.scope import PRESETS
 
 __all__ = ["TABSCOPE"]
 

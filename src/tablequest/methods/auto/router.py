@@ -36,10 +36,8 @@ import dataclasses
 from dataclasses import dataclass
 
 from tablequest.configfile import ConfigFile
-from tablequest.corpus.retrieval.retrievers import preview_hit, search
-from tablequest.corpus.storage.corpus import Corpus
-from tablequest.llm.parse import is_non_answer
-from tablequest.llm.usage import QA, StepBudget
+from tablequest.corpus import Corpus, preview_hit, search
+from tablequest.llm import QA, StepBudget, is_non_answer
 from tablequest.methods.auto.signals import (
     QuestionSignals,
     TableSignals,

@@ -24,16 +24,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tablequest.corpus.dense.encoders import Encoder
-from tablequest.corpus.storage.store import Store
+from tablequest.corpus import Encoder, Store
 from tablequest.methods.rag.retrieval import (
     RetrievalKind,
     build_retriever,
     cache_key,
     multi_query_retrieve,
 )
-from tablequest.table import Table
-from tablequest.table.serialize import serialize
+from tablequest.table import Table, serialize
 
 TOKENS_PER_CELL = 3
 

@@ -26,7 +26,7 @@ from typing import Literal, Self
 
 from pydantic import field_validator
 
-from tablequest.corpus.dense.encoders import ENCODERS
+from tablequest.corpus import ENCODERS
 from tablequest.methods.options import MethodOptions, OptionError, option
 
 Baseline = Literal["read-table", "read-schema", "rand-rows", "rowcol"]

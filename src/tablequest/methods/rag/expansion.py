@@ -18,10 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from tablequest.corpus.lexical.rank import tokenize
-from tablequest.llm.base import LLM, Message
-from tablequest.llm.parse import WrongJSONType, extract_json
-from tablequest.llm.repair import ask_json
+from tablequest.corpus import tokenize
+from tablequest.llm import LLM, Message, WrongJSONType, ask_json, extract_json
 from tablequest.methods.rag.prompts import Task, cell_query_prompt, schema_query_prompt
 from tablequest.trace import Trace
 

@@ -33,15 +33,15 @@ from typing import Any
 
 import duckdb
 
-from tablequest.corpus.dense.encoders import (
-    Encoder,
-    EncoderUnavailable,
-    make_encoder,
+from tablequest.corpus import Encoder, EncoderUnavailable, Store, StoreError, make_encoder
+from tablequest.llm import (
+    LLM,
+    ModelUnreachable,
+    StepBudget,
+    UsageMeter,
+    default_cache_dir,
+    estimate_tokens,
 )
-from tablequest.corpus.storage.store import Store, StoreError
-from tablequest.llm.base import LLM, ModelUnreachable, estimate_tokens
-from tablequest.llm.cache import default_cache_dir
-from tablequest.llm.usage import StepBudget, UsageMeter
 from tablequest.methods.base import (
     MethodContext,
     Query,

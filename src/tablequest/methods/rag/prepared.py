@@ -21,8 +21,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from tablequest.corpus.dense.encoders import Encoder, EncoderUnavailable
-from tablequest.corpus.storage.store import Store
+from tablequest.corpus import Encoder, EncoderUnavailable, Store
 from tablequest.methods.rag import relation_db
 from tablequest.methods.rag.cell_db import CellDB, CellEntry, build_cell_db
 from tablequest.methods.rag.config import RagConfig

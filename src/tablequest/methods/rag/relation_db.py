@@ -42,8 +42,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from tablequest.corpus.storage.relations import ROW_COLUMN, Relation, quote
-from tablequest.corpus.storage.store import Store
+from tablequest.corpus import ROW_COLUMN, Relation, Store, sql_quote
 from tablequest.methods.rag.cell_db import CellDB, Distinct, cell_db_from_distinct, distinct_of
 from tablequest.methods.rag.schema_db import (
     SchemaDB,
@@ -84,9 +83,10 @@ def _text_distinct(
     one query per column took 1.7× as long at 10^6 cells)."""
     if not names:
         return []
-    rel, row = quote(relation.sql_name), quote(ROW_COLUMN)
+    rel, row = sql_quote(relation.sql_name), sql_quote(ROW_COLUMN)
     parts = [
-        f"SELECT {k} AS j, {quote(name)} AS v, count(*) AS n, min({row}) AS f FROM {rel} GROUP BY 2"
+        f"SELECT {k} AS j, {sql_quote(name)} AS v, count(*) AS n, min({row}) AS f "
+        f"FROM {rel} GROUP BY 2"
         for k, name in enumerate(names)
     ]
     arrow = con.sql(" UNION ALL ".join(parts) + " ORDER BY j, f").to_arrow_table()
@@ -124,10 +124,10 @@ def relation_databases(
     text = [j for j, c in enumerate(relation.columns) if c.type == "VARCHAR"]
     con = holder.con.cursor()
     try:
-        picked = "".join(", " + quote(relation.columns[j].name) for j in text)
+        picked = "".join(", " + sql_quote(relation.columns[j].name) for j in text)
         arrow = con.sql(
-            f"SELECT {quote(ROW_COLUMN)}{picked} FROM {quote(relation.sql_name)} "
-            f"ORDER BY {quote(ROW_COLUMN)}"
+            f"SELECT {sql_quote(ROW_COLUMN)}{picked} FROM {sql_quote(relation.sql_name)} "
+            f"ORDER BY {sql_quote(ROW_COLUMN)}"
         ).to_arrow_table()
         if not np.array_equal(arrow.column(0).to_numpy(), row_ids):
             return None

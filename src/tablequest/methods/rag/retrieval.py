@@ -34,9 +34,7 @@ import duckdb
 import numpy as np
 import numpy.typing as npt
 
-from tablequest.corpus.dense.encoders import Encoder, Matrix
-from tablequest.corpus.lexical.rank import tokenize
-from tablequest.corpus.storage.store import Store
+from tablequest.corpus import Encoder, Matrix, Store, tokenize
 
 RetrievalKind = Literal["dense", "bm25", "hybrid"]
 CACHE_VERSION = "tablerag-v1"

@@ -40,16 +40,18 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from tablequest.errors import RunError
-from tablequest.llm.base import LLM, LLMError, estimate_tokens
-from tablequest.llm.parse import (
+from tablequest.llm import (
+    LLM,
     NO_ANSWER_IN_FORMAT,
     BadReAct,
+    BudgetExhausted,
+    LLMError,
     ReactStep,
+    estimate_tokens,
     is_non_answer,
     parse_react,
     reply_start,
 )
-from tablequest.llm.usage import BudgetExhausted
 from tablequest.methods.base import Result, Status
 from tablequest.methods.evidence import Verdict
 from tablequest.sandbox import ExecResult, SandboxError

@@ -23,8 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tablequest.table import Table
-from tablequest.table.model import unique_names
+from tablequest.table import Table, unique_names
 
 SIZES: tuple[tuple[int, int], ...] = ((100, 100), (500, 500), (1000, 1000))
 

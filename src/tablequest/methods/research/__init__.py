@@ -11,7 +11,11 @@ from tablequest.methods.base import MethodContext
 from tablequest.methods.registry import register_method
 from tablequest.methods.research.api import ResearchRun, pick_table, run_research
 from tablequest.methods.research.frame import ExecFrame, build_frame, describe_frame
-from tablequest.methods.research.memory import ExperienceMemory, default_memory_path
+from tablequest.methods.research.memory import (
+    ExperienceMemory,
+    MemoryUnavailable,
+    default_memory_path,
+)
 from tablequest.methods.research.meta import MetaGraph, Node, build_meta_graph, triples
 from tablequest.methods.research.method import DTR, Comprehension, Research
 from tablequest.methods.research.options import ResearchOptions
@@ -21,6 +25,7 @@ __all__ = [
     "Comprehension",
     "ExecFrame",
     "ExperienceMemory",
+    "MemoryUnavailable",
     "MetaGraph",
     "Node",
     "Research",

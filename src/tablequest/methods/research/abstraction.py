@@ -34,8 +34,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from tablequest.llm.base import LLMError
-from tablequest.llm.parse import BadCall, ParseError, strip_think
+from tablequest.llm import BadCall, LLMError, ParseError, strip_think
 from tablequest.methods.research.execute import PathOutcome
 from tablequest.methods.research.memory import Lesson
 from tablequest.methods.research.prompts import experience_messages

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tablequest.errors import BadValue
-from tablequest.llm.base import LLM
-from tablequest.llm.usage import StepBudget
+from tablequest.llm import LLM, StepBudget
 from tablequest.methods.base import MethodContext, Result, TableSet, Task
 from tablequest.methods.research.method import DTR
 from tablequest.methods.research.options import ResearchOptions

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tablequest.llm.base import LLMError
-from tablequest.llm.parse import (
+from tablequest.llm import (
     NO_ANSWER_IN_FORMAT,
+    LLMError,
     ParseError,
     extract_answer,
     is_non_answer,

@@ -29,9 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from tablequest.llm.base import LLM, LLMError
-from tablequest.llm.repair import ask_json
-from tablequest.llm.usage import StepBudget
+from tablequest.llm import LLM, LLMError, StepBudget, ask_json
 from tablequest.methods.research.feedback import (
     CHART_MARK,
     Feedback,

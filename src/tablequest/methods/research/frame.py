@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from tablequest.methods.research.markers import clean_label, is_missing, parse_number
 from tablequest.methods.research.meta import MetaGraph
-from tablequest.table.model import HEADER_SEP, unique_names
+from tablequest.table import HEADER_SEP, unique_names
 
 if TYPE_CHECKING:
     import pandas as pd

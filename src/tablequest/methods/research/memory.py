@@ -47,7 +47,7 @@ from tablequest.methods.research.operations import Rule
 from tablequest.methods.research.planner import PathStats, update
 
 if TYPE_CHECKING:
-    from tablequest.corpus.storage.store import Store
+    from tablequest.corpus import Store
 
 try:
     import fcntl

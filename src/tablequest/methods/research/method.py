@@ -30,9 +30,8 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from tablequest.corpus.storage.store import Store
-from tablequest.llm.repair import ask_json
-from tablequest.llm.usage import StepBudget
+from tablequest.corpus import Store
+from tablequest.llm import StepBudget, ask_json
 from tablequest.methods.base import MethodContext, Query, Result, TableSet, Task, start_query
 from tablequest.methods.relframe import frame_for
 from tablequest.methods.research.conclude import breakdown, conclude

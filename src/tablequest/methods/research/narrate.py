@@ -25,8 +25,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from tablequest.llm.base import LLMError
-from tablequest.llm.parse import BadCall, ParseError, strip_think
+from tablequest.llm import BadCall, LLMError, ParseError, strip_think
 from tablequest.methods.base import Result
 from tablequest.methods.research.conclude import report as template_report
 from tablequest.methods.research.operations import path_key

@@ -35,8 +35,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tablequest.llm.base import Message
-from tablequest.llm.parse import BadCall, NoJSONFound, extract_json, strip_think
+from tablequest.llm import (
+    BadCall,
+    Message,
+    NoJSONFound,
+    extract_json,
+    strip_think,
+)
 from tablequest.methods.research.feedback import EXPECTED, QUERY_TYPES, QueryType
 from tablequest.methods.research.operations import BANK, Path, parse_op
 

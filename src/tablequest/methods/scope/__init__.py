@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from tablequest.methods.base import MethodContext
 from tablequest.methods.registry import register_method
+from tablequest.methods.scope import prompts
 from tablequest.methods.scope.aggregate import Aggregation, Candidate, aggregate
 from tablequest.methods.scope.method import TabScope
 from tablequest.methods.scope.options import PRESETS, ScopeOptions
 from tablequest.methods.scope.policy import POLICY, QUESTION_TYPES, policy_scope
+from tablequest.methods.scope.retrieval import match_columns
 
 __all__ = [
     "POLICY",
@@ -25,7 +27,9 @@ __all__ = [
     "TabScope",
     "aggregate",
     "factory",
+    "match_columns",
     "policy_scope",
+    "prompts",
     "register",
 ]
 

@@ -26,9 +26,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tablequest.llm.base import Message
-from tablequest.llm.parse import (
+from tablequest.llm import (
     NO_ANSWER_IN_FORMAT,
+    Message,
     ParseError,
     extract_answer,
     is_chatter,

@@ -25,7 +25,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from tablequest.llm.usage import StepBudget
+from tablequest.llm import StepBudget
 from tablequest.methods.base import MethodContext, Result, TableSet, Task, start_query
 from tablequest.methods.scope.answer import answer
 from tablequest.methods.scope.options import ScopeOptions

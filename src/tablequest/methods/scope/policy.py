@@ -25,8 +25,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from tablequest.llm.parse import ParseError, extract_json
-from tablequest.llm.repair import ask_json
+from tablequest.llm import ParseError, ask_json, extract_json
 from tablequest.methods.scope import prompts
 from tablequest.methods.scope.state import ScopeRun, linearize
 

@@ -10,7 +10,7 @@ policy — but omits its text).
 
 from __future__ import annotations
 
-from tablequest.llm.base import Message
+from tablequest.llm import Message
 
 __all__ = [
     "ANSWER",

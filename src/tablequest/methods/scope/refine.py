@@ -16,8 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tablequest.llm.parse import extract_json
-from tablequest.llm.repair import ask_json
+from tablequest.llm import ask_json, extract_json
 from tablequest.methods.scope import prompts
 from tablequest.methods.scope.policy import BadOutput
 from tablequest.methods.scope.retrieval import match_columns, match_rows

@@ -23,8 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-from tablequest.llm.base import Completion, Message
-from tablequest.llm.parse import ParseError, parse_f_col, parse_f_row
+from tablequest.llm import Completion, Message, ParseError, parse_f_col, parse_f_row
 from tablequest.methods.scope import prompts
 from tablequest.methods.scope.aggregate import Aggregation, Candidate, aggregate, candidate_score
 from tablequest.methods.scope.state import ScopeRun, caption

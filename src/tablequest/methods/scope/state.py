@@ -17,13 +17,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from tablequest.llm.base import Completion, LLMError, Message
-from tablequest.llm.usage import BudgetExhausted
+from tablequest.llm import BudgetExhausted, Completion, LLMError, Message
 from tablequest.methods.base import Query, Task
 from tablequest.methods.scope.options import ScopeOptions
 from tablequest.methods.scope.tokens import TokenCounter, safe_count
-from tablequest.table import Table
-from tablequest.table.serialize import render
+from tablequest.table import Table, render
 
 __all__ = ["MIN_NEW_TOKENS", "Fit", "ScopeRun", "caption", "linearize"]
 

@@ -25,8 +25,7 @@ from typing import Literal
 
 import httpx
 
-from tablequest.llm.base import LLMError, estimate_tokens
-from tablequest.llm.modelserver import ModelServer, server_root
+from tablequest.llm import LLMError, ModelServer, estimate_tokens, server_root
 
 __all__ = [
     "DEFAULT_CONTEXT",

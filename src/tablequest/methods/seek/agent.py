@@ -34,14 +34,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tablequest.corpus.lexical.rank import question_patterns
-from tablequest.corpus.retrieval.shardrank import grep_ranking
-from tablequest.corpus.storage.corpus import Corpus
-from tablequest.corpus.storage.store import text_format
-from tablequest.llm.base import LLM, LLMError, Message
-from tablequest.llm.parse import ParseError, extract_json
-from tablequest.llm.repair import ask_json
-from tablequest.llm.usage import QA, StepBudget, UsageMeter
+from tablequest.corpus import Corpus, grep_ranking, question_patterns, text_format
+from tablequest.llm import (
+    LLM,
+    QA,
+    LLMError,
+    Message,
+    ParseError,
+    StepBudget,
+    UsageMeter,
+    ask_json,
+    extract_json,
+)
 from tablequest.methods.base import (
     MethodContext,
     Query,
@@ -54,8 +58,7 @@ from tablequest.methods.base import (
 from tablequest.methods.seek import prompts
 from tablequest.methods.seek.config import SeekConfig
 from tablequest.methods.seek.qa import QAOutcome, parse_qa, qa_context, record_no_answer
-from tablequest.table import Table
-from tablequest.table.preview import preview
+from tablequest.table import Table, preview
 from tablequest.trace import Trace
 
 MAX_PATTERNS = 20

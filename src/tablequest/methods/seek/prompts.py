@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tablequest.llm.base import Message
+from tablequest.llm import Message
 
 TASK_PREFIX = {
     "tableqa": (

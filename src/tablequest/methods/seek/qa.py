@@ -22,8 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tablequest.corpus.storage.store import text_format
-from tablequest.llm.parse import (
+from tablequest.corpus import text_format
+from tablequest.llm import (
     NO_ANSWER_IN_FORMAT,
     ParseError,
     extract_answer,
@@ -34,9 +34,7 @@ from tablequest.llm.parse import (
 )
 from tablequest.methods.base import locate_evidence
 from tablequest.methods.evidence import mark_matches
-from tablequest.table import CellRef, EvidenceHow, Table
-from tablequest.table.preview import preview
-from tablequest.table.serialize import serialize
+from tablequest.table import CellRef, EvidenceHow, Table, preview, serialize
 from tablequest.trace import Trace
 
 if TYPE_CHECKING:

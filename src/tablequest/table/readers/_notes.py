@@ -36,7 +36,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Framed", "split_title_and_notes"]
+__all__ = ["Framed", "has_title_or_notes", "split_title_and_notes"]
 
 _MARKER = re.compile(r"\s*(?:[*†‡§¹²³⁴⁵⁶⁷⁸⁹]|\(\d{1,2}\)|\d{1,2}\)|[a-z]\))")
 _NOTE_WORD = re.compile(
@@ -129,6 +129,17 @@ def _footer(rows: list[list[str]], start: int, delimiter: str) -> tuple[int, lis
     if not notes:
         return len(rows), []
     return last_data + 1, notes[::-1]
+
+
+def has_title_or_notes(
+    head_rows: list[list[str]], tail_rows: list[list[str]], delimiter: str
+) -> bool:
+    """Whether a delimited file has title lines before its header or footer notes after its
+    data, judged from its first rows (`head_rows`, the header among them) and its last rows
+    (`tail_rows`): the reader would take them out, so the file is not a plain grid."""
+    if _title_lines(head_rows) != (0, []):
+        return True
+    return bool(_footer([*head_rows[:1], *tail_rows], 0, delimiter)[1])
 
 
 def split_title_and_notes(rows: list[list[str]], delimiter: str) -> Framed:
