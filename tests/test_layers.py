@@ -13,7 +13,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "tablequest"
 
 #: lowest first; a unit may import itself and anything on an earlier line
 LAYERS: list[set[str]] = [
-    {"errors", "waits", "plugins"},  # import nothing of tablequest but `errors`
+    {"errors", "waits", "plugins", "lazy"},  # import nothing of tablequest but `errors`
     {"configfile"},
     {"settings"},  # the one Settings: above configfile's trust rules, below every reader
     {"trace", "table"},

@@ -14,8 +14,9 @@ exported as a module.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tablequest.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from tablequest.corpus.dense.device import describe_device
@@ -198,17 +199,7 @@ _RENAMED: dict[str, str] = {
 _MODULES: dict[str, str] = {"browse": "tablequest.corpus.storage.browse"}
 
 
-def __getattr__(name: str) -> Any:
-    if name in _MODULES:
-        return importlib.import_module(_MODULES[name])
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tablequest.corpus' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), _RENAMED.get(name, name))
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY) | set(_MODULES))
+__getattr__, __dir__ = lazy_exports(globals(), _LAZY, renamed=_RENAMED, modules=_MODULES)
 
 
 __all__ = [

@@ -8,8 +8,9 @@ from their module on every use, so importing it loads neither Ray nor DuckDB.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tablequest.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from tablequest.scale.actors import RayShards, attach
@@ -39,15 +40,7 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tablequest.scale' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_exports(globals(), _LAZY)
 
 
 __all__ = [
