@@ -58,6 +58,20 @@ def test_five_lines_on_a_folder(tmp_path: Path, varna_reply: Any) -> None:
     assert tq.search("Varna", folder, k=1)[0].table_id == hits[0].table_id
 
 
+def test_ask_without_llm_uses_the_configured_model_like_the_cli(
+    tmp_path: Path, varna_reply: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = write_folder(tmp_path)
+    assert tq.ask(QUESTION, str(folder)).status != "answered"  # nothing configured: no model
+    with StubServer(varna_reply, model="configured-model") as server:
+        monkeypatch.setenv("TABLEQUEST_LLM_URL", server.url)
+        monkeypatch.setenv("TABLEQUEST_LLM_MODEL", "configured-model")
+        r = tq.ask(QUESTION, str(folder), cache=False)
+        chats = [q for q in server.requests if q["path"].endswith("/chat/completions")]
+    assert r.status == "answered" and r.answer == "412"
+    assert chats and all(c["json"]["model"] == "configured-model" for c in chats)
+
+
 def test_reopen_ingests_only_what_changed(tmp_path: Path) -> None:
     folder = write_folder(tmp_path)
     with tq.open(folder) as first:

@@ -1,8 +1,8 @@
 """Which ``tablequest.toml`` files are read, and which of them may choose where data goes.
 
-Every reader of ``tablequest.toml`` ([llm] in `tablequest.llm.config`, [sandbox] in
-`tablequest.sandbox._policy`, [methods.NAME] in `tablequest.methods.options`, [scale] in the
-CLI) finds its files here, highest precedence first:
+The settings loader (`tablequest.settings`: every section but the method options) and
+[methods.NAME] in `tablequest.methods.options` find their files here, highest precedence
+first:
 
 1. a file named explicitly (``--config-file PATH`` or ``$TABLEQUEST_CONFIG``): then it is
    the only file read (the same rule as ``resolve_config(config_path=...)``);

@@ -245,17 +245,22 @@ def resolve_llm(
     settings: Settings | None = None,
 ) -> LLM | None:
     """The model `llm` names: an `LLM` as is, a server URL (wrapped like the CLI's: reply
-    cache unless `cache` is False), or None (no model). The arguments are flags over
-    `settings` (default: loaded here).
+    cache unless `cache` is False), or None: the configured model (``[llm]`` settings: the
+    environment, tablequest.toml), as the CLI without ``--llm-url``; None when there is none.
+    The arguments are flags over `settings` (default: loaded here).
 
     Raises:
         ModelUnreachable: a URL without `model` whose server cannot list its models.
         ConfigError: a bad configuration (``tablequest.toml``, environment).
     """
-    if llm is None or isinstance(llm, LLM):
+    if isinstance(llm, LLM):
         return llm
     base = settings if settings is not None else load_settings()
     flags = {"llm.url": llm, "llm.model": model, "llm.api_key": api_key, "llm.cache": cache}
+    if llm is None:  # the configured model, if any
+        return build_llm(
+            LLMConfig.from_settings(base.with_flags(flags)), cache_dir=base.store.cache_dir
+        )
     config = LLMConfig.from_settings(base.with_flags(flags))
     if not config.model:
         name = _first_model(llm, config.api_key, config.timeout)

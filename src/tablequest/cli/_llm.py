@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tablequest.cli._output import fail
+from tablequest.cli._output import fail, fail_on
 
 if TYPE_CHECKING:
     from tablequest.llm import LLM, LLMConfig
@@ -112,13 +112,14 @@ def settings_or_fail(
 def model_or_fail(
     flags: LLMFlags, *, json_out: bool = False, settings: Settings | None = None
 ) -> tuple[LLMConfig, LLM | None]:
-    """`flags.build(settings)`, or one ``error:`` line and exit 2 on a configuration error."""
+    """`flags.build(settings)`, or one ``error:`` line and the error's own exit status (2 for
+    a configuration error, 1 for a model that could not be reached)."""
     from tablequest.llm import ConfigError, LLMError
 
     try:
         return flags.build(settings)
     except (ConfigError, LLMError) as exc:
-        fail(str(exc), json_out=json_out)
+        fail_on(exc, json_out=json_out)
 
 
 def required_model(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tablequest.cli._output import fail, fail_on
+from tablequest.cli._output import fail_on
 
 if TYPE_CHECKING:
     from tablequest.corpus import Corpus
@@ -17,6 +17,7 @@ def open_corpus(path: Path, ray: str | None, *, json_out: bool = False) -> Corpu
     address is given (flag or $TABLEQUEST_RAY_ADDRESS)."""
     from tablequest.corpus import StoreError
     from tablequest.corpus import open_corpus as open_any
+    from tablequest.errors import BadValue
     from tablequest.scale import RayUnavailable, ray_address
 
     address = ray_address(ray)
@@ -29,9 +30,9 @@ def open_corpus(path: Path, ray: str | None, *, json_out: bool = False) -> Corpu
 
         try:
             attach(corpus, address)
-        except (RayUnavailable, ValueError) as exc:
+        except (RayUnavailable, BadValue) as exc:  # Ray missing or unreachable, a bad address
             corpus.close()
-            fail(str(exc), json_out=json_out)
+            fail_on(exc, json_out=json_out)
     return corpus
 
 

@@ -346,7 +346,6 @@ def search_command(
         EncoderSettings,
         EncoderUnavailable,
         RetrieverSettings,
-        UnsupportedStore,
         make_retriever,
     )
     from tablequest.errors import UsageError
@@ -370,7 +369,7 @@ def search_command(
         try:
             with encoding_bar("encoding tables", not json_out):
                 hits = retriever.rank(st, question, k, rows=True)
-        except (EncoderUnavailable, UnsupportedStore) as exc:
+        except EncoderUnavailable as exc:
             fail(str(exc), json_out=json_out)
         if json_out:
             print(json.dumps([hit_json(st, h) for h in hits], ensure_ascii=False))

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
+from tablequest.cli._exit import FAILED
 from tablequest.cli._options import ConfigFileOpt
 from tablequest.cli._output import fail, fail_on
 
@@ -71,8 +72,10 @@ def build_subtab_command(
         fail_on(exc, json_out=json_out)
     try:
         counts = build_references(ds, chosen, out, llm=model_llm)
-    except (DatasetError, OSError, KeyError) as exc:
-        fail(str(exc), json_out=json_out)
+    except DatasetError as exc:
+        fail_on(exc, json_out=json_out)
+    except OSError as exc:  # the output folder cannot be written: a run that failed
+        fail(str(exc), json_out=json_out, status=FAILED)
     finally:
         if model_llm is not None:
             model_llm.close()

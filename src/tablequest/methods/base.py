@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict, cast, runtime_checkable
 
+from tablequest.errors import BadValue
 from tablequest.llm import LLM, Deadline, Instrumented, StepBudget, UsageMeter, UsageTotals
 from tablequest.methods.evidence import cell_json, verify_cells
 from tablequest.table import CellRef, Table
@@ -93,9 +94,9 @@ class TableSet:
         return self.store.locate(table_id)
 
     def one(self, method: str) -> tuple[str, Table]:
-        """The single table of a one-table method; ValueError naming the fix otherwise."""
+        """The single table of a one-table method; `BadValue` naming the fix otherwise."""
         if len(self.tables) != 1:
-            raise ValueError(
+            raise BadValue(
                 f"method {method} answers from one table, got {len(self.tables)}: "
                 "pass --table-id ID (`tablequest tables --store STORE` lists the ids)"
             )

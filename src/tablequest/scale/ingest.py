@@ -1,6 +1,6 @@
 """Ingest into a sharded corpus with Ray tasks: one task per shard reads and writes its files.
 
-The driver walks the paths and groups the files by home shard (`corpus.shards.plan_ingest`);
+The driver walks the paths and groups the files by home shard (`plan_ingest` of the sharded corpus);
 each shard's files go to one Ray task that opens that shard (DuckDB allows one writer per
 file, so a shard is never written by two tasks at once) and runs the one-store `ingest` on
 them: per-file atomicity, grouped commits, the grep index built and persisted at the end.

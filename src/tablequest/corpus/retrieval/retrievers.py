@@ -60,14 +60,13 @@ from tablequest.corpus.retrieval.shardrank import (
 )
 from tablequest.corpus.storage.corpus import Corpus
 from tablequest.corpus.storage.store import Hit, Store, text_format
-from tablequest.errors import BadValue, UsageError
+from tablequest.errors import BadValue
 from tablequest.plugins import RETRIEVERS_GROUP, PluginRegistry, Plugins
 
 __all__ = [
     "RETRIEVERS",
     "Retriever",
     "RetrieverSettings",
-    "UnsupportedStore",
     "make_retriever",
     "preview_hit",
     "register_retriever",
@@ -197,10 +196,6 @@ class HybridRetriever(DenseRetriever):
         else:
             hits = hybrid_rank(one, question, k, encoder=self.encoder, fusion=fusion, alpha=alpha)
         return _with_rows(store, hits, question, rows)
-
-
-class UnsupportedStore(UsageError):
-    """A retriever cannot rank this kind of store (what to use instead is in the message)."""
 
 
 PHRASE_WEIGHTS = (0.222, 0.61, 0.099, 0.069)
