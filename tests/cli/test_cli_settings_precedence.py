@@ -98,3 +98,39 @@ def test_serve_takes_its_settings_by_the_same_rule(
         monkeypatch, tmp_path, "--host", "127.0.0.1", "--llm-url", "http://flag/v1"
     )
     assert config.llm_config.url == "http://flag/v1" and config.limits.max_asks == 3
+
+
+def test_search_embeds_where_the_settings_say(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`search --encoder api` embeds at ``[embeddings] url``, else at the ``[llm]`` server,
+    as `ask` and the server do (one rule, `EmbeddingsSettings.endpoint`)."""
+    (tmp_path / "medals.csv").write_text("Nation,Gold\nNorway,16\nGermany,12\n")
+    store = tmp_path / "s.duckdb"
+    runner = CliRunner()
+    assert (
+        runner.invoke(app, ["ingest", str(tmp_path / "medals.csv"), "-s", str(store)]).exit_code
+        == 0
+    )
+    args = ["search", "gold medals", "-s", str(store), "--method", "dense", "--encoder", "api",
+            "--json"]  # fmt: skip
+    with (
+        StubServer(lambda body: "x", model="m") as llm,
+        StubServer(lambda b: "x", model="e") as emb,
+    ):
+
+        def embedded() -> tuple[int, int]:
+            return tuple(  # type: ignore[return-value]
+                sum(r["path"] == "/v1/embeddings" for r in s.requests) for s in (llm, emb)
+            )
+
+        monkeypatch.setenv("TABLEQUEST_LLM_URL", llm.url)
+        monkeypatch.setenv("TABLEQUEST_EMBED_MODEL", "m")
+        done = runner.invoke(app, args)
+        assert done.exit_code == 0, done.output
+        first = embedded()
+        assert first[0] > 0 and first[1] == 0  # the [llm] server's, no [embeddings] url
+        monkeypatch.setenv("TABLEQUEST_EMBED_URL", emb.url)
+        done = runner.invoke(app, args)
+        assert done.exit_code == 0, done.output
+        assert embedded()[0] == first[0] and embedded()[1] > 0  # now [embeddings] url

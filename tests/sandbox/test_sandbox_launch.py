@@ -305,3 +305,18 @@ def test_public_names() -> None:
     assert issubclass(sandbox.InvalidArgument, sandbox.SandboxError)
     assert issubclass(sandbox.InvalidArgument, ValueError)
     assert issubclass(sandbox.InvalidArgument, TypeError)
+
+
+def test_a_sandbox_from_loaded_settings_keeps_their_isolation_and_source(
+    tmp_path: Path,
+) -> None:
+    """What the methods and MCP's run_pandas build: the command's loaded `[sandbox]`, a
+    `--config-file` included, not a fresh resolution from the working directory."""
+    from tablequest.settings import Settings
+
+    named = tmp_path / "server.toml"
+    named.write_text('[sandbox]\nisolation = "degraded"\n')
+    loaded = Settings.load(config_path=named, env={}, cwd=tmp_path / "elsewhere")
+    box = Sandbox.from_settings(loaded)
+    assert (box.isolation, box.isolation_source) == ("degraded", str(named))
+    assert Sandbox.from_settings(Settings.load(env={}, cwd=tmp_path)).isolation == "strict"

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from tablequest.settings import Settings
 
-__all__ = ["load_settings"]
+__all__ = ["load_settings", "loaded_or_fail"]
 
 
 def load_settings(
@@ -31,3 +31,19 @@ def load_settings(
     from tablequest.settings import Settings
 
     return Settings.load(flags, config_path=config_file)
+
+
+def loaded_or_fail(
+    flags: Mapping[str, Any] | None = None,
+    config_file: Path | None = None,
+    *,
+    json_out: bool = False,
+) -> Settings:
+    """`load_settings`, or one ``error:`` line naming the bad value or file, and exit 2."""
+    from tablequest.cli._output import fail_on
+    from tablequest.configfile import ConfigFileError
+
+    try:
+        return load_settings(flags, config_file)
+    except ConfigFileError as exc:  # SettingsError too
+        fail_on(exc, json_out=json_out)

@@ -342,6 +342,7 @@ def search_command(
         fail("the question is empty: give a question in words", json_out=json_out, status=USAGE)
     require_store(store_path, json_out=json_out)
     from tablequest.cli._scale import open_corpus
+    from tablequest.cli._settings import loaded_or_fail
     from tablequest.corpus import (
         EncoderSettings,
         EncoderUnavailable,
@@ -355,9 +356,10 @@ def search_command(
             "--method rerank needs a server with /v1/rerank: --rerank-url URL --rerank-model NAME",
             json_out=json_out,
         )
+    loaded = loaded_or_fail({"embeddings.device": device}, json_out=json_out)
     settings = RetrieverSettings(
         encoder=encoder,
-        embeddings=EncoderSettings(device=device),
+        embeddings=EncoderSettings.from_settings(loaded),  # [embeddings], else the [llm] server
         rerank_url=rerank_url,
         rerank_model=rerank_model,
     )

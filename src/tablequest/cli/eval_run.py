@@ -205,6 +205,7 @@ def retrieval_command(
     json_out: JsonOpt = False,
 ) -> None:
     """LLM-free retrieval: R@1/2/3/5/10 of a ranking (GR@k and DS@k with sibling groups)."""
+    from tablequest.cli._settings import loaded_or_fail
     from tablequest.corpus import EncoderSettings, RetrieverSettings
     from tablequest.errors import TablequestError
     from tablequest.eval.retrieval import evaluate_retrieval, make_ranker
@@ -214,9 +215,10 @@ def retrieval_command(
     if fusion not in ("score", "rrf"):
         _fail(f"unknown --fusion {fusion!r}; use score or rrf", json_out)
     try:
+        loaded = loaded_or_fail({"embeddings.device": device}, json_out=json_out)
         settings = RetrieverSettings(
             encoder=encoder,
-            embeddings=EncoderSettings(device=device),
+            embeddings=EncoderSettings.from_settings(loaded),  # [embeddings], else [llm]
             fusion=fusion,  # type: ignore[arg-type]
             alpha=alpha,
         )

@@ -3,9 +3,10 @@
 Each call is one fresh sandbox session (`tablequest.sandbox`): the named tables are bound as
 DataFrames (`Table.to_dataframe()`, the typed frames the methods get), the code runs once,
 and the session ends — no state survives between calls, so one client's variables never
-reach another's. The `Sandbox` is the methods' (`Sandbox()`: the same isolation, CPU,
-memory, output and figure limits, and the isolation policy from ``TABLEQUEST_SANDBOX`` /
-``[sandbox]`` in tablequest.toml); it is started on the first call and shared by all calls.
+reach another's. The `Sandbox` is the methods' (`Sandbox.from_settings` with the server's
+loaded settings: the same isolation, CPU, memory, output and figure limits, and the
+``[sandbox] isolation`` the server was started with — its ``--config-file`` included); it is
+started on the first call and shared by all calls.
 
 Choices (ours): at most `MAX_TABLES` tables and `MAX_CODE_CHARS` characters of code a call;
 the per-run timeout defaults to DTR's ``exec_timeout`` (20 s) and may be raised to 60 s.

@@ -42,6 +42,7 @@ from tablequest.mcpserver.window import (
     WindowError,
     table_window,
 )
+from tablequest.sandbox import Sandbox
 from tablequest.serve.api import run_search
 from tablequest.serve.state import ServerState
 from tablequest.serve.stores import ReadStore
@@ -69,7 +70,8 @@ class TableTools:
 
     def __init__(self, state: ServerState, runner: CodeRunner | None = None) -> None:
         self.state = state
-        self.runner = runner or CodeRunner()
+        # run_pandas runs in the methods' sandbox, with the server's [sandbox] isolation
+        self.runner = runner or CodeRunner(lambda: Sandbox.from_settings(state.settings))
         self.sql = SqlRunners()
 
     def list_tables(self, *, filter: str | None, offset: int, limit: int) -> dict[str, Any]:

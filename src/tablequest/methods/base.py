@@ -143,21 +143,20 @@ class MethodContext:
         from tablequest.corpus import EncoderSettings
         from tablequest.settings import EmbeddingsSettings, from_env
 
-        embeddings = self.settings.embeddings if self.settings else from_env(EmbeddingsSettings)
+        if self.settings is not None:
+            return EncoderSettings.from_settings(
+                self.settings, self.llm_config, url=url, model=model
+            )
+        embeddings = from_env(EmbeddingsSettings)
         endpoint, key = embeddings.endpoint(self.llm_config, url)
-        device = self.settings.demanded_device() if self.settings is not None else None
-        return EncoderSettings(endpoint, model or embeddings.model, key, device)
+        return EncoderSettings(endpoint, model or embeddings.model, key)
 
     def new_sandbox(self) -> Sandbox:
         """A private sandbox with the loaded ``[sandbox] isolation`` (without settings: its
         own resolution, `Sandbox()`)."""
         from tablequest.sandbox import Sandbox
 
-        if self.settings is None:
-            return Sandbox()
-        isolation = self.settings.sandbox.isolation
-        source = self.settings.source("sandbox.isolation").removeprefix("$")
-        return Sandbox(isolation=isolation, isolation_source=source)
+        return Sandbox.from_settings(self.settings)
 
     def question_deadline(self) -> Deadline:
         """The question's deadline: a given `Deadline` as is (a method that runs others

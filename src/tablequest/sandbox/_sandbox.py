@@ -37,6 +37,8 @@ from ._types import (
 if TYPE_CHECKING:
     import pandas as pd
 
+    from tablequest.settings import Settings
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -112,6 +114,15 @@ class Sandbox:
         budget_timeout: seconds a new child waits for room in the budget before
             `SandboxBusy` is raised.
     """
+
+    @classmethod
+    def from_settings(cls, settings: Settings | None) -> Sandbox:
+        """A sandbox with the loaded ``[sandbox] isolation`` and where it came from (None:
+        its own resolution, as `Sandbox()`): what the methods and MCP's ``run_pandas`` use."""
+        if settings is None:
+            return cls()
+        source = settings.source("sandbox.isolation").removeprefix("$")
+        return cls(isolation=settings.sandbox.isolation, isolation_source=source)
 
     @_api
     def __init__(

@@ -174,13 +174,8 @@ class ServerState:
         with self._lock:
             entry = self._retrievers.get(key)
         if entry is None:
-            embeddings = self.settings.embeddings
-            url, api_key = embeddings.endpoint(self.llm_config)  # the LLM's unless set
-            device = self.settings.demanded_device()
-            settings = RetrieverSettings(
-                encoder=encoder,
-                embeddings=EncoderSettings(url, embeddings.model, api_key, device),
-            )
+            embeddings = EncoderSettings.from_settings(self.settings, self.llm_config)
+            settings = RetrieverSettings(encoder=encoder, embeddings=embeddings)
             entry = (make_retriever(method, settings), threading.Lock())
             with self._lock:
                 entry = self._retrievers.setdefault(key, entry)

@@ -53,7 +53,7 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -72,6 +72,9 @@ from tablequest.corpus.dense.encoder_base import (
 )
 from tablequest.errors import BadValue
 from tablequest.plugins import ENCODERS_GROUP, PluginRegistry, Plugins
+
+if TYPE_CHECKING:
+    from tablequest.settings import ModelServer, Settings
 
 __all__ = [
     "DENSE_EXTRA_HINT",
@@ -244,6 +247,24 @@ class EncoderSettings:
     model: str | None = None
     api_key: str | None = None
     device: str | None = None
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        llm: ModelServer | None = None,
+        *,
+        url: str | None = None,
+        model: str | None = None,
+    ) -> EncoderSettings:
+        """The loaded ``[embeddings]`` as encoder settings, the one place that turns them into
+        these: the URL (`url`, a method's ``embed_url``; else ``[embeddings] url``; else the
+        model server's, `llm` or ``[llm]``: `EmbeddingsSettings.endpoint`), `model` or
+        ``[embeddings] model``, the model server's key, and the device when a flag demanded
+        one (the environment's is a preference the encoders read themselves)."""
+        embeddings = settings.embeddings
+        endpoint, key = embeddings.endpoint(llm if llm is not None else settings.llm, url)
+        return cls(endpoint, model or embeddings.model, key, settings.demanded_device())
 
 
 EncoderFactory = Callable[[EncoderSettings], "Encoder | None"]
