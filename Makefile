@@ -33,14 +33,13 @@ lint: $(VENV)/.dev-installed
 typecheck: $(VENV)/.dev-installed
 	$(VENV)/bin/mypy
 
-# Tests run in 4 processes (many wait on subprocesses, servers and Ray, so 4 beat 3 on 2 cores:
-# a run used 62% of the two cores with 3);
-# each test file stays on one worker (tests/conftest.py makes each file an xdist group), so a
-# file's shared server or browser starts once; files marked `spread` are shared out.
-PYTEST_WORKERS ?= 4
+# Tests run in 3 processes (many wait on subprocesses and servers, so 3 beat 2 on 2 cores);
+# each test file stays on one worker, so a file's shared server or browser starts once; the
+# few files listed in tests/scheduling.py are shared out test by test.
+PYTEST_WORKERS ?= 3
 
 pytest: $(VENV)/.dev-installed
-	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadgroup \
+	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadfile \
 		--durations=25 --cov=tablequest --cov-report=term-missing:skip-covered --cov-fail-under=85
 
 test: lint typecheck pytest

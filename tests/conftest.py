@@ -24,6 +24,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -74,16 +75,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Each test file is one xdist group (run with ``--dist loadgroup``: a file's module
-    fixtures start once) unless the file is marked ``spread``; files holding slow tests go
-    first so the long ones do not start last on one worker."""
-    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow_files)  # stable: file order kept
-    for item in items:
-        if item.get_closest_marker("spread") is None:
-            item.add_marker(pytest.mark.xdist_group(str(item.path)))
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Each file one unit of work, but for the files spread test by test (tests/scheduling.py)."""
+    from tests.scheduling import make_scheduler
+
+    return make_scheduler(config, log)
 
 
 @pytest.fixture(autouse=True)

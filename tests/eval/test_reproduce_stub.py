@@ -13,7 +13,7 @@ from tablequest.eval.reproduce import all_reproductions
 
 NAMES = [name for name in all_reproductions() if name.startswith(("tableseek-", "tablerag-",
                                                                     "tabscope-"))]  # fmt: skip
-pytestmark = [pytest.mark.slow, pytest.mark.spread]
+pytestmark = pytest.mark.slow  # shared out over the workers (tests/scheduling.py)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -35,7 +35,7 @@ from tablequest.sandbox import Sandbox
 if TYPE_CHECKING:
     from conftest import Harness, Host
 
-pytestmark = [pytest.mark.slow, pytest.mark.spread]  # 391 cases: shared out over the workers
+pytestmark = pytest.mark.slow  # 391 cases, shared out over the workers (tests/scheduling.py)
 
 # Seconds allowed beyond the timeout (kill, reply, restart bookkeeping). The bound tells a
 # timeout that is enforced from one that is not (a hang runs until the 180 s guard); it is no

@@ -96,6 +96,7 @@ def test_dataframe_values_are_previews(session: Session) -> None:
 
 
 def test_error_messages(session: Session) -> None:
+    assert session.run("kept = 7").ok  # its own state (not another test's), checked below
     result = session.run("sales['price']")
     assert not result.ok and result.error == "KeyError: 'price'"
     assert result.stdout == "" and result.value is None
@@ -106,7 +107,7 @@ def test_error_messages(session: Session) -> None:
     assert syntax.error is not None and syntax.error.startswith("SyntaxError: ")
     assert "(line 1)" in syntax.error
     assert session.run("1 / 0").error == "ZeroDivisionError: division by zero"
-    assert session.run("total").ok  # state survived the errors
+    assert value(session, "kept") == "7"  # state survived the errors
 
 
 def test_warnings_reach_stdout(session: Session) -> None:
