@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from scope_helpers import LEAGUE, MEDALS, Bot, ask, fallback_stages, llm_events
 
+from tablequest.errors import BadValue
 from tablequest.llm import Scripted
 from tablequest.llm.base import LLM, Completion, Message
 from tablequest.llm.usage import StepBudget
@@ -343,7 +344,7 @@ def test_without_a_model_preview_reports_size_and_policy() -> None:
 
 def test_source_must_hold_one_table() -> None:
     method = TabScope(ScopeOptions(), MethodContext(llm=Scripted(Bot())))
-    with pytest.raises(ValueError, match="--table-id"):
+    with pytest.raises(BadValue, match="--table-id"):
         method.answer("q?", TableSet([("a", LEAGUE), ("b", MEDALS)]))
 
 
