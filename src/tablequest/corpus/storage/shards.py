@@ -247,8 +247,6 @@ class ShardedStore:
         multi-table file)."""
         return self.stores[self._offhome().get(table_id, shard_of(table_id, self.n_shards))]
 
-    shard_for = locate
-
     def _offhome(self) -> dict[str, int]:
         cached = self.cached_index("offhome")
         if isinstance(cached, dict):
