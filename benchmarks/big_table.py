@@ -13,7 +13,9 @@ then times, each as its own process (`sys.executable -m tablequest …`, median 
 - `tablequest show ID --rows 3`, `show ID --offset N-3 --rows 3 --format csv` (its output
   must be the last three txn ids), `search "…" -k 5` and `sql "SELECT … GROUP BY …"`;
 - the web table page (`GET /tables/ID`) served in this process by the app (`create_app`),
-  median of 5 requests after the first.
+  median of 5 requests after the first;
+- the structure route `GET /v1/tables/ID?limit=3` and MCP `get_table` (3 rows), the first
+  call of each on a newly opened server (later calls may be answered from its cache).
 
 Prints one line per measure and the ratios the issue sets (ingest ≤ 5× DuckDB's load and
 ≤ 600 MB; show ≤ 1.5 s; search ≤ 1 s; web page ≤ 0.5 s).
@@ -76,7 +78,7 @@ def web_page(store: Path, table_id: str, folder: Path) -> float:
     from fastapi.testclient import TestClient
 
     from tablequest.serve.app import create_app
-    from tablequest.serve.config import ServeConfig
+    from tablequest.service import ServeConfig
 
     config = ServeConfig(store=store, trace_dir=folder / "traces", token="t" * 32, token_file=None)
     with TestClient(create_app(config), base_url="http://127.0.0.1") as client:
@@ -89,6 +91,35 @@ def web_page(store: Path, table_id: str, folder: Path) -> float:
             if response.status_code != 200:
                 raise SystemExit(f"web page: HTTP {response.status_code}: {response.text[:300]}")
     return statistics.median(times[1:])
+
+
+def structure_views(store: Path, table_id: str, folder: Path) -> dict[str, float]:
+    """The first answer (nothing cached yet) of the structure route `GET /v1/tables/ID?limit=3`
+    and of MCP `get_table` (3 rows), each on a newly opened server in this process."""
+    from fastapi.testclient import TestClient
+
+    from tablequest.mcpserver import open_service
+    from tablequest.serve.app import create_app
+    from tablequest.service import ServeConfig
+
+    config = ServeConfig(store=store, trace_dir=folder / "traces", token="t" * 32, token_file=None)
+    with TestClient(create_app(config), base_url="http://127.0.0.1") as client:
+        headers = {"Authorization": "Bearer " + "t" * 32}
+        started = time.perf_counter()
+        response = client.get(f"/v1/tables/{table_id}?limit=3", headers=headers)
+        route_s = time.perf_counter() - started
+        if response.status_code != 200 or len(response.json()["rows"]) != 3:
+            raise SystemExit(f"/v1/tables: HTTP {response.status_code}: {response.text[:300]}")
+    service = open_service(config, warm=False)
+    try:
+        started = time.perf_counter()
+        window, _ = service.tools.get_table(table_id, limit=3, max_chars=40_000)
+        mcp_s = time.perf_counter() - started
+        if window.data["row_ids"] != [0, 1, 2]:
+            raise SystemExit(f"get_table: {window.data}")
+    finally:
+        service.close()
+    return {"structure_route_s": route_s, "mcp_get_table_s": mcp_s}
 
 
 def main() -> None:
@@ -133,10 +164,12 @@ def main() -> None:
         sql = "SELECT category, count(*), round(avg(total), 2) FROM transactions GROUP BY 1"
         sql_s, _, _ = median_run([*tq, "sql", sql, "-s", str(store)], args.runs)
         page_s = web_page(store, table_id, folder)
+        views = structure_views(store, table_id, folder)
     result: dict[str, Any] = {
         "rows": args.rows, "duckdb_load_s": duck_s, "ingest_s": ingest_s,
         "ingest_peak_mb": ingest_mb, "ingest_vs_duckdb": ingest_s / duck_s, "show_s": show_s,
         "show_last_rows_s": end_s, "search_s": search_s, "sql_s": sql_s, "web_page_s": page_s,
+        **views,
     }  # fmt: skip
     if args.json:
         print(json.dumps(result, indent=1))
@@ -150,6 +183,8 @@ def main() -> None:
     print(f"  search -k 5                   {search_s:6.2f} s  (goal ≤ 1)")
     print(f"  sql GROUP BY                  {sql_s:6.2f} s")
     print(f"  web table page                {page_s:6.3f} s  (goal ≤ 0.5; in process)")
+    print(f"  GET /v1/tables/ID?limit=3     {views['structure_route_s']:6.3f} s  (first call)")
+    print(f"  MCP get_table (3 rows)        {views['mcp_get_table_s']:6.3f} s  (first call)")
 
 
 if __name__ == "__main__":

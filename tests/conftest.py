@@ -75,6 +75,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slowest files first (tests/scheduling.py `ordered`), for the xdist scheduler."""
+    from tests.scheduling import ordered
+
+    position = {nodeid: i for i, nodeid in enumerate(ordered([i.nodeid for i in items]))}
+    items.sort(key=lambda item: position[item.nodeid])
+
+
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Each file one unit of work, but for the files spread test by test (tests/scheduling.py)."""
     from tests.scheduling import make_scheduler

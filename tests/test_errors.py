@@ -25,6 +25,7 @@ from tablequest.cli import _exit, app
 from tablequest.cli._output import fail, fail_on
 from tablequest.corpus import Store, ingest
 from tablequest.corpus.dense.encoders import EncoderUnavailable
+from tablequest.corpus.storage.sql import SqlRefused, SqlTimeout
 from tablequest.corpus.storage.store import (
     NoStore,
     NotAStore,
@@ -50,9 +51,8 @@ from tablequest.methods.registry import UnknownMethod
 from tablequest.methods.run import SourceError
 from tablequest.sandbox import InvalidArgument, SandboxError
 from tablequest.serve import ServeConfig, create_app
-from tablequest.serve.asks import Busy
-from tablequest.serve.state import ServerOnlyOption
 from tablequest.serve.uploads import EmptyUpload, UploadRejected
+from tablequest.service import Busy, ServerOnlyOption
 
 SANDBOX = Path(tablequest.__file__).parent / "sandbox"
 BASES = {TablequestError, UsageError, RunError}
@@ -188,6 +188,8 @@ def test_the_errors_module_is_the_lowest_layer() -> None:
         (NoStore("no store"), _exit.USAGE, 503, "no_store"),
         (StoreLocked("held", holder=7), _exit.FAILED, 503, "store_locked"),
         (StoreOutdated("migrate it"), _exit.FAILED, 409, "store_outdated"),
+        (SqlTimeout("past the time limit"), _exit.USAGE, 422, "sql_timeout"),
+        (SqlRefused("only SELECT"), _exit.USAGE, 400, "sql_refused"),
         (Busy(4, retry_after=2), _exit.FAILED, 429, "busy"),
         (ModelUnreachable("refused", url="http://127.0.0.1:9"), _exit.FAILED, 503, "failed"),
         (ValueError("a bug deep in pandas"), _exit.FAILED, 500, "internal"),

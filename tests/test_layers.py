@@ -13,7 +13,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "tablequest"
 
 #: lowest first; a unit may import itself and anything on an earlier line
 LAYERS: list[set[str]] = [
-    {"errors", "waits", "plugins", "lazy"},  # import nothing of tablequest but `errors`
+    {"errors", "waits", "plugins", "lazy", "gendoc"},  # import nothing of tablequest but `errors`
     {"configfile"},
     {"settings"},  # the one Settings: above configfile's trust rules, below every reader
     {"trace", "table"},
@@ -25,8 +25,8 @@ LAYERS: list[set[str]] = [
     {"notebook", "doctor", "eval"},
     {"__init__"},  # the public API: `import tablequest` from the surfaces
     {"scale"},
-    {"serve"},
-    {"mcpserver"},  # beside serve: it reuses serve's asks, search and guard
+    {"service"},  # what serve and mcpserver share: state, asks, search, guard, connections
+    {"serve", "mcpserver"},  # peers: neither imports the other
     {"cli"},
     {"__main__"},
 ]
@@ -49,6 +49,7 @@ SURFACES: dict[str, tuple[str, ...]] = {
         *(f"tablequest.methods.{name}" for name in _METHOD_PACKAGES),
     ),
     "tablequest.scale": ("tablequest.scale",),
+    "tablequest.service": ("tablequest.service",),
 }
 
 
@@ -138,6 +139,20 @@ def test_every_unit_has_a_layer() -> None:
     assert units - set(RANK) == set(), "add the new package to LAYERS (and to docs)"
 
 
+def test_mcpserver_imports_nothing_of_serve() -> None:
+    """The MCP server stands on `tablequest.service`, not on the web app (issue 38): no
+    module of `mcpserver` imports `tablequest.serve` or any of its modules."""
+    found = [
+        f"{path.relative_to(SRC)}:{line} imports {name}"
+        for path in sorted((SRC / "mcpserver").rglob("*.py"))
+        for line, name in _imports(path)
+        if name == "tablequest.serve" or name.startswith("tablequest.serve.")
+    ]
+    assert found == []
+    seen = {name for _, name in _imports(SRC / "mcpserver" / "service.py")}
+    assert "tablequest.service" in seen  # the check reads mcpserver's imports
+
+
 def test_imports_go_downward_only() -> None:
     upward = []
     for path in sorted(SRC.rglob("*.py")):
@@ -206,6 +221,7 @@ def test_the_surface_check_sees_inner_modules_and_hidden_names() -> None:
     assert _owner("tablequest.corpus.storage.store") == "tablequest.corpus"
     assert _owner("tablequest.methods.rag.method") == "tablequest.methods"
     assert _owner("tablequest.serve.api") is None
+    assert _owner("tablequest.service.state") == "tablequest.service"
     assert "tablequest.methods.rag" in SURFACES["tablequest.methods"]
     assert "open_corpus" in _all_of("tablequest.corpus") and "run" not in _all_of(
         "tablequest.methods"

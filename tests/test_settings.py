@@ -69,6 +69,25 @@ def test_untrusted_file_sets_harmless_keys_only(tmp_path: Path) -> None:
     assert trusted.sandbox.isolation == "degraded" and trusted.notes == ()
 
 
+def test_untrusted_file_cannot_raise_what_a_question_costs(tmp_path: Path) -> None:
+    # issue 40: `deadline = 0` (none) and more retries were taken from a corpus's file
+    _toml(tmp_path, "[llm]\ndeadline = 0\nmax_retries = 50\ntimeout = 600\n")
+    settings = Settings.load(env={}, cwd=tmp_path)
+    assert (settings.llm.deadline, settings.llm.max_retries, settings.llm.timeout) == (600, 3, 60)
+    (note,) = settings.notes
+    for key in ("[llm] deadline", "[llm] max_retries", "[llm] timeout"):
+        assert key in note
+    assert "raise what a question costs" in note
+    _toml(tmp_path, "[llm]\ndeadline = 120\nmax_retries = 0\ntimeout = 9\n")  # cheaper: kept
+    cheaper = Settings.load(env={}, cwd=tmp_path)
+    assert (cheaper.llm.deadline, cheaper.llm.max_retries, cheaper.llm.timeout) == (120, 0, 9)
+    assert cheaper.notes == ()
+    path = _toml(tmp_path, "[llm]\ndeadline = 0\nmax_retries = 50\n")
+    configfile.trust(path)
+    trusted = Settings.load(env={}, cwd=tmp_path)
+    assert (trusted.llm.deadline, trusted.llm.max_retries) == (0, 50)
+
+
 def test_bad_values_name_where_they_came_from(tmp_path: Path) -> None:
     with pytest.raises(SettingsError, match=r"\$TABLEQUEST_READ_MAX_CELLS='lots'"):
         Settings.load(env={"TABLEQUEST_READ_MAX_CELLS": "lots"}, cwd=tmp_path)
@@ -93,6 +112,10 @@ def test_guarded_declarations_match_the_trust_rules() -> None:
             if not spec.toml:
                 continue
             value = "degraded" if field.name == "isolation" else field.default
+            bound = configfile.COST_BOUNDS.get(name, {}).get(field.name)
+            if bound is not None:  # guarded above its default (issue 40)
+                assert not guard or not guard(field.name, field.default)
+                value = field.default * 10 + 1
             assert bool(spec.guarded) == bool(guard and guard(field.name, value)), (
                 f"{name}.{field.name}: its `guarded` text and configfile.GUARDED disagree"
             )

@@ -30,6 +30,8 @@ HEAVY_FOR_CLI = (
     "tablequest.corpus",
     "tablequest.eval",
     "tablequest.serve",
+    "tablequest.service",
+    "tablequest.mcpserver",
     "tablequest.table",
 )
 
@@ -75,6 +77,42 @@ def test_version_and_help_load_no_library_module(args: list[str]) -> None:
     )
     watched = tuple(m for m in HEAVY_FOR_CLI if m != "rich")
     assert _loaded_after(statement, watched) == []
+
+
+HELP_ONLY_UNUSED = ("rich.markdown", "markdown_it", "pygments", "rich.traceback", "attr")
+"""What `typer.rich_utils` imports for Markdown help and pretty exceptions, neither used on
+our help pages (`tablequest.cli._richhelp`)."""
+
+
+@pytest.mark.parametrize("args", [["--help"], ["ask", "--help"]])
+def test_help_pages_are_rich_without_markdown_or_traceback_renderers(args: list[str]) -> None:
+    statement = (
+        "import sys\n"
+        "from tablequest.cli.app import main\n"
+        f"sys.argv = ['tablequest', *{args!r}]\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as exc:\n"
+        "    assert exc.code in (0, None), exc.code\n"
+    )
+    watched = ("typer.rich_utils", *HELP_ONLY_UNUSED)  # the page is typer's rich one
+    assert _loaded_after(statement, watched) == ["typer.rich_utils"]
+
+
+def test_the_deferred_renderers_are_the_real_ones_when_used() -> None:
+    statement = (
+        "from tablequest.cli._richhelp import load_rich_help\n"
+        "load_rich_help()\n"
+        "import typer.rich_utils as ru\n"
+        "import rich.markdown, rich.traceback\n"
+        "assert type(ru.Markdown('*x*')) is rich.markdown.Markdown\n"
+        "assert ru.Traceback.from_exception.__self__ is rich.traceback.Traceback\n"
+        "assert sys.modules['rich.markdown'] is rich.markdown\n"
+    )
+    assert _loaded_after(statement, ("rich.markdown", "rich.traceback")) == [
+        "rich.markdown",
+        "rich.traceback",
+    ]
 
 
 def test_the_clis_copies_of_library_values_equal_the_library() -> None:

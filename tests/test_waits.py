@@ -6,7 +6,7 @@ import threading
 import time
 
 from tablequest.eval.runner import Gate
-from tablequest.serve.asks import CpuTurns
+from tablequest.service import CpuTurns
 from tablequest.waits import Turns, on_wait, waiting
 
 

@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     )
     from tablequest.methods.rag import RagConfig, TableRAG
     from tablequest.methods.seek import SeekConfig, TableSeek
-    from tablequest.notebook import Corpus, ask, open, search
+    from tablequest.notebook import Chat, Corpus, ask, chat, open, search
     from tablequest.sandbox import SandboxError
     from tablequest.table import (
         CellRef,
@@ -80,6 +80,7 @@ _LAZY: dict[str, str] = {
     "CellRef": "tablequest.table",
     "Completion": "tablequest.llm",
     "ConfigError": "tablequest.llm",
+    "Chat": "tablequest.notebook",
     "Corpus": "tablequest.notebook",
     "DirectQA": "tablequest.methods",
     "EncoderUnavailable": "tablequest.corpus",
@@ -123,6 +124,7 @@ _LAZY: dict[str, str] = {
     "UnknownMethod": "tablequest.methods",
     "UnreadableTable": "tablequest.table",
     "ask": "tablequest.notebook",
+    "chat": "tablequest.notebook",
     "build_llm": "tablequest.llm",
     "get_method": "tablequest.methods",
     "grep_rank": "tablequest.corpus",
@@ -148,6 +150,7 @@ __all__ = [
     "LLM",
     "BadValue",
     "CellRef",
+    "Chat",
     "Completion",
     "ConfigError",
     "Corpus",
@@ -193,6 +196,7 @@ __all__ = [
     "__version__",
     "ask",
     "build_llm",
+    "chat",
     "get_method",
     "grep_rank",
     "ingest",

@@ -15,9 +15,10 @@ sandbox. So a file is *trusted* when it is named explicitly, lies in the user co
 directory, or its absolute path and SHA-256 content hash were recorded by ``tablequest
 config trust`` (``trusted.json`` in the user config directory, written atomically with mode
 0600; an edited file needs trusting again). An untrusted file still sets harmless keys
-(timeouts, retries, concurrency, cache, deadline, prices, method options a request to the
-HTTP API may set), but its *guarded* keys are ignored: those that choose where prompts, table
-text or the key go, or that weaken isolation:
+(concurrency, cache, prices, method options a request to the HTTP API may set, cost-bearing
+keys at or below their default), but its *guarded* keys are ignored: those that choose where
+prompts, table text or the key go, that weaken isolation, or that raise what a question
+costs:
 
 - ``[llm] url``, ``api_key`` and ``model`` (the model too: with the user's key from the
   environment it picks which service, and at what price, receives the tables),
@@ -28,7 +29,15 @@ text or the key go, or that weaken isolation:
 - ``[serve] host`` and ``token_file`` (where the server listens, the secret that opens it),
 - ``[methods.NAME]`` options declared server-only (``option(..., request=False)``: URLs,
   paths, sandbox settings, memory files — the same allowlist the HTTP API applies to a
-  request).
+  request),
+- a cost-bearing key set above its default (`COST_BOUNDS`, issue 40: self-consistency
+  samples, depths, steps, paths, retries, tokens per call, ``[llm] deadline`` and
+  ``timeout``, 0 meaning "none" included): the file may make a question cheaper on the
+  user's key, never dearer.
+
+`COST_BOUNDS` is the one table of those keys: ``free``, the most an untrusted file may set
+(the declared default), and ``most``, the most a request to a server (``POST /v1/ask``, MCP
+``ask``) may set (`tablequest.service` refuses more with 422 naming the option).
 
 Guarding keys rather than ignoring the whole file keeps a corpus's harmless settings working;
 the library never prints: readers return what they ignored and the CLI prints one warning
@@ -72,14 +81,99 @@ def _weakens(key: str, value: Any) -> bool:
     return key == "isolation" and value == "degraded"
 
 
+@dataclass(frozen=True)
+class CostBound:
+    """A key whose larger values cost more model calls, tokens or time on the user's key."""
+
+    free: float | None
+    """The most an untrusted ``tablequest.toml`` may set: the declared default (None: not a
+    toml key)."""
+    most: float | None
+    """The most a request to a server may set (None: a request cannot set it)."""
+    zero_is_none: bool = False
+    """0 means "no limit" (``[llm] deadline``): the costliest value."""
+
+    def over(self, value: Any, limit: float | None) -> bool:
+        """Whether `value` costs more than `limit` allows (a value that is not a number is
+        left to the option's own validation, which names it)."""
+        if limit is None or isinstance(value, bool):
+            return False
+        try:
+            number = float(value.strip()) if isinstance(value, str) else float(value)
+        except (TypeError, ValueError):
+            return False
+        if number != number or (self.zero_is_none and number == 0):  # NaN, or "none"
+            return True
+        return number > limit
+
+
+def _bounds(**bounds: tuple[float | None, float | None]) -> dict[str, CostBound]:
+    return {key: CostBound(free, most) for key, (free, most) in bounds.items()}
+
+
+_QA = _bounds(max_tokens=(8192, 16_384))
+_RETRIEVAL_QA = {**_QA, **_bounds(top_k=(1, 5))}
+COST_BOUNDS: dict[str, dict[str, CostBound]] = {
+    "llm": {
+        "deadline": CostBound(600, None, zero_is_none=True),
+        **_bounds(timeout=(60, None), max_retries=(3, None)),
+    },
+    "ask": _bounds(steps=(None, 100)),
+    "methods.rag": _bounds(
+        sc=(1, 8),
+        max_depth=(5, 10),
+        max_queries=(10, 20),
+        budget=(10_000, 100_000),
+        step_max_tokens=(512, 4096),
+        context_tokens=(16_385, 131_072),
+    ),
+    "methods.scope": _bounds(
+        k=(4, 8), repairs=(2, 4), max_tokens=(2048, 8192), qa_max_tokens=(2048, 8192)
+    ),
+    "methods.research": _bounds(
+        k_paths=(4, 8),
+        top_k=(2, 4),
+        max_replans=(2, 4),
+        steps=(8, 32),
+        max_tokens=(1024, 4096),
+    ),
+    "methods.seek": _bounds(
+        max_steps=(5, 20),
+        rank_depth=(20, 100),
+        fallback_top_k=(1, 5),
+        max_tokens=(8192, 16_384),
+        qa_table_chars=(60_000, 200_000),
+    ),
+    "methods.auto": _bounds(max_tables=(3, 5)),
+    "methods.direct": _QA,
+    "methods.no-table": _QA,
+    "methods.bm25": _RETRIEVAL_QA,
+    "methods.dense": _RETRIEVAL_QA,
+    "methods.hybrid": _RETRIEVAL_QA,
+    "methods.rerank": {**_RETRIEVAL_QA, **_bounds(rerank_pool=(5, 50))},
+}
+"""Cost-bearing keys (issue 40), by section (``llm``; ``methods.NAME``; ``ask``: the steps of
+a server's ask): an untrusted file may set each up to ``free`` (more is ignored with the
+warning), a request up to ``most`` (more is refused, 422). Flags, ``-o`` and trusted files
+set any value. docs/security.md lists them; tests/test_configfile.py checks ``free`` against
+the declarations."""
+
+
+def costlier(section: str, key: str, value: Any) -> bool:
+    """Whether an untrusted file's `value` of `key` in `section` costs more than its default
+    (`COST_BOUNDS`)."""
+    bound = COST_BOUNDS.get(section, {}).get(key)
+    return bound is not None and bound.over(value, bound.free)
+
+
 Guard = Callable[[str, Any], bool]
 GUARDED: dict[str, Guard] = {
-    "llm": lambda key, _value: key in ("url", "api_key", "model"),
+    "llm": lambda key, value: key in ("url", "api_key", "model") or costlier("llm", key, value),
     "embeddings": lambda key, _value: key in ("url", "model"),
     "reading": lambda _key, _value: True,
     "scale": lambda key, _value: key == "llm_urls",
     "sandbox": _weakens,
-    "serve": lambda key, _value: key in ("host", "token_file"),
+    "serve": lambda key, _value: key in ("host", "token_file", "allow_origins"),
 }
 """Per section: whether a key (with its value) is guarded. [methods.NAME] is guarded by the
 method's option declarations (`tablequest.methods.options.toml_options`)."""
@@ -206,7 +300,8 @@ def untrusted_note(file: ConfigFile, ignored: list[str]) -> str:
     state = "was changed since you trusted it" if file.why == CHANGED else "is not trusted"
     return (
         f"warning: {file.path} {state}; ignored {', '.join(ignored)} (settings that choose "
-        "where prompts, tables and your key go, or weaken the sandbox); if you wrote it, run "
+        "where prompts, tables and your key go, weaken the sandbox or raise what a question "
+        "costs); if you wrote it, run "
         f"`tablequest config trust {file.path}` or pass --config-file {file.path}"
     )
 

@@ -12,8 +12,9 @@ Every exception class in the package derives from one of two bases:
 
 A class says how it is reported with three class attributes: `exit_code`, `http_status` and
 `code` (the JSON ``{"error": {"code"}}`` on every surface). A subclass overrides what differs
-(`UnknownMethod`: ``unknown_method``; `ServerOnlyOption`: 422; `Busy`: 429 ``busy``; a store
-error its own code, ``store_locked``, ``disk_full``, …, docs/reliability.md); an instance may
+(`UnknownMethod`: ``unknown_method``; `ServerOnlyOption`: 422; `Busy`: 429 ``busy``; a SQL
+query past its time limit, `SqlTimeout`: 422 ``sql_timeout``; a store error its own code,
+``store_locked``, ``disk_full``, …, docs/reliability.md); an instance may
 set its own `code` (`IngestAborted`). The surfaces read nothing else: `tablequest.cli._output`
 (`fail_on`, and every command's catch-all) and `tablequest.serve.app` (one handler for
 `TablequestError`). A test walks every exception class of the package and checks both.

@@ -4,6 +4,8 @@
     corpus = tq.open("data/")                      # a folder: ingested into a cached store
     r = tq.ask("How long is the river Varna?", "data/", llm="http://localhost:8000/v1")
     r                                              # in Jupyter: an answer card with evidence
+    chat = tq.chat("data/", llm="http://localhost:8000/v1")
+    chat.ask("Sales in Q3?"); chat.ask("and for Q4?")  # a follow-up, rewritten with the history
 
 What each source becomes (the rest of the library's sources are `methods.run.open_source`'s):
 
@@ -28,6 +30,9 @@ Choices (ours):
   the first one the server lists at ``GET /models``; key, timeouts and retries as
   `resolve_config` finds them), or None: no model, as before (the method's LLM-free
   preview; the Result says "no LLM configured").
+- `chat` opens the source as `open` does and keeps one conversation of its store
+  (`tablequest.methods.conversation`: kept beside the store, a folder's beside its cached
+  store); ``conversation="latest"`` or an id continues one.
 - `search` keeps the library's older form ``search(store, question, ...)`` working: a
   corpus (not a string) as first argument means that form.
 """
@@ -48,7 +53,7 @@ from tablequest.corpus import (
     IngestReport,
     RetrieverSettings,
     Store,
-    ingest,
+    ingest_corpus,
     is_corpus_file,
     open_corpus,
 )
@@ -64,12 +69,23 @@ from tablequest.llm import (
     build_llm,
     default_cache_dir,
 )
-from tablequest.methods import Result, SourceError, get_method
+from tablequest.methods import Conversation, Conversations, Result, SourceError, Turn, get_method
 from tablequest.methods import ask as run_ask
 from tablequest.settings import Settings
 from tablequest.table import ReadBudget, Table
 
-__all__ = ["Corpus", "TableView", "ask", "open", "resolve_llm", "search", "store_path_for"]
+__all__ = [
+    "Chat",
+    "Corpus",
+    "Hits",
+    "TableView",
+    "ask",
+    "chat",
+    "open",
+    "resolve_llm",
+    "search",
+    "store_path_for",
+]
 
 Source = str | Path | CorpusLike
 
@@ -83,18 +99,24 @@ def store_path_for(path: str | Path, cache_dir: str | Path | None = None) -> Pat
     return root / "stores" / f"{slug}-{digest}.duckdb"
 
 
-def _forget_missing(store: Store, root: Path) -> int:
-    """Drop the tables of files under `root` that no longer exist; how many files."""
-    prefix = str(root) if root.is_file() else str(root).rstrip("/") + "/"
-    gone = [
-        key
-        for key in store.known_files()
-        if (key == prefix or key.startswith(prefix)) and not Path(key).is_file()
-    ]
-    if gone:
-        with store.transaction():
-            store.con.execute("DELETE FROM tables WHERE list_contains(?, path)", [gone])
-    return len(gone)
+class Hits(list[Hit]):
+    """Search hits (a list of `Hit`, best first) that a notebook shows as a table: rank,
+    table id, score, where the table came from and its matched rows."""
+
+    def __init__(self, hits: list[Hit], store: CorpusLike) -> None:
+        super().__init__(hits)
+        self.names = {h.table_id: TableView(store).name(h.table_id) for h in hits}
+
+    def _repr_markdown_(self) -> str:
+        if not self:
+            return "*no table matches*"
+        lines = ["| # | table id | score | source | matched rows |", "|---|---|---|---|---|"]
+        for rank, hit in enumerate(self, 1):
+            rows = sorted({r for found in hit.matched_rows.values() for r in found})
+            shown = ", ".join(map(str, rows[:10])) + (" …" if len(rows) > 10 else "")
+            name = self.names.get(hit.table_id, "").replace("|", chr(92) + "|")
+            lines.append(f"| {rank} | {hit.table_id} | {hit.score:.3g} | {name} | {shown} |")
+        return "\n".join(lines)
 
 
 class TableView(Mapping[str, Table]):
@@ -157,7 +179,8 @@ class Corpus:
     ) -> list[Hit]:
         """The `k` tables that best match `question` (retriever `method`), with matched rows.
         A blank question is refused (BadValue), as by the CLI, the API and MCP."""
-        return corpus_search(self.store, _asked(question), k=k, method=method, settings=settings)
+        found = corpus_search(self.store, _asked(question), k=k, method=method, settings=settings)
+        return Hits(found, self.store)
 
     def ask(
         self, question: str, *, llm: LLM | str | None = None, model: str | None = None, **kw: Any
@@ -209,8 +232,9 @@ def open(  # shadows the builtin in this module on purpose: the API is `tq.open(
     cached = store_path_for(where, cache_dir or settings.store.cache_dir)
     store = Store(cached, lock_timeout=lock_timeout or settings.store.lock_timeout)
     try:
-        _forget_missing(store, where.resolve())
-        report = ingest(store, [where], budget=ReadBudget.from_settings(settings.reading))
+        # the tables of files gone from the folder leave the store and its indexes first
+        budget = ReadBudget.from_settings(settings.reading)
+        report = ingest_corpus(store, [where], budget=budget, prune=True)
         if not len(store):
             reasons = "; ".join(f"{f.path}: {f.reason}" for f in report.files_failed[:3])
             raise SourceError(f"no table could be read from {str(where)!r} ({reasons})")
@@ -218,6 +242,102 @@ def open(  # shadows the builtin in this module on purpose: the API is `tq.open(
         store.close()
         raise
     return Corpus(store, str(path), report, owned=True)
+
+
+class Chat:
+    """A conversation with a corpus (`chat`): each `ask` is a follow-up of the ones before,
+    rewritten with their history into a standalone question and preferring the previous
+    answer's tables (`tablequest.methods.conversation`).
+
+    Attributes:
+        corpus: The opened corpus (`Corpus`).
+        conversation: The `Conversation` (its `id`, its `turns`).
+    """
+
+    def __init__(
+        self,
+        corpus: Corpus,
+        conversation: Conversation,
+        *,
+        llm: LLM | None,
+        method: str,
+        settings: Settings,
+        kwargs: dict[str, Any],
+    ) -> None:
+        self.corpus = corpus
+        self.conversation = conversation
+        self._llm = llm
+        self._method = method
+        self._settings = settings
+        self._kwargs = kwargs
+
+    @property
+    def id(self) -> str:
+        return self.conversation.id
+
+    @property
+    def history(self) -> list[Turn]:
+        """The turns so far: each question as asked and as answered, and its answer."""
+        return list(self.conversation.turns)
+
+    def ask(self, question: str, **kw: Any) -> Result:
+        """Answer `question` as the next turn (keywords as `tablequest.ask`'s)."""
+        kwargs = {"method": self._method, **self._kwargs, **kw}
+        return run_ask(
+            _asked(question), self.corpus.store, llm=self._llm, settings=self._settings,
+            conversation=self.conversation, **kwargs,
+        )  # fmt: skip
+
+    def close(self) -> None:
+        self.corpus.close()
+
+    def __enter__(self) -> Chat:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Chat {self.id} over {self.corpus.path!r}: {len(self.conversation.turns)} turns>"
+
+    def _repr_markdown_(self) -> str:
+        lines = [f"**conversation {self.id}** over {self.corpus.path}"]
+        for n, turn in enumerate(self.conversation.turns, 1):
+            asked = turn.question + (f" *(asked as: {turn.standalone})*" if turn.rewritten else "")
+            lines.append(f"{n}. {asked} → {turn.answer if turn.answer else turn.status}")
+        return "\n".join(lines)
+
+
+def chat(
+    source: Source,
+    *,
+    llm: LLM | str | None = None,
+    model: str | None = None,
+    method: str = "auto",
+    conversation: str | None = None,
+    cache: bool = True,
+    settings: Settings | None = None,
+    **kwargs: Any,
+) -> Chat:
+    """A conversation with `source` (what `open` takes): ``chat.ask(question)`` keeps the
+    history. `conversation` continues a kept one (its id, or ``"latest"``); `llm` and
+    `model` as `ask`; other keywords are `tablequest.methods.run.ask`'s, for every turn.
+
+    Raises:
+        UnknownConversation: `conversation` is not one of the store's.
+        SourceError, ModelUnreachable: as `open` and `ask`.
+    """
+    settings = settings if settings is not None else load_settings()
+    model_llm = resolve_llm(llm, model=model, cache=cache, settings=settings)
+    corpus = open(source, settings=settings)
+    try:
+        kept = Conversations.for_source(corpus.store)
+        conv = kept.get(conversation) if conversation is not None else kept.new()
+    except BaseException:
+        corpus.close()
+        raise
+    kwargs.setdefault("cache", cache)
+    return Chat(corpus, conv, llm=model_llm, method=method, settings=settings, kwargs=kwargs)
 
 
 def _first_model(url: str, api_key: str | None, timeout: float) -> str:
@@ -363,11 +483,13 @@ def search(
         )
     question = _asked(question)
     if not isinstance(source, str | Path):
-        return corpus_search(source, question, k=k, method=method, settings=settings, rows=rows)
+        found = corpus_search(source, question, k=k, method=method, settings=settings, rows=rows)
+        return Hits(found, source)
     with open(source) as corpus:
-        return corpus_search(
+        found = corpus_search(
             corpus.store, question, k=k, method=method, settings=settings, rows=rows
         )
+        return Hits(found, corpus.store)  # names read before the store closes
 
 
 def _asked(question: str) -> str:

@@ -8,7 +8,7 @@ nothing.
 
 `Turns` is the one waiting primitive built on this: at most `n` threads hold a turn, and a
 holder gives its turn up while it waits (`Turns.waiting`, a hook for `on_wait`). The server
-runs asks with `n` CPU turns (`serve.asks.CpuTurns`); an evaluation run holds one turn, its
+runs asks with `n` CPU turns (`service.asks.CpuTurns`); an evaluation run holds one turn, its
 `Gate`, while a question computes and releases it while the model answers
 (`eval.runner.GatedLLM`).
 

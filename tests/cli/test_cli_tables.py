@@ -47,7 +47,8 @@ def test_tables_lists_id_name_size_format_source(store: Path) -> None:
     rows = _listing(store)
     assert len(rows) == 16
     assert set(rows[0]) == {
-        "table_id", "name", "n_rows", "n_cols", "format", "source", "title", "sql_name"
+        "table_id", "name", "n_rows", "n_cols", "format", "source", "title", "sql_name",
+        "ingested_at",
     }  # fmt: skip
     school = next(r for r in rows if str(r["source"]).endswith("school_enrollment.html"))
     assert school["name"] == "Enrollment by district and level, 2021 and 2023"

@@ -95,6 +95,8 @@ def test_registered_and_ranks_a_sharded_corpus_exactly(tmp_path: Path) -> None:
     assert retriever.name == "phrase-hybrid"
     root = _corpus(tmp_path)
     (root / "more.csv").write_text("river,city\nVarna,York\nNew York,Maine\n")
+    for i in range(10):  # a file's shard follows its (random) path: 15 files fill both shards
+        (root / f"pad{i}.csv").write_text(f"fruit,price\napple{i},{i}\n")  # but for p = 2^-14
     with (
         Store(tmp_path / "one.duckdb") as single,
         ShardedStore(tmp_path / "c.json", shards=2) as store,

@@ -324,12 +324,13 @@ def read_only_corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[
 
 
 @pytest.mark.slow
-def test_thousand_queries_rank_equal_on_every_retriever(read_only_corpus: list[Store]) -> None:
-    # the acceptance check of issue 18: grep (Eq. 1), bm25, dense and hybrid (score and rrf)
-    # on 3 and 8 shards give the one store's ids, scores and tie order for 1,000 queries
+def test_random_queries_rank_equal_on_every_retriever(read_only_corpus: list[Store]) -> None:
+    # issue 18's acceptance check (run there with 1,000 queries; 300 here, for the suite's
+    # time budget): grep (Eq. 1), bm25, dense and hybrid (score and rrf) on 3 and 8 shards
+    # give the one store's ids, scores and tie order
     single, *shards = read_only_corpus
     encoder = HashEncoder(64)
-    for question, patterns, k in _random_queries(1000):
+    for question, patterns, k in _random_queries(300):
         want_grep = grep_rank(single, patterns, k, rows=False)
         want_bm25 = bm25_rank(single, question, k, rows=False)
         want_dense = dense_rank(single, question, k, encoder)

@@ -10,7 +10,7 @@ import pytest
 from tablequest.corpus import Store, ingest
 from tablequest.corpus.storage import browse, streaming
 from tablequest.corpus.storage.reading import read_file
-from tablequest.table import read_tables
+from tablequest.table import ReadBudget, read_tables
 
 PLAIN = {
     "quotes.csv": 'name,note,amount\n"Smith, J.","said ""hi""",12\nLee,,"1,234"\n"","x",-3\n',
@@ -187,3 +187,22 @@ def test_a_parquet_file_over_the_budget_is_refused_as_before(
         assert (
             "max_cells" in report.files_failed[0].reason or "cells" in report.files_failed[0].reason
         )
+
+
+def test_duckdbs_load_of_a_streamed_file_keeps_the_reading_time(
+    tmp_path: Path, stream_everything: None
+) -> None:
+    """`max_seconds` bounds DuckDB's own load (a timer interrupts it): past it the file is
+    skipped naming the limit, nothing of it is written, and the store reads on."""
+    path = tmp_path / "rows.csv"
+    path.write_text("id,name\n" + "".join(f"{i},n{i}\n" for i in range(20_000)), encoding="utf-8")
+    with Store(tmp_path / "s.duckdb") as store:
+        report = ingest(store, [path], index=False, budget=ReadBudget(max_seconds=1e-6))
+        assert report.tables_stored == 0 and len(report.files_failed) == 1, report
+        assert "max_seconds" in str(report.files_failed[0])
+        assert store.table_ids() == [] and store.relations() == []
+        raw = "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'tq_raw'"
+        assert store.con.execute(raw).fetchone() == (0,)
+        assert ingest(store, [path], index=False).tables_stored == 1  # the default budget
+        (table_id,) = store.table_ids()
+        assert store.shape(table_id) == (20_000, 2)

@@ -198,13 +198,14 @@ def test_realhitbench_custom_queries(copy: Callable[[str], Path], tmp_path: Path
     _write_xlsx(root / "data" / "tables" / "prices-table02.xlsx", [["Item", "Price"], ["a", 2]])
     query = {"FileName": "prices-table02", "QuestionType": "Fact Checking", "Question": "?"}
     custom = tmp_path / "qa.json"
-    queries = [
-        {**query, "id": 10, "ProcessedAnswer": "2"},
-        {**query, "id": 11, "FileName": "health-table09", "ProcessedAnswer": "x"},
+    queries = [  # scored against FinalAnswer, as upstream (ProcessedAnswer: charts only)
+        {**query, "id": 10, "FinalAnswer": "2", "ProcessedAnswer": "3"},
+        {**query, "id": 11, "FileName": "health-table09", "FinalAnswer": "x"},
     ]
     custom.write_text(json.dumps({"queries": queries}), encoding="utf-8")
     ds = load("realhitbench", root, questions_file=custom)
     assert [(q.id, q.answers) for q in ds.questions] == [("10", ["2"])]
+    assert ds.questions[0].extra["processed_answer"] == "3"
     assert list(ds.table_refs) == [
         "data/tables/employment-table01.xlsx",
         "data/tables/prices-table02.xlsx",
@@ -217,6 +218,10 @@ def test_realhitbench_custom_queries(copy: Callable[[str], Path], tmp_path: Path
         load("realhitbench", root, questions_file=custom)
     custom.write_text(json.dumps(queries), encoding="utf-8")
     with pytest.raises(DatasetError, match=r'qa\.json must be \{"queries"'):
+        load("realhitbench", root, questions_file=custom)
+    chart = {**query, "id": 12, "QuestionType": "Visualization", "FinalAnswer": "plt.bar()"}
+    custom.write_text(json.dumps({"queries": [chart]}), encoding="utf-8")
+    with pytest.raises(DatasetError, match=r"query 0: missing field\(s\) ProcessedAnswer"):
         load("realhitbench", root, questions_file=custom)
 
 

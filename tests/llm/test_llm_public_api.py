@@ -37,7 +37,7 @@ LLM_API = {
 TRACE_API = {
     "Trace", "EventKind", "KINDS", "TRACE_DIR_ENV", "UnreadableTrace", "default_trace_dir",
     "new_trace_path", "read_trace", "render_trace", "summarize", "latest_trace",
-    "parse_trace_name", "describe_event", "run_trace_dir",
+    "parse_trace_name", "describe_event", "run_trace_dir", "store_of", "store_key",
 }  # fmt: skip
 
 

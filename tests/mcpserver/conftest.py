@@ -32,8 +32,8 @@ from tests.testdata import LAKES_HTML, lakes_reply
 from tablequest.corpus import Store, ingest
 from tablequest.llm.config import resolve_config
 from tablequest.llm.stub import StubServer
-from tablequest.mcpserver import McpService, http_app, open_service
-from tablequest.serve import Limits, ServeConfig
+from tablequest.mcpserver import McpService, open_service, uvicorn_config
+from tablequest.service import Limits, ServeConfig
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "corpus"
 TOKEN = "mcp-test-token-0123456789abcdef"
@@ -121,15 +121,14 @@ class HttpServer:
 
 
 @contextmanager
-def running_http(service: McpService) -> Iterator[str]:
-    """Serve `service` over Streamable HTTP in a thread; yields the /mcp URL."""
+def running_http(service: McpService) -> Iterator[tuple[str, uvicorn.Server]]:
+    """Serve `service` over Streamable HTTP in a thread; yields the /mcp URL and the server
+    (its ``config.http`` is the connection protocol, with the connection budget)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(http_app(service), log_level="warning", lifespan="on", timeout_keep_alive=5)
-    )
+    server = uvicorn.Server(uvicorn_config(service))  # what `tablequest mcp --http` runs
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
@@ -138,7 +137,7 @@ def running_http(service: McpService) -> Iterator[str]:
             raise RuntimeError("the MCP test server did not start")
         time.sleep(0.02)
     try:
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}/mcp", server
     finally:
         server.should_exit = True
         thread.join(timeout=15)
@@ -149,7 +148,7 @@ def running_http(service: McpService) -> Iterator[str]:
 def http_server(bed: Bed, stub: StubServer) -> Iterator[HttpServer]:
     service = open_service(config(bed, llm_url=stub.url))
     try:
-        with running_http(service) as url:
+        with running_http(service) as (url, _):
             yield HttpServer(url, service)
     finally:
         service.close()

@@ -12,7 +12,7 @@ from mcp import Client
 from tests.mcpserver.conftest import TOKEN, Bed, HttpServer, text
 
 from tablequest.mcpserver import parse_bind
-from tablequest.serve.config import ServeError
+from tablequest.service import ServeError
 
 
 def _run(server: HttpServer, body: Any, token: str | None = TOKEN) -> Any:

@@ -65,6 +65,19 @@ def test_server_side_options_are_refused(service: McpService, bed: Bed) -> None:
     assert "option 'charts_dir' of method research cannot be set" in text(refused[1])
 
 
+def test_costly_options_are_refused(service: McpService, bed: Bed) -> None:
+    lakes = bed.ids["lakes.html"]
+    refused = call_tools(service, [
+        ("ask", {"question": "q", "method": "rag", "options": {"sc": 50, "max_depth": 40}}),
+        ("ask", {"question": "q", "method": "seek", "steps": 400}),
+        ("research", {"table_id": lakes, "task": "t", "options": {"max-replans": 30}}),
+    ])  # fmt: skip
+    assert all(r.is_error for r in refused)
+    assert "option 'sc' of method rag = 50 is over this server's limit" in text(refused[0])
+    assert "steps = 400 is over this server's limit for a request (100)" in text(refused[1])
+    assert "option 'max_replans' of method research" in text(refused[2])
+
+
 def test_no_tool_takes_a_path(service: McpService) -> None:
     async def main() -> list[Any]:
         async with Client(service.server) as client:
@@ -152,7 +165,7 @@ def test_unknown_arguments_are_refused_and_schema_errors_read_like_the_api(
 
 
 def test_validation_text_names_each_place_and_counts_the_rest() -> None:
-    from tablequest.serve.models import validation_text
+    from tablequest.service import validation_text
 
     errors = [{"loc": ("body", "options", f"o{i}"), "msg": "bad"} for i in range(7)]
     assert validation_text(errors, limit=2) == "options.o0: bad; options.o1: bad; and 5 more"

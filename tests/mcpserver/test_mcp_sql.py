@@ -18,7 +18,7 @@ from tablequest.corpus import Store, ingest
 from tablequest.corpus.storage.relations import Column, Relation
 from tablequest.mcpserver import McpService, open_service
 from tablequest.mcpserver.tools import sql_overview
-from tablequest.serve import ServeConfig
+from tablequest.service import ServeConfig
 
 
 @pytest.fixture(scope="module")

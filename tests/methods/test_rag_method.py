@@ -33,7 +33,7 @@ class FakeSession:
 
     def run(self, code: str, timeout: float = 10.0) -> ExecResult:
         self.owner.ran.append(code)
-        return self.owner.results.get(code, ExecResult(ok=True, value="15.0"))
+        return self.owner.results.get(code, self.owner.default)
 
     def __enter__(self) -> FakeSession:
         return self
@@ -43,10 +43,17 @@ class FakeSession:
 
 
 class FakeSandbox:
-    """Duck-typed `Sandbox`: records frames and code, executes nothing."""
+    """Duck-typed `Sandbox`: records frames and code, executes nothing; answers `results`
+    for the code they name, else `default` (15.0)."""
 
-    def __init__(self, results: dict[str, ExecResult] | None = None, fail: bool = False):
+    def __init__(
+        self,
+        results: dict[str, ExecResult] | None = None,
+        fail: bool = False,
+        default: ExecResult | None = None,
+    ):
         self.results = results or {}
+        self.default = default or ExecResult(ok=True, value="15.0")
         self.fail = fail
         self.frames: list[dict[str, Any]] = []
         self.ran: list[str] = []
@@ -72,13 +79,15 @@ def make(llm: Scripted, sandbox: FakeSandbox | None = None, **cfg: Any) -> Table
 
 
 def test_algorithm_1_in_order() -> None:
+    code = "df[df['product']=='wallet']['price'].str.strip('$').astype(float).mean()"
     llm = Scripted([
         '["product", "price"]', '["wallet"]',
-        "Thought: filter\nAction: df[df['product']=='wallet']['price'].str.strip('$')"
-        ".astype(float).mean()",
+        f"Thought: filter\nAction: {code}",
         "Thought: done\nFinal Answer: 15.0",
     ])  # fmt: skip
-    sandbox = FakeSandbox()
+    # only the model's Action gets 15.0 back; any other code would be an error
+    unexpected = ExecResult(ok=False, error="NameError: unexpected code")
+    sandbox = FakeSandbox({code: ExecResult(ok=True, value="15.0")}, default=unexpected)
     trace = Trace.in_memory()
     rag = make(llm, sandbox)
     result = rag.answer(Q, SHOP, trace=trace, table_id="t1")
@@ -90,7 +99,12 @@ def test_algorithm_1_in_order() -> None:
     assert '"column_name": "product"' in solver_prompt and '"column_name": "price"' in solver_prompt
     assert "Cell Retrieval Queries: wallet\n" in solver_prompt
     assert '{"column_name": "product", "cell_value": "wallet"}' in solver_prompt
-    assert list(sandbox.frames[0]["df"].columns) == ["product", "price", "city"]
+    frame = sandbox.frames[0]["df"]
+    assert list(frame.columns) == ["product", "price", "city"]
+    assert frame.values.tolist() == ROWS  # the whole table, not the retrieved part
+    assert sandbox.ran == [code]  # the Action, verbatim, and nothing else
+    assert eval(code, {"df": frame}) == 15.0  # what that code gives on the frame sent
+    assert llm.calls[3].prompt.endswith(f"Action: {code}\nObservation: 15.0\nThought: ")
     sample = result.details["samples"][0]
     assert sample["retrieved_cells"] == [["product", "wallet"]]
     assert sample["retrieved_columns"][:2] == ["product", "price"]

@@ -224,9 +224,35 @@ def test_unparsable_qa_short_text_is_the_answer(store: Store) -> None:
 
 
 def test_llm_errors_never_crash(store: Store) -> None:
-    llm = Scripted([LLMTimeout("slow"), LLMTimeout("slow"), LLMTimeout("slow")] * 4)
-    result = TableSeek(context=MethodContext(llm=llm)).answer("usl league", store)
-    assert result.status in ("failed", "insufficient")
+    """Every call times out: each stage takes its recorded fallback (content-word patterns,
+    refine-none, QA on the next ranked table) and the question fails with the error."""
+    llm = Scripted([LLMTimeout("slow")] * 12)
+    trace = Trace.in_memory()
+    result = TableSeek(context=MethodContext(llm=llm)).answer("usl league", store, trace=trace)
+    assert (result.status, result.answer, result.reason) == ("failed", None, "LLMTimeout: slow")
+    assert result.steps == len(llm.calls) == 4  # patterns, refine, QA, the fallback's QA
+    calls = [e for e in trace.events if e["kind"] == "llm_call"]
+    assert [e["error"] for e in calls] == ["LLMTimeout"] * 4
+    fallbacks = [(e["stage"], e["reason"]) for e in trace.events if e["kind"] == "fallback"]
+    assert fallbacks == [
+        ("pattern_gen", "LLMTimeout: slow"),
+        ("pattern_gen", "no usable patterns"),
+        ("refine", "LLMTimeout: slow"),
+        ("refine", "no usable decision → none"),
+        ("qa", "LLMTimeout: slow"),
+        ("qa", "QA said failed"),
+        ("qa", "LLMTimeout: slow"),
+    ]
+    patterns = next(e for e in trace.events if e.get("reason") == "no usable patterns")
+    assert patterns["patterns"] == [r"\busl\b", r"\bleague\b"]  # the question's content words
+    rank = next(e for e in trace.events if e["kind"] == "rank")
+    usl = [hit["table_id"] for hit in rank["hits"]]
+    assert len(usl) == 2 and all("USL" in store.text(t) for t in usl)  # league and clubs
+    assert result.tables_consulted == usl  # QA on the top table, then the fallback's next
+    nxt = next(e for e in trace.events if e.get("reason") == "QA said failed")
+    assert nxt["next_table"] == usl[1]
+    assert result.details["action_counts"] == {"pattern_gen": 1, "refine": 1, "qa": 2,
+                                               "refine_none": 1}  # fmt: skip
 
 
 def test_no_refine_ablation(store: Store) -> None:

@@ -1,5 +1,8 @@
 """`tablequest batch` on local Ray: two stub endpoints, a worker killed mid-question, the
-driver killed and restarted. One Ray session."""
+driver killed and restarted. One Ray session.
+
+The endpoint test asks over a one-file store; the others over a 3-shard corpus, whose shard
+actors each run starts (each actor is a process that imports the library: about 4 s of CPU)."""
 
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ from tests.scale.conftest import local_ray
 from typer.testing import CliRunner
 
 from tablequest.cli.app import app
-from tablequest.corpus.storage.shards import ShardedStore, ingest_sharded
+from tablequest.corpus import ingest_corpus, open_corpus
 from tablequest.eval.runner import RecordLog
 from tablequest.llm.config import LLMConfig
 from tablequest.llm.stub import StubServer
@@ -100,8 +103,9 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         }.items()
     ):
         (root / f"{i}-{name}.csv").write_text(rows)
-    with ShardedStore(tmp / "corpus.json", shards=3) as store:
-        ingest_sharded(store, [root], workers=1)
+    for name, shards in (("corpus.json", 3), ("store.duckdb", None)):
+        with open_corpus(tmp / name, read_only=False, shards=shards) as corpus:
+            ingest_corpus(corpus, [root], workers=1)
     with local_ray(__name__, _die_on_poison_question, MARKER_ENV, tmp):
         yield tmp
 
@@ -114,7 +118,7 @@ def _questions(n: int) -> list[BatchQuestion]:
 def _job(tmp: Path, cache: bool = True) -> BatchJob:
     return BatchJob(
         method="bm25",
-        source=str(tmp / "corpus.json"),
+        source=str(tmp / "store.duckdb"),
         llm=LLMConfig(model="stub-model", max_retries=0),
         cache=cache,
         cache_dir=str(tmp / "cache"),

@@ -20,9 +20,9 @@ from typer.testing import CliRunner
 
 from tablequest.cli.app import app as cli_app
 from tablequest.corpus import Store
-from tablequest.serve import Limits, ServeConfig, ServeError, create_app
-from tablequest.serve.app import uvicorn_options
-from tablequest.serve.asks import AskJob, StreamingTrace
+from tablequest.serve import create_app
+from tablequest.service import Limits, ServeConfig, ServeError, uvicorn_options
+from tablequest.service.asks import AskJob, StreamingTrace
 
 TOKEN = "test-token-0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

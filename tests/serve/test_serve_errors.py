@@ -50,6 +50,15 @@ def error_of(response: httpx.Response) -> str:
          422, "'action_timeout'"),
         (b'{"question": "x", "method": "dense", "options": {"embed_url": "http://10.0.0.1"}}',
          422, "'embed_url'"),
+        # cost-bearing options over the server's maximum (issue 40), named with the bound
+        (b'{"question": "x", "method": "rag", "options": {"sc": 50}}', 422,
+         "option 'sc' of method rag = 50 is over this server's limit for a request (8)"),
+        (b'{"question": "x", "method": "rag", "options": {"max-depth": "40"}}', 422,
+         "option 'max_depth' of method rag = 40"),
+        (b'{"question": "x", "method": "rag", "config": "B=1000000"}', 422, "'budget'"),
+        (b'{"question": "x", "method": "research", "options": {"k_paths": 20}}', 422,
+         "'k_paths'"),
+        (b'{"question": "x", "steps": 500}', 422, "steps = 500 is over this server's limit"),
         (b'{"question": "x", "method": "direct"}', 400, "--table-id"),
         (b'{"question": "x", "method": "direct", "table_ids": ["tffffffffffffff0"]}', 400,
          "no table 'tffffffffffffff0'"),
@@ -223,3 +232,66 @@ def test_a_client_that_leaves_its_stream_stops_its_ask(server: Any, stub_gate: A
         time.sleep(0.05)
     assert job.result is not None and job.result.status == "failed", (job.error, job.events)
     assert "AskCancelled" in (job.result.reason or "")
+
+
+def test_a_full_disk_during_an_upload_names_no_server_folder(
+    server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 40: a store write that fails during an upload (the disk is full) is a 503 that
+    names the store's copy by its name, not its folder: every error handler scrubs."""
+    import tablequest.service.stores as stores
+    from tablequest.corpus import StoreWriteError
+
+    def disk_full(writer: Any, files: Any) -> Any:
+        error = StoreWriteError(
+            f"cannot write tables to store {writer.name!r}: no space left on the device"
+        )
+        error.code = "disk_full"
+        raise error
+
+    monkeypatch.setattr(stores, "ingest", disk_full)
+    folder = str(server.store.parent)
+    with server.client() as client:
+        files = {"files": ("full.csv", b"a,b\n1,2\n", "text/csv")}
+        response = client.post("/v1/ingest", files=files)
+    assert response.status_code == 503, response.text
+    assert response.json()["error"]["code"] == "disk_full"
+    message = error_of(response)
+    assert f"'{server.store.name}.next-" in message and folder not in message
+    assert not list(server.store.parent.glob("*.next-*"))  # the copy went with the error
+
+
+def test_page_and_sql_errors_name_no_server_folder(
+    server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The handler of raised HTTP errors (a page) and the API's own error answers (SQL) pass
+    their messages through the scrubber too (issue 40)."""
+    import tablequest.serve.pages as pages
+    from tablequest.corpus import SqlError
+    from tablequest.trace import UnreadableTrace, store_key
+
+    state = server.state
+    state.trace_dir.mkdir(parents=True, exist_ok=True)
+    trace = state.trace_dir / "leaky-trace.jsonl"
+    # a trace of this server's store (others are not listed: test_serve_traces_per_store)
+    mine = store_key(state.stores.path)
+    trace.write_text(json.dumps({"store": mine}) + "\n", encoding="utf-8")
+
+    def unreadable(path: Any) -> Any:
+        raise UnreadableTrace(path, f"{path} is damaged")
+
+    def failing(query: str, *, limit: int | None = None) -> Any:
+        raise SqlError(f"IO Error: cannot read {server.store}")
+
+    monkeypatch.setattr(pages, "read_trace", unreadable)
+    monkeypatch.setattr(state, "run_sql", failing)
+    try:
+        with server.client() as client:
+            page = client.get("/traces/leaky-trace")
+            sql = client.get("/v1/sql", params={"q": "select 1"})
+    finally:
+        trace.unlink()
+    assert page.status_code == 422 and "leaky-trace.jsonl is damaged" in page.text
+    assert str(state.trace_dir) not in page.text
+    assert sql.status_code == 400
+    assert sql.json()["error"]["message"] == f"IO Error: cannot read {server.store.name}"

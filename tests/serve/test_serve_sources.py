@@ -15,8 +15,7 @@ from tablequest.corpus import Store, ingest
 from tablequest.llm.config import resolve_config
 from tablequest.llm.stub import StubServer
 from tablequest.serve import ServeConfig, create_app
-from tablequest.serve.public import Scrubber
-from tablequest.serve.stores import public_sources
+from tablequest.service import Scrubber, public_sources
 
 LAKES_Q = "How deep is Quillsee?"
 LAKES_HTML = """<table><caption>Lakes of Varnholm</caption>

@@ -8,6 +8,7 @@ generation under the SQL runner."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime as dt
 import hashlib
 import io
@@ -147,6 +148,34 @@ def test_sql_errors_name_the_line_and_column(site: Any) -> None:
     unknown = sql(client, "SELECT nope FROM fuel").json()["error"]
     assert unknown["code"] == "sql" and "nope" in unknown["message"]
     assert unknown["line"] == 1 and unknown["column"] == 8
+
+
+def test_sql_takes_q_or_query_in_get_and_post_and_a_timeout_has_its_code(
+    site: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client, _, app, *_ = site
+    query = "SELECT count(*) FROM fuel"
+    answers = [
+        client.get("/v1/sql", params={"query": query}),
+        client.post("/v1/sql", json={"q": query}),
+    ]
+    assert [a.json()["rows"] for a in answers] == [[[N_FUEL]], [[N_FUEL]]]
+    for bad in (
+        client.get("/v1/sql", params={"q": query, "query": query}),
+        client.get("/v1/sql"),
+        client.post("/v1/sql", json={"q": query, "query": query}),
+        client.post("/v1/sql", json={"limit": 3}),
+    ):
+        assert bad.status_code == 422 and bad.json()["error"]["code"] == "invalid", bad.text
+        assert "exactly one" in bad.json()["error"]["message"], bad.text
+    state = app.state.tq
+    limits = dataclasses.replace(state.config.limits, sql_timeout=0.2)
+    monkeypatch.setattr(state, "config", dataclasses.replace(state.config, limits=limits))
+    slow = "SELECT count(*) FROM range(100000000) a, range(100000000) b"
+    timed_out = sql(client, slow)
+    assert timed_out.status_code == 422
+    assert timed_out.json()["error"]["code"] == "sql_timeout"
+    assert "time limit of 0.2 s" in timed_out.json()["error"]["message"]
 
 
 def test_sql_results_as_csv_and_parquet(site: Any) -> None:

@@ -16,8 +16,7 @@ import pytest
 from tablequest.corpus import Store, ingest
 from tablequest.llm import Scripted
 from tablequest.llm.instrument import Instrumented
-from tablequest.serve.asks import AskManager, CpuTurns
-from tablequest.serve.stores import StoreManager
+from tablequest.service import AskManager, CpuTurns, StoreManager
 from tablequest.waits import on_wait, waiting
 
 

@@ -18,14 +18,23 @@ from typer.testing import CliRunner
 from tablequest.cli import app
 from tablequest.corpus import Store, ingest
 from tablequest.corpus.lexical.rank import matched_rows, question_patterns
-from tablequest.serve import ServeError, check_bind, is_loopback, load_or_create_token
 from tablequest.serve.answer import cell_names, short_name
-from tablequest.serve.asks import AskCancelled, AskJob, StreamingTrace
 from tablequest.serve.events import describe_event, render_markdown
-from tablequest.serve.stores import StoreManager
-from tablequest.serve.tables import mark, matched_rows_fast, table_view
+from tablequest.serve.tables import mark, table_view
 from tablequest.serve.tracelist import trace_row
 from tablequest.serve.uploads import safe_name
+from tablequest.service import (
+    ServeConfig,
+    ServeError,
+    StoreManager,
+    check_bind,
+    default_token_file,
+    is_loopback,
+    load_or_create_token,
+    matched_rows_fast,
+    shown_token_file,
+)
+from tablequest.service.asks import AskCancelled, AskJob, StreamingTrace
 from tablequest.table import Merge, Table, compile_pattern
 from tablequest.trace import Trace
 
@@ -204,6 +213,35 @@ def test_token_file_is_private_and_reused(tmp_path: Path) -> None:
         load_or_create_token(path)
 
 
+def test_the_token_file_is_named_without_server_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 40: what the login page shows of the token file, on any bind."""
+    from fastapi.testclient import TestClient
+
+    from tablequest.serve import create_app
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    assert shown_token_file(default_token_file()) == "~/.config/tablequest/serve-token"
+    assert shown_token_file(tmp_path / "secret" / "my-token") == "my-token"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "elsewhere"))  # not under home
+    assert shown_token_file(default_token_file()) == "<user config dir>/serve-token"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    Store(tmp_path / "s.duckdb").close()
+    token, _ = load_or_create_token(default_token_file())
+    for host in ("127.0.0.1", "0.0.0.0"):
+        config = ServeConfig(
+            store=tmp_path / "s.duckdb", trace_dir=tmp_path / "traces", token=token,
+            token_file=default_token_file(), host=host,
+        )  # fmt: skip
+        with TestClient(create_app(config), base_url="http://127.0.0.1") as client:
+            page = client.get("/login").text
+        assert '<code class="path">~/.config/tablequest/serve-token</code>' in page, host
+        assert str(tmp_path) not in page and "(the file given to" not in page
+
+
 def test_bind_check() -> None:
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.2")
@@ -362,3 +400,29 @@ def test_trace_rows_read_question_method_status_and_time(tmp_path: Path) -> None
     running = Trace(tmp_path / "running.jsonl")
     running.event("decision", stage="request", question="Q?", method="auto")
     assert trace_row("running", running.path).status == "unfinished"  # type: ignore[arg-type]
+
+
+def test_a_request_raises_cost_bearing_options_up_to_the_servers_maximum(tmp_path: Path) -> None:
+    from tablequest.methods import get_method, resolve_options
+    from tablequest.service import AskSpec, CostlyOption
+    from tablequest.service.state import refuse_costly_options
+
+    rag = get_method("rag")
+    operator = tmp_path / "operator.toml"
+    operator.write_text("[methods.rag]\nsc = 20\n")  # named by the operator: trusted
+
+    def check(options: dict[str, object], files: list[Path], steps: int | None = None) -> None:
+        spec = AskSpec(question="q", method="rag", options=options, steps=steps)
+        asked = resolve_options(rag, options=options, config_paths=files)
+        refuse_costly_options(rag, spec, asked, resolve_options(rag, config_paths=files))
+
+    check({"sc": 8, "max_depth": 10}, [], steps=100)  # at the bounds
+    check({}, [operator])  # what the operator set stands
+    check({"sc": 20}, [operator])
+    with pytest.raises(CostlyOption, match=r"option 'sc' of method rag = 9 .*\(8\)"):
+        check({"sc": 9}, [])
+    with pytest.raises(CostlyOption, match=r"option 'sc' of method rag = 21"):
+        check({"sc": 21}, [operator])
+    with pytest.raises(CostlyOption, match=r"steps = 101"):
+        check({}, [], steps=101)
+    assert CostlyOption.http_status == 422 and CostlyOption.exit_code == 2

@@ -33,6 +33,7 @@ def test_table_all() -> None:
             "render",
             "serialize",
             # what the corpus, the methods and the surfaces use (docs/architecture.md, "Packages")
+            "INDEX_CELL_CHARS",
             "PATTERN_BUDGET",
             "READ_BUDGET_ENV",
             "BoundedPattern",
@@ -50,6 +51,8 @@ def test_table_all() -> None:
             "format_for_extension",
             "grid_html",
             "has_title_or_notes",
+            "index_cell",
+            "index_cells",
             "is_certain",
             "matching_lines",
             "parquet_header",

@@ -15,7 +15,7 @@ import pytest
 from openpyxl import Workbook
 
 from tablequest.table import Table, UnreadableTable, read_tables, register_reader
-from tablequest.table.readers import ReadInput, read_csv
+from tablequest.table.readers import ReadInput, read_csv, xlsxparts
 from tablequest.table.readers import xlsx as xlsx_reader
 from tablequest.table.readers.html import parse_html
 
@@ -276,7 +276,7 @@ def test_zip_bomb_ratio_is_refused() -> None:
 
 
 def test_zip_bomb_size_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(xlsx_reader, "MAX_UNCOMPRESSED", 2 * MB)
+    monkeypatch.setattr(xlsxparts, "MAX_UNCOMPRESSED", 2 * MB)
     with pytest.raises(UnreadableTable, match=r"uncompressed size 3 MB exceeds the 2 MB limit"):
         read_tables("bomb.xlsx", data=bomb(3 * MB))
 

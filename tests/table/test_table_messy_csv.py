@@ -191,3 +191,40 @@ def opened_id(store: Path) -> str:
     with Store(store, read_only=True) as opened:
         (only,) = opened.table_ids()
     return only
+
+
+FUEL = (
+    b"Average fuel prices by country, March 2024\n"
+    b"Country,Petrol,Diesel\n"
+    b"Germany,1.79,1.69\n"
+    b"France,1.85,1.75\n"
+    b"Italy,1.90,1.80\n"
+    b"Source: European Commission, Weekly Oil Bulletin\n"
+)
+
+
+def test_title_holding_a_comma_is_the_title_and_the_source_a_note() -> None:
+    # Before: the title split at its comma was the header, the real header row 0, the
+    # footer a data row, and the third column was called column_3.
+    report = read_tables_report("fuel.csv", data=FUEL)
+    (table,) = report.tables
+    assert table.title == "Average fuel prices by country, March 2024"
+    assert table.columns == ("Country", "Petrol", "Diesel")
+    assert [r[0] for r in table.body] == ["Germany", "France", "Italy"]
+    assert table.notes == ("Source: European Commission, Weekly Oil Bulletin",)
+    assert "read as the title" in report.warnings[0]
+
+
+def test_short_multi_word_header_over_ragged_rows_is_not_a_title() -> None:
+    data = b"first name,last name\nAnn,Lee,x\nBob,Li\nCy,Wu,y,z\n"
+    (table,) = tablequest.read_tables("n.csv", data=data)
+    assert table.title is None and table.cells[0][:2] == ("first name", "last name")
+
+
+def test_semicolon_file_with_decimal_commas_is_split_at_semicolons() -> None:
+    rows = [f"Land{i};1,{i:02d}" for i in range(30)]
+    data = ("Land;Preis\n" + "\n".join(rows) + "\n").encode()
+    (table,) = tablequest.read_tables("preise.csv", data=data)
+    assert table.columns == ("Land", "Preis") and table.title is None
+    assert table.n_rows == 30 and table.body[29] == ("Land29", "1,29")
+    assert table.to_dataframe()["Preis"].iloc[1] == 1.01

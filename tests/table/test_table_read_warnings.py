@@ -78,3 +78,19 @@ def test_clean_files_have_no_warnings(fmt: str) -> None:
     report = read_tables_report(f"t.{'md' if fmt == 'markdown' else fmt}", data=data)
     assert report.warnings == []
     assert [t.body for t in report.tables] == [t.body for t in read_tables("x", data=data)]
+
+
+def test_mixed_utf8_and_cp1252_lines_are_each_decoded_and_named() -> None:
+    data = (
+        "Stadt,Einwohner\nZürich,421878\n".encode()
+        + "Genève,203856\n".encode("cp1252")
+        + "Köln,1084831\n".encode()
+        + "Besançon,117912\n".encode("cp1252")
+    )
+    report = read_tables_report("staedte.csv", data=data)
+    (table,) = report.tables
+    assert [r[0] for r in table.body] == ["Zürich", "Genève", "Köln", "Besançon"]
+    (warning,) = report.warnings
+    assert "mixed encodings" in warning and "line(s) 3, 5" in warning
+    only_cp1252 = read_tables_report("alt.csv", data="a,b\nGenève,1\n".encode("cp1252"))
+    assert only_cp1252.tables[0].body == (("Genève", "1"),) and only_cp1252.warnings == []

@@ -10,7 +10,7 @@ from decimal import Decimal
 import pytest
 from openpyxl import Workbook
 
-from tablequest.table import Merge, detect_format, read_tables
+from tablequest.table import Merge, detect_format, read_tables, read_tables_report
 from tablequest.table.readers import format_for_extension, registered_formats, sniff_format
 from tablequest.table.readers._cells import looks_numeric, value_text
 from tablequest.table.readers.xlsx import sheet_table
@@ -201,6 +201,21 @@ def test_html_thead_td_headers_xml_declaration_and_banner_rows() -> None:
     assert read_tables("n.html", data=no_header)[0].columns == ("a", "b")
 
 
+def test_html_tables_of_a_page_are_named_after_the_heading_above() -> None:
+    row = b"<table><tr><th>k</th></tr><tr><td>1</td></tr></table>"
+    page = (
+        b"<h1>Energy</h1><h2>Fuel <small>prices</small></h2>" + row
+        + b"<p>text</p><h3>Electricity</h3><div>" + row + b"</div>"
+        + row  # no heading of its own: the one above named the table before it
+        + b"<table><caption>Gas</caption><tr><th>k</th></tr><tr><td>1</td></tr></table>"
+        + b"<h2>Electricity</h2>" + row
+    )  # fmt: skip
+    names = [t.source.sheet for t in read_tables("p.html", data=page)]
+    assert names == ["Fuel prices", "Electricity", "table 3", "Gas", "Electricity (table 5)"]
+    (single,) = read_tables("s.html", data=b"<h1>Only</h1>" + row)
+    assert single.source.sheet is None and single.title is None
+
+
 def test_html_block_elements_break_lines() -> None:
     page = (
         b"<table><tr><th>h</th></tr>"
@@ -289,7 +304,14 @@ def test_xlsx_file_with_formula_and_several_sheets() -> None:
     wb.save(buf)
     tables = read_tables("f.xlsx", data=buf.getvalue())
     assert [t.source.sheet for t in tables] == ["Sheet", "Other"]
-    assert tables[0].body == (("1", "2", ""),)  # no cached value: data_only gives None
+    # openpyxl saves no value for a formula: its cell shows the formula, and says so
+    assert tables[0].body == (("1", "2", "=A2+B2"),)
+    assert tables[0].notes == (
+        "1 formula cell(s) had no saved value (the workbook was saved without being "
+        "calculated): they show their formula, e.g. '=A2+B2'",
+    )
+    report = read_tables_report("f.xlsx", data=buf.getvalue())
+    assert report.warnings == [f"sheet 'Sheet': {tables[0].notes[0]}"]
 
 
 def test_value_text_and_looks_numeric() -> None:

@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tablequest.gendoc import doc_main
+
 DOC = Path(__file__).resolve().parents[3] / "docs" / "cli.md"
 COMMAND = "python -m tablequest.cli._docs --write"
 
@@ -146,16 +148,7 @@ def markdown() -> str:
 
 def main(argv: list[str]) -> int:
     """Print the rendered docs/cli.md; with ``--write``, write it in the source tree."""
-    text = markdown()
-    if argv[1:] == ["--write"]:
-        DOC.write_text(text, encoding="utf-8")
-        print(f"wrote {DOC}")
-    elif argv[1:]:
-        print("usage: python -m tablequest.cli._docs [--write]", file=sys.stderr)
-        return 2
-    else:
-        sys.stdout.write(text)
-    return 0
+    return doc_main(argv, markdown, DOC, "tablequest.cli._docs")
 
 
 if __name__ == "__main__":

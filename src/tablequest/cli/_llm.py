@@ -106,7 +106,7 @@ def settings_or_fail(
     try:
         return flags.settings(more)
     except ConfigError as exc:
-        fail(str(exc), json_out=json_out)
+        fail_on(exc, json_out=json_out)
 
 
 def model_or_fail(

@@ -128,14 +128,24 @@ def usage_piece(piece: str) -> str:
     return piece
 
 
+CONVERSATION_WORD = re.compile(r"^([0-9a-f]{12}|latest)$")
+
+
 class PairCommand(UsageCommand):
-    """A command whose ``-o``/``--option`` takes two words, NAME VALUE."""
+    """A command whose ``-o``/``--option`` takes two words, NAME VALUE, and whose
+    ``--continue`` takes an optional conversation id (12 hex digits or ``latest``; alone it
+    means ``latest``)."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         out: list[str] = []
         i = 0
         while i < len(args):
             arg = args[i]
+            if arg == "--continue" and any(p.name == "continue_" for p in self.params):
+                given = i + 1 < len(args) and CONVERSATION_WORD.match(args[i + 1])
+                out += [arg, args[i + 1] if given else "latest"]
+                i += 2 if given else 1
+                continue
             if arg in ("-o", "--option") and i + 2 < len(args) and "=" not in args[i + 1]:
                 out += [arg, f"{args[i + 1]}={args[i + 2]}"]
                 i += 3

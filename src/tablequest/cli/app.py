@@ -11,6 +11,7 @@ from typer.core import TyperCommand
 from tablequest import __version__
 from tablequest.cli import (
     cache,
+    chat,
     eval_compare,
     eval_judge,
     eval_reproduce,
@@ -63,6 +64,7 @@ app.command("search")(search_command)
 tables.register(app)
 sql.register(app)
 app.command("ask", cls=PairCommand)(ask_command)
+chat.register(app)
 app.command("methods")(methods_command)
 app.command("batch", cls=PairCommand)(batch_command)
 app.command("doctor")(doctor_command)
@@ -114,4 +116,7 @@ _resolve_annotations(app)
 
 def main() -> None:
     """Console-script entry point."""
+    from tablequest.cli._richhelp import load_rich_help
+
+    load_rich_help()  # help pages without rich.markdown and rich.traceback
     app()

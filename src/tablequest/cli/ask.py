@@ -43,7 +43,7 @@ from tablequest.cli._options import (
 from tablequest.cli._output import encoding_bar, fail, fail_on, print_json, show_result
 
 if TYPE_CHECKING:
-    from tablequest.methods import Result
+    from tablequest.methods import Conversation, Result
 
 SourceOpt = Annotated[
     Path | None,
@@ -61,6 +61,27 @@ RequireVerifiedOpt = Annotated[
         "--require-verified",
         help="Exit 5 when the question is answered but the answer is not verified against "
         "its evidence (unverified or contradicted).",
+    ),
+]
+ContinueOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--continue",
+        metavar="[CONVERSATION]",
+        help="Ask QUESTION as a follow-up in a conversation of the store: the latest one, or "
+        "the id given (`tablequest conversations` lists them). The question is rewritten with "
+        "the history into a standalone one (shown) and prefers the previous answer's tables. "
+        "Without it the question starts a new conversation.",
+        show_default=False,
+    ),
+]
+QuietOpt = Annotated[
+    bool,
+    typer.Option(
+        "--quiet",
+        "-q",
+        help="Do not show the stages on stderr as they happen (shown only on a terminal, "
+        "never with --json).",
     ),
 ]
 
@@ -96,6 +117,8 @@ def ask_command(
     device: DeviceOpt = None,
     json_out: JsonOpt = False,
     require_verified: RequireVerifiedOpt = False,
+    continue_: ContinueOpt = None,
+    quiet: QuietOpt = False,
 ) -> None:
     """Answer QUESTION from the store (or a table file or folder) and show the evidence, the
     tables consulted and the trace.
@@ -112,6 +135,7 @@ def ask_command(
         fail("the question is empty", json_out=json_out, status=_exit.USAGE)
     require_store(source, json_out=json_out, kinds="store, table file or folder")
     from tablequest.cli._options import is_store_path
+    from tablequest.cli._progress import progress_trace
     from tablequest.cli._scale import open_corpus
     from tablequest.errors import TablequestError
     from tablequest.scale import ray_address
@@ -129,8 +153,12 @@ def ask_command(
         if corpus.manifest is None:  # one store ranks here, opened by `ask` as a path
             corpus.close()
             corpus = None
+    shown = not (json_out or quiet)  # the stages and the encoding bar, on a terminal
+    conversation = conversation_of(
+        corpus if corpus is not None else source, continue_, settings.store.cache_dir
+    )
     try:
-        with encoding_bar("encoding", not json_out):
+        with encoding_bar("encoding", shown):
             result = ask(
                 question,
                 corpus if corpus is not None else source,
@@ -144,6 +172,8 @@ def ask_command(
                 table_ids=table_id or (),
                 cache=not no_cache,
                 settings=settings,
+                conversation=conversation,
+                trace=progress_trace(settings, enabled=shown),
             )
     except TablequestError as exc:  # bad input (2), the model or store (1); a bug: internal
         fail_on(exc, json_out=json_out)
@@ -168,6 +198,7 @@ def _print(result: Result, question: str, *, json_out: bool) -> None:
     if json_out:
         print_json(result.to_json())
     else:
+        show_rewritten(result)
         show_result(result, question)
     if result.reason == NO_LLM:
         if json_out:
@@ -176,6 +207,26 @@ def _print(result: Result, question: str, *, json_out: bool) -> None:
             from tablequest.cli._output import console
 
             console.print(f"[bold yellow]{NOT_CONFIGURED_HINT}[/bold yellow]", soft_wrap=True)
+
+
+def conversation_of(source: Any, wanted: str | None, cache_dir: Path | None) -> Conversation:
+    """The conversation of `source`'s store to ask in: `wanted` (an id, or ``latest``), else
+    a new one (`tablequest.methods.conversation`; an unknown id exits 2)."""
+    from tablequest.methods import Conversations
+
+    kept = Conversations.for_source(source, cache_dir)
+    return kept.new() if wanted is None else kept.get(wanted)
+
+
+def show_rewritten(result: Result) -> None:
+    """One line with the standalone question a follow-up was rewritten into."""
+    rewritten = result.to_json().get("rewritten_question")
+    if rewritten:
+        from rich.text import Text
+
+        from tablequest.cli._output import console
+
+        console.print(Text(f"asked as: {rewritten}", style="italic"), soft_wrap=True)
 
 
 def exit_status(result: Result, *, require_verified: bool = False) -> int:

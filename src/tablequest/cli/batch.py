@@ -27,7 +27,7 @@ from tablequest.cli._options import (
     option_pairs,
     task_name,
 )
-from tablequest.cli._output import fail
+from tablequest.cli._output import fail, fail_on
 
 if TYPE_CHECKING:
     from tablequest.scale import BatchOutcome
@@ -94,7 +94,7 @@ def batch_command(
         chosen = read_questions(questions)
         llm_config = flags.config(settings)
     except (BatchError, ConfigError) as exc:
-        fail(str(exc), json_out=json_out)
+        fail_on(exc, json_out=json_out)
     urls = endpoint_urls(settings)
     if not urls or not llm_config.model:
         fail("batch needs an LLM: --llm-url URL (repeatable) and --model NAME", json_out=json_out)
@@ -127,7 +127,7 @@ def batch_command(
             )  # fmt: skip
             records = [log.records[q.id] for q in chosen if q.id in log.records]
     except UsageError as exc:  # the --out file, Ray, no endpoint
-        fail(str(exc), json_out=json_out)
+        fail_on(exc, json_out=json_out)
     _report(out, len(chosen), outcome, records, urls, json_out=json_out)
     if outcome.lost or any(r.get("status") == "failed" for r in records):
         raise typer.Exit(1)  # the summary names the failed questions and why

@@ -1,4 +1,11 @@
-"""`tablequest config trust | untrust | show`, and the one warning for an untrusted file.
+"""`tablequest config init | set | get | trust | untrust | show`, and the one warning for an
+untrusted file.
+
+`init` writes the user config file (``tablequest.toml`` in the user config directory, or
+``--file``) with every key commented out, refusing to overwrite one without ``--force``;
+`set KEY VALUE` checks VALUE with the setting's parser and writes it there; `get KEY` prints
+the effective value (`tablequest.settings`). An unknown key or a bad value exits 2
+naming the known keys or the allowed values.
 
 A ``tablequest.toml`` in the working directory that is neither named (``--config-file``,
 ``$TABLEQUEST_CONFIG``) nor trusted cannot set the keys that choose where data and the key go
@@ -16,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from tablequest.cli._defaults import CONFIG_FILE
-from tablequest.cli._output import fail
+from tablequest.cli._output import fail, fail_on
 
 if TYPE_CHECKING:
     from tablequest.configfile import ConfigFile
@@ -57,7 +64,7 @@ def trust_command(path: PathArg = Path(CONFIG_FILE)) -> None:
     try:
         file, digest = configfile.trust(path)
     except ConfigFileError as exc:
-        fail(str(exc))
+        fail_on(exc)
     from tablequest.cli._output import console
 
     console.print(f"trusted {file} (sha256 {digest[:12]}…)", highlight=False, soft_wrap=True)
@@ -72,12 +79,98 @@ def untrust_command(path: PathArg = Path(CONFIG_FILE)) -> None:
     try:
         removed = configfile.untrust(path)
     except ConfigFileError as exc:
-        fail(str(exc))
+        fail_on(exc)
     if not removed:
         fail(f"{str(path)!r} was not trusted (`tablequest config show` lists the files read)")
     from tablequest.cli._output import console
 
     console.print(f"no longer trusted: {Path(path).resolve()}", highlight=False, soft_wrap=True)
+
+
+FileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--file",
+        metavar="PATH",
+        help=f"The config file to write (default: {CONFIG_FILE} in the user config directory, "
+        "which is always trusted).",
+    ),
+]
+
+
+def _user_file(file: Path | None) -> Path:
+    from tablequest.configfile import user_dir
+
+    return file.expanduser() if file is not None else user_dir() / CONFIG_FILE
+
+
+@app.command("init")
+def init_command(
+    file: FileOpt = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
+) -> None:
+    """Write a commented config file: every setting a file may set, with its help and
+    default, commented out (refuses to overwrite one without --force)."""
+    from tablequest.cli._output import console
+    from tablequest.settings import commented_config
+
+    path = _user_file(file)
+    if path.exists() and not force:
+        fail(f"{str(path)!r} exists; pass --force to overwrite it (or `config set KEY VALUE`)")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(commented_config(), encoding="utf-8")
+    except OSError as exc:
+        fail(f"cannot write {str(path)!r}: {exc.strerror or exc}", status=1)
+    console.print(f"wrote {path}", markup=False, highlight=False, soft_wrap=True)
+
+
+KeyArg = Annotated[str, typer.Argument(metavar="KEY", help="section.key, e.g. llm.url.")]
+
+
+@app.command("set")
+def set_command(
+    key: KeyArg,
+    value: Annotated[str, typer.Argument(metavar="VALUE", help="Its value (lists: a,b).")],
+    file: FileOpt = None,
+) -> None:
+    """Set KEY to VALUE in the config file (checked as the setting reads it)."""
+    from tablequest.cli._output import console
+    from tablequest.settings import SettingsError, set_value, toml_literal
+
+    path = _user_file(file)
+    try:
+        typed = set_value(path, key, value)
+    except SettingsError as exc:
+        fail_on(exc)
+    except OSError as exc:
+        fail(f"cannot write {str(path)!r}: {exc.strerror or exc}", status=1)
+    shown = toml_literal(value if typed is None else typed)
+    console.print(f"{key} = {shown} in {path}", markup=False, highlight=False, soft_wrap=True)
+
+
+@app.command("get")
+def get_command(
+    key: KeyArg,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Print KEY's effective value (flags aside: environment, config files, default)."""
+    from tablequest.configfile import ConfigFileError
+    from tablequest.settings import Settings, lookup_setting, shown_value
+
+    try:
+        lookup_setting(key)
+        loaded = Settings.load()
+        value = shown_value(loaded, key)
+    except ConfigFileError as exc:  # SettingsError too: an unknown key, a bad file
+        fail_on(exc, json_out=json_out)
+    source = loaded.source(key.strip())
+    if json_out:
+        typer.echo(json.dumps({"key": key, "value": value, "source": source}))
+        return
+    typer.echo("none" if value is None else json.dumps(value) if not isinstance(value, str)
+               else value)  # fmt: skip
+    typer.echo(f"({source})", err=True)
 
 
 def describe(file: ConfigFile) -> dict[str, Any]:
@@ -128,7 +221,7 @@ def show_command(
         files = [describe(f) for f in loaded.files]
         settings = effective(loaded)
     except ConfigFileError as exc:
-        fail(str(exc), json_out=json_out)
+        fail_on(exc, json_out=json_out)
     if json_out:
         trust_list = str(configfile.trust_path())
         typer.echo(json.dumps({"files": files, "trust_list": trust_list, "settings": settings}))

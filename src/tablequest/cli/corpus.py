@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -64,6 +63,13 @@ def ingest_command(
     ray: RayOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     strict: Annotated[bool, typer.Option(help="Exit 1 when any file failed.")] = False,
+    prune: Annotated[
+        bool,
+        typer.Option(
+            "--prune",
+            help="First remove the tables of stored files under PATHS that no longer exist.",
+        ),
+    ] = False,
     budget: Annotated[
         list[str] | None,
         typer.Option(
@@ -90,14 +96,17 @@ def ingest_command(
         fail(f"{str(target)!r} is not a sharded corpus: pass a new manifest path to --store")
     if ray is not None and not sharded:
         fail("--ray ingests into a sharded corpus: pass --shards N (and a manifest --store)")
+    if prune and ray is not None:
+        fail("--prune runs in this process: leave out --ray")
     # $TABLEQUEST_RAY_ADDRESS applies to sharded corpora only: a plain store ingests here.
     address = ray_address(ray) if sharded else None
     fresh = _fresh_paths(target, sharded=sharded)
     kept: list[int] = []  # tables stored or unchanged, once known
     try:
         report, signals = _ingest(
-            target, paths, shards, address, kept, json_out=json_out, budget=read_budget
-        )
+            target, paths, shards, address, kept, json_out=json_out, budget=read_budget,
+            prune=prune,
+        )  # fmt: skip
     except typer.Exit:  # a store or Ray failure, said already; kept names what was stored
         if sum(kept) == 0:
             _remove(fresh)
@@ -139,6 +148,7 @@ def _ingest(
     *,
     json_out: bool,
     budget: ReadBudget,
+    prune: bool = False,
 ) -> tuple[IngestReport, StopSignals | None]:
     """The ingest itself: on Ray, or here with Ctrl-C stopping it cleanly. Appends to `kept`
     the count of tables the store holds from PATHS (also when a store failure stopped it)."""
@@ -148,12 +158,14 @@ def _ingest(
         report = _ray_ingest(target, paths, address, shards, json_out, budget)
         kept.append(report.tables_stored + report.tables_unchanged)
         return report, None
-    show = not json_out and sys.stderr.isatty()
+    from tablequest.cli._progress import stderr_is_terminal
+
+    show = not json_out and stderr_is_terminal()
     # Signals first: from here on Ctrl-C stops the ingest cleanly whatever it is doing.
     with StopSignals() as signals:
         try:
             with open_corpus(target, read_only=False, shards=shards) as st:
-                report = _run_ingest(st, paths, show, signals, budget)
+                report = _run_ingest(st, paths, show, signals, budget, prune)
         except IngestAborted as exc:
             kept.append(exc.report.tables_stored + exc.report.tables_unchanged)
             fail_on(exc, json_out=json_out, extra=exc.report.to_json())
@@ -258,27 +270,23 @@ def _ray_ingest(
 
 
 def _run_ingest(
-    st: Corpus, paths: list[Path], show_progress: bool, stop: StopSignals, budget: ReadBudget
+    st: Corpus,
+    paths: list[Path],
+    show_progress: bool,
+    stop: StopSignals,
+    budget: ReadBudget,
+    prune: bool = False,
 ) -> IngestReport:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
     from tablequest.cli._output import err_console
-    from tablequest.corpus import ingest_corpus, progress_stages
+    from tablequest.cli._progress import ingest_bar
+    from tablequest.corpus import ingest_corpus
 
     if not show_progress:
-        return ingest_corpus(st, paths, stop=stop.event, budget=budget)
-    columns = (*Progress.get_default_columns()[:2], BarColumn(), MofNCompleteColumn())
-    with Progress(*columns, TimeRemainingColumn(), console=err_console, transient=True) as bar:
-        task = bar.add_task("ingesting", total=None)
-        stage = progress_stages(lambda text: bar.update(task, description=text))
-        with stage:  # the index builds of a big store name themselves on the bar
-            return ingest_corpus(
-                st,
-                paths,
-                progress=lambda done, total: bar.update(task, completed=done, total=total),
-                stop=stop.event,
-                budget=budget,
-            )
+        return ingest_corpus(st, paths, stop=stop.event, budget=budget, prune=prune)
+    with ingest_bar(err_console) as bar:  # a big file's size and rows, index builds: stages
+        return ingest_corpus(
+            st, paths, progress=bar.files, stop=stop.event, budget=budget, prune=prune
+        )
 
 
 def _print_report(report: IngestReport, path: Path | None) -> None:
@@ -291,6 +299,12 @@ def _print_report(report: IngestReport, path: Path | None) -> None:
         f"{report.tables_unchanged} unchanged, {report.files_seen} files seen"
         + (f" → {path}" if path else "")
     )
+    for gone in report.files_pruned:
+        console.print(
+            f"[yellow]pruned[/yellow] {escape(gone)}: no longer on disk, its tables removed",
+            soft_wrap=True,
+            highlight=False,
+        )
     for failure in report.files_failed:
         console.print(
             f"[yellow]skipped[/yellow] {escape(failure.path)}: {escape(failure.reason)}",
@@ -366,13 +380,13 @@ def search_command(
     try:
         retriever = make_retriever(method, settings)
     except UsageError as exc:  # an unknown method or encoder, a missing extra
-        fail(str(exc), json_out=json_out)
+        fail_on(exc, json_out=json_out)
     with open_corpus(store_path, ray, json_out=json_out) as st:
         try:
             with encoding_bar("encoding tables", not json_out):
                 hits = retriever.rank(st, question, k, rows=True)
         except EncoderUnavailable as exc:
-            fail(str(exc), json_out=json_out)
+            fail_on(exc, json_out=json_out)
         if json_out:
             print(json.dumps([hit_json(st, h) for h in hits], ensure_ascii=False))
             return

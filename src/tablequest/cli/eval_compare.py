@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tablequest.cli._output import fail
+from tablequest.cli._output import fail_on
 
 if TYPE_CHECKING:
     from tablequest.eval.stats import Comparison
@@ -76,7 +76,7 @@ def compare(
     try:
         result = compare_runs(a, b, metric=metric, resamples=resamples, seed=seed)
     except ComparisonError as exc:  # the runs, or a bad option (e.g. --resamples 0)
-        fail(str(exc), json_out=json_out)
+        fail_on(exc, json_out=json_out)
     if json_out:
         payload = {"a": str(a), "b": str(b), **result.to_dict()}
         typer.echo(json.dumps(payload, indent=2))

@@ -25,7 +25,7 @@ from tablequest.cli._defaults import EVAL_PROMPTS
 from tablequest.cli._exit import FAILED
 from tablequest.cli._llm import LLMFlags, required_model
 from tablequest.cli._options import ApiKeyOpt, ConfigFileOpt, LLMSpecOpt, LLMUrlOpt, ModelOpt
-from tablequest.cli._output import fail
+from tablequest.cli._output import fail, fail_on
 
 if TYPE_CHECKING:
     from tablequest.eval.datasets import Dataset
@@ -158,7 +158,7 @@ def judge_command(
         ds = _dataset(records, data) if data is not None else None
         items = judge_items(records, dataset=ds, sub_type=prompt)
     except (JudgeError, DatasetError) as exc:
-        fail(str(exc), json_out=json_out)
+        fail_on(exc, json_out=json_out)
     if other is None and not any(_judgeable(item) for item in items.values()):
         fail("no question of the run has an LLM-EVAL prompt (RealHiTBench's Data Analysis "
              "sub-types): pass --data with the benchmark folder, or --prompt TYPE",
@@ -178,7 +178,7 @@ def judge_command(
                 ).summary()
                 summary["against"] = str(against)
     except JudgeError as exc:
-        fail(str(exc), json_out=json_out)
+        fail_on(exc, json_out=json_out)
     except LLMError as exc:
         fail(f"the judge model failed: {exc} (run again to resume)", json_out=json_out,
              code="llm", status=FAILED)  # fmt: skip

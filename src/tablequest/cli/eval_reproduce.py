@@ -140,7 +140,7 @@ def _run(
     try:
         against = comparison_model(rep, served, paper_model)
     except BadValue as exc:
-        fail(str(exc), json_out=json_out)
+        fail_on(exc, json_out=json_out)
     ctx = RunContext(
         data_root=root, out_dir=out, llm=llm, llm_config=llm_config, model=served, limit=limit,
         concurrency=concurrency, steps=steps, cache_dir=cache_dir,

@@ -423,7 +423,7 @@ def _run_ray(
                 chosen, job, endpoints, log, address=address or "local", on_record=on_record
             )
     except RayUnavailable as exc:
-        _fail(str(exc), json_out)
+        _fail(exc, json_out)
     if outcome.lost:
         _err().print(f"{len(outcome.lost)} question(s) lost to worker failures: run again")
     return outcome.ran

@@ -4,12 +4,15 @@
 stdio by default (an MCP client starts the command; stdout belongs to the protocol, so this
 command prints only to stderr). ``--http HOST:PORT`` serves Streamable HTTP at ``/mcp``
 instead, with the token of ``tablequest serve`` (the same token file, created with mode 0600
-when missing) required on every request, on 127.0.0.1 unless told otherwise. The store is
-opened read-only; a missing store or a file that is not one is refused as by ``serve``.
+when missing) required on every request, on 127.0.0.1 unless told otherwise, and ``serve``'s
+connection bounds and timeouts (``[serve]`` settings); a browser page's ``Origin`` must be one
+``--allow-origin`` names (loopback ones on a loopback bind). The store is opened read-only; a
+missing store or a file that is not one is refused as by ``serve``.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -46,6 +49,15 @@ def mcp_command(
         Path | None,
         typer.Option(help="File holding the bearer token for --http (created if missing)."),
     ] = None,
+    allow_origin: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-origin",
+            metavar="ORIGIN",
+            help="A web origin (https://host[:port]) whose pages may call --http; repeatable. "
+            "Other origins get 403 (loopback ones are allowed on a loopback bind).",
+        ),
+    ] = None,
     llm_url: LLMUrlOpt = None,
     model: ModelOpt = None,
     api_key: ApiKeyOpt = None,
@@ -59,13 +71,13 @@ def mcp_command(
     """Serve a store to MCP clients: tools, one resource per table, a prompt (stdio or HTTP)."""
     try:
         from tablequest.mcpserver import open_service, parse_bind, run_http, run_stdio
-        from tablequest.serve import Limits, ServeConfig, load_or_create_token
+        from tablequest.service import Limits, ServeConfig, load_or_create_token
     except ImportError:
         fail(MCP_EXTRA_HINT)
     from tablequest.cli._llm import LLMFlags
     from tablequest.cli._output import err_console
     from tablequest.errors import TablequestError
-    from tablequest.serve import default_token_file
+    from tablequest.service import default_token_file
     from tablequest.trace import default_trace_dir
 
     path = store_path(store)
@@ -77,12 +89,16 @@ def mcp_command(
         if http:
             token, created = load_or_create_token(token_path)
         flags = LLMFlags(llm_url, model, api_key, llm, no_cache, config_file=config_file)
-        settings = flags.settings({"traces.dir": trace_dir})  # the server's one load
+        more = {"traces.dir": trace_dir, "serve.allow_origins": tuple(allow_origin or ()) or None}
+        settings = flags.settings(more)  # the server's one load
+        # [serve]'s connection bounds and timeouts; this command's own asks
+        limits = Limits.from_settings(settings.serve)
+        limits = replace(limits, max_asks=max_asks, ask_timeout=ask_timeout)
         config = ServeConfig(
             store=path, trace_dir=default_trace_dir(settings.traces), token=token,
             token_file=token_path if http else None, host=host, port=port,
-            llm_config=flags.config(settings), llm_spec=llm,
-            limits=Limits(max_asks=max_asks, ask_timeout=ask_timeout), settings=settings,
+            llm_config=flags.config(settings), llm_spec=llm, limits=limits, settings=settings,
+            allow_origins=settings.serve.allow_origins,
         )  # fmt: skip
         service = open_service(config)
     except TablequestError as exc:  # a bad flag or token file (2), a store that cannot open

@@ -95,7 +95,9 @@ def research_command(
     try:
         run = run_research(file, task, out, llm=model_llm, options=options, sheet=sheet,
                            budget=budget, trace=trace)  # fmt: skip
-    except (UsageError, OSError) as exc:  # the table file or sheet, an option
+    except UsageError as exc:  # the table file or sheet, an option
+        fail_on(exc, json_out=json_out)
+    except OSError as exc:  # the table file cannot be read, the output written
         fail(str(exc), json_out=json_out)
     result = run.result
     if json_out:

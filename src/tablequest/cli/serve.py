@@ -28,7 +28,7 @@ from tablequest.cli._options import (
 from tablequest.cli._output import fail, fail_on
 
 if TYPE_CHECKING:
-    from tablequest.serve import ServeConfig as ServeConfigLike
+    from tablequest.service import ServeConfig as ServeConfigLike
 
 SERVE_EXTRA_HINT = "tablequest serve needs the serve extra: pip install 'tablequest[serve]'"
 
@@ -104,7 +104,8 @@ def serve_command(
     Every option but --create, --llm and --config-file is a setting: the environment or
     [serve] / [llm] in tablequest.toml set it too (docs/config.md)."""
     try:
-        from tablequest.serve import Limits, ServeConfig, ServeError, run_server
+        from tablequest.serve import run_server
+        from tablequest.service import Limits, ServeConfig, ServeError
     except ImportError:
         fail(SERVE_EXTRA_HINT)
     from tablequest.cli._llm import LLMFlags, settings_or_fail
@@ -149,7 +150,7 @@ def serve_command(
             settings=settings,
         )
     except (ServeError, ConfigError) as exc:
-        fail(str(exc))
+        fail_on(exc)
     _banner(config, token, created=created)
     try:  # a store held by another process (an ingest, another serve): one line, exit 1
         run_server(config)
@@ -163,7 +164,7 @@ def _token(token_file: Path | None) -> tuple[Path, tuple[str, bool]]:
     Raises:
         ServeError: the file is readable by others, empty, or cannot be written.
     """
-    from tablequest.serve import default_token_file, load_or_create_token
+    from tablequest.service import default_token_file, load_or_create_token
 
     path = (token_file or default_token_file()).expanduser()
     return path, load_or_create_token(path)

@@ -1,7 +1,8 @@
 """`tablequest tables` and `tablequest show`: what a store holds, and one table.
 
 `tables` lists id, sql name (the table's relation, for `tablequest sql`), name, rows × cols,
-format and source (`tablequest.corpus.storage.catalog`); `show ID` prints one table readably
+format, source and ingest time (UTC, to the minute; `--json`: ISO 8601;
+`tablequest.corpus.storage.catalog`); `show ID` prints one table readably
 (header levels as bold rows above a rule, row headers bold, a merged range's value once in
 its first cell, the body-row ids in a dim first column), or a page of it, or exports it.
 
@@ -81,7 +82,8 @@ def tables_command(
     ] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """List the store's tables: id, sql name, name, rows × cols, format and source."""
+    """List the store's tables: id, sql name, name, rows × cols, format, source and when
+    each was ingested (UTC)."""
     from rich.table import Table as RichTable
     from rich.text import Text
 
@@ -103,12 +105,14 @@ def tables_command(
         )  # fmt: skip
         return
     view = RichTable(title=f"{len(entries)} tables in {path}", title_justify="left")
-    for column in ("id", "sql name", "name", "rows × cols", "format", "source"):
-        view.add_column(column, no_wrap=column == "id", overflow="fold")
+    columns = ("id", "sql name", "name", "rows × cols", "format", "source", "ingested (UTC)")
+    for column in columns:
+        view.add_column(column, no_wrap=column in ("id", "ingested (UTC)"), overflow="fold")
     for e in entries:
         size = f"{e.n_rows} × {e.n_cols}"
         sql_name = Text(e.sql_name or "—", style="" if e.sql_name else "dim")
-        view.add_row(e.table_id, sql_name, Text(e.name), size, e.format or "", Text(e.source))
+        when = e.ingested_at.replace("T", " ")[:16] if e.ingested_at else "—"
+        view.add_row(e.table_id, sql_name, Text(e.name), size, e.format or "", Text(e.source), when)
     wide_console().print(view)
 
 
@@ -185,7 +189,7 @@ def show_command(
     try:
         filters = [browse.parse_filter(text) for text in where or ()]
     except BadValue as exc:
-        fail(str(exc))
+        fail_on(exc)
     limit = (50 if fmt == "table" else None) if rows is None else (rows or None)
     with _open(path, json_out=False) as st:
         try:
@@ -344,6 +348,9 @@ def table_view(table: Table, *, max_rows: int = 50) -> RichTable:
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``tables`` and ``show`` to the application."""
+    """Add ``tables``, ``show`` and ``rm`` to the application."""
+    from tablequest.cli.remove import rm_command
+
     app.command("tables")(tables_command)
     app.command("show")(show_command)
+    app.command("rm")(rm_command)

@@ -12,15 +12,12 @@ connection) and its indexes are not meant for concurrent use, so a worker holds 
 lock while it computes and releases it only while it waits for the LLM (`GatedLLM`): LLM
 calls overlap, everything else runs one thread at a time.
 
-Per-question metrics by dataset: WTQ `em` (official rules, `wtq_match`, on the item list the
-method parsed from its own answer format, `Result.items`); TabFact `acc`; ArcadeQA / BirdQA
-`acc` (TableRAG's `evaluate_qa`, `tablerag_match`); TCR-Bench `f1`
-(token F1 against the gold items joined) and `list_f1`; FeTaQA `rouge_l` and `bleu`; others
-`em` (item-wise, numbers compared as numbers) and `f1`. A failed or empty answer scores 0 on
-every answer metric. Retrieval: `r_all`, `r_final`, `r_at_1` (retrieve-then-QA baselines)
-and, with sibling groups, `gr_all`, `gr_final`. Each record also carries the method's LLM-free
-verdict on an answered result, `verified`, and its one-line `verification` (None when not
-answered or not given); the report groups answers by it (`eval.calibration`).
+Per-question metrics: `tablequest.eval.scoring` (each benchmark's answer metric on the item
+list the method parsed from its own answer format, then retrieval: `r_all`, `r_final`,
+`r_at_1`, `gr_all`, `gr_final`; a failed question scores 0 on all but `r_at_1`). Each record
+also carries the method's LLM-free verdict on an answered result, `verified`, and its
+one-line `verification` (None when not answered or not given); the report groups answers by
+it (`eval.calibration`).
 """
 
 from __future__ import annotations
@@ -35,7 +32,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,16 +46,15 @@ from tablequest.eval.datasets import (
     parse_id_list,
     reload_questions,
 )
-from tablequest.eval.metrics import (
-    gr_all,
-    gr_final,
-    list_f1,
-    r_all,
-    r_final,
-    recall_at_k,
-    tabfact_label,
-    token_f1,
-    wtq_match,
+from tablequest.eval.metrics import tabfact_label
+from tablequest.eval.scoring import (
+    answer_metrics,
+    question_breakdown,
+    realhitbench_metrics,
+    score_question,
+    split_items,
+    unscored_reason,
+    wtq_items_match,
 )
 from tablequest.llm import LLM, Completion, Message
 from tablequest.methods import Result, Task
@@ -73,7 +69,9 @@ __all__ = [
     "RunSpec",
     "RunnerError",
     "answer_metrics",
+    "question_breakdown",
     "question_record",
+    "realhitbench_metrics",
     "run_questions",
     "score_question",
     "select_questions",
@@ -272,126 +270,6 @@ class GatedLLM(LLM):
     def chat(self, messages: Sequence[Message], **params: Any) -> list[Completion]:
         with self.gate.released():
             return self.inner.chat(messages, **params)
-
-
-# -- scoring -----------------------------------------------------------------------------------
-def split_items(prediction: str | None) -> list[str]:
-    """Answer items of a prediction: split on "|" (the QA prompts' list separator)."""
-    if prediction is None:
-        return []
-    return [p.strip() for p in prediction.split("|") if p.strip()]
-
-
-def answer_metrics(
-    dataset: str, q: Question, prediction: str | None, items: Sequence[str] | None = None
-) -> dict[str, float]:
-    """Answer metrics of one prediction. `items` is the answer as the method listed it
-    (`Result.items`); without them the prediction is split on "|". An empty prediction
-    scores 0 on every metric."""
-    if prediction is not None and not prediction.strip():
-        prediction = None
-    pred = prediction or ""
-    if q.task == "fact_verification":
-        label = tabfact_label(q.answers[0]) if q.answers else None
-        return {"acc": float(prediction is not None and tabfact_label(pred) == label)}
-    items = list(items) if items and prediction is not None else split_items(prediction)
-    base = dataset.split("+")[0]
-    if base == "wtq":
-        return {"em": float(wtq_items_match(q, items, prediction))}
-    if base in ("arcadeqa", "birdqa"):  # TableRAG's evaluate_qa (exact-match accuracy)
-        from tablequest.eval.datasets.tablerag_eval import tablerag_match
-
-        answer: str | list[str] = items if len(items) > 1 else pred
-        return {"acc": float(prediction is not None and tablerag_match(answer, q.extra["label"]))}
-    f1 = token_f1(pred, " ".join(q.answers)) if prediction else 0.0
-    if base == "tcrbench":
-        return {"f1": f1, "list_f1": list_f1(items, q.answers) if items else 0.0}
-    if q.task == "free_form":
-        from tablequest.eval.metrics import rouge_l, sentence_bleu
-
-        gold = " ".join(q.answers)
-        return {
-            "rouge_l": rouge_l([pred], [gold])[1][0] if prediction else 0.0,
-            "bleu": sentence_bleu(pred, gold) if prediction else 0.0,
-        }
-    em = float(bool(items) and list_f1(items, q.answers) == 1.0)
-    return {"em": em, "f1": f1}
-
-
-def wtq_items_match(q: Question, items: Sequence[str], prediction: str | None) -> bool:
-    """The official WTQ rule on the method's item list; when a list of several items does not
-    match, the whole answer as one item (ours: a comma-separated format cannot tell
-    "Washington, D.C." from two items, so the single value gets its chance too)."""
-    if not items or prediction is None:
-        return False
-    canon = q.extra.get("target_canon") or q.answers
-    if wtq_match(list(items), q.answers, canon):
-        return True
-    return len(items) > 1 and wtq_match([prediction.strip()], q.answers, canon)
-
-
-_REALHITBENCH_NAMES = {"EM": "em", "F1": "f1", "ROUGE-L": "rouge_l", "ECR": "ecr",
-                       "Pass@1": "pass_at_1"}  # fmt: skip
-
-
-def realhitbench_metrics(q: Question, result: Result) -> dict[str, float]:
-    """RealHiTBench's own metric per task family (EM/F1; ROUGE-L for Data Analysis; ECR and
-    Pass@1 against the reference chart data for Visualization), lower-case names."""
-    from tablequest.eval.metrics.realhitbench import score_realhitbench
-
-    reference = (q.answers[0] if q.answers and q.answers[0] else "") or str(
-        q.extra.get("final_answer") or ""
-    )
-    scores = score_realhitbench(
-        str(q.extra.get("question_type") or ""),
-        q.extra.get("sub_type"),
-        result.answer,
-        reference,
-        chart_data=result.details.get("chart_data"),
-    )
-    return {_REALHITBENCH_NAMES.get(k, k): v for k, v in scores.items() if v is not None}
-
-
-def unscored_reason(dataset: str, q: Question) -> str | None:
-    """Why a question's answer cannot be scored from the released data (None: it can)."""
-    from tablequest.eval.metrics.realhitbench import UNSCORED, family
-
-    question_type = str(q.extra.get("question_type") or "")
-    if dataset.split("+")[0] == "realhitbench" and family(question_type) == (
-        "Structure Comprehending"
-    ):
-        return UNSCORED
-    return None
-
-
-def question_breakdown(dataset: str, q: Question, result: Result) -> dict[str, Any]:
-    """The result's breakdown keys plus the benchmark's own grouping (RealHiTBench family)."""
-    out = dict(result.details.get("breakdown") or {})
-    if dataset.split("+")[0] == "realhitbench" and q.extra.get("question_type"):
-        out["family"] = str(q.extra["question_type"])
-    return out
-
-
-def score_question(dataset: str, q: Question, result: Result, corpus: Corpus) -> dict[str, float]:
-    """Per-question metrics of one result (see module doc)."""
-    if result.status == "failed":  # a failed question's partial text is not an answer
-        result = replace(result, answer=None, items=[], details={**result.details,
-                         "chart_data": None})  # fmt: skip
-    if dataset.split("+")[0] == "realhitbench":
-        metrics = realhitbench_metrics(q, result)
-    else:
-        metrics = answer_metrics(dataset, q, result.answer, result.items)
-    gold = corpus.table_ids(q.gold_table_ids)
-    metrics["r_all"] = r_all(result.tables_consulted, gold)
-    metrics["r_final"] = r_final(result.final_table, gold)
-    ranked = result.details.get("ranked")
-    if isinstance(ranked, list):
-        metrics["r_at_1"] = recall_at_k(ranked, gold, 1) if ranked else 0.0
-    if q.group:
-        group = corpus.table_ids(q.group)
-        metrics["gr_all"] = gr_all(result.tables_consulted, result.final_table, gold, group)
-        metrics["gr_final"] = gr_final(result.final_table, group, gold)
-    return metrics
 
 
 def question_record(

@@ -35,6 +35,7 @@ ignored and `LLMConfig.notes` says so, for the caller to show.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -56,6 +57,7 @@ from tablequest.llm.base import LLM
 from tablequest.llm.cache import CachedLLM
 from tablequest.llm.deadline import DEFAULT_DEADLINE, Deadline
 from tablequest.llm.instrument import Instrumented
+from tablequest.llm.modelserver import ModelServer, ModelServerError
 from tablequest.llm.openai_compat import OpenAICompatible
 from tablequest.llm.usage import UsageMeter
 from tablequest.plugins import LLMS_GROUP, Plugins
@@ -275,6 +277,43 @@ def resolve_config(
     return LLMConfig(**values, prices=_prices_of(files), sources=sources, notes=notes)
 
 
+def _note(message: str) -> None:
+    # said where it happens (as a migrated store is): the run goes on with what it chose
+    print(f"tablequest: note: {message}", file=sys.stderr)
+
+
+def with_scheme(url: str) -> str:
+    """`url` with ``http://`` when it names no scheme (``localhost:8000/v1``, what most
+    users type), saying so on stderr; a URL with a scheme as given."""
+    if "://" in url:
+        return url
+    fixed = "http://" + url.lstrip("/")
+    _note(f"LLM URL {url!r} names no scheme: using {fixed!r} (write https:// for TLS)")
+    return fixed
+
+
+def served_model(url: str, config: LLMConfig) -> str:
+    """The model to use when a URL is given without one: the server's only model (with a
+    note). Raises ConfigError listing them when it serves several or none, or when they
+    cannot be listed (the fix is the same: --model)."""
+    with ModelServer(url, api_key=config.api_key, timeout=config.timeout) as server:
+        try:
+            ids = server.model_ids(timeout=min(config.timeout, 10))
+        except ModelServerError as exc:
+            raise ConfigError(
+                f"no model given and the models of {server.base_url} cannot be listed "
+                f"({exc.cause}): pass --model NAME"
+            ) from None
+    if len(ids) == 1:
+        _note(f"no model given: using {ids[0]!r}, the one {url} serves")
+        return ids[0]
+    where = f"{url} (from {config.sources.get('url')})"
+    if not ids:
+        raise ConfigError(f"no model given and {where} lists none: pass --model NAME")
+    listed = ", ".join(ids[:20]) + (" …" if len(ids) > 20 else "")
+    raise ConfigError(f"no model given and {where} serves several: pass --model one of {listed}")
+
+
 def build_llm(
     config: LLMConfig,
     *,
@@ -301,8 +340,9 @@ def build_llm(
         The model, or None when nothing is configured (print `NOT_CONFIGURED_HINT`).
 
     Raises:
-        ConfigError: an unknown spec or backend option, a URL without a model, or a model
-            without a URL or key.
+        ConfigError: an unknown spec or backend option, a URL without a model whose server
+            serves several models (listed), none, or cannot list them, or a model without a
+            URL or key.
         LLMUnavailable: the local backend is requested but unusable (extra or file missing).
     """
     base: LLM
@@ -311,12 +351,7 @@ def build_llm(
     elif not config.configured:
         return None
     else:
-        if not config.model:
-            raise ConfigError(
-                f"an LLM URL is set ({config.url}, from {config.sources.get('url')}) but no "
-                "model: pass --model NAME or set TABLEQUEST_LLM_MODEL"
-            )
-        url = config.url
+        url = with_scheme(config.url) if config.url else None
         if not url:
             if not config.api_key:
                 raise ConfigError(
@@ -324,9 +359,10 @@ def build_llm(
                     "http://HOST:PORT/v1 or set TABLEQUEST_LLM_URL (or an API key for OpenAI)"
                 )
             url = OPENAI_URL
+        model = config.model or served_model(url, config)
         base = OpenAICompatible(
             url,
-            config.model,
+            model,
             config.api_key,
             timeout=config.timeout,
             max_retries=config.max_retries,

@@ -246,6 +246,15 @@ class ModelServer:
 
     # -- endpoints ---------------------------------------------------------------------------
 
+    def model_ids(self, *, timeout: float | None = None) -> list[str]:
+        """Every model id ``GET /v1/models`` lists, in its order."""
+        url = f"{self.base_url}/models"
+        listed = self.request_json("GET", url, timeout=timeout)
+        try:
+            return [str(item["id"]) for item in listed["data"]]
+        except (KeyError, TypeError) as exc:
+            raise self._malformed(url, "no model list", exc) from exc
+
     def first_model(self, *, timeout: float | None = None) -> str:
         """The first model ``GET /v1/models`` lists."""
         url = f"{self.base_url}/models"

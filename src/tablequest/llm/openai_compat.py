@@ -181,6 +181,16 @@ class OpenAICompatible(LLM):
     def describe(self) -> dict[str, str]:
         return {"backend": "openai", "url": self.base_url, "model": self.model}
 
+    def _served(self) -> str:
+        """What to pass as --model instead: the models the server lists (best effort)."""
+        try:
+            ids = self.server.model_ids(timeout=5)
+        except Exception:  # the hint must never hide the error it explains
+            return "check --model"
+        if not ids:
+            return "check --model (the server lists no model)"
+        return "it serves: " + ", ".join(ids[:20]) + (" …" if len(ids) > 20 else "")
+
     def close(self) -> None:
         self._client.close()
         self.server.close()
@@ -381,7 +391,7 @@ class OpenAICompatible(LLM):
         try:
             return self._client.chat.completions.create(
                 model=self.model,
-                messages=msgs,  # type: ignore[arg-type]
+                messages=msgs,
                 timeout=openai.Timeout(silence, connect=min(silence, 10.0)),
                 **call,
                 **extra,
@@ -509,7 +519,7 @@ class OpenAICompatible(LLM):
         if status in (400, 404, 422) and UNKNOWN_MODEL.search(detail):
             raise ModelUnreachable(
                 f"{where} does not serve the model {self.model!r} (HTTP {status}: "
-                f"{detail[:200]}); check --model",
+                f"{detail[:200]}); {self._served()}",
                 **kw,
             ) from exc
         if status in (401, 403):

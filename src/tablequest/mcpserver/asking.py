@@ -26,9 +26,7 @@ from tablequest.errors import RunError, UsageError
 from tablequest.llm import NOT_CONFIGURED_HINT
 from tablequest.mcpserver.tools import NoSuchTable
 from tablequest.methods import Task
-from tablequest.serve.api import scrubber
-from tablequest.serve.asks import AskJob
-from tablequest.serve.state import AskSpec, ServerState
+from tablequest.service import AskJob, AskSpec, ServerState
 
 __all__ = ["AskOutcome", "NoModel", "run_ask", "run_research"]
 
@@ -69,7 +67,7 @@ async def _finish(state: ServerState, job: AskJob) -> tuple[dict[str, Any], dict
     finally:
         if not job.done:
             job.cancel("the MCP client went away")
-    scrub = scrubber(state)
+    scrub = state.scrubber()
     if job.result is None:
         raise AskFailed(scrub.text((job.error or {}).get("message", "the ask failed")))
     raw = job.result.to_json()

@@ -11,17 +11,34 @@ started on the first call and shared by all calls.
 Choices (ours): at most `MAX_TABLES` tables and `MAX_CODE_CHARS` characters of code a call;
 the per-run timeout defaults to DTR's ``exec_timeout`` (20 s) and may be raised to 60 s.
 Names must be Python identifiers that are not keywords and do not start with ``_``.
+
+Host-side cost (issue 40: a 10M-cell table took 31.7 s with ``timeout: 5``, and 231 s and
+2.4 GB bound under 8 names): the timeout covers the whole call — the wait for a worker
+(`tablequest.mcpserver.pandaspool`), loading and converting the tables, and the run, which
+gets what is left. Each table is converted once per call however many names it is bound to
+(one DataFrame, encoded once for the child), and `TableTools` refuses tables holding more
+than ``[serve] pandas_cells`` cells before loading any. A call past its timeout before its
+code ran comes back as a ``TimeoutError`` like a run's own. One table's conversion is not
+interrupted: the cells budget bounds it. What comes back (stdout, value, error) has the
+server's folders cut off (`scrub_run`): a child's traceback names the Python install and the
+sandbox's folder.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import keyword
+import sys
+import tempfile
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pandas as pd
 
+import tablequest
 from tablequest.errors import UsageError
 from tablequest.methods import (
     Binding,
@@ -32,7 +49,10 @@ from tablequest.methods import (
 from tablequest.sandbox import ExecResult, Sandbox
 from tablequest.table import CellRef, Table
 
-__all__ = ["MAX_CODE_CHARS", "MAX_TABLES", "CodeRunner", "PandasRun", "check_names"]
+__all__ = [
+    "MAX_CODE_CHARS", "MAX_TABLES", "CodeRunner", "PandasRun", "check_names", "host_folders",
+    "scrub_run", "timed_out",
+]  # fmt: skip
 
 MAX_TABLES = 8
 MAX_CODE_CHARS = 20_000
@@ -94,6 +114,36 @@ def check_names(names: Mapping[str, object]) -> None:
             )
 
 
+def timed_out(started: float, timeout: float, what: str) -> PandasRun:
+    """A call that ran out of its timeout before its code ran, as a run's own timeout reads."""
+    spent = time.monotonic() - started
+    error = (
+        f"TimeoutError: {what} took {spent:.1f} s of the call's timeout ({timeout:g} s); "
+        "bind fewer or smaller tables, or retry when the server is less busy"
+    )
+    return PandasRun(ExecResult(ok=False, error=error, seconds=spent), {})
+
+
+def host_folders() -> list[str]:
+    """Server folders a child's output can name: the Python install (a traceback's frames),
+    tablequest's own source, the temporary folder (the sandbox's session folder)."""
+    source = Path(tablequest.__file__).resolve().parents[1]
+    found = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(source), tempfile.gettempdir()}
+    return sorted(found)
+
+
+def scrub_run(run: PandasRun, text: Callable[[str], str]) -> PandasRun:
+    """`run` with `text` (a `Scrubber`'s) applied to the child's stdout, value and error."""
+    result = run.result
+    scrubbed = dataclasses.replace(
+        result,
+        stdout=text(result.stdout),
+        value=None if result.value is None else text(result.value),
+        error=None if result.error is None else text(result.error),
+    )
+    return dataclasses.replace(run, result=scrubbed)
+
+
 class CodeRunner:
     """Runs code over tables in one shared, lazily started `Sandbox`."""
 
@@ -115,20 +165,37 @@ class CodeRunner:
         tables: Mapping[str, Table],
         timeout: float,
         ids: Mapping[str, str] | None = None,
+        *,
+        started: float | None = None,
     ) -> PandasRun:
         """Bind `tables` by name, run `code` once, end the session. `ids` names each bound
-        table's id (the evidence's ``table_id``; the bound name when not given).
+        table's id (the evidence's ``table_id``; the bound name when not given). `timeout`
+        counts from `started` (`time.monotonic()`; default now): converting the tables
+        (each `Table` object once, whatever names it has) and starting the session spend it.
 
         Raises:
             BadFrameName: see `check_names`.
             SandboxError: the sandbox cannot start or is busy (its message says why).
         """
         check_names(tables)
-        frames: dict[str, pd.DataFrame] = {n: t.to_dataframe() for n, t in tables.items()}
+        started = time.monotonic() if started is None else started
+        deadline = started + timeout
+        converted: dict[int, pd.DataFrame] = {}
+        for table in tables.values():
+            if id(table) not in converted:
+                if time.monotonic() >= deadline:
+                    return timed_out(started, timeout, "binding the tables")
+                converted[id(table)] = table.to_dataframe()
+        frames = {n: converted[id(t)] for n, t in tables.items()}
+        if time.monotonic() >= deadline:
+            return timed_out(started, timeout, "binding the tables")
         with self._lock:
             self.runs += 1
         with self._box().session(frames) as session:
-            result = session.run(code, timeout=timeout)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return timed_out(started, timeout, "starting the sandbox")
+            result = session.run(code, timeout=left)
         shapes = {n: (len(f), len(f.columns)) for n, f in frames.items()}
         bindings = {
             n: Binding.of(n, (ids or {}).get(n, n), t, [str(c) for c in frames[n].columns])

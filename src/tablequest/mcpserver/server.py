@@ -13,7 +13,8 @@ with a message — `CheckedServer` — never a crash):
   run by `tablequest.corpus.storage.sql.SqlRunner`; its description lists the first
   relations with their typed columns, read when the server starts),
 - ``run_pandas`` (code over named tables in the methods' sandbox; figures come back as PNG
-  images: `tablequest.mcpserver.sandboxed`),
+  images: `tablequest.mcpserver.sandboxed`; on a pool of its own with a per-session limit,
+  `tablequest.mcpserver.pandaspool`, so a flood of it never delays the reading tools),
 - ``ask`` (a registered method with the server's model) and ``research`` (DTR's report and
   charts): `tablequest.mcpserver.asking`.
 
@@ -57,15 +58,21 @@ from pydantic import Field, ValidationError
 import tablequest
 from tablequest.errors import TablequestError, internal_message
 from tablequest.mcpserver.asking import AskOutcome, OptionValue, run_ask, run_research
-from tablequest.mcpserver.sandboxed import DEFAULT_TIMEOUT, MAX_CODE_CHARS, MAX_TABLES, MAX_TIMEOUT
+from tablequest.mcpserver.sandboxed import (
+    DEFAULT_TIMEOUT,
+    MAX_CODE_CHARS,
+    MAX_TABLES,
+    MAX_TIMEOUT,
+    host_folders,
+)
 from tablequest.mcpserver.tools import SQL_TIMEOUT, TableTools
 from tablequest.mcpserver.window import DEFAULT_CHARS, MAX_CHARS
 from tablequest.methods import cell_json
-from tablequest.serve.api import scrubber
-from tablequest.serve.models import DEFAULT_ENCODER, TABLE_ID, validation_text
-from tablequest.serve.state import ServerState
+from tablequest.service import DEFAULT_ENCODER, TABLE_ID, ServerState, validation_text
 
-__all__ = ["INSTRUCTIONS", "PAGE", "CheckedServer", "build_server", "sql_description"]
+__all__ = [
+    "INSTRUCTIONS", "PAGE", "CheckedServer", "build_server", "session_key", "sql_description",
+]  # fmt: skip
 
 log = logging.getLogger("tablequest.mcp")
 
@@ -112,21 +119,34 @@ Options = Annotated[
 
 
 @contextlib.contextmanager
-def _tool_errors(state: ServerState) -> Iterator[None]:
+def _tool_errors(state: ServerState, *folders: str) -> Iterator[None]:
     """Turn tablequest's errors (and a table or column not found) into tool errors, with
-    server paths cut off; any other exception is a bug: logged, and reported as an internal
-    error naming its type and the log's id."""
+    server paths (and `folders`) cut off; any other exception is a bug: logged, and reported
+    as an internal error naming its type and the log's id."""
     try:
         yield
     except ToolError:
         raise
     except (TablequestError, KeyError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-        raise ToolError(scrubber(state).text(str(message))) from None
+        raise ToolError(state.scrubber(*folders).text(str(message))) from None
     except Exception as exc:
         ref = secrets.token_hex(4)
         log.error("internal error %s in an MCP tool", ref, exc_info=exc)
         raise ToolError(internal_message(exc, where=f"logged as {ref}", detail=False)) from None
+
+
+def session_key(ctx: Context[Any, Any]) -> str:
+    """Which client a call belongs to, for the per-session limit of ``run_pandas``: its
+    ``Mcp-Session-Id`` where the protocol has sessions (the SDK serves only ids it issued);
+    over stateless HTTP (protocol 2026-07-28, a connection per request) the client's
+    address; over stdio (one client per process) one key."""
+    headers = ctx.headers or {}
+    sid = headers.get("mcp-session-id")
+    if sid:
+        return f"session:{sid}"
+    host = getattr(getattr(ctx.request_context.request, "client", None), "host", None)
+    return f"address:{host}" if host else "local"
 
 
 def _image(png: bytes) -> ImageContent:
@@ -302,16 +322,19 @@ def _reading_tools(server: MCPServer, state: ServerState, tools: TableTools) -> 
         "computed | untracked) with verified (verified | unverified | contradicted: whether "
         "the value recomputes from those cells) and verification (why)."
     )
-    def run_pandas(
+    async def run_pandas(
         code: Annotated[str, Field(min_length=1, max_length=MAX_CODE_CHARS)],
         tables: Annotated[
             dict[str, Annotated[str, Field(pattern=TABLE_ID)]],
             Field(max_length=MAX_TABLES, description="Variable name → table id."),
         ],
+        ctx: Context[Any, Any],
         timeout: Annotated[float, Field(ge=1, le=MAX_TIMEOUT)] = DEFAULT_TIMEOUT,
     ) -> CallToolResult:
-        with _tool_errors(state):
-            run = tools.run_pandas(code, tables, timeout)
+        # asynchronous: the work runs on the sandbox pool, never on the threads reads use
+        with _tool_errors(state, *host_folders()):
+            session = session_key(ctx)
+            run = await tools.run_pandas_in_pool(code, tables, timeout, session=session)
         result = run.result
         data = {
             "ok": result.ok, "stdout": result.stdout, "value": result.value,
@@ -373,7 +396,7 @@ def _resources(server: MCPServer, state: ServerState, tools: TableTools) -> None
         try:
             window, _ = tools.get_table(table_id, max_chars=DEFAULT_CHARS)
         except TablequestError as exc:
-            raise ResourceNotFoundError(scrubber(state).text(str(exc))) from None
+            raise ResourceNotFoundError(state.scrubber().text(str(exc))) from None
         return window.text
 
     async def list_resources(

@@ -9,8 +9,7 @@ from mcp.server.mcpserver import MCPServer
 from tablequest.llm import LLM
 from tablequest.mcpserver.server import build_server
 from tablequest.mcpserver.tools import TableTools
-from tablequest.serve.config import ServeConfig
-from tablequest.serve.state import ServerState
+from tablequest.service import ServeConfig, ServerState
 
 __all__ = ["McpService", "open_service"]
 

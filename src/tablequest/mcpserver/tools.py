@@ -1,9 +1,9 @@
 """The library side of the MCP tools that read: list, search and show tables, run SQL and pandas.
 
-`TableTools` wraps one `tablequest.serve.state.ServerState` — the object behind every route
+`TableTools` wraps one `tablequest.service.ServerState` — the object behind every route
 of ``tablequest serve`` — so an MCP client reads exactly what an HTTP client reads: the
 same read-only store generations, table sources relative to the corpus root (never a
-server path), the same search code (`tablequest.serve.api.run_search`, any registered
+server path), the same search code (`tablequest.service.run_search`, any registered
 retriever, matched rows per hit) and the same row cap for one table request
 (`Limits.max_table_rows`). Nothing a client sends is used as a path: tables are named by
 their ids, which are looked up in the store.
@@ -16,6 +16,9 @@ when an ingest makes a new generation, the next query gets a new runner and the 
 closed once its last query ends. `get_table`'s sort, filters and facets run on the table's
 relation through `tablequest.corpus.storage.browse` and render as any window.
 
+`run_pandas` runs on a pool of its own (`tablequest.mcpserver.pandaspool`, issue 40), each
+table loaded once and within ``[serve] pandas_cells``.
+
 Every method returns plain data (dicts, `Window`, `PandasRun`); `tablequest.mcpserver.server`
 turns them into MCP results and every `TablequestError` into a tool error (any other
 exception into an internal-error one).
@@ -25,30 +28,46 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from tablequest.corpus import Column, Relation, SqlError, SqlRunner, browse, json_value
+from tablequest.corpus import (
+    Column,
+    Relation,
+    SqlError,
+    SqlRunner,
+    browse,
+    json_value,
+    streamed_rows,
+)
 from tablequest.errors import BadValue, UsageError
-from tablequest.mcpserver.sandboxed import CodeRunner, PandasRun, check_names
+from tablequest.mcpserver.pandaspool import PandasPool
+from tablequest.mcpserver.sandboxed import (
+    CodeRunner,
+    PandasRun,
+    check_names,
+    host_folders,
+    scrub_run,
+    timed_out,
+)
 from tablequest.mcpserver.window import (
     DEFAULT_CHARS,
+    Body,
     Format,
     Selection,
     Window,
     WindowError,
     table_window,
+    window_rows,
 )
 from tablequest.sandbox import Sandbox
-from tablequest.serve.api import run_search
-from tablequest.serve.state import ServerState
-from tablequest.serve.stores import ReadStore
-from tablequest.table import Table
+from tablequest.service import ReadStore, ServerState, TableInfo, run_search
 
-__all__ = ["NoSuchTable", "SqlRunners", "TableTools", "sql_overview"]
+__all__ = ["NoSuchTable", "SqlRunners", "TableTools", "TooManyCells", "sql_overview"]
 
 SQL_TIMEOUT = 10.0
 """Seconds one `query_sql` query may run (then it is interrupted)."""
@@ -65,6 +84,13 @@ class NoSuchTable(UsageError):
     """A table id the store does not hold."""
 
 
+class TooManyCells(BadValue):
+    """The tables of one `run_pandas` call hold more cells than the server binds."""
+
+    http_status = 422
+    code = "over_server_limit"
+
+
 class TableTools:
     """`list_tables`, `search_tables`, `get_table` and `run_pandas` over a `ServerState`."""
 
@@ -72,6 +98,9 @@ class TableTools:
         self.state = state
         # run_pandas runs in the methods' sandbox, with the server's [sandbox] isolation
         self.runner = runner or CodeRunner(lambda: Sandbox.from_settings(state.settings))
+        limits = state.config.limits
+        # run_pandas has threads of its own: a flood of it never holds the reads' threads
+        self.pool = PandasPool(limits.pandas_workers, limits.pandas_per_session)
         self.sql = SqlRunners()
 
     def list_tables(self, *, filter: str | None, offset: int, limit: int) -> dict[str, Any]:
@@ -180,7 +209,10 @@ class TableTools:
         cap = self.state.config.limits.max_table_rows
         n = min(limit or cap, cap)
         with self.state.stores.reader() as store:
-            table, source = self._table(store, table_id)
+            source = self._table_info(store, table_id).name
+            streamed = streamed_rows(store, table_id)  # read a page at a time, never whole
+            table = store.get(table_id) if streamed is None else None
+            n_all = table.n_rows if table is not None else streamed or 0
             selection: Selection | None = None
             counts: dict[str, list[dict[str, Any]]] = {}
             if sort is not None or filters or facets:
@@ -200,11 +232,14 @@ class TableTools:
                     col = _column(relation, name).name
                     values = browse.facets(store, table_id, col, k=FACET_VALUES, where=filters)
                     counts[col] = [{"value": _short(v), "count": c} for v, c in values]
-            extra = _facets_text(counts, selection, table.n_rows) if fmt == "markdown" else ""
+            extra = _facets_text(counts, selection, n_all) if fmt == "markdown" else ""
             room = len(extra) or (len(json.dumps(counts, ensure_ascii=False)) + 12 if counts else 0)
+            whole = None if table is not None else Body(n_all, range(n_all))
+            if table is None:
+                table = store.get_rows(table_id, window_rows(n_all, rows, offset, n, selection))
             window = table_window(
                 table, table_id, offset=offset, limit=n, rows=rows, columns=columns, fmt=fmt,
-                max_chars=max(1, max_chars - room), selection=selection,
+                max_chars=max(1, max_chars - room), selection=selection, whole=whole,
             )  # fmt: skip
         if counts:
             window.data["facets"] = counts
@@ -215,27 +250,76 @@ class TableTools:
         window.data["source"] = source
         return window, source
 
-    def run_pandas(self, code: str, tables: Mapping[str, str], timeout: float) -> PandasRun:
-        """Run `code` with each table id of `tables` bound to its name (`CodeRunner.run`).
+    async def run_pandas_in_pool(
+        self, code: str, tables: Mapping[str, str], timeout: float, *, session: object
+    ) -> PandasRun:
+        """`run_pandas` on the sandbox pool (`PandasPool`), counted against `session`; the
+        wait for a worker spends the call's timeout.
+
+        Raises:
+            TooManyRuns: `session` has its limit of calls running or waiting.
+            As `run_pandas`.
+        """
+        started = time.monotonic()
+        return await self.pool.run(
+            session, lambda: self.run_pandas(code, tables, timeout, started=started)
+        )
+
+    def run_pandas(
+        self,
+        code: str,
+        tables: Mapping[str, str],
+        timeout: float,
+        *,
+        started: float | None = None,
+    ) -> PandasRun:
+        """Run `code` with each table id of `tables` bound to its name (`CodeRunner.run`):
+        each table loaded once, within the cells budget, the call within `timeout` seconds
+        of `started` (default now); the child's output scrubbed of server folders.
 
         Raises:
             NoSuchTable, BadFrameName, SandboxError: see `CodeRunner.run`.
+            TooManyCells: the tables hold more than the server's ``pandas_cells``.
         """
+        started = time.monotonic() if started is None else started
         check_names(tables)
+        if time.monotonic() - started >= timeout:
+            return timed_out(started, timeout, "waiting for one of the server's run_pandas workers")
+        unique = list(dict.fromkeys(tables.values()))
         with self.state.stores.reader() as store:
-            frames = {name: self._table(store, tid)[0] for name, tid in tables.items()}
-        return self.runner.run(code, frames, timeout, ids=dict(tables))
+            for tid in unique:
+                self._table_info(store, tid)
+            self._check_cells(store, unique)
+            loaded = {tid: store.get(tid) for tid in unique}
+        frames = {name: loaded[tid] for name, tid in tables.items()}
+        run = self.runner.run(code, frames, timeout, ids=dict(tables), started=started)
+        return scrub_run(run, self.state.scrubber(*host_folders()).text)
+
+    def _check_cells(self, store: ReadStore, table_ids: Sequence[str]) -> None:
+        """Refuse tables whose cells (each table once) exceed `Limits.pandas_cells`."""
+        budget = self.state.config.limits.pandas_cells
+        infos = [store.snapshot.info[tid] for tid in table_ids]
+        cells = sum(i.n_rows * i.n_cols for i in infos)
+        if cells > budget:
+            shapes = ", ".join(f"{i.table_id}: {i.n_rows:,} rows × {i.n_cols:,} columns"
+                               for i in infos)  # fmt: skip
+            raise TooManyCells(
+                f"run_pandas binds at most {budget:,} cells a call (the server's [serve] "
+                f"pandas_cells); these tables hold {cells:,} ({shapes}): bind fewer or "
+                "smaller tables, or select the rows you need with query_sql"
+            )
 
     @staticmethod
-    def _table(store: ReadStore, table_id: str) -> tuple[Table, str]:
+    def _table_info(store: ReadStore, table_id: str) -> TableInfo:
         info = store.snapshot.info.get(table_id)
         if info is None:
             raise NoSuchTable(
                 f"no table {table_id!r} in the store: list_tables and search_tables give ids"
             )
-        return store.get(table_id), info.name
+        return info
 
     def close(self) -> None:
+        self.pool.close()
         self.runner.close()
         self.sql.close()
 

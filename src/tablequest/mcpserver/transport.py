@@ -2,27 +2,54 @@
 
 stdio: the protocol owns stdout, so nothing else is ever printed there (logs go to stderr).
 
-HTTP (``--http HOST:PORT``): the SDK's Streamable HTTP app at ``/mcp``, behind two layers:
-`BearerGate` (every request carries ``Authorization: Bearer TOKEN``, compared in constant
-time by `tablequest.serve.security.token_matches`; else 401 with ``WWW-Authenticate:
-Bearer``) inside `tablequest.serve.security.Guard` (loopback Host check, body limits and
-timeouts, security headers, the access log without query strings) — so the MCP endpoint is
-held to ``tablequest serve``'s rules, with the token from the same token file. Unlike
-``serve`` there are no pages and no cookie login: an MCP client sends the header.
+HTTP (``--http HOST:PORT``): the SDK's Streamable HTTP app at ``/mcp``, held to ``tablequest
+serve``'s rules with the same code (`tablequest.service`), with the token from the same token
+file. From the socket in:
+
+- the connection protocol of `uvicorn_options` (`uvicorn_config`): a request head must be
+  complete within ``[serve] header_timeout``, and at most ``max_connections`` sockets are
+  open, the one waiting longest for its head closed first to make room, so half-open sockets
+  cannot lock out a client with the token (issue 40);
+- `tablequest.service.Guard`: loopback Host names only on a loopback bind, body limits and
+  ``body_timeout``, security headers, the access log without query strings;
+- `OriginGate`: a browser's ``Origin`` must be allowed (``--allow-origin``; loopback origins
+  on a loopback bind), else 403, as the MCP specification asks of servers (issue 40). It
+  replaces the SDK's own check, which only knew loopback binds;
+- `BearerGate`: every request carries ``Authorization: Bearer TOKEN``, compared in constant
+  time (`tablequest.service.token_matches`), else 401 with ``WWW-Authenticate: Bearer``;
+- `tablequest.service.Admission`: requests (``max_requests``, then 503) and event streams
+  (``max_streams``, then 429) at once, and streams whose client stopped reading dropped.
+
+Unlike ``serve`` there are no pages and no cookie login: an MCP client sends the header.
 """
 
 from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from tablequest.mcpserver.service import McpService
-from tablequest.serve.config import ServeError, check_bind
-from tablequest.serve.security import Guard, token_matches
+from tablequest.service import (
+    Admission,
+    Guard,
+    ServeError,
+    check_bind,
+    is_loopback,
+    normalize_origin,
+    token_matches,
+    uvicorn_options,
+)
 
-__all__ = ["BearerGate", "http_app", "parse_bind", "run_http", "run_stdio"]
+if TYPE_CHECKING:
+    import uvicorn
+
+__all__ = [
+    "BearerGate", "OriginGate", "http_app", "parse_bind", "run_http", "run_stdio",
+    "uvicorn_config",
+]  # fmt: skip
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -49,22 +76,61 @@ class BearerGate:
             await self.app(scope, receive, send)
             return
         why = "wrong token" if header else "a token is required"
-        body = json.dumps(
-            {"error": {"code": "unauthorized", "message": f"{why}: send Authorization: "
-                       "Bearer TOKEN (the token file is printed by `tablequest mcp --http`)"}}
-        ).encode()  # fmt: skip
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                    (b"www-authenticate", b"Bearer"),
-                ],
-            }
+        message = (
+            f"{why}: send Authorization: Bearer TOKEN (the token file is printed by "
+            "`tablequest mcp --http`)"
         )
-        await send({"type": "http.response.body", "body": body})
+        await _refuse(send, 401, "unauthorized", message, [(b"www-authenticate", b"Bearer")])
+
+
+class OriginGate:
+    """Refuses a request whose ``Origin`` header is not allowed (403, JSON body).
+
+    Allowed: no ``Origin`` (a client that is not a browser page), an origin in `allowed`
+    (spelled by `normalize_origin`), and on a loopback bind any loopback origin. ``null`` (a
+    sandboxed page, a local file) and malformed origins are refused.
+    """
+
+    def __init__(self, app: ASGIApp, *, allowed: Iterable[str], loopback: bool) -> None:
+        self.app = app
+        self.allowed = frozenset(allowed)
+        self.loopback = loopback
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        origin = dict(scope.get("headers") or []).get(b"origin")
+        if origin is None or self.allows(origin.decode("latin-1")):
+            await self.app(scope, receive, send)
+            return
+        shown = origin.decode("latin-1")[:200]
+        message = (
+            f"pages of origin {shown!r} may not call this server; its operator can allow "
+            "them with `tablequest mcp --http … --allow-origin ORIGIN`"
+        )
+        await _refuse(send, 403, "forbidden_origin", message)
+
+    def allows(self, origin: str) -> bool:
+        """Whether pages of `origin` (an ``Origin`` header's value) may call the server."""
+        try:
+            key = normalize_origin(origin)
+        except ServeError:
+            return False
+        return key in self.allowed or (self.loopback and is_loopback(urlsplit(key).hostname or ""))
+
+
+async def _refuse(
+    send: Send, status: int, code: str, message: str, headers: list[Any] | None = None
+) -> None:
+    body = json.dumps({"error": {"code": code, "message": message}}).encode()
+    start = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        *(headers or []),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": start})
+    await send({"type": "http.response.body", "body": body})
 
 
 def parse_bind(value: str) -> tuple[str, int]:
@@ -80,34 +146,44 @@ def parse_bind(value: str) -> tuple[str, int]:
 
 
 def http_app(service: McpService) -> ASGIApp:
-    """The Streamable HTTP app at ``/mcp`` behind `BearerGate` and `Guard`.
+    """The Streamable HTTP app at ``/mcp`` behind the layers of the module doc.
 
     Raises:
         ServeError: no token (HTTP always needs one), or too short.
     """
+    from mcp.server.transport_security import TransportSecuritySettings
+
     config = service.state.config
     if not config.token:
         raise ServeError("the MCP HTTP endpoint needs a token (--token-file)")
     check_bind(config.host, config.token)
+    # Host and Origin are checked on every bind by Guard and OriginGate, not by the SDK
+    own_checks = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     inner = service.server.streamable_http_app(
         streamable_http_path=PATH, host=config.host,
-        max_request_body_size=config.limits.max_body_bytes,
+        max_request_body_size=config.limits.max_body_bytes, transport_security=own_checks,
     )  # fmt: skip
-    gated = BearerGate(inner, config.token)
-    return Guard(gated, token=None, host=config.host, limits=config.limits)
+    counted = Admission(inner, limits=config.limits)  # after the token: only clients count
+    gated = BearerGate(counted, config.token)
+    origins = OriginGate(gated, allowed=config.allow_origins, loopback=is_loopback(config.host))
+    return Guard(origins, token=None, host=config.host, limits=config.limits)
+
+
+def uvicorn_config(service: McpService) -> uvicorn.Config:
+    """uvicorn's configuration for `service` over HTTP: ``tablequest serve``'s connection
+    protocol and settings (`uvicorn_options`: request-head deadline, connection budget)."""
+    import uvicorn
+
+    options = uvicorn_options(service.state.config)
+    return uvicorn.Config(http_app(service), log_level="warning", lifespan="on", **options)
 
 
 def run_http(service: McpService, *, sock: socket.socket | None = None) -> None:
     """Serve over Streamable HTTP until interrupted; closes `service` at the end."""
     import uvicorn
 
-    config = service.state.config
-    uv = uvicorn.Config(
-        http_app(service), host=config.host, port=config.port, log_level="warning",
-        lifespan="on", timeout_keep_alive=5,
-    )  # fmt: skip
     try:
-        uvicorn.Server(uv).run(sockets=[sock] if sock is not None else None)
+        uvicorn.Server(uvicorn_config(service)).run(sockets=[sock] if sock is not None else None)
     finally:
         service.close()
 

@@ -23,6 +23,10 @@ runs them on the table's relation) come as a `Selection`: the page's row ids in 
 how many rows match and where the page starts. The window renders those rows as any other
 (`Table.take_rows` keeps the header, title and merges), `next_offset` pages through the matching
 rows, and the markdown note names the filters and the sort with the row ids.
+
+A streamed table (`tablequest.corpus.storage.streaming.streamed_rows`) is never read whole:
+`get_table` reads only the rows `window_rows` names and passes `whole` (`Body`: the row
+count and ids ``range(n)``), so the window, notes and `next_offset` are as for the whole.
 """
 
 from __future__ import annotations
@@ -35,7 +39,16 @@ from typing import Any, Literal
 from tablequest.errors import UsageError
 from tablequest.table import Rendered, Table, render
 
-__all__ = ["DEFAULT_CHARS", "MAX_CHARS", "Selection", "Window", "WindowError", "table_window"]
+__all__ = [
+    "DEFAULT_CHARS",
+    "MAX_CHARS",
+    "Body",
+    "Selection",
+    "Window",
+    "WindowError",
+    "table_window",
+    "window_rows",
+]
 
 DEFAULT_CHARS = 40_000
 MAX_CHARS = 250_000
@@ -73,6 +86,28 @@ class Selection:
         }  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Body:
+    """A table's body rows, how many and their ids: the table's own, or for a table read a
+    page at a time (a streamed one, `streamed_rows`) all of them (`range(n_rows)`) while
+    the table given to `table_window` holds only the rows it shows."""
+
+    n_rows: int
+    row_ids: Sequence[int]
+
+
+def window_rows(
+    n_rows: int, rows: Sequence[int] | None, offset: int, limit: int, selection: Selection | None
+) -> list[int]:
+    """The body rows a window of a table with row ids ``0..n_rows-1`` can show: what to read
+    of a streamed table (rows it does not have are left out: `table_window` names them)."""
+    if selection is not None:
+        return list(selection.row_ids)
+    if rows is None:
+        return list(range(n_rows)[offset : offset + limit])
+    return [r for r in sorted(set(rows)) if 0 <= r < n_rows][:limit]
+
+
 def _column_ids(table: Table, columns: Sequence[int | str] | None) -> list[int] | None:
     """Column ids for `columns` (ids, or flat names as `Table.columns` spells them)."""
     if not columns:
@@ -92,15 +127,15 @@ def _column_ids(table: Table, columns: Sequence[int | str] | None) -> list[int] 
     return sorted(set(out))
 
 
-def _row_ids(table: Table, rows: Sequence[int] | None, offset: int, limit: int) -> list[int]:
+def _row_ids(body: Body, rows: Sequence[int] | None, offset: int, limit: int) -> list[int]:
     if rows is None:
-        return list(table.row_ids[offset : offset + limit])
-    known = set(table.row_ids)
+        return list(body.row_ids[offset : offset + limit])
+    known = body.row_ids if isinstance(body.row_ids, range) else set(body.row_ids)
     missing = [r for r in rows if r not in known]
     if missing:
         raise WindowError(
             f"no body row {missing[0]!r} in this table: its row ids are "
-            f"{_id_range(table.row_ids)} (header rows are always returned)"
+            f"{_id_range(body.row_ids)} (header rows are always returned)"
         )
     return sorted(set(rows))[:limit]
 
@@ -108,6 +143,8 @@ def _row_ids(table: Table, rows: Sequence[int] | None, offset: int, limit: int) 
 def _id_range(ids: Sequence[int]) -> str:
     if not ids:
         return "none (the table has no body rows)"
+    if isinstance(ids, range) and ids.step == 1:
+        return f"{ids[0]}..{ids[-1]}"
     return f"{ids[0]}..{ids[-1]}" if list(ids) == list(range(ids[0], ids[-1] + 1)) else "listed"
 
 
@@ -132,26 +169,29 @@ def table_window(
     fmt: Format = "markdown",
     max_chars: int = DEFAULT_CHARS,
     selection: Selection | None = None,
+    whole: Body | None = None,
 ) -> Window:
     """The window of `table` described in the module doc; with `selection`, its rows (in its
-    order) instead of `offset`, `limit` and `rows`.
+    order) instead of `offset`, `limit` and `rows`. With `whole`, `table` holds only the
+    rows the window shows (`window_rows`) and `whole` says what the table's body is.
 
     Raises:
         WindowError: a row or column id (or name) the table does not have.
     """
+    body = whole or Body(table.n_rows, table.row_ids)
     cols = _column_ids(table, columns)
     if selection is not None:
         part = table.take_rows(selection.row_ids).sub_table(cols=cols)
         rows, offset = None, selection.offset
     else:
-        part = table.sub_table(rows=_row_ids(table, rows, offset, limit), cols=cols)
+        part = table.sub_table(rows=_row_ids(body, rows, offset, limit), cols=cols)
     title = f"### {part.title}\n\n" if part.title else ""
     if fmt == "markdown":
         rendered = render(part, "markdown")
         fixed = len(title) + sum(len(h) + 1 for h in rendered.head)
         keep = _fit(rendered.rows, fixed, max_chars) if rendered.rows else 0
         keep = _fit_note(
-            table, part.row_ids, rendered.rows, keep, fixed, max_chars, rows, offset, selection
+            body, part.row_ids, rendered.rows, keep, fixed, max_chars, rows, offset, selection
         )
     else:
         lines = [json.dumps(list(r), ensure_ascii=False) for r in part.body]
@@ -161,12 +201,12 @@ def table_window(
     if cut:
         part = part.sub_table(rows=list(part.row_ids[:keep]))
     data: dict[str, Any] = {
-        "table_id": table_id, "title": table.title, "n_rows": table.n_rows,
+        "table_id": table_id, "title": table.title, "n_rows": body.n_rows,
         "n_cols": table.n_cols, "n_header_rows": part.n_header_rows,
         "n_header_cols": part.n_header_cols,
         "header_paths": [list(part.header_path(j)) for j in range(part.n_cols)],
         "col_ids": list(part.col_ids), "row_ids": list(part.row_ids), "format": fmt,
-        "cut_by_size": cut, "next_offset": _after(table, part.n_rows, rows, offset, selection),
+        "cut_by_size": cut, "next_offset": _after(body, part.n_rows, rows, offset, selection),
     }  # fmt: skip
     if selection is not None:
         data.update(selection.to_json())
@@ -178,53 +218,53 @@ def table_window(
         data["rows"] = [list(r) for r in part.body]
         return Window(json.dumps(data, ensure_ascii=False), data)
     shown = Rendered(rendered.head, rendered.rows[:keep], ())
-    note = _rows_note(table, part.row_ids, data["next_offset"], selection)
+    note = _rows_note(body, part.row_ids, data["next_offset"], selection)
     return Window(title + shown.text + note, data)
 
 
 def _after(
-    table: Table, kept: int, rows: Sequence[int] | None, offset: int, selection: Selection | None
+    body: Body, kept: int, rows: Sequence[int] | None, offset: int, selection: Selection | None
 ) -> int | None:
     if rows is not None or not kept:
         return None
     after = offset + kept
-    return after if after < (table.n_rows if selection is None else selection.total) else None
+    return after if after < (body.n_rows if selection is None else selection.total) else None
 
 
 def _rows_note(
-    table: Table, row_ids: Sequence[int], next_offset: int | None, selection: Selection | None
+    body: Body, row_ids: Sequence[int], next_offset: int | None, selection: Selection | None
 ) -> str:
     """A line under a markdown window that is not the whole table: which body rows it shows
     (their ids, to cite cells by) and where the next page starts — the model reads the text,
     not always the structured part."""
     ids = list(row_ids)
-    if ids == list(table.row_ids):
+    if len(ids) == body.n_rows and ids == list(body.row_ids):
         return ""
     if selection is not None and (selection.where or selection.sort):
-        return _selection_note(table, ids, next_offset, selection)
+        return _selection_note(body, ids, next_offset, selection)
     if not ids:
         return (
-            f"\n\n_No body rows in this window: the table has {table.n_rows} "
-            f"(row ids {_id_range(table.row_ids)})._"
+            f"\n\n_No body rows in this window: the table has {body.n_rows} "
+            f"(row ids {_id_range(body.row_ids)})._"
         )
     more = f"; next page: offset {next_offset}" if next_offset is not None else ""
-    return f"\n\n_{len(ids)} of {table.n_rows} body rows, row ids {_listed(ids)}{more}._"
+    return f"\n\n_{len(ids)} of {body.n_rows} body rows, row ids {_listed(ids)}{more}._"
 
 
 def _selection_note(
-    table: Table, ids: list[int], next_offset: int | None, selection: Selection
+    body: Body, ids: list[int], next_offset: int | None, selection: Selection
 ) -> str:
     """`_rows_note` for rows picked by value: the filters and the sort, and the row ids in
     the page's order (``_3 of 33 body rows where value > 2900 (of 1000), sorted by value
     descending, row ids 999..997 (descending); next page: offset 3._``)."""
     which = f"{selection.total} body rows"
     if selection.where:
-        which += f" where {' and '.join(selection.where)} (of {table.n_rows})"
+        which += f" where {' and '.join(selection.where)} (of {body.n_rows})"
     if selection.sort:
         which += f", sorted by {selection.sort}{' descending' if selection.descending else ''}"
     if not ids:
         if not selection.total and selection.where:
-            return f"\n\n_No body rows where {' and '.join(selection.where)} (of {table.n_rows})._"
+            return f"\n\n_No body rows where {' and '.join(selection.where)} (of {body.n_rows})._"
         return f"\n\n_No body rows in this window: offset {selection.offset} is past the {which}._"
     more = f"; next page: offset {next_offset}" if next_offset is not None else ""
     return f"\n\n_{len(ids)} of {which}, row ids {_listed(ids)}{more}._"
@@ -240,14 +280,14 @@ def _listed(ids: Sequence[int]) -> str:
 
 
 def _fit_note(
-    table: Table, row_ids: Sequence[int], lines: Sequence[str], keep: int, fixed: int,
+    body: Body, row_ids: Sequence[int], lines: Sequence[str], keep: int, fixed: int,
     budget: int, rows: Sequence[int] | None, offset: int, selection: Selection | None,
 ) -> int:  # fmt: skip
     """`keep`, less the rows that `_rows_note` needs room for (at least one row stays)."""
     used = fixed + sum(len(line) + 1 for line in lines[:keep])
     while keep > 1:
-        after = _after(table, keep, rows, offset, selection)
-        note = _rows_note(table, row_ids[:keep], after, selection)
+        after = _after(body, keep, rows, offset, selection)
+        note = _rows_note(body, row_ids[:keep], after, selection)
         if used + len(note) <= budget:
             break
         keep -= 1

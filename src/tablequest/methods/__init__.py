@@ -49,6 +49,13 @@ from tablequest.methods.registry import (
 )
 
 if TYPE_CHECKING:
+    from tablequest.methods.conversation import (
+        Conversation,
+        Conversations,
+        FollowUp,
+        Turn,
+        UnknownConversation,
+    )
     from tablequest.methods.direct import DirectQA, RetrieveThenQA
     from tablequest.methods.run import (
         NO_LLM,
@@ -61,6 +68,11 @@ if TYPE_CHECKING:
 
 #: public name → the module that defines it (imported on first use)
 _LAZY: dict[str, str] = {
+    "Conversation": "tablequest.methods.conversation",
+    "Conversations": "tablequest.methods.conversation",
+    "FollowUp": "tablequest.methods.conversation",
+    "Turn": "tablequest.methods.conversation",
+    "UnknownConversation": "tablequest.methods.conversation",
     "DirectQA": "tablequest.methods.direct",
     "RetrieveThenQA": "tablequest.methods.direct",
     "NO_LLM": "tablequest.methods.run",
@@ -78,7 +90,10 @@ __getattr__, __dir__ = lazy_exports(globals(), _LAZY)
 __all__ = [
     "NO_LLM",
     "Binding",
+    "Conversation",
+    "Conversations",
     "DirectQA",
+    "FollowUp",
     "HasRetriever",
     "Method",
     "MethodContext",
@@ -94,6 +109,8 @@ __all__ = [
     "Status",
     "TableSet",
     "Task",
+    "Turn",
+    "UnknownConversation",
     "UnknownMethod",
     "Verdict",
     "ask",

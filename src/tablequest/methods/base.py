@@ -232,6 +232,10 @@ class ResultDetails(TypedDict, total=False):
     """Rows and characters of the table DTR's non-code fallback showed the model."""
     dropped_patterns: list[dict[str, str]]
     """TableSeek patterns left out of Eq. 1 for running past their time budget, and why."""
+    conversation: dict[str, Any]
+    """The conversation the question was asked in (`methods.conversation`): ``id``,
+    ``turn``, ``question`` as asked, ``rewritten_question`` (None: asked as it was),
+    ``table_ids`` preferred."""
 
 
 @dataclass
@@ -292,7 +296,14 @@ class Result:
         extra = {
             k: v for k, v in self.details.items() if k not in ("reason", "error", "action_counts")
         }
+        conversation = self.details.get("conversation")
+        asked = (
+            {"conversation_id": conversation.get("id"),
+             "rewritten_question": conversation.get("rewritten_question")}
+            if isinstance(conversation, dict) else {}
+        )  # fmt: skip
         return {
+            **asked,
             "answer": self.answer,
             "items": list(self.items),
             "status": self.status,

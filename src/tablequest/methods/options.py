@@ -16,7 +16,8 @@ alpha, k, …``.
 
 From a ``tablequest.toml`` that is not trusted (`tablequest.configfile`), the options a
 request to the HTTP API may not set either (declared ``request=False``: URLs, paths, sandbox
-settings, memory files) are ignored (`toml_options`, `untrusted_options`).
+settings, memory files) are ignored, and so are cost-bearing options set above their default
+(`tablequest.configfile.COST_BOUNDS`) (`toml_options`, `untrusted_options`).
 """
 
 from __future__ import annotations
@@ -252,7 +253,8 @@ def untrusted_options(
     method: str, file: ConfigFile, cls: type[MethodOptions] | None
 ) -> tuple[dict[str, Any], list[str]]:
     """(the options of ``[methods.METHOD]`` in `file` that apply, the names ignored): an
-    untrusted file sets only request-settable options of `cls` (none when `cls` is None).
+    untrusted file sets only request-settable options of `cls` (none when `cls` is None),
+    cost-bearing ones at most to their default (`configfile.COST_BOUNDS`).
 
     Raises:
         OptionError: the section is not a table.
@@ -266,8 +268,13 @@ def untrusted_options(
     if cls is None:
         return {}, list(values)
     allowed = request_settable(cls)
-    # an unknown name is kept, so that merge_options names it as usual
-    ignored = [k for k in values if k in cls.model_fields and k not in allowed]
+    section = f"methods.{method}"
+    # an unknown name is kept, so that merge_options names it as usual; a cost-bearing one
+    # above its default is ignored (issue 40: samples, depths, steps on the user's key)
+    ignored = [
+        k for k, v in values.items()
+        if k in cls.model_fields and (k not in allowed or configfile.costlier(section, k, v))
+    ]  # fmt: skip
     return {k: v for k, v in values.items() if k not in ignored}, ignored
 
 

@@ -61,12 +61,13 @@ from tablequest.methods.base import (
     Task,
     failed,
 )
+from tablequest.methods.conversation import Conversation, FollowUp
 from tablequest.methods.options import MethodOptions
 from tablequest.methods.registry import MethodSpec, get_method
 from tablequest.sandbox import Sandbox
 from tablequest.settings import Settings
 from tablequest.table import ReadBudget, Table, UnreadableTable, read_tables
-from tablequest.trace import Trace, default_trace_dir
+from tablequest.trace import Trace, default_trace_dir, store_key
 
 __all__ = ["OpenSource", "SourceError", "ask", "open_source", "resolve_options"]
 
@@ -294,6 +295,7 @@ def ask(
     usage: UsageMeter | None = None,
     sandbox: Sandbox | None = None,
     settings: Settings | None = None,
+    conversation: Conversation | None = None,
 ) -> Result:
     """Answer `question` from `source` with the registered method `method`.
 
@@ -344,7 +346,13 @@ def ask(
         settings=settings,
     )
     reading = ReadBudget.from_settings(settings.reading) if settings is not None else None
-    opened = open_source(source, input=spec.input, table_ids=table_ids, budget=reading)
+    followup = None
+    if conversation is not None:
+        followup = conversation.prepare(
+            question, llm=llm, trace=trace, input=spec.input, usage=context.usage
+        )
+        question = followup.question
+    opened = _open_preferring(source, spec, table_ids, followup, reading, trace)
     try:
         result = _run(spec, opts, context, opened, question, task, budget, trace)
     except Exception as exc:  # a surface names the trace with the error (tablequest.errors)
@@ -353,7 +361,28 @@ def ask(
         raise
     finally:
         opened.close()
+    if conversation is not None and followup is not None:
+        conversation.record(followup, result)
     return result
+
+
+def _open_preferring(
+    source: str | Path | Corpus | Table | TableSet,
+    spec: MethodSpec,
+    table_ids: Sequence[str],
+    followup: FollowUp | None,
+    reading: ReadBudget | None,
+    trace: Trace,
+) -> OpenSource:
+    """`open_source`, with a follow-up's preferred tables as the table ids when the caller
+    named none; tables the source no longer holds fall back to the whole source."""
+    if table_ids or followup is None or not followup.table_ids:
+        return open_source(source, input=spec.input, table_ids=table_ids, budget=reading)
+    try:
+        return open_source(source, input=spec.input, table_ids=followup.table_ids, budget=reading)
+    except SourceError as exc:
+        trace.event("fallback", stage="rewrite", reason=f"previous tables not usable: {exc}")
+        return open_source(source, input=spec.input, budget=reading)
 
 
 def _run(
@@ -369,7 +398,7 @@ def _run(
     method = spec.build(opts, context)  # refused (a missing option): no trace is started
     trace.event(
         "decision", stage="ask", method=spec.name, options=opts.label(), task=task,
-        question=question,
+        question=question, store=_store_name(opened),
     )  # fmt: skip
     try:
         if context.llm is None and spec.needs_llm:
@@ -396,6 +425,13 @@ def _run(
         if table is not None:
             result.tables[result.final_table] = table
     return result
+
+
+def _store_name(opened: OpenSource) -> str | None:
+    """The store file the ask reads, as its trace records it (`trace.store_key`); None for
+    a table file, a folder or anything else held in memory."""
+    name = opened.store.name if opened.store is not None else ":memory:"
+    return None if name == ":memory:" else store_key(name)
 
 
 def _ended(trace: Trace) -> bool:

@@ -87,11 +87,17 @@ def normalize(name: str, df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
 
 
 def encode_frames(frames: Mapping[str, pd.DataFrame]) -> tuple[list[tuple[str, bytes]], list[str]]:
-    """Encode every frame as an Arrow IPC stream; return [(name, bytes)] and notes."""
+    """Encode every frame as an Arrow IPC stream; return [(name, bytes)] and notes. A frame
+    bound under several names is encoded once (the names share its bytes)."""
     out: list[tuple[str, bytes]] = []
     notes: list[str] = []
+    done: dict[int, bytes] = {}
     for raw_name, df in frames.items():
         name = check_name(raw_name)
+        if id(df) in done:
+            out.append((name, done[id(df)]))
+            continue
+        original = df
         df, changed = normalize(name, df)
         notes += changed
         try:
@@ -101,5 +107,6 @@ def encode_frames(frames: Mapping[str, pd.DataFrame]) -> tuple[list[tuple[str, b
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, table.schema) as writer:
             writer.write_table(table)
-        out.append((name, sink.getvalue().to_pybytes()))
+        done[id(original)] = sink.getvalue().to_pybytes()
+        out.append((name, done[id(original)]))
     return out, notes

@@ -22,9 +22,8 @@ from typing import Any
 
 from tablequest.corpus import all_matched_rows, question_patterns
 from tablequest.methods import Result
-from tablequest.serve.names import short_name
-from tablequest.serve.state import ServerState
-from tablequest.serve.tables import TableView, matched_rows_fast, table_view
+from tablequest.serve.tables import TableView, table_view
+from tablequest.service import ServerState, matched_rows_fast, short_name
 from tablequest.table import Table
 
 __all__ = ["HOW_WORDS", "EvidenceLine", "answer_context", "cell_names", "short_name"]

@@ -5,8 +5,8 @@ Every route is a thin call into `ServerState` or the library. Errors are JSON
 ``{"error": {"code", "message"}}`` with a 4xx status (see `tablequest.serve.app` for the
 exception handlers); nothing a client sends reaches the filesystem as a path, and no
 response names a server path: table sources are relative to the corpus root
-(`tablequest.serve.stores`), and results, trace events and ingest reports go through
-`tablequest.serve.public.Scrubber`.
+(`tablequest.service.stores`), and results, trace events and ingest reports go through
+`tablequest.service.public.Scrubber`.
 """
 
 from __future__ import annotations
@@ -21,22 +21,10 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 import tablequest
-from tablequest.corpus import (
-    RETRIEVERS,
-    Relation,
-    SqlError,
-    StoreError,
-    StoreOutdated,
-    browse,
-    preview_hit,
-    question_patterns,
-    search_hit,
-)
+from tablequest.corpus import RETRIEVERS, Relation, SqlError, StoreError, StoreOutdated, browse
 from tablequest.errors import INTERNAL, UsageError
 from tablequest.methods import MethodSpec, describe_options, get_method, list_methods
 from tablequest.serve import models as m
-from tablequest.serve.asks import AskJob
-from tablequest.serve.public import Scrubber
 from tablequest.serve.rows import (
     EXPORT_TYPES,
     MAX_FACETS,
@@ -46,10 +34,18 @@ from tablequest.serve.rows import (
     parse_where,
     sql_file,
 )
-from tablequest.serve.state import AskSpec, ServerState
-from tablequest.serve.stores import ReadStore
-from tablequest.serve.tables import API_CELLS, matched_rows_fast, structure
+from tablequest.serve.tables import API_CELLS, stored_structure
 from tablequest.serve.uploads import discard, save_uploads
+from tablequest.service import (
+    DEFAULT_ENCODER,
+    TABLE_ID,
+    AskJob,
+    AskSpec,
+    ReadStore,
+    Scrubber,
+    ServerState,
+    run_search,
+)
 from tablequest.trace import UnreadableTrace, read_trace, summarize
 from tablequest.trace.describe import Names, describe_event
 
@@ -57,7 +53,7 @@ router = APIRouter(
     prefix="/v1", responses={400: {"model": m.ErrorBody}, 401: {"model": m.ErrorBody}}
 )
 
-TableId = Annotated[str, Path(pattern=m.TABLE_ID, description="An id from /v1/tables.")]
+TableId = Annotated[str, Path(pattern=TABLE_ID, description="An id from /v1/tables.")]
 
 
 def state_of(request: Request) -> ServerState:
@@ -67,13 +63,6 @@ def state_of(request: Request) -> ServerState:
 
 def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def scrubber(state: ServerState) -> Scrubber:
-    """Cuts the server's folders off paths in what a response sends (`Scrubber`)."""
-    with state.stores.reader() as store:
-        roots = list(store.snapshot.roots)
-    return Scrubber([*roots, state.stores.path.parent], state.trace_dir)
 
 
 @router.get("/health", response_model=m.Health)
@@ -119,7 +108,7 @@ def tables(
         "tables": [
             {"table_id": i.table_id, "source": i.name, "format": i.format, "sheet": i.sheet,
              "title": i.title, "n_rows": i.n_rows, "n_cols": i.n_cols,
-             "sql_name": sql_names.get(i.table_id)}
+             "sql_name": sql_names.get(i.table_id), "ingested_at": i.ingested_at}
             for i in infos[offset : offset + limit]
         ],
     }  # fmt: skip
@@ -151,7 +140,7 @@ def table(
         info = store.snapshot.info.get(table_id)
         if info is None:
             raise HTTPException(404, f"no table {table_id!r} in the store (see /v1/tables)")
-        data = structure(store.get(table_id), table_id, offset=offset, limit=min(limit or cap, cap))
+        data = stored_structure(store, table_id, offset=offset, limit=min(limit or cap, cap))
     return {**data, "source": info.name, "format": info.format}
 
 
@@ -161,17 +150,21 @@ def store_relations(store: ReadStore) -> list[Relation]:
     return found
 
 
-def api_error(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
-    """An error answer with fields beyond code and message (a SQL error's line, column)."""
-    return JSONResponse({"error": {"code": code, "message": message, **extra}}, status)
+def api_error(
+    state: ServerState, status: int, code: str, message: str, **extra: Any
+) -> JSONResponse:
+    """An error answer, with fields beyond code and message (a SQL error's line, column);
+    the message goes through the scrubber (no server folder in it, issue 40)."""
+    body = {"code": code, "message": state.scrubber().text(message), **extra}
+    return JSONResponse({"error": body}, status)
 
 
 def store_error(state: ServerState, exc: StoreError) -> JSONResponse:
     """A store that cannot answer: 409 for a store of format 1 (`tablequest migrate` it),
     else 503; the message names no server folder."""
     status = 409 if isinstance(exc, StoreOutdated) else 503
-    return api_error(status, exc.code if isinstance(exc, StoreOutdated) else "store",
-                     scrubber(state).text(str(exc)))  # fmt: skip
+    code = exc.code if isinstance(exc, StoreOutdated) else "store"
+    return api_error(state, status, code, str(exc))
 
 
 def _message(exc: Exception) -> str:
@@ -253,7 +246,7 @@ def table_rows(
         except StoreError as exc:
             return store_error(state, exc)
         except (KeyError, UsageError) as exc:  # a column, filter, format or page not allowed
-            return api_error(422, "invalid", _message(exc))
+            return api_error(state, 422, "invalid", _message(exc))
     positions = {rid: i for i, rid in enumerate(table.row_ids)}
     body = table.body
     text = [list(body[positions[rid]]) for rid in page.row_ids]
@@ -266,6 +259,9 @@ SQL_RESPONSES: dict[int | str, dict[str, Any]] = {
           "file."},
     400: {"model": m.SqlErrorBody, "description": "A refused statement (`sql_refused`) or a "
           "failed query (`sql`, with the line and column DuckDB pointed at)."},
+    422: {"model": m.SqlErrorBody, "description": "The query ran past the time limit "
+          "(`sql_timeout`), or the request is invalid (`invalid`: no query, or both `q` "
+          "and `query`)."},
     409: {"model": m.ErrorBody, "description": "A store of format 1: `tablequest migrate` it."},
 }  # fmt: skip
 SqlFormat = Literal["json", "csv", "tsv", "parquet", "xlsx"]
@@ -274,7 +270,7 @@ SqlFormat = Literal["json", "csv", "tsv", "parquet", "xlsx"]
 def run_sql(state: ServerState, query: str, limit: int | None, fmt: str) -> Response:
     """Run `query` within the server's limits and answer it (JSON, or a file)."""
     if not query.strip():
-        return api_error(422, "invalid", "the query is empty")
+        return api_error(state, 422, "invalid", "the query is empty")
     try:
         result = state.run_sql(query, limit=limit)
         if fmt != "json":
@@ -286,56 +282,46 @@ def run_sql(state: ServerState, query: str, limit: int | None, fmt: str) -> Resp
             }
             return Response(data, media_type=SQL_TYPES[fmt], headers=headers)
     except SqlError as exc:
-        return api_error(400, exc.code, str(exc), line=exc.line, column=exc.column)
+        status = exc.http_status  # 400; 422 for sql_timeout
+        return api_error(state, status, exc.code, str(exc), line=exc.line, column=exc.column)
     except StoreError as exc:
         return store_error(state, exc)
     except UsageError as exc:  # a format the result cannot be written in
-        return api_error(422, "invalid", str(exc))
+        return api_error(state, 422, "invalid", str(exc))
     return JSONResponse({**result.to_json(), "limit": state.sql_limit(limit)})
 
 
 @router.get("/sql", response_model=None, responses=SQL_RESPONSES)
 async def sql_get(
     request: Request,
-    q: Annotated[str, Query(min_length=1, max_length=100_000, description="One SELECT.")],
+    q: Annotated[
+        str | None, Query(min_length=1, max_length=100_000, description="One SELECT.")
+    ] = None,
+    query: Annotated[
+        str | None, Query(min_length=1, max_length=100_000, description="The same as `q`.")
+    ] = None,
     limit: Annotated[int | None, Query(ge=1, description="Rows at most (capped).")] = None,
     fmt: Annotated[SqlFormat, Query(alias="format")] = "json",
 ) -> Response:
-    """A read-only SQL query over the tables' relations (names: `sql_name` in /v1/tables)."""
+    """A read-only SQL query over the tables' relations (names: `sql_name` in /v1/tables);
+    the statement as `q` or `query` (exactly one, as in POST)."""
     state = state_of(request)
-    return await anyio.to_thread.run_sync(run_sql, state, q, limit, fmt, limiter=state.sql_limiter)
+    if (q is None) == (query is None):
+        return api_error(state, 422, "invalid", "give the statement as `q` or as `query`, "
+                         "exactly one of them")  # fmt: skip
+    statement = q if q is not None else query or ""
+    return await anyio.to_thread.run_sync(
+        run_sql, state, statement, limit, fmt, limiter=state.sql_limiter
+    )
 
 
 @router.post("/sql", response_model=None, responses=SQL_RESPONSES)
 async def sql_post(request: Request, body: m.SqlRequest) -> Response:
-    """The same query in a JSON body (`{"query", "limit", "format"}`)."""
+    """The same query in a JSON body (`{"query" or "q", "limit", "format"}`)."""
     state = state_of(request)
     return await anyio.to_thread.run_sync(
-        run_sql, state, body.query, body.limit, body.format, limiter=state.sql_limiter
+        run_sql, state, body.statement, body.limit, body.format, limiter=state.sql_limiter
     )
-
-
-def run_search(
-    state: ServerState, q: str, k: int, method: str, encoder: str, preview: bool
-) -> dict[str, Any]:
-    retriever, lock = state.retriever(method, encoder)
-    patterns = question_patterns(q)
-    with state.stores.reader() as store:
-        if lock is None:
-            hits = retriever.rank(store, q, k)
-        else:
-            with lock:
-                hits = retriever.rank(store, q, k)
-        out = []
-        for hit in hits:
-            info = store.snapshot.info[hit.table_id]
-            record = search_hit(
-                hit, source=info.name, format=info.format, title=info.title,
-                matched=matched_rows_fast(store, hit.table_id, patterns),
-                preview=preview_hit(store, hit, q) if preview else None,
-            )  # fmt: skip
-            out.append(record.as_json(full=True))
-    return {"question": q, "method": method, "hits": out}
 
 
 @router.get("/search", response_model=m.SearchResponse)
@@ -346,7 +332,7 @@ async def search(
     method: Annotated[str, Query(description=f"One of {', '.join(RETRIEVERS)}.")] = "grep",
     encoder: Annotated[
         str, Query(description="Encoder of dense, hybrid, rerank.")
-    ] = m.DEFAULT_ENCODER,
+    ] = DEFAULT_ENCODER,
     preview: Annotated[bool, Query(description="Add the text preview of each hit.")] = False,
 ) -> JSONResponse:
     """LLM-free ranking with any retriever; each hit with the body rows the question matches."""
@@ -372,7 +358,7 @@ async def ingest_files(
     saved = await save_uploads(list(files), state.uploads, state.config.limits)
     report = await run_in_threadpool(state.stores.ingest, [s.path for s in saved])
     by_path = {str(s.path): s for s in saved}
-    scrub = scrubber(state)
+    scrub = state.scrubber()
     failed = []
     for failure in report.files_failed:
         item = by_path.get(failure.path)
@@ -411,6 +397,7 @@ def _spec(body: m.AskRequest) -> AskSpec:
     return AskSpec(
         question=body.question, method=body.method, options=options, config=body.config,
         steps=body.steps, table_ids=tuple(body.table_ids), task=body.task,
+        conversation_id=body.conversation_id,
     )  # fmt: skip
 
 
@@ -464,15 +451,15 @@ async def ask_route(request: Request, body: m.AskRequest) -> Any:
     """Ask a question; stream each trace event as it happens, then the `ask --json` result."""
     state = state_of(request)
     job = await run_in_threadpool(state.start_ask, _spec(body))
-    scrub = scrubber(state)
+    scrub = state.scrubber()
     if body.stream:
         return _stream(sse(job, owner=True, scrub=scrub))
     async for _ in job.follow():
         pass
     if job.result is None:
         error = job.error or {}
-        message = scrub.text(error.get("message", "the ask failed"))
-        return api_error(job.error_status, error.get("code", INTERNAL), message)
+        message = error.get("message", "the ask failed")
+        return api_error(state, job.error_status, error.get("code", INTERNAL), message)
     return JSONResponse(scrub.result(job.result.to_json()))
 
 
@@ -509,14 +496,14 @@ async def ask_events(
     job = _job(request, ask_id)
     state = state_of(request)
     start = int(last_event_id) + 1 if last_event_id and last_event_id.isdigit() else 0
-    return _stream(sse(job, start, view=view, names=state.table_name, scrub=scrubber(state)))
+    return _stream(sse(job, start, view=view, names=state.table_name, scrub=state.scrubber()))
 
 
 @router.get("/asks/{ask_id}", response_model=m.AskState)
 def ask_state(request: Request, ask_id: AskId) -> dict[str, Any]:
     """An ask's progress, and its result once done."""
     job = _job(request, ask_id)
-    scrub = scrubber(state_of(request))
+    scrub = state_of(request).scrubber()
     return {
         "id": job.id, "question": job.question, "method": job.method, "done": job.done,
         "events": len(job.events), "trace_id": job.trace_id,
@@ -570,7 +557,7 @@ def trace(request: Request, trace_id: Annotated[str, Path(max_length=128)]) -> d
     path = state.trace_path(trace_id)
     if path is None:
         raise HTTPException(404, f"no trace {trace_id!r} (see /v1/traces)")
-    scrub = scrubber(state)
+    scrub = state.scrubber()
     try:
         events = read_trace(path)
     except UnreadableTrace as exc:

@@ -3,7 +3,10 @@
 Errors are answered, never raised to the server: a `TablequestError` gets its class's
 status and code (`tablequest.errors`: a bad request 4xx, a run that could not complete 503)
 as a JSON body ``{"error": {"code", "message"}}`` (API) or an error page (pages) naming what
-was wrong, and nothing is logged for it beyond the access line. Any other exception is a bug:
+was wrong, and nothing is logged for it beyond the access line. Every message is passed
+through the server's path scrubber first (`ServerState.scrubber`): a store error during an
+upload names the store's copy, and a client gets its name, never the server's folder
+(issue 40). Any other exception is a bug:
 it is logged with its traceback under a short id, and the client gets a 500 with the code
 ``internal`` naming the exception's type and that id (not its message, which may name server
 paths).
@@ -28,17 +31,20 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 import tablequest
 from tablequest.errors import INTERNAL, TablequestError, internal_message
 from tablequest.llm import LLM
-from tablequest.serve import pages
-from tablequest.serve.admission import Admission
+from tablequest.serve import conversations, manage, pages
 from tablequest.serve.api import router
-from tablequest.serve.asks import Busy
-from tablequest.serve.config import ServeConfig
-from tablequest.serve.models import validation_text
 from tablequest.serve.render import STATIC_DIR
-from tablequest.serve.security import Guard
-from tablequest.serve.state import ServerState
+from tablequest.service import (
+    Admission,
+    Busy,
+    Guard,
+    ServeConfig,
+    ServerState,
+    uvicorn_options,
+    validation_text,
+)
 
-__all__ = ["create_app", "run_server", "uvicorn_options"]
+__all__ = ["create_app", "run_server"]
 
 log = logging.getLogger("tablequest.serve")
 
@@ -63,8 +69,12 @@ def _is_api(request: Request) -> bool:
 def error_response(
     request: Request, status: int, message: str, code: str | None = None, headers: Any = None
 ) -> Response:
-    """A JSON error for the API, an error page for pages."""
+    """A JSON error for the API, an error page for pages; every handler answers through here,
+    so every message goes through the path scrubber (a store error names the store's files:
+    only their names are sent, issue 40)."""
     code = code or CODES.get(status, "error")
+    state: ServerState = request.app.state.tq
+    message = state.scrubber().text(message)
     if _is_api(request):
         body = {"error": {"code": code, "message": message}}
         return JSONResponse(body, status_code=status, headers=headers)
@@ -153,6 +163,8 @@ def create_app(config: ServeConfig, *, llm: LLM | None = None) -> FastAPI:
     )
     app.state.tq = state
     app.include_router(router)
+    app.include_router(manage.router)
+    app.include_router(conversations.router)
     app.include_router(pages.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     _install_handlers(app)
@@ -160,32 +172,6 @@ def create_app(config: ServeConfig, *, llm: LLM | None = None) -> FastAPI:
     app.add_middleware(Admission, limits=config.limits)  # inside the guard: token first
     app.add_middleware(Guard, token=config.token, host=config.host, limits=config.limits)
     return app
-
-
-def uvicorn_options(config: ServeConfig) -> dict[str, Any]:
-    """uvicorn's settings for `config`: our connection protocol (head deadline, socket budget
-    within the open-file limit; `tablequest.serve.connections`) instead of uvicorn's
-    ``limit_concurrency``, which counted half-open sockets."""
-    from tablequest.serve.connections import ConnectionBudget, fd_room, protocol_class
-
-    limits = config.limits
-    room = fd_room(limits.max_connections)
-    if room < limits.max_connections:
-        log.warning(
-            "--max-connections %d lowered to %d by the open-file limit (raise `ulimit -n`)",
-            limits.max_connections, room,
-        )  # fmt: skip
-    return {
-        "host": config.host,
-        "port": config.port,
-        "http": protocol_class(ConnectionBudget(room), limits.header_timeout),
-        "ws": "none",  # no WebSocket routes; an upgrade would leave the budget's accounting
-        "access_log": False,
-        "proxy_headers": False,  # no proxy is assumed: X-Forwarded-* from a client means nothing
-        "timeout_keep_alive": 5,
-        "timeout_graceful_shutdown": 5,
-        "backlog": min(2048, room),
-    }
 
 
 def run_server(config: ServeConfig, *, log_level: str = "info") -> None:

@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from tablequest.corpus import RetrieverSettings
+from tablequest.service import DEFAULT_METHOD
 
 OptionValue = str | int | float | bool | None
-TABLE_ID = r"^t[0-9a-f]{15}$"
-DEFAULT_METHOD = "auto"
-"""The method an ask runs unless it names one: the CLI's and the library's default."""
-DEFAULT_ENCODER = RetrieverSettings().encoder
-"""The encoder of dense, hybrid and rerank unless a request names one (the CLI's `search`)."""
+CONVERSATION_ID = r"^([0-9a-f]{12}|latest)$"
 
 
 SOURCE = (
@@ -61,6 +56,47 @@ class AskRequest(BaseModel):
     )
     task: Literal["tableqa", "fact_verification"] = "tableqa"
     stream: bool = Field(True, description="Server-sent events (else one JSON result).")
+    conversation_id: str | None = Field(
+        None,
+        pattern=CONVERSATION_ID,
+        description="Continue this conversation (the `conversation_id` of an earlier answer, "
+        "or `latest`): the question is rewritten with its history and prefers the previous "
+        "answer's tables. None: a new conversation.",
+    )
+
+
+class ConversationInfo(BaseModel):
+    id: str
+    title: str = Field(description="The first question.")
+    turns: int
+    created: str
+    updated: str
+
+
+class ConversationList(BaseModel):
+    conversations: list[ConversationInfo]
+
+
+class ConversationTurn(BaseModel):
+    question: str = Field(description="As asked.")
+    standalone: str = Field(description="As answered (the rewritten question of a follow-up).")
+    answer: str | None
+    status: str
+    tables: list[str]
+    trace: str | None = Field(description="The turn's trace, `/v1/traces/<id>`.")
+    at: str
+
+
+class ConversationDetail(BaseModel):
+    id: str
+    title: str = Field(description="The first question.")
+    created: str
+    updated: str
+    turns: list[ConversationTurn]
+
+
+class ConversationRemoved(BaseModel):
+    removed: str
 
 
 class AskStarted(BaseModel):
@@ -107,6 +143,9 @@ class TableSummary(BaseModel):
     n_cols: int
     sql_name: str | None = Field(
         None, description="Its relation, as /v1/sql names it (None: a store of format 1)."
+    )
+    ingested_at: str | None = Field(
+        None, description="When its file was ingested, ISO 8601 UTC (None: not recorded)."
     )
 
 
@@ -192,11 +231,27 @@ class SqlRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    query: str = Field(min_length=1, max_length=100_000, description="One SELECT statement.")
+    query: str | None = Field(
+        None, min_length=1, max_length=100_000, description="One SELECT statement."
+    )
+    q: str | None = Field(
+        None, min_length=1, max_length=100_000, description="The same as `query` (as in GET)."
+    )
     limit: int | None = Field(
         None, ge=1, description="Rows at most (default 1,000; the server caps it)."
     )
     format: Literal["json", "csv", "tsv", "parquet", "xlsx"] = "json"
+
+    @model_validator(mode="after")
+    def _one_query(self) -> SqlRequest:
+        if (self.query is None) == (self.q is None):
+            raise ValueError("give the statement as `query` or as `q`, exactly one of them")
+        return self
+
+    @property
+    def statement(self) -> str:
+        """The query, from whichever field gave it."""
+        return self.query if self.query is not None else self.q or ""
 
 
 class SqlColumn(BaseModel):
@@ -297,13 +352,8 @@ class Version(BaseModel):
     api: str
 
 
-def validation_text(errors: Sequence[Mapping[str, Any]], *, limit: int = 5) -> str:
-    """Pydantic's errors as ``where: what; …`` (the first `limit`; "body" left out of the
-    place): the HTTP API's and the MCP tools' message for arguments that fail their schema.
-    The rejected values are not echoed (they are the caller's data)."""
-    parts = []
-    for error in list(errors)[:limit]:
-        where = ".".join(str(p) for p in error.get("loc", ()) if p != "body") or "body"
-        parts.append(f"{where}: {error.get('msg')}")
-    more = len(errors) - limit
-    return "; ".join(parts + ([f"and {more} more"] if more > 0 else [])) or "invalid request"
+class TablesRemoved(BaseModel):
+    """What `DELETE /v1/tables/{table_id}` removed."""
+
+    removed: list[str] = Field(description="The table ids removed from every index.")
+    tables_left: int

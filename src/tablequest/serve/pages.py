@@ -4,7 +4,7 @@ Server-rendered Jinja templates (autoescaped); the little JavaScript there is li
 ``static/app.js`` (the CSP forbids inline script). Pages read the same `ServerState` as the
 API. Login: ``/login?token=TOKEN`` (the link `tablequest serve` prints) or the form sets an
 HttpOnly, SameSite=Strict cookie holding the token; the login page says where the token file
-is.
+is without naming a server folder (`shown_token_file`: anyone who reaches the server sees it).
 
 A page that names something that is not there (a table id, an ask, a trace) is a 404 page
 saying so ("No such table"), whatever the id looks like: never a validation error.
@@ -51,16 +51,22 @@ from tablequest.corpus import (
 from tablequest.errors import UsageError
 from tablequest.methods import Result, list_methods
 from tablequest.serve.answer import answer_context, short_name
-from tablequest.serve.api import method_info, run_search, scrubber, state_of, store_relations
+from tablequest.serve.api import method_info, state_of, store_relations
 from tablequest.serve.events import render_markdown
-from tablequest.serve.models import DEFAULT_ENCODER, DEFAULT_METHOD
 from tablequest.serve.render import environment, trace_context
 from tablequest.serve.rows import facet_filter, parse_where
-from tablequest.serve.security import COOKIE, token_matches
-from tablequest.serve.state import ServerState
-from tablequest.serve.stores import ReadStore
 from tablequest.serve.tables import MAX_CELLS, MAX_COLS, TableView, table_view
 from tablequest.serve.tracelist import trace_row
+from tablequest.service import (
+    COOKIE,
+    DEFAULT_ENCODER,
+    DEFAULT_METHOD,
+    ReadStore,
+    ServerState,
+    run_search,
+    shown_token_file,
+    token_matches,
+)
 from tablequest.table import Table
 from tablequest.trace import UnreadableTrace, read_trace
 
@@ -91,9 +97,10 @@ def error_page(
 
 def _login_page(request: Request, status: int = 200, message: str | None = None) -> HTMLResponse:
     token_file = state_of(request).config.token_file
+    shown = shown_token_file(token_file) if token_file else None
     return render(
-        "login.html", status, message=message, page="login",
-        token_file=str(token_file) if token_file else None,
+        "login.html", status, message=message, page="login", token_file=shown,
+        token_file_given=token_file is not None and shown == token_file.name,  # --token-file
     )  # fmt: skip
 
 
@@ -426,10 +433,10 @@ async def sql_page(
                 partial(state.run_sql, q, limit=limit), limiter=state.sql_limiter
             )
         except SqlError as exc:
-            error = {"message": str(exc), "code": exc.code, "line": exc.line,
+            error = {"message": state.scrubber().text(str(exc)), "code": exc.code, "line": exc.line,
                      "column": exc.column, "where": _where(q, exc.line, exc.column)}  # fmt: skip
         except StoreError as exc:
-            error = {"message": scrubber(state).text(str(exc)), "code": "store", "line": None,
+            error = {"message": state.scrubber().text(str(exc)), "code": "store", "line": None,
                      "column": None, "where": None}  # fmt: skip
     applied = state.sql_limit(limit)
     params = {"q": q, **({"limit": str(limit)} if limit else {})}

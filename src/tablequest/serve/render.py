@@ -14,8 +14,8 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from tablequest.serve.names import short_name
 from tablequest.serve.tracelist import question_of
+from tablequest.service import short_name
 from tablequest.trace import summarize
 from tablequest.trace.describe import Names, describe_event, number
 

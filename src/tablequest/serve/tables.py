@@ -13,10 +13,6 @@ text goes through Jinja's escaping. A view is bounded: at most `MAX_COLS` column
 that window only (`Table.sub_table` selects them vectorised), so a page costs the cells it
 shows, whatever the table's size or merges. The API's `structure` likewise returns only the
 merges meeting its rows.
-
-`matched_rows_fast` is `corpus.rank.matched_rows` (one algorithm: `corpus.rowmatch`) over a
-table's lines and their case folds kept in the store generation's cache, so repeated searches
-of a table fold its text once.
 """
 
 from __future__ import annotations
@@ -24,13 +20,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
-from tablequest.corpus import TableLines, rows_matching, table_lines
-from tablequest.serve.stores import ReadStore
 from tablequest.table import EvidenceHow, Table, compile_pattern, is_certain, span_map
 
-__all__ = ["CellView", "RowView", "TableView", "matched_rows_fast", "table_view"]
+if TYPE_CHECKING:
+    from tablequest.corpus import Store
+
+__all__ = ["CellView", "RowView", "TableView", "table_view"]
 
 MAX_COLS = 100
 """Columns a table view shows at most (the first ones); the page says how many there are."""
@@ -242,12 +239,18 @@ def structure(table: Table, table_id: str, *, offset: int, limit: int) -> dict[s
     }
 
 
-def matched_rows_fast(
-    store: ReadStore, table_id: str, patterns: Sequence[str]
-) -> dict[str, list[int]]:
-    """`corpus.rank.matched_rows` (the same algorithm, `corpus.rowmatch.rows_matching`) over
-    the table's lines cached in the store generation (module doc)."""
-    data: TableLines = store.snapshot.extras.get_or(
-        ("lines", table_id), lambda: table_lines(store.get(table_id))
-    )
-    return rows_matching(data, patterns)
+def stored_structure(store: Store, table_id: str, *, offset: int, limit: int) -> dict[str, Any]:
+    """`structure` of a stored table; a streamed one (`streamed_rows`: a big plain file, no
+    merges, one header row) reads only the window's rows, never the table whole.
+
+    Raises:
+        KeyError: no such table.
+    """
+    from tablequest.corpus import streamed_rows
+
+    n_rows = streamed_rows(store, table_id)
+    if n_rows is None:
+        return structure(store.get(table_id), table_id, offset=offset, limit=limit)
+    limit = max(1, min(limit, API_CELLS // max(1, store.shape(table_id)[1])))
+    part = store.get_rows(table_id, list(range(n_rows)[offset : offset + limit]))
+    return {**structure(part, table_id, offset=0, limit=limit), "n_rows": n_rows, "offset": offset}

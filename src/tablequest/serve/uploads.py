@@ -4,9 +4,11 @@ No part of a client's file name reaches the filesystem as a path: a file is stor
 server's uploads folder as ``<12 hex of its sha256>/<name>``, where the name is the client's
 base name (folders dropped) kept readable — letters of any script, digits, spaces and
 punctuation — without control characters, path separators or leading dots, cut to 180 bytes,
-and with its extension only when a table reader is registered for it (else the dot becomes
-``_``). So the corpus lists "Länder 2024.csv", not a mangled name. The same file uploaded
-twice under the same name is the same stored file (ingest then reports it unchanged).
+and with its extension only when a table reader is registered for it or it is a plain-text
+one (``.txt``, ``.text``: the reader sniffs what such a file holds); else the dot becomes
+``_``. So the corpus lists "Länder 2024.csv" and "notes.txt", not a mangled name. The same
+file uploaded twice under the same name is the same stored file (ingest then reports it
+unchanged).
 
 The quota (``Limits.max_total_upload_bytes``) is checked under a lock by reservation: every
 chunk read reserves its bytes against what the folder holds plus what uploads in flight have
@@ -31,7 +33,7 @@ from pathlib import Path, PurePosixPath
 from typing import Protocol
 
 from tablequest.errors import UsageError
-from tablequest.serve.config import Limits
+from tablequest.service import Limits
 from tablequest.table import format_for_extension
 
 __all__ = [
@@ -76,6 +78,8 @@ class SavedUpload:
 
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f/\\]+")
 MAX_NAME_BYTES = 180
+# Extensions that name no format: the reader sniffs the content, so the name can stay whole.
+PLAIN_TEXT_EXTENSIONS = frozenset({".txt", ".text"})
 
 
 def display_name(filename: str | None) -> str:
@@ -98,7 +102,8 @@ def safe_name(filename: str | None, digest: str) -> str:
     name = " ".join(_UNSAFE.sub(" ", name).split()).lstrip(". ")
     base = PurePosixPath(name or "upload")
     ext = base.suffix if base.suffix and base.stem else ""
-    if ext and format_for_extension(base.name) is None:
+    readable = format_for_extension(base.name) is not None or ext.lower() in PLAIN_TEXT_EXTENSIONS
+    if ext and not readable:
         ext = ""
     stem = base.name[: len(base.name) - len(ext)] if ext else base.name.replace(".", "_")
     stem = _cut(stem, MAX_NAME_BYTES - len(ext.encode("utf-8"))).rstrip() or "upload"

@@ -13,6 +13,13 @@ Layer: above `configfile` (whose trust rules the loader applies), below everythi
 """
 
 from tablequest.settings._docs import markdown
+from tablequest.settings._edit import (
+    commented_config,
+    lookup_setting,
+    set_value,
+    shown_value,
+    toml_literal,
+)
 from tablequest.settings._load import Settings, from_env, load_section, spec_of
 from tablequest.settings._sections import (
     SECTIONS,
@@ -42,9 +49,14 @@ __all__ = [
     "SettingsError",
     "StoreSettings",
     "TracesSettings",
+    "commented_config",
     "from_env",
     "load_section",
+    "lookup_setting",
     "markdown",
     "parse_limit",
+    "set_value",
+    "shown_value",
     "spec_of",
+    "toml_literal",
 ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import MISSING, fields
 from typing import Any
 
+from tablequest.configfile import COST_BOUNDS
 from tablequest.settings._sections import SECTIONS
 from tablequest.settings._spec import SPEC, Setting
 
@@ -29,8 +30,9 @@ Every setting below has a default. Each is set, highest precedence first, by:
 
 A `tablequest.toml` that is neither named, in the user config directory, nor trusted by
 `tablequest config trust` cannot set the keys marked *guarded*: those that choose where
-prompts, tables and the key go, or that weaken a protection (docs/security.md). Such a key is
-ignored with one warning. Keys marked *not in toml* are set by flag or environment only.
+prompts, tables and the key go, that weaken a protection, or (above their default) that raise
+what a question costs (docs/security.md). Such a key is ignored with one warning. Keys marked
+*not in toml* are set by flag or environment only.
 
 `tablequest config show` prints every effective value and where it came from (`--json`
 too). Method options (`[methods.NAME]`, `-o NAME VALUE`) are documented by
@@ -78,4 +80,30 @@ def markdown() -> str:
             default = f.default if f.default is not MISSING else None
             out.append(_row(name, f.name, str(f.type), default, f.metadata[SPEC]))
         out.append("")
-    return "\n".join(out)
+    return "\n".join(out + _costs())
+
+
+COSTS_HEADER = """## Cost-bearing keys
+
+More of these means more model calls, tokens or time on your key (issue 40). An untrusted
+`tablequest.toml` may set each at most to its default (more is ignored with the warning); a
+request to `tablequest serve` (`POST /v1/ask`) or to `tablequest mcp` (`ask`) at most to the
+server's maximum (more: 422 naming the option); flags, `-o` and trusted files set any value.
+`[ask] steps` is the `steps` of a request (the CLI's `--steps`). The one table is
+`tablequest.configfile.COST_BOUNDS`.
+
+| key | untrusted file: at most | request: at most |
+|---|---|---|"""
+
+
+def _costs() -> list[str]:
+    """The table of `COST_BOUNDS` (docs/config.md's last section)."""
+    rows = [COSTS_HEADER]
+    for section, bounds in COST_BOUNDS.items():
+        for key, bound in bounds.items():
+            free = "not in toml" if bound.free is None else f"{bound.free:_g}"
+            if bound.zero_is_none:
+                free += " (not 0: none)"
+            most = "not in a request" if bound.most is None else f"{bound.most:_g}"
+            rows.append(f"| `[{section}] {key}` | {free} | {most} |")
+    return [*rows, ""]

@@ -30,6 +30,7 @@ from tablequest.settings._spec import (
 )
 
 WHERE_DATA_GOES = "chooses where prompts, tables or the key go"
+COSTS = "above the default, raises what a question costs on your key"
 
 
 class ModelServer(Protocol):
@@ -59,9 +60,12 @@ class LLMSettings:
         flag="--api-key", guarded=WHERE_DATA_GOES, secret=True,
     )  # fmt: skip
     timeout: float = setting(
-        60.0, "Seconds of silence per HTTP attempt.", number(float), env="TABLEQUEST_LLM_TIMEOUT"
+        60.0, "Seconds of silence per HTTP attempt.", number(float), env="TABLEQUEST_LLM_TIMEOUT",
+        guarded=COSTS,
+    )  # fmt: skip
+    max_retries: int = setting(
+        3, "Retries of a failed call.", number(int, zero=True), guarded=COSTS
     )
-    max_retries: int = setting(3, "Retries of a failed call.", number(int, zero=True))
     max_concurrency: int = setting(
         4, "Calls in flight at once.", number(int), flag="--llm-concurrency (serve)"
     )
@@ -69,6 +73,7 @@ class LLMSettings:
     deadline: float = setting(
         600.0, "Seconds per question for all calls and retries (0: none).",
         number(float, zero=True), env="TABLEQUEST_DEADLINE", flag="--deadline",
+        guarded=COSTS + " (0: none, the costliest)",
     )  # fmt: skip
 
 
@@ -230,7 +235,9 @@ def _serve(default: int | float, help: str, flag: str, fractional: bool = False)
 @dataclass(frozen=True, slots=True)
 class ServeSettings:
     """`tablequest serve`: where it listens and the bounds on what one client can make it do
-    (`tablequest.serve.Limits`; the model's concurrency is `[llm] max_concurrency`)."""
+    (`tablequest.service.Limits`; the model's concurrency is `[llm] max_concurrency`).
+    `tablequest mcp --http` takes the timeouts, connection, request and stream bounds and the
+    allowed origins from here too (its own flags set its bind, token file and asks)."""
 
     host: str = setting(
         "127.0.0.1", "The address to bind (anything but loopback needs a token).", text,
@@ -264,6 +271,24 @@ class ServeSettings:
     stream_idle_timeout: float = _serve(
         60.0, "Seconds an event stream waits for its client to read.", "--stream-idle-timeout",
         True,
+    )  # fmt: skip
+    pandas_workers: int = setting(
+        4, "MCP `run_pandas` calls running at once; the rest wait, within their timeout.",
+        number(int),
+    )  # fmt: skip
+    pandas_per_session: int = setting(
+        2, "MCP `run_pandas` calls one client session may have running or waiting (then "
+        "refused).", number(int),
+    )  # fmt: skip
+    pandas_cells: int = setting(
+        2_000_000, "Cells of the tables one MCP `run_pandas` call may bind (each table once).",
+        number(int),
+    )  # fmt: skip
+    allow_origins: tuple[str, ...] = setting(
+        (), "Web origins (scheme://host[:port]) whose pages may call `mcp --http` (others: 403).",
+        strings, flag="--allow-origin (repeated)",
+        guarded="lets pages of other sites call the server",
+        default_text="none (loopback origins on a loopback bind)",
     )  # fmt: skip
 
 

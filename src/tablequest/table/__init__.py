@@ -10,6 +10,7 @@ from tablequest.table.budget import OverBudget, ReadBudget
 from tablequest.table.display import Grid, esc, grid_html, is_certain, source_name, window
 from tablequest.table.dtypes_arrow import type_string_columns
 from tablequest.table.errors import UnreadableTable
+from tablequest.table.indexcap import INDEX_CELL_CHARS, index_cell, index_cells
 from tablequest.table.merges import span_map
 from tablequest.table.model import (
     FORMATS,
@@ -60,6 +61,7 @@ from tablequest.table.serialize import (
 __all__ = [
     "FORMATS",
     "HEADER_SEP",
+    "INDEX_CELL_CHARS",
     "PATTERN_BUDGET",
     "READ_BUDGET_ENV",
     "SERIAL_FORMATS",
@@ -92,6 +94,8 @@ __all__ = [
     "format_for_extension",
     "grid_html",
     "has_title_or_notes",
+    "index_cell",
+    "index_cells",
     "is_certain",
     "matching_lines",
     "parquet_header",

@@ -5,7 +5,8 @@ generated column, JSON records that each bring a new key, HTML colspans). Reader
 spend a `ReadBudget` while they read, and check it *before* they materialise what a file
 describes: Parquet from its metadata and each row group's decoded size, SQLite through a
 progress handler, a value-length limit and a row LIMIT, JSON/CSV/Markdown before padding
-ragged rows into a grid, HTML per cell across all tables of the file. A file over budget
+ragged rows into a grid, HTML per cell across all tables of the file, xlsx per `<c>` element
+and per value's text as its parts are streamed (`readers/xlsxparts.py`). A file over budget
 raises `OverBudget` (an `UnreadableTable`), whose reason names the limit, what the file
 needed, and the setting that raises the limit; an ingest reports such a file as failed and
 goes on with the rest.
@@ -14,15 +15,17 @@ Defaults (ours; docs/reliability.md "Reading budgets" has the measurements):
 - Cells per file (all its tables): `free_cells` 1,000,000 whatever the file's size, more
   only as the file is larger — `cells_per_byte` 1.0 cell per byte of the file — and never
   past `max_cells` 20,000,000. A cell of a real file costs at least a byte (a value or a
-  separator; xlsx, which compresses, is bounded by its own reader), so a 50 MB CSV of 20M
-  cells reads, while 8 KB describing 2M cells (Parquet dictionary pages, JSON keys, HTML
-  spans) is refused. Python holds a read cell in roughly 150 bytes along the ingest path,
-  so a file under 1 MB stays under ~200 MB of memory.
-- Decoded bytes of cell values from binary formats (Parquet pages, SQLite records; text
-  formats are bounded by their file size already): `max_decoded_bytes` 32 MiB whatever the
-  file's size, or 32 bytes per byte of the file when that is more (compressed columns).
-- `max_seconds` 20 s of wall time per file (checked between rows, and by SQLite's
-  progress handler inside a statement).
+  separator; in xlsx, which compresses, every `<c>` element counts, empty ones too), so a
+  50 MB CSV of 20M cells reads, while 8 KB describing 2M cells (Parquet dictionary pages,
+  JSON keys, HTML spans, 4M empty xlsx cells in 22 KB) is refused. Python holds a read
+  cell in roughly 150 bytes along the ingest path, so a file under 1 MB stays under ~200 MB
+  of memory.
+- Decoded bytes of cell values from binary formats (Parquet pages, SQLite records, xlsx
+  cell text with a shared string counted at each use; text formats are bounded by their
+  file size already): `max_decoded_bytes` 32 MiB whatever the file's size, or 32 bytes per
+  byte of the file when that is more (compressed columns).
+- `max_seconds` 20 s of wall time per file (checked between rows, by SQLite's progress
+  handler inside a statement, and at every chunk of an xlsx part).
 - `max_columns` 5,000 per table.
 - Per ingest: `ingest_cells` 100,000,000 cells in all (a file that would pass it is
   skipped, the files after it still get their chance), `ingest_seconds` unlimited.

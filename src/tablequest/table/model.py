@@ -134,6 +134,18 @@ class Table:
         if repair:
             object.__setattr__(self, "merge_repair", self.merge_repair + repair)
 
+    def __repr__(self) -> str:
+        """Shape, title, source and the first rows, cut to at most 10 KB (`brief`)."""
+        from tablequest.table.brief import table_repr
+
+        return table_repr(
+            self.cells,
+            self.n_header_rows,
+            self.n_cols,
+            title=self.title,
+            source=(self.source.format, self.source.path),
+        )
+
     def _repr_html_(self) -> str:
         from tablequest.table.display import table_html  # notebooks: loaded on first display
 

@@ -11,6 +11,8 @@ Choices (ours, the paper is silent):
 - Patterns are matched case-insensitively against a row's cells joined by " | ", so format
   markup (`<td>`, quotes) never matches. Matching is bounded (`patterns.bounded`): a pattern
   that runs past its time budget shows no rows and is listed in `Preview.dropped`.
+- A cell is shown and matched up to `INDEX_CELL_CHARS` characters, as the search indexes
+  read it (`table.indexcap`): one 20 MB cell no longer costs a 20 MB render and match.
 - Rows already fully visible in the head are skipped and do not count against the limits.
   A row matched by several patterns is shown once and listed under each of them.
 - Matched rows appear in table order under a `[MATCHED ROWS]` line, each prefixed by
@@ -22,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from tablequest.table.indexcap import index_cells
 from tablequest.table.model import Table
 from tablequest.table.patterns import (
     PATTERN_BUDGET,
@@ -68,7 +71,9 @@ def preview(
     """Build TableSeek's preview of `table` for `patterns` (see the module docstring).
 
     `pattern_budget`: seconds each pattern may spend in the backtracking regex fallback.
+    Each cell is read up to `INDEX_CELL_CHARS` (`table.indexcap`), as search reads it.
     """
+    table = index_cells(table)
     rendered = render(table, fmt)
     head = ""
     inside: set[int] = set()

@@ -12,6 +12,7 @@ from tablequest.trace.latest import (
 from tablequest.trace.recorder import KINDS, EventKind, Trace, UnreadableTrace, read_trace
 from tablequest.trace.render import render_trace, summarize
 from tablequest.trace.runs import run_trace_dir
+from tablequest.trace.stores import store_key, store_of
 
 __all__ = [
     "KINDS",
@@ -27,5 +28,7 @@ __all__ = [
     "read_trace",
     "render_trace",
     "run_trace_dir",
+    "store_key",
+    "store_of",
     "summarize",
 ]

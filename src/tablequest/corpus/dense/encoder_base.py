@@ -173,10 +173,10 @@ def quiet_model_loading() -> Iterator[None]:
     with contextlib.suppress(ImportError):
         from transformers.utils import logging as hf_logging
 
-        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-        hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+        hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
     with contextlib.suppress(ImportError):
-        from huggingface_hub.utils import disable_progress_bars  # type: ignore[attr-defined]
+        from huggingface_hub.utils import disable_progress_bars
 
         disable_progress_bars()
     root = logging.getLogger()

@@ -82,7 +82,7 @@ def export_onnx(model_dir: Path, dest: Path, *, int8: bool) -> None:
     except ImportError as exc:
         raise EncoderUnavailable(f"exporting MiniLM to ONNX needs {DENSE_EXTRA_HINT}") from exc
 
-    class Pooled(torch.nn.Module):
+    class Pooled(torch.nn.Module):  # type: ignore[misc]  # torch is not analyzed (pyproject)
         def __init__(self, bert: Any) -> None:
             super().__init__()
             self.bert = bert

@@ -39,6 +39,7 @@ import numpy as np
 from tablequest.corpus.lexical.words import STOPWORDS
 from tablequest.corpus.storage.store import Store
 from tablequest.corpus.storage.views import stored_tables
+from tablequest.table import index_cell
 
 __all__ = [
     "CELL_INDEX",
@@ -82,7 +83,7 @@ def _is_name(cell: str) -> bool:
 
 def table_cells(cells: Iterable[Sequence[str]]) -> set[str]:
     """The distinct normalized name cells of one table's grid."""
-    return {n for row in cells for c in row if _is_name(n := normalize(c))}
+    return {n for row in cells for c in row if _is_name(n := normalize(index_cell(c)))}
 
 
 class CellIndex:

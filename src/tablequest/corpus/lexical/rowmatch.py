@@ -22,7 +22,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from tablequest.table import PatternDropped, Table, compile_pattern, fold_text, matching_lines
+from tablequest.table import (
+    PatternDropped,
+    Table,
+    compile_pattern,
+    fold_text,
+    index_cells,
+    matching_lines,
+)
 
 __all__ = ["TableLines", "rows_matching", "table_lines"]
 
@@ -65,8 +72,10 @@ class TableLines:
 
 
 def table_lines(table: Table) -> TableLines:
-    """The body rows of `table` as matching sees them (cells joined by ' | ')."""
-    return TableLines([" | ".join(row) for row in table.body], tuple(table.row_ids))
+    """The body rows of `table` as matching sees them (cells joined by ' | ', each cell up
+    to `INDEX_CELL_CHARS` characters, as the grep index read it)."""
+    body = index_cells(table).body
+    return TableLines([" | ".join(row) for row in body], tuple(table.row_ids))
 
 
 def _lines_of(data: TableLines, pattern: str) -> list[int] | None:

@@ -55,6 +55,8 @@ __all__ = [
     "is_corpus_file",
     "missing_indexes",
     "open_corpus",
+    "prune_missing",
+    "remove_tables",
 ]
 
 
@@ -107,17 +109,25 @@ def ingest_corpus(
     workers: int | None = None,
     stop: threading.Event | None = None,
     budget: ReadBudget | None = None,
+    prune: bool = False,
 ) -> IngestReport:
     """Every table under `paths` into `corpus`: `corpus.storage.ingest.ingest` into one
     store (its grep and BM25 indexes too), `ingest_sharded` into a sharded corpus (each file
-    into its home shard, each shard with its grep index)."""
+    into its home shard, each shard with its grep index). With `prune`, the tables of stored
+    files under `paths` that no longer exist are removed first (`prune_missing`; the report's
+    `files_pruned`)."""
     from tablequest.corpus.storage.ingest import ingest
-    from tablequest.corpus.storage.shards import ShardedStore
+    from tablequest.corpus.storage.shards import ShardedStore, ingest_sharded
 
+    paths = list(paths)
+    pruned = prune_missing(corpus, paths) if prune else []
+    kw: dict[str, Any] = {"progress": progress, "workers": workers, "stop": stop}
     if isinstance(corpus, ShardedStore):
-        return corpus.ingest(paths, progress=progress, workers=workers, stop=stop, budget=budget)
-    one = corpus.shards[0]
-    return ingest(one, paths, progress=progress, workers=workers, stop=stop, budget=budget)
+        report = ingest_sharded(corpus, paths, budget=budget, **kw)
+    else:
+        report = ingest(corpus.shards[0], paths, budget=budget, **kw)
+    report.files_pruned = pruned
+    return report
 
 
 def missing_indexes(corpus: Corpus) -> list[str]:
@@ -130,3 +140,65 @@ def missing_indexes(corpus: Corpus) -> list[str]:
     if isinstance(corpus, ShardedStore):
         return corpus.missing_indexes()
     return store_missing(corpus.shards[0])
+
+
+def remove_tables(corpus: Corpus, table_ids: Iterable[str]) -> list[str]:
+    """Remove `table_ids` from `corpus`: every part of their store, and the indexes ingest
+    builds rebuilt without them (`corpus.storage.removal`). Returns the ids removed.
+
+    Raises:
+        UnknownTables: an id the corpus does not hold (named; nothing is removed).
+        StoreWriteError: the file or disk failed (that shard's removal rolled back).
+    """
+    from tablequest.corpus.storage.removal import UnknownTables, drop_tables
+
+    ids = list(dict.fromkeys(table_ids))
+    held = set(corpus.table_ids())
+    unknown = [t for t in ids if t not in held]
+    if unknown:
+        raise UnknownTables(
+            f"no table {', '.join(map(repr, unknown))} in the store "
+            "(`tablequest tables` lists them); nothing removed"
+        )
+    by_shard: dict[int, list[str]] = {}
+    for tid in ids:
+        by_shard.setdefault(id(corpus.locate(tid)), []).append(tid)
+    for shard in corpus.shards:
+        if id(shard) in by_shard:
+            drop_tables(shard, by_shard[id(shard)])
+    _reindex(corpus, [s for s in corpus.shards if id(s) in by_shard])
+    return ids
+
+
+def prune_missing(corpus: Corpus, roots: Iterable[str | Path]) -> list[str]:
+    """Remove the tables of the stored files under `roots` that no longer exist
+    (`ingest --prune`, `tablequest.open`); returns those files."""
+    from tablequest.corpus.storage.removal import files_gone, ids_of_files
+
+    resolved = [Path(str(r)).expanduser().resolve() for r in roots]
+    gone: list[str] = []
+    ids: list[str] = []
+    for shard in corpus.shards:
+        files = files_gone(shard, resolved)
+        gone += files
+        ids += ids_of_files(shard, files)
+    if ids:
+        remove_tables(corpus, ids)
+    return sorted(gone)
+
+
+def _reindex(corpus: Corpus, touched: list[Any]) -> None:
+    """Rebuild what ingest builds: grep and BM25 of one store; the grep index of each
+    touched shard and the manifest's counts of a sharded corpus."""
+    from tablequest.corpus.lexical.rank import ensure_indexes, grep_index
+    from tablequest.corpus.storage.shards import ShardedStore
+
+    if not isinstance(corpus, ShardedStore):
+        ensure_indexes(corpus.shards[0], strict=True)
+        return
+    corpus._fingerprint = None
+    corpus._indexes.clear()  # the off-home table map
+    for shard in touched:
+        if len(shard):
+            grep_index(shard, strict=True)
+    corpus.update_manifest()

@@ -81,9 +81,12 @@ class IngestReport:
     files_warned: list[FileWarning] = field(default_factory=list)
     stopped: bool = False
     files_left: int = 0
+    files_pruned: list[str] = field(default_factory=list)
+    """Stored files gone from disk whose tables were removed (`ingest --prune`)."""
 
     def to_json(self) -> dict[str, Any]:
-        """The report; `stopped` and `files_left` appear only for a run that was stopped."""
+        """The report; `stopped` and `files_left` appear only for a run that was stopped,
+        `files_pruned` only for one that pruned."""
         out: dict[str, Any] = {
             "files_seen": self.files_seen,
             "tables_stored": self.tables_stored,
@@ -93,6 +96,8 @@ class IngestReport:
         }
         if self.stopped:
             out.update(stopped=True, files_left=self.files_left)
+        if self.files_pruned:
+            out["files_pruned"] = list(self.files_pruned)
         return out
 
     @property
@@ -288,6 +293,9 @@ def _stream(
         return ("failed", over)
     try:
         put_stream(store, spec, replace=key in known, budget=spent.budget)
+    except OverBudget as exc:  # DuckDB's load ran past `max_seconds`: nothing was written
+        spent.cells -= (spec.n_lines - 1) * len(spec.header)
+        return ("failed", exc.reason)
     except duckdb.Error as exc:
         if is_store_failure(exc):
             raise IngestAborted(

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from tablequest.corpus.storage.store import table_row
-from tablequest.corpus.storage.streaming import stream_spec
+from tablequest.corpus.storage.streaming import announce_big, stream_spec
 from tablequest.table import ReadBudget, UnreadableTable, read_tables_report
 
 PARALLEL_THRESHOLD = 64  # fewer files than this are read in-process (no pool start-up)
@@ -119,6 +119,7 @@ def outcomes(
     spawnable = getattr(main, "__file__", None) is not None or getattr(main, "__spec__", None)
     if len(todo) < PARALLEL_THRESHOLD or n_workers <= 1 or not spawnable:
         for key, h in todo:
+            announce_big(key)  # read here: a big file names itself (`progress_stages`)
             yield read_file(key, h, budget)
         return
     chunk = 16

@@ -283,20 +283,6 @@ class ShardedStore:
         self._fingerprint = None
         return self.stores[home_shard(key, self.n_shards)].add_table(table, key=key, idx=idx)
 
-    def ingest(
-        self,
-        paths: Iterable[str | Path],
-        *,
-        progress: Callable[[int, int], None] | None = None,
-        workers: int | None = None,
-        stop: threading.Event | None = None,
-        budget: ReadBudget | None = None,
-    ) -> IngestReport:
-        """`ingest_sharded` into this corpus."""
-        return ingest_sharded(
-            self, paths, progress=progress, workers=workers, stop=stop, budget=budget
-        )
-
     def missing_indexes(self) -> list[str]:
         """The grep index, when a shard has none saved: sharded ranking loads each shard's
         grep index and builds BM25 postings and vectors in memory (`retrieval.shardrank`)."""

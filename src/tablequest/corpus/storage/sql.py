@@ -5,15 +5,21 @@ file READ_ONLY, then turns external access off (no file readers such as
 `read_csv('/etc/passwd')`, no `COPY`, `ATTACH`, `INSTALL`/`LOAD`) and locks its
 configuration (no `SET`). Before it runs, the statement is checked with DuckDB's own parser:
 
-- exactly one statement, and a SELECT (DESCRIBE, SUMMARIZE, FROM-first and VALUES included);
+- exactly one statement, and a SELECT (DESCRIBE, SUMMARIZE, FROM-first, VALUES, UNPIVOT and
+  PIVOT with its values listed, `PIVOT t ON c IN ('a', 'b') USING …`, included), or
+  `EXPLAIN [ANALYZE] [(FORMAT …)]` of one (the explained SELECT is checked as any query, and
+  EXPLAIN ANALYZE, which runs it, within the same limits). A PIVOT without `IN` is refused:
+  DuckDB makes it two statements, the first creating an ENUM type of the column's values —
+  a write, and a statement this check cannot see into;
 - every table it names is one of the store's relations (or a WITH name of the query that
   does not shadow one of the store's own tables: `tables`, `indexes`, …, whose rows hold
   source paths and indexes, are never readable, nor DuckDB's catalog views);
 - table functions only `range`, `generate_series` and `unnest`; no `current_setting`,
   `getvariable` or `duckdb_*`/`pragma_*` function (they show paths and settings).
 
-Limits: `timeout` seconds (the query is interrupted), `limit` rows and `max_bytes` bytes of
-result (the result says `truncated` and why), DuckDB's memory limit and threads. Errors name
+Limits: `timeout` seconds (the query is interrupted: `SqlTimeout`, code ``sql_timeout``),
+`limit` rows and `max_bytes` bytes of result (the result says `truncated` and why), DuckDB's
+memory limit and threads. Errors name
 the line and column DuckDB points at and suggest close table and column names.
 
 A sharded corpus is refused with a message naming its shard files: each shard is a store
@@ -41,7 +47,7 @@ from tablequest.corpus.storage.relations import INTERNAL_TABLES, Relation
 from tablequest.corpus.storage.storefile import StoreError, sql_literal
 from tablequest.errors import UsageError
 
-__all__ = ["SqlError", "SqlRefused", "SqlResult", "SqlRunner", "json_value"]
+__all__ = ["SqlError", "SqlRefused", "SqlResult", "SqlRunner", "SqlTimeout", "json_value"]
 
 DEFAULT_LIMIT = 1000
 DEFAULT_TIMEOUT = 10.0
@@ -50,6 +56,7 @@ MEMORY_LIMIT = "1GB"
 TABLE_FUNCTIONS = frozenset({"range", "generate_series", "unnest"})
 DENIED_FUNCTIONS = frozenset({"current_setting", "getvariable", "getenv", "current_schemas"})
 DENIED_PREFIXES = ("duckdb_", "pragma_")
+EXPLAIN_WORDS = frozenset({"analyze", "format", "text", "json", "html", "graphviz", "yaml", ","})
 _CARET = re.compile(r"LINE (\d+): (.*)\n(\s*)\^")
 
 
@@ -69,6 +76,15 @@ class SqlRefused(SqlError):
     """The statement is not allowed (not a single SELECT, or it names what it may not)."""
 
     code = "sql_refused"
+
+
+class SqlTimeout(SqlError):
+    """The query ran past its time limit and was interrupted: the query is valid but too
+    costly at that limit (exit 2, HTTP 422, code ``sql_timeout``; not 408, which clients
+    retry, nor 503: the same query would run past the limit again)."""
+
+    code = "sql_timeout"
+    http_status = 422
 
 
 @dataclass
@@ -162,14 +178,24 @@ class SqlRunner:
 
     # -- checking -----------------------------------------------------------------------
     def check(self, query: str) -> None:
-        """Refuse what is not one SELECT over the store's relations (module docstring)."""
-        try:
-            statements = self.con.extract_statements(query)
-        except duckdb.Error as exc:
-            raise _error(exc) from None
-        if len(statements) != 1:
-            raise SqlRefused(f"give exactly one SQL statement ({len(statements)} given)")
-        kind = statements[0].type.name
+        """Refuse what is not one SELECT (or EXPLAIN of one) over the store's relations
+        (module docstring)."""
+        kind = self._kind(query)
+        if kind == "EXPLAIN":
+            query = _explained(query)
+            kind = self._kind(query)
+            if kind != "SELECT":
+                raise SqlRefused(
+                    f"EXPLAIN runs here only on a SELECT ({_first_word(query) or kind} "
+                    "refused): EXPLAIN ANALYZE runs the statement, and the store is read-only"
+                )
+        if kind == "MULTI" and "PIVOT" in _words(query):
+            raise SqlRefused(
+                "PIVOT needs its values listed here: PIVOT t ON col IN ('a', 'b') USING "
+                "sum(x). Without IN, DuckDB first creates an ENUM type of the column's values "
+                "(a write, in a statement this check cannot see); SELECT DISTINCT col FROM t "
+                "lists them"
+            )
         if kind != "SELECT":
             word = _first_word(query) or kind
             raise SqlRefused(
@@ -186,6 +212,16 @@ class SqlRunner:
                 raise SqlRefused(f"a WITH name may not be {name!r} (one of the store's own tables)")
         for node in refs:
             self._check_ref(node, ctes)
+
+    def _kind(self, query: str) -> str:
+        """The one statement's type name (SELECT, EXPLAIN, MULTI, …)."""
+        try:
+            statements = self.con.extract_statements(query)
+        except duckdb.Error as exc:
+            raise _error(exc) from None
+        if len(statements) != 1:
+            raise SqlRefused(f"give exactly one SQL statement ({len(statements)} given)")
+        return str(statements[0].type.name)
 
     def _check_ref(self, node: dict[str, Any], ctes: set[str]) -> None:
         kind = node.get("type") or node.get("class")
@@ -268,7 +304,10 @@ class SqlRunner:
                     break
             arrow = pa.Table.from_batches(batches, schema=reader.schema)
         except duckdb.InterruptException:
-            raise SqlError(f"the query ran past the time limit of {timeout:g} s") from None
+            raise SqlTimeout(
+                f"the query ran past the time limit of {timeout:g} s: narrow it (a WHERE, "
+                "fewer joins) or raise the limit"
+            ) from None
         except duckdb.OutOfMemoryException:
             raise SqlError(
                 f"the query needed more than the memory limit ({MEMORY_LIMIT})"
@@ -299,6 +338,37 @@ def _first_word(query: str) -> str:
     """The statement's first keyword (after comments), upper case."""
     match = _WORD.match(query)
     return match.group(1).upper() if match else ""
+
+
+def _words(query: str) -> list[str]:
+    """The query's keywords and identifiers, upper case (comments and strings skipped)."""
+    tokens = duckdb.tokenize(query)
+    ends = [pos for pos, _ in tokens[1:]] + [len(query)]
+    kept = (duckdb.token_type.keyword, duckdb.token_type.identifier)
+    return [query[p:e].strip().upper() for (p, t), e in zip(tokens, ends, strict=True) if t in kept]
+
+
+def _explained(query: str) -> str:
+    """The statement an `EXPLAIN [ANALYZE] [(options)]` explains (its text, from the first
+    token after the prefix). Options other than ANALYZE and FORMAT are refused."""
+    tokens = [(p, t) for p, t in duckdb.tokenize(query) if t != duckdb.token_type.comment]
+    ends = [pos for pos, _ in tokens[1:]] + [len(query)]
+    words = [query[p:e].strip() for (p, _), e in zip(tokens, ends, strict=True)]
+    i = 1  # words[0] is EXPLAIN
+    if i < len(words) and words[i].casefold() == "analyze":
+        i += 1
+    if i < len(words) and words[i] == "(":
+        close = next((j for j in range(i, len(words)) if words[j] == ")"), len(words))
+        unknown = [w for w in words[i + 1 : close] if w.casefold() not in EXPLAIN_WORDS]
+        if close == len(words) or unknown:
+            raise SqlRefused(
+                f"EXPLAIN takes here only ANALYZE and FORMAT text|json|html|graphviz "
+                f"({' '.join(unknown) or 'an unclosed ('} refused)"
+            )
+        i = close + 1
+    if i >= len(words):
+        raise SqlRefused("EXPLAIN of what? Give a SELECT after it")
+    return query[tokens[i][0] :]
 
 
 def _bind(cursor: duckdb.DuckDBPyConnection, query: str) -> duckdb.DuckDBPyRelation:

@@ -4,7 +4,7 @@ Layout (one row per table; no separate files table so that a one-table file is s
 single INSERT, which DuckDB commits as its own transaction):
 
     tables(table_id, path, file_hash, idx, format, sheet, title, content_hash,
-           n_rows, n_cols, data, text, plain)
+           n_rows, n_cols, data, text, plain, ingested_at)  -- ingested_at: UTC, by default
     indexes(name, fingerprint, blob)        -- persisted grep / bm25 indexes
     embeddings(content_hash, model, vector) -- dense vectors, keyed by content
     relations(table_id, sql_name, columns)  -- each table's typed relation (below)
@@ -22,8 +22,10 @@ never half-migrated; opened read-only, it reads as before, and what needs relati
 paging) raises `StoreOutdated` naming `tablequest migrate`.
 
 `text` is the table serialized in its corpus format (what grep searches and what previews
-show); `plain` is header and cell words for BM25 and dense encoders. Table ids are opaque
-(a hash of path and position): agents see them, never the path.
+show); `plain` is header and cell words for BM25 and dense encoders. Both read at most
+`INDEX_CELL_CHARS` characters of each cell (`tablequest.table.indexcap`); `data` and the
+relation hold every cell whole. Table ids are opaque (a hash of path and position): agents
+see them, never the path.
 
 Choices (ours): each reader declares the serialization of its format's tables
 (`tablequest.table.readers.register_reader(text_format=...)`): xlsx as HTML (keeps merged
@@ -66,14 +68,15 @@ from tablequest.corpus.storage.storefile import NotAStore as NotAStore
 from tablequest.corpus.storage.storefile import StoreError as StoreError
 from tablequest.corpus.storage.storefile import StoreLocked as StoreLocked
 from tablequest.corpus.storage.storefile import StoreWriteError as StoreWriteError
-from tablequest.table import Source, Table, serialize, text_format_for
+from tablequest.table import Source, Table, index_cell, index_cells, serialize, text_format_for
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS tables (
     table_id TEXT NOT NULL, path TEXT NOT NULL, file_hash TEXT NOT NULL, idx INTEGER NOT NULL,
     format TEXT, sheet TEXT, title TEXT, content_hash TEXT NOT NULL,
     n_rows INTEGER NOT NULL, n_cols INTEGER NOT NULL,
-    data TEXT NOT NULL, text TEXT NOT NULL, plain TEXT NOT NULL
+    data TEXT NOT NULL, text TEXT NOT NULL, plain TEXT NOT NULL,
+    ingested_at TIMESTAMP DEFAULT (now() AT TIME ZONE 'UTC')
 );
 CREATE TABLE IF NOT EXISTS indexes (name TEXT NOT NULL, fingerprint TEXT NOT NULL, blob BLOB);
 CREATE TABLE IF NOT EXISTS embeddings (
@@ -133,9 +136,12 @@ def text_format(table: Table) -> str:
 def plain_text(table: Table) -> str:
     """Title, then one line per grid row (header rows first), cells as whitespace-separated
     words (for BM25 / dense). A cell's own line breaks ("No. in\nseries") become spaces, so
-    each line is one whole row (the phrase index and the header vector read lines)."""
-    parts = [" ".join((table.title or "").split())]
-    parts.extend(" ".join(" ".join(cell.split()) for cell in row) for row in table.cells)
+    each line is one whole row (the phrase index and the header vector read lines). Each
+    cell gives at most `INDEX_CELL_CHARS` characters (`tablequest.table.indexcap`)."""
+    parts = [" ".join(index_cell(table.title or "").split())]
+    parts.extend(
+        " ".join(" ".join(index_cell(cell).split()) for cell in row) for row in table.cells
+    )
     return "\n".join(p for p in parts if p)
 
 
@@ -155,7 +161,7 @@ def table_row(table: Table, *, path: str, file_hash: str, idx: int) -> tuple[Any
         table.n_rows,
         table.n_cols,
         json.dumps(table.to_dict(), ensure_ascii=False),
-        serialize(table, text_format_for(table.source.format)),
+        serialize(index_cells(table), text_format_for(table.source.format)),
         plain_text(table),
         rel.relation_arrow(table),
     )
@@ -236,7 +242,9 @@ def _rewrite(path: Path, lock_timeout: float | None) -> None:
         con.execute("USE tq_fresh")
         con.execute(SCHEMA)
         for name in ("tables", "indexes", "embeddings"):
-            con.execute(f"INSERT INTO {name} SELECT * FROM {rel.quote(old)}.{name}")
+            # the tables' own columns: a store of format 1 kept no ingest time
+            cols = f"({ROW_COLUMNS}) SELECT {ROW_COLUMNS}" if name == "tables" else "SELECT *"
+            con.execute(f"INSERT INTO {name} {cols} FROM {rel.quote(old)}.{name}")
         reader = con.cursor()
         reader.execute(f"SELECT {ROW_COLUMNS} FROM {rel.quote(old)}.tables ORDER BY table_id")
         while batch := reader.fetchmany(256):
@@ -254,6 +262,27 @@ def _rewrite(path: Path, lock_timeout: float | None) -> None:
     finally:
         with contextlib.suppress(duckdb.Error):
             con.close()
+
+
+def has_ingest_time(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the store keeps ingest times (one written before them and opened read-only
+    does not: only a writer adds the column, `_add_ingest_time`)."""
+    row = con.execute(
+        "SELECT count(*) FROM duckdb_columns() WHERE database_name = current_database() "
+        "AND table_name = 'tables' AND column_name = 'ingested_at'"
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def _add_ingest_time(con: duckdb.DuckDBPyConnection) -> None:
+    """Give a store written before ingest times were kept its `ingested_at` column (NULL,
+    unknown, for the tables already there; UTC from now on)."""
+    if has_ingest_time(con):
+        return
+    con.execute("ALTER TABLE tables ADD COLUMN ingested_at TIMESTAMP")
+    con.execute(
+        "ALTER TABLE tables ALTER COLUMN ingested_at SET DEFAULT (now() AT TIME ZONE 'UTC')"
+    )
 
 
 class Store:
@@ -311,6 +340,7 @@ class Store:
         if not self.read_only:
             try:
                 con.execute(SCHEMA)
+                _add_ingest_time(con)
                 if _format_version(con) is None and not self._fresh(con):
                     con.close()
                     assert self.path is not None  # an in-memory store starts empty

@@ -23,24 +23,32 @@ the raw relation and `Store.get_rows` only the rows asked for. Its index text is
 (ours): `text` (grep, previews) is the header and the first `SAMPLE_ROWS` rows; `plain`
 (BM25, dense) adds one line per text column of its `TOP_VALUES` most frequent values — so a
 300,000-row table costs the indexes a few kilobytes, not two whole text copies, and a value
-in any row of a low-cardinality column is still found. `content_hash` is the file's sha256
-under a `stream:` prefix.
+in any row of a low-cardinality column is still found; each cell and value gives at most
+`INDEX_CELL_CHARS` characters (`tablequest.table.indexcap`). `content_hash` is the file's
+sha256 under a `stream:` prefix.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tablequest.corpus.storage.storefile import sql_literal
 from tablequest.table import (
+    OverBudget,
     ReadBudget,
     Source,
     Table,
     has_title_or_notes,
+    index_cell,
     parse_delimited_report,
     sniff_delimiter,
 )
@@ -50,7 +58,14 @@ if TYPE_CHECKING:
 
     from tablequest.corpus.storage.store import Store
 
-__all__ = ["STREAM_MIN_BYTES", "StreamSpec", "put_stream", "stream_spec"]
+__all__ = [
+    "STREAM_MIN_BYTES",
+    "StreamSpec",
+    "announce_big",
+    "put_stream",
+    "stream_spec",
+    "streamed_rows",
+]
 
 STREAM_MIN_BYTES = 4 * 1024 * 1024
 SAMPLE_ROWS = 100
@@ -58,6 +73,35 @@ TOP_VALUES = 200
 _HEAD_BYTES = 64 * 1024
 _TAIL_BYTES = 16 * 1024
 _FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".parquet": "parquet", ".pq": "parquet"}
+
+
+def streamed_rows(store: Store, table_id: str) -> int | None:
+    """The body row count of a streamed table (its cells in `tq_raw`, its body row ids
+    ``0..n-1``), None for any other table: a view of a streamed table reads only the rows it
+    shows (`Store.get_rows`), never the table whole (`Store.get`)."""
+    found = store.con.execute(
+        "SELECT 1 FROM duckdb_tables() WHERE schema_name = 'tq_raw' AND table_name = ?",
+        [table_id],
+    ).fetchone()
+    return None if found is None else store.shape(table_id)[0]
+
+
+def announce_big(path: str, size: int | None = None) -> None:
+    """Name the reading of `path` as a stage when it is big (at least `STREAM_MIN_BYTES`):
+    its name and size, e.g. ``reading big.csv (25.3 MB)…`` (`corpus.progress_stages`: the
+    CLI's ingest bar), so an ingest of one big file shows what it is doing."""
+    try:
+        size = os.path.getsize(path) if size is None else size
+    except OSError:
+        return
+    if size >= STREAM_MIN_BYTES:
+        _announce(f"reading {Path(path).name} ({size / 1e6:,.1f} MB)…")
+
+
+def _announce(text: str) -> None:
+    from tablequest.corpus.dense.encoder_base import announce_stage
+
+    announce_stage(text)
 
 
 @dataclass(frozen=True)
@@ -166,12 +210,13 @@ def put_stream(
 
     Raises:
         duckdb.Error: DuckDB refused the file (nothing written): read it the usual way.
+        OverBudget: the load ran past the budget's `max_seconds` (nothing written).
     """
     import duckdb
     import pyarrow as pa
 
     from tablequest.corpus.storage import relations as rel
-    from tablequest.corpus.storage.store import table_id_for
+    from tablequest.corpus.storage.store import ROW_COLUMNS, table_id_for
 
     table_id = table_id_for(spec.path, 0)
     raw = f"tq_raw.{rel.quote(table_id)}"
@@ -189,11 +234,12 @@ def put_stream(
         "max_line_size=33554432)"
     )
     con = store.con
-    with store.transaction():
+    budget = budget or ReadBudget.from_env()
+    with store.transaction(), time_bound(con, spec.path, budget.max_seconds) as in_time:
         keep = store._drop_paths([spec.path]) if replace else {}
         con.execute("CREATE SCHEMA IF NOT EXISTS tq_raw")
         if spec.format == "parquet":
-            texts_arrow = _parquet_texts(spec, budget or ReadBudget.from_env())
+            texts_arrow = _parquet_texts(spec, budget)
         else:
             # a scan's result keeps the file's order (DuckDB preserves insertion order), so
             # the body row id is the position (rowid is offset inside a transaction)
@@ -202,6 +248,8 @@ def put_stream(
                 raise duckdb.InvalidInputException("a row has more fields than the header")
             texts_arrow = texts_arrow.drop_columns([extra])
         n_rows = texts_arrow.num_rows
+        name = Path(spec.path).name
+        _announce(f"{name}: {n_rows:,} rows read; typing {len(names)} columns…")
         arrow: Any = texts_arrow.add_column(0, "_row", pa.array(range(n_rows), type=pa.int64()))
         con.register("tq_raw_load", arrow)
         try:
@@ -215,11 +263,57 @@ def put_stream(
         )
         typed, columns_meta = rel.typed_arrow(head, arrow.column(0), arrow.columns[1:])
         del arrow
+        _announce(f"{name}: {n_rows:,} rows; storing…")
         top = _top_values(con, raw, names, columns_meta)
         row = _row(spec, table_id, head, sample, n_rows, top)
-        con.execute(f"INSERT INTO tables VALUES ({', '.join(['?'] * 13)})", list(row))
+        placeholders = ", ".join(["?"] * len(row))
+        con.execute(f"INSERT INTO tables ({ROW_COLUMNS}) VALUES ({placeholders})", list(row))
         rel.write_relations(con, [(*row, (typed, columns_meta))], keep)
+        in_time()  # before the commit: a load past its time is not kept
     return table_id
+
+
+@contextmanager
+def time_bound(
+    con: duckdb.DuckDBPyConnection, path: str, seconds: float | None
+) -> Iterator[Callable[[], None]]:
+    """Bound DuckDB's work on `con` by the reading budget's `max_seconds`: once they are
+    spent, a timer thread interrupts the connection (again every 10 ms: an interrupt while
+    no statement runs is lost), and the interrupted statement raises the `max_seconds`
+    `OverBudget`. Yields a check to call before the commit (the time ran out between
+    statements). Used inside the transaction, so the watcher stops before a rollback."""
+    import duckdb
+
+    if seconds is None:
+        yield lambda: None
+        return
+    stop = threading.Event()
+    deadline = time.monotonic() + seconds
+
+    def over() -> OverBudget:
+        return OverBudget(path, "max_seconds", "reading time", f"{seconds:g} s")
+
+    def watch() -> None:
+        if stop.wait(seconds):
+            return
+        while True:
+            con.interrupt()
+            if stop.wait(0.01):
+                return
+
+    def in_time() -> None:
+        if time.monotonic() > deadline:
+            raise over()
+
+    watcher = threading.Thread(target=watch, name="tq-stream-deadline", daemon=True)
+    watcher.start()
+    try:
+        yield in_time
+    except duckdb.InterruptException:
+        raise over() from None
+    finally:
+        stop.set()
+        watcher.join()
 
 
 def _top_values(
@@ -234,7 +328,7 @@ def _top_values(
             f"SELECT {name} FROM {raw} WHERE {name} <> '' GROUP BY {name} "
             f"ORDER BY count(*) DESC, {name} LIMIT {TOP_VALUES}"
         ).fetchall()
-        lines.append(" ".join(" ".join(str(v).split()) for (v,) in rows))
+        lines.append(" ".join(" ".join(index_cell(str(v)).split()) for (v,) in rows))
     return [line for line in lines if line]
 
 
@@ -243,7 +337,7 @@ def _row(
     top: list[str],
 ) -> tuple[Any, ...]:  # fmt: skip
     from tablequest.corpus.storage.store import plain_text
-    from tablequest.table import serialize, text_format_for
+    from tablequest.table import index_cells, serialize, text_format_for
 
     shown = Table.from_rows([list(spec.header), *sample], source=head.source)
     data = head.to_dict()
@@ -254,5 +348,5 @@ def _row(
     return (
         table_id, spec.path, spec.file_hash, 0, spec.format, None, None, content, n_rows,
         len(spec.header), json.dumps(data, ensure_ascii=False),
-        serialize(shown, text_format_for(spec.format)), plain,
+        serialize(index_cells(shown), text_format_for(spec.format)), plain,
     )  # fmt: skip

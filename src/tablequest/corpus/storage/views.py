@@ -8,7 +8,8 @@ store written by an older version broke at a newline inside a cell):
     line 0: every header row's cells (the table's `n_header_rows`, at least its first row)
     then:   the title (when there is one), then one line per body row
 
-Whitespace inside a cell (line breaks included) becomes single spaces. Line 0 is always the
+Whitespace inside a cell (line breaks included) becomes single spaces; a cell gives at most
+`INDEX_CELL_CHARS` characters (`tablequest.table.indexcap`). Line 0 is always the
 header, even when it is empty, so "the first line" is the header for every table.
 """
 
@@ -19,12 +20,13 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from tablequest.corpus.storage.store import Store
+from tablequest.table import index_cell
 
 __all__ = ["header_first_text", "header_first_texts", "header_line", "stored_tables"]
 
 
 def _line(cells: Sequence[str]) -> str:
-    return " ".join(word for cell in cells for word in cell.split())
+    return " ".join(word for cell in cells for word in index_cell(cell).split())
 
 
 def header_first_text(cells: Sequence[Sequence[str]], n_header_rows: int, title: str | None) -> str:

@@ -3,8 +3,12 @@
 `QA_final.json` = {"queries": [...]}, each with id, FileName, Question, QuestionType,
 SubQType, CompStrucCata, FinalAnswer, ProcessedAnswer. The table is
 `data/tables/<FileName>.xlsx`, read by the tablequest xlsx reader (merged cells, multi-level
-headers). Answers are `[ProcessedAnswer]` (for Visualization, the reference y-values; empty
-for Structure Comprehending, which upstream scores on swapped tables). Tasks: Visualization →
+headers). Answers are the reference upstream scores against (`inference/inference_llm.py`
+and its siblings in cspzyy/RealHiTBench): `[FinalAnswer]`, and for Visualization
+`[ProcessedAnswer]` (the reference y-values; its `FinalAnswer` is the chart code); empty for
+Structure Comprehending, which upstream scores on swapped tables. The two differ on one
+non-chart question, id 374 (FinalAnswer "1297800", ProcessedAnswer "31297800"); both are
+kept in `extra` (`final_answer`, `processed_answer`). Tasks: Visualization →
 "visualization", Data Analysis → "free_form", the rest "tableqa".
 
 Choice (ours): questions whose xlsx is missing (upstream LFS pointers; only a LaTeX rendering
@@ -33,13 +37,18 @@ from tablequest.eval.datasets.common import (
 
 __all__ = ["load_realhitbench"]
 
-_KEYS = ("id", "FileName", "Question", "QuestionType", "ProcessedAnswer")
+_KEYS = ("id", "FileName", "Question", "QuestionType")
 _TASKS: dict[str, QuestionTask] = {"Visualization": "visualization", "Data Analysis": "free_form"}
 
 
+def _reference_field(row: dict[str, Any]) -> str:
+    """The key of the reference upstream scores `row` against."""
+    return "ProcessedAnswer" if str(row["QuestionType"]) == "Visualization" else "FinalAnswer"
+
+
 def _question(row: dict[str, Any], key: str) -> Question:
-    answer = str(row["ProcessedAnswer"])
     qtype = str(row["QuestionType"])
+    answer = str(row.get(_reference_field(row)) or "")
     return Question(
         id=str(row["id"]),
         question=str(row["Question"]),
@@ -51,6 +60,7 @@ def _question(row: dict[str, Any], key: str) -> Question:
             "sub_type": row.get("SubQType"),
             "structure": row.get("CompStrucCata"),
             "final_answer": row.get("FinalAnswer"),
+            "processed_answer": row.get("ProcessedAnswer"),
         },
     )
 
@@ -71,6 +81,7 @@ def _read_queries(
     skipped: dict[str, int] = {}
     for i, row in enumerate(raw["queries"]):
         require_keys(row, _KEYS, f"RealHiTBench: {source} query {i}")
+        require_keys(row, (_reference_field(row),), f"RealHiTBench: {source} query {i}")
         file_name = str(row["FileName"])
         key = f"data/tables/{file_name}.xlsx"
         if key not in refs:

@@ -1,6 +1,7 @@
-"""Metrics of the seed papers: WTQ exact match, F1/EM, TabFact accuracy, retrieval recall
-family (R@k, R@all, R@final, GR, DS), format robustness (FRS, WCD), efficiency, sub-table
-quality, ROUGE-L and BLEU, and DTR's LLM-as-judge metrics (LLM-EVAL, Win / Score Rate).
+"""Metrics of the seed papers: WTQ exact match, HiTab's `hmt_score`, F1/EM, TabFact accuracy,
+retrieval recall family (R@k, R@all, R@final, GR, DS), format robustness (FRS, WCD),
+efficiency, sub-table quality, ROUGE-L and BLEU, and DTR's LLM-as-judge metrics (LLM-EVAL,
+Win / Score Rate).
 Each submodule documents the paper section it follows.
 """
 
@@ -16,6 +17,7 @@ from tablequest.eval.metrics.answers import (
     tabfact_scores,
     token_f1,
 )
+from tablequest.eval.metrics.hitab import hitab_match
 from tablequest.eval.metrics.judge import (
     JudgeItem,
     JudgeOutcome,
@@ -59,6 +61,7 @@ __all__ = [
     "gr_final",
     "group_coverage_at_k",
     "group_recall_at_k",
+    "hitab_match",
     "judge_records",
     "list_f1",
     "mean",

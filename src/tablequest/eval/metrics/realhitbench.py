@@ -25,10 +25,14 @@ gives them no metric, the runner records them as not scored (`UNSCORED`) and the
 them apart with their count; `structure_consistency` is the upstream rule for when both
 answers exist.
 
+The reference is what upstream scores against (``inference/inference_llm.py``): the
+question's ``FinalAnswer``, and for Visualization its ``ProcessedAnswer`` (the chart data);
+the loader puts it in ``question.answers[0]``.
+
 Runner integration (one call per question, then one aggregation):
     ``score_realhitbench(question.extra["question_type"], question.extra["sub_type"],
-    result.answer, question.answers[0] or question.extra["final_answer"],
-    chart_data=result.details.get("chart_data"))`` → a dict of metric values;
+    result.answer, question.answers[0], chart_data=result.details.get("chart_data"))`` → a
+    dict of metric values;
     ``aggregate_realhitbench(rows)`` → family → metric → percent.
 """
 

@@ -50,12 +50,41 @@ function setupUpload() {
     for (const failure of body.files_failed) text += "\nskipped " + failure.name + ": " + failure.reason;
     for (const warned of body.files_warned) text += "\nrepaired " + warned.name + ": " + warned.warning;
     report.textContent = text;
-    const doc = await fetchFragment(location.pathname + location.search);
-    for (const id of ["tables", "table-count", "pager"]) {
-      const fresh = doc.getElementById(id);
-      const old = document.getElementById(id);
-      if (fresh && old) old.replaceWith(document.adoptNode(fresh));
+    await refreshCorpus();
+  });
+}
+
+async function refreshCorpus() {
+  const doc = await fetchFragment(location.pathname + location.search);
+  for (const id of ["tables", "table-count", "pager"]) {
+    const fresh = doc.getElementById(id);
+    const old = document.getElementById(id);
+    if (fresh && old) old.replaceWith(document.adoptNode(fresh));
+  }
+}
+
+// The corpus list's Remove buttons: confirm, then DELETE /v1/tables/{id} (every index).
+function setupRemove() {
+  const report = document.getElementById("upload-report");
+  if (!report) return;
+  document.addEventListener("click", async (event) => {
+    const button = event.target.closest("button[data-remove]");
+    if (!button) return;
+    const name = button.dataset.name || button.dataset.remove;
+    if (!window.confirm("Remove " + name + " from the store? Its rows, SQL relation and search indexes are deleted; the file itself is not.")) return;
+    button.disabled = true;
+    const url = "/v1/tables/" + encodeURIComponent(button.dataset.remove);
+    const response = await fetch(url, { method: "DELETE", headers: HEADERS });
+    if (!response.ok) {
+      report.className = "report error";
+      report.textContent = "Not removed: " + await errorText(response);
+      button.disabled = false;
+      return;
     }
+    const body = await response.json();
+    report.className = "report";
+    report.textContent = "Removed " + name + "; " + body.tables_left + " tables in the store.";
+    await refreshCorpus();
   });
 }
 
@@ -121,6 +150,11 @@ function setupAsk() {
     if (steps) body.steps = Number(steps);
     const tableId = document.getElementById("table-id").value.trim();
     if (tableId) body.table_ids = [tableId];
+    const conversation = document.getElementById("conversation-id").textContent;
+    if (conversation && document.getElementById("follow-up").checked) {
+      body.conversation_id = conversation;
+    }
+    document.getElementById("rewritten").hidden = true;
     status.className = "note";
     status.textContent = "Starting…";
     button.disabled = true;
@@ -138,6 +172,18 @@ function setupAsk() {
     }
     follow(await response.json(), status, button);
   });
+}
+
+// Ask page: the conversation thread. Each answer names its conversation; the next question
+// is a follow-up in it (unless unticked), and a rewritten follow-up is shown as asked.
+function showThread(result) {
+  if (!result.conversation_id) return;
+  document.getElementById("conversation-id").textContent = result.conversation_id;
+  document.getElementById("thread").hidden = false;
+  document.getElementById("follow-up").checked = true;
+  const rewritten = document.getElementById("rewritten");
+  rewritten.textContent = result.rewritten_question ? "Asked as: " + result.rewritten_question : "";
+  rewritten.hidden = !result.rewritten_question;
 }
 
 function showRefusal(message, title = "The ask was refused") {
@@ -189,7 +235,9 @@ function follow(started, status, button) {
   });
   source.addEventListener("result", async (event) => {
     source.close();
-    const [cls, text] = ending(JSON.parse(event.data));
+    const result = JSON.parse(event.data);
+    showThread(result);
+    const [cls, text] = ending(result);
     status.className = cls;
     status.textContent = text;
     button.disabled = false;
@@ -238,5 +286,5 @@ function setupSql() {
 }
 
 document.addEventListener("DOMContentLoaded", () => {
-  setupUpload(); setupAsk(); setupSorting(); setupSql();
+  setupUpload(); setupRemove(); setupAsk(); setupSorting(); setupSql();
 });

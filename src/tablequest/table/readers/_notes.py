@@ -23,17 +23,23 @@ Choices (ours), with W the number of fields of the header row:
   (c) in a table of three or more columns, a row with only its first field filled holding a
       sentence (four or more words).
   A data row with a missing value ("Bob," in a two-column file) is none of these.
-- **Title lines**: leading rows before the first row with two or more filled fields, each with
-  one filled field, its first, that either has fewer fields than that header row or reads as
-  text (has a space or a colon: `Bevölkerung nach Ländern;;` is a title, `name;` a header with
-  a blank second name). The first title line is the title; further ones are notes, before the
-  footer's. Blank rows among them are dropped.
+- **Title lines**: leading rows before the header, the first row with two or more filled
+  fields that is not a split title. A title line either has one filled field, its first, and
+  fewer fields than the header row or reads as text (has a space or a colon: `Bevölkerung
+  nach Ländern;;` is a title, `name;` a header with a blank second name), or is a *split
+  title*: a title holding the delimiter (`Average fuel prices by country, March 2024` in a
+  comma file), i.e. filled fields from the first on, fewer fields than the table's width
+  (the most common row width, the wider on a tie, when at least half of the rows have it),
+  three or more words in all and a field of two or more; it is rejoined at the delimiter.
+  The first title line is the title; further ones are notes, before the footer's. Blank rows
+  among them are dropped.
 - Rows are left as they were when nothing is found.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 __all__ = ["Framed", "has_title_or_notes", "split_title_and_notes"]
@@ -95,14 +101,38 @@ def _line(row: list[str], delimiter: str) -> str:
     return delimiter.join(cells).strip()
 
 
-def _title_lines(rows: list[list[str]]) -> tuple[int, list[str]]:
+def _table_width(rows: list[list[str]]) -> int:
+    """The most common row width (the wider on a tie), blank rows left out; 0 when fewer
+    than half of the rows have it (a ragged file has no width to compare titles with)."""
+    widths = Counter(len(r) for r in rows if not _blank(r))
+    width = max(widths, key=lambda w: (widths[w], w), default=0)
+    return width if 2 * widths[width] >= sum(widths.values()) else 0
+
+
+def _split_title(row: list[str], width: int) -> bool:
+    """A title line that the delimiter split: see the module docstring."""
+    filled = _filled(row)
+    if len(filled) < 2 or len(row) >= width or row[: len(filled)] != filled:
+        return False
+    words = [len(c.split()) for c in filled]
+    return sum(words) >= 3 and max(words) >= 2
+
+
+def _title_lines(rows: list[list[str]], delimiter: str) -> tuple[int, list[str]]:
     """(index of the header row, the title lines before it); (0, []) when there are none."""
-    header = next((i for i, r in enumerate(rows) if len(_filled(r)) >= 2), None)
+    width = _table_width(rows)
+    header = next(
+        (i for i, r in enumerate(rows) if len(_filled(r)) >= 2 and not _split_title(r, width)),
+        None,
+    )
     if not header:
         return 0, []
     lines = []
     for row in rows[:header]:
         if _blank(row):
+            continue
+        if _split_title(row, width):
+            lines.append(_line(row, delimiter))
             continue
         text = row[0].strip()
         if _filled(row) != [row[0]]:
@@ -137,14 +167,14 @@ def has_title_or_notes(
     """Whether a delimited file has title lines before its header or footer notes after its
     data, judged from its first rows (`head_rows`, the header among them) and its last rows
     (`tail_rows`): the reader would take them out, so the file is not a plain grid."""
-    if _title_lines(head_rows) != (0, []):
+    if _title_lines(head_rows, delimiter) != (0, []):
         return True
     return bool(_footer([*head_rows[:1], *tail_rows], 0, delimiter)[1])
 
 
 def split_title_and_notes(rows: list[list[str]], delimiter: str) -> Framed:
     """Take title lines and footer notes out of a delimited file's rows (module docstring)."""
-    start, title_lines = _title_lines(rows)
+    start, title_lines = _title_lines(rows, delimiter)
     end, footer = (len(rows), []) if len(rows) - start < 3 else _footer(rows, start, delimiter)
     title = title_lines[0] if title_lines else None
     notes = title_lines[1:] + footer

@@ -1,4 +1,12 @@
-"""Decoding text files: BOMs, UTF-8, cp1252 and latin-1 fallbacks, NUL bytes, binary junk."""
+"""Decoding text files: BOMs, UTF-8, cp1252 and latin-1 fallbacks, NUL bytes, binary junk.
+
+Mixed encodings (ours): a file without BOM that is not valid UTF-8 is decoded line by line,
+each line as UTF-8 where it is valid, else as cp1252 (latin-1 for the five bytes cp1252 leaves
+undefined). A file that is mostly UTF-8 with a few lines appended by a Windows tool then reads
+"Zürich" and "Genève" both, not "ZÃ¼rich"; such a file is also reported (`warn`), naming the
+lines decoded as cp1252. A file with no UTF-8 multi-byte sequence at all is decoded as cp1252
+(or latin-1) as a whole, silently: that is one consistent legacy encoding, not a mix.
+"""
 
 from __future__ import annotations
 
@@ -33,6 +41,11 @@ _MAX_CONTROL_RATIO = 0.02
 _CONTROL_BYTES = frozenset([*range(0, 9), *range(14, 32), 127])
 _NOT_CONTROL = bytes(b for b in range(256) if b not in _CONTROL_BYTES)
 _SAMPLE = 1 << 16
+_UTF8_MULTIBYTE = re.compile(
+    rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}"
+)
+_LINES_SHOWN = 5
+_BLOCK = 1 << 16
 
 
 def binary_kind(head: bytes) -> str | None:
@@ -71,13 +84,61 @@ def _bom_codec(data: bytes) -> str | None:
     return None
 
 
-def _decode_plain(data: bytes) -> str:
-    for codec in ("utf-8", "cp1252"):
+def _decode_plain(data: bytes, warn: Callable[[str], None] | None = None) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    if _UTF8_MULTIBYTE.search(data) is None:  # no UTF-8 at all: one legacy encoding
+        return _decode_legacy(data)
+    text, legacy_lines = _decode_lines(data)
+    if warn is not None:
+        shown = ", ".join(map(str, legacy_lines[:_LINES_SHOWN]))
+        more = f" (+{len(legacy_lines) - _LINES_SHOWN} more)" * (len(legacy_lines) > _LINES_SHOWN)
+        warn(
+            f"mixed encodings: {len(legacy_lines)} line(s) not valid UTF-8 were decoded as "
+            f"cp1252, the rest as UTF-8: line(s) {shown}{more}"
+        )
+    return text
+
+
+def _decode_legacy(data: bytes) -> str:
+    try:
+        return data.decode("cp1252")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
+
+
+def _decode_lines(data: bytes) -> tuple[str, list[int]]:
+    """The text, each line UTF-8 where valid else cp1252, and the cp1252 lines (1-based).
+
+    Blocks of whole lines are tried as UTF-8 at once; only a block that fails is decoded line
+    by line (a newline never splits a UTF-8 character), so the cost stays linear."""
+    parts: list[str] = []
+    legacy: list[int] = []
+    pos, line = 0, 1
+    while pos < len(data):
+        end = data.find(b"\n", pos + _BLOCK)
+        end = len(data) if end < 0 else end + 1
+        block = data[pos:end]
+        pos = end
         try:
-            return data.decode(codec)
-        except UnicodeDecodeError:
+            parts.append(block.decode("utf-8"))
+            line += block.count(b"\n")
             continue
-    return data.decode("latin-1")
+        except UnicodeDecodeError:
+            pass
+        pieces = block.split(b"\n")
+        for i, raw in enumerate(pieces):
+            try:
+                parts.append(raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                parts.append(_decode_legacy(raw))
+                legacy.append(line + i)
+            parts.append("\n")
+        parts.pop()  # the split made one more piece than there were newlines
+        line += len(pieces) - 1
+    return "".join(parts), legacy
 
 
 def _removed_nuls(count: int, warn: Callable[[str], None] | None) -> None:
@@ -86,7 +147,8 @@ def _removed_nuls(count: int, warn: Callable[[str], None] | None) -> None:
 
 
 def decode_text(data: bytes, path: str, warn: Callable[[str], None] | None = None) -> str:
-    """Decode a text file: UTF-8/16/32 with BOM, UTF-8, cp1252, then latin-1.
+    """Decode a text file: UTF-8/16/32 with BOM, UTF-8, cp1252, then latin-1 (mixed UTF-8
+    and cp1252 line by line, told to `warn`: the module docstring).
 
     NUL bytes are stripped when the rest is text (a UTF-16 file without BOM is recognised
     first), and `warn` is told how many. Raises UnreadableTable for empty files and binary
@@ -115,9 +177,9 @@ def decode_text(data: bytes, path: str, warn: Callable[[str], None] | None = Non
                 utf16 = None
         if utf16 is None:
             _removed_nuls(data.count(b"\x00"), warn)
-            text = _decode_plain(data.replace(b"\x00", b""))
+            text = _decode_plain(data.replace(b"\x00", b""), warn)
     else:
-        text = _decode_plain(data)
+        text = _decode_plain(data, warn)
     if "\x00" in text:
         _removed_nuls(text.count("\x00"), warn)
         text = text.replace("\x00", "")

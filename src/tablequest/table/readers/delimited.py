@@ -2,9 +2,14 @@
 
 Choices (ours):
 - Everything is read as text; the first row is the header; ragged rows are padded.
-- Delimiter sniffing among `,` `;` tab `|`: each candidate parses a sample of the file and the
-  one giving the most consistent row width (with at least two columns) wins; the extension's
-  own delimiter (`,` for .csv, tab for .tsv) wins ties and any candidate that is consistent.
+- Delimiter sniffing among `,` `;` tab `|`: each candidate parses a sample of the file and is
+  ranked by: at least two columns, then whether its first row (the header) has the width of
+  most rows, then whether 90% of the rows have that width, then that share and the width.
+  The extension's own delimiter (`,` for .csv, tab for .tsv) wins ties and, giving two or
+  more columns, whenever it ranks first on the first three. The header test is what tells
+  `Land;Preis` over `Deutschland;1,79` rows from a comma file: split at commas every row but
+  the header has two fields, a share the 90% rule alone lets pass once there are more than
+  ten rows.
 - Quoting: a strict parse first. Files that use backslash-escaped quotes (`\\"`, as in the
   WikiTableQuestions CSVs) fail the strict parse and are read with `\\` as escape character;
   other broken quoting is recovered by the lenient parser, or, when an unterminated quote
@@ -53,27 +58,32 @@ def _sample_rows(text: str, delimiter: str) -> list[list[str]]:
 
 def _consistency(text: str, delimiter: str) -> tuple[float, int]:
     """(share of sampled rows with the modal width, modal width) for one delimiter."""
-    widths = Counter(len(r) for r in _sample_rows(text, delimiter))
+    share, width, _ = _split_quality(text, delimiter)
+    return share, width
+
+
+def _split_quality(text: str, delimiter: str) -> tuple[float, int, bool]:
+    """`_consistency` and whether the first sampled row has the modal width."""
+    rows = _sample_rows(text, delimiter)
+    widths = Counter(len(r) for r in rows)
     if not widths:
-        return (0.0, 0)
+        return (0.0, 0, False)
     width, count = widths.most_common(1)[0]
-    return (count / sum(widths.values()), width)
+    return (count / sum(widths.values()), width, len(rows[0]) == width)
 
 
 def sniff_delimiter(text: str, preferred: str = ",") -> str:
     """Pick the delimiter (`,` tab `;` `|`) that splits the sample most consistently."""
     _ensure_field_limit()
-    pref_share, pref_width = _consistency(text, preferred)
-    if pref_width >= 2 and pref_share >= 0.9:
+    keys = {}
+    for delim in (preferred, *(d for d in DELIMITERS if d != preferred)):
+        share, width, header_fits = _split_quality(text, delim)
+        keys[delim] = (width >= 2, header_fits, share >= 0.9, share, width)
+        if delim == preferred and keys[delim][:3] == (True, True, True):
+            return preferred  # nothing can rank above it on what decides
+    best = max(keys, key=lambda d: keys[d])  # the first of equals: the preferred
+    if keys[preferred][0] and keys[preferred][2] and keys[preferred][:3] == keys[best][:3]:
         return preferred
-    best, best_key = preferred, (pref_width >= 2, pref_share, pref_width)
-    for delim in DELIMITERS:
-        if delim == preferred:
-            continue
-        share, width = _consistency(text, delim)
-        key = (width >= 2, share, width)
-        if key > best_key:
-            best, best_key = delim, key
     return best
 
 

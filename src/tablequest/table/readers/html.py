@@ -22,6 +22,10 @@ range recorded as a `Merge`. Choices (ours):
   (in lower or upper case); one lxml parser is reused per thread.
 - Tables without any cell are skipped. The title is the caption plus any leading rows made of
   one cell spanning the full width (banner rows), which are removed from the grid.
+- Names (`Source.sheet`) of the tables of a page with several: the table's caption, else the
+  nearest heading (`<h1>`–`<h6>`, outside any table) above it with no other table between
+  them, else "table N"; a name already taken gets " (table N)" appended. A page with one table
+  leaves it unnamed, as other single-table files.
 """
 
 from __future__ import annotations
@@ -29,19 +33,22 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from lxml import etree
 
 from tablequest.table.budget import Meter, ReadBudget
 from tablequest.table.errors import UnreadableTable
-from tablequest.table.model import Merge, Table
-from tablequest.table.readers._base import ReadInput, number_tables
+from tablequest.table.model import Merge, Source, Table
+from tablequest.table.readers._base import ReadInput
 from tablequest.table.readers._text import decode_text
 
 __all__ = ["parse_html", "read_html"]
 
 MAX_COLSPAN = 1000
+MAX_NAME_CHARS = 100
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 _BLOCKS = ("p", "div", "li", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6")
 _BLOCK_TAG = re.compile(r"<(?:[pP]|div|DIV|li|LI|ul|UL|ol|OL|[hH][1-6])[\s>/]")
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>", re.IGNORECASE)
@@ -275,17 +282,37 @@ def _parser() -> Any:
     return parser
 
 
+def _headings_above(root: Any, elements: list[Any]) -> dict[Any, str]:
+    """Each table element → the text of the nearest heading above it, outside any table and
+    with no other table between them (module docstring)."""
+    wanted = set(elements)
+    found: dict[Any, str] = {}
+    last: str | None = None
+    for el in root.iter(*_HEADINGS, "table"):
+        if next(el.iterancestors("table"), None) is not None:
+            continue  # in a cell: part of that table, not a heading of the page
+        if el.tag != "table":
+            last = " ".join(_text_of(el).split()) or last
+            continue
+        if last and el in wanted:
+            found[el] = last
+        last = None
+    return found
+
+
 def parse_html(
     text: str,
     *,
     nested: bool = False,
     warn: Callable[[str], None] | None = None,
     meter: Meter | None = None,
+    named: bool = False,
 ) -> list[Table]:
     """Every non-empty top-level table of an HTML document (and nested ones if asked).
 
     `meter` spends the reading budget for the whole document (default: a fresh one of
-    `ReadBudget()`).
+    `ReadBudget()`). `named`: set each table's `Source.sheet` to its caption or the heading
+    above it, where it has one.
 
     `warn` is told when nested tables were kept as the text of the cells holding them.
     """
@@ -306,16 +333,42 @@ def parse_html(
     ]
     if meter is None:
         meter = ReadBudget().meter("<html>")
-    return [t for t in (_table(el, holders, meter) for el in elements) if t is not None]
+    headings = _headings_above(root, elements) if named and len(elements) > 1 else {}
+    tables = []
+    for el in elements:
+        table = _table(el, holders, meter)
+        if table is None:
+            continue
+        caption = el.find("caption")
+        name = cell_text(caption) if caption is not None else headings.get(el)
+        if name:
+            table = replace(table, source=Source(sheet=" ".join(name.split())[:MAX_NAME_CHARS]))
+        tables.append(table)
+    return tables
+
+
+def _name_tables(tables: list[Table]) -> list[Table]:
+    """A page's tables named as the module docstring says (one table: unnamed)."""
+    if len(tables) < 2:
+        return [replace(t, source=Source()) for t in tables]
+    taken: set[str] = set()
+    named = []
+    for i, table in enumerate(tables, 1):
+        name = table.source.sheet or f"table {i}"
+        if name in taken:
+            name = f"{name} (table {i})"
+        taken.add(name)
+        named.append(replace(table, source=Source(sheet=name)))
+    return named
 
 
 def read_html(inp: ReadInput) -> list[Table]:
     """Read every table of an HTML file."""
     text = decode_text(inp.data, inp.path, inp.warn)
     try:
-        tables = parse_html(text, warn=inp.warn, meter=inp.meter)
+        tables = parse_html(text, warn=inp.warn, meter=inp.meter, named=True)
     except (etree.ParserError, ValueError) as exc:
         raise UnreadableTable(inp.path, f"unparseable HTML ({exc})") from None
     if not tables:
         raise UnreadableTable(inp.path, "no table found in HTML")
-    return number_tables(tables)
+    return _name_tables(tables)

@@ -1,8 +1,9 @@
-"""XLSX/XLSM workbooks via openpyxl: every sheet, merged cells, multi-row headers.
+"""XLSX/XLSM workbooks: every sheet, merged cells, multi-row headers.
 
-The archive is checked before openpyxl sees it (zip bomb guard): the sum of the members'
-declared uncompressed sizes must stay under `MAX_UNCOMPRESSED`, and archives over
-`RATIO_CHECK_FLOOR` must not expand more than `MAX_COMPRESSION_RATIO` times.
+The parts are read as a stream within the file's reading budget (`xlsxparts`: zip limits
+per member and in all, every `<c>` element a cell, every value's text decoded bytes, the
+clock); building a sheet's grid spends the cells merges fill and the empty cells that pad
+it, before they are made.
 
 Layout heuristics (ours; the papers are silent):
 - Cells come from the sheet's stored cells (not its declared dimensions). Merged ranges are
@@ -21,6 +22,8 @@ Layout heuristics (ours; the papers are silent):
 - Header columns: the leading columns (fewer than half) whose body has a vertical merge and
   no body-like cell (left label trees such as Region > Country).
 - Numbers render without float noise; dates at midnight render as ISO dates; text is stripped.
+- Formula cells without a saved value show their formula (`xlsxparts`); the table gets a note
+  and the read a warning saying how many.
 """
 
 from __future__ import annotations
@@ -28,65 +31,29 @@ from __future__ import annotations
 import bisect
 import io
 import re
-import warnings
 import zipfile
+import zlib
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
+from lxml import etree
+
+from tablequest.table.budget import Meter
 from tablequest.table.errors import UnreadableTable
 from tablequest.table.model import Merge, Source, Table
 from tablequest.table.readers._base import ReadInput
 from tablequest.table.readers._cells import looks_numeric, value_text
-from tablequest.table.readers._text import binary_kind
+from tablequest.table.readers.xlsxparts import Parts, Sheet, check_zip, read_book, read_sheet
 
 __all__ = ["check_zip", "read_xlsx", "sheet_table"]
 
-MAX_UNCOMPRESSED = 200 * 1024**2
-MAX_COMPRESSION_RATIO = 100
-RATIO_CHECK_FLOOR = 16 * 1024**2
-MAX_MEMBERS = 10_000
 MAX_SHEET_CELLS = 5_000_000
 MAX_HEADER_ROWS = 8
 MAX_TITLE_ROWS = 5
 _YEAR = re.compile(r"^(1[5-9]|20)\d\d$")
 Box = tuple[int, int, int, int]  # top, left, bottom, right (1-based, inclusive)
-
-
-def _size(n: int) -> str:
-    for unit, scale in (("GB", 1024**3), ("MB", 1024**2), ("KB", 1024)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}".replace(".0 ", " ")
-    return f"{n} bytes"
-
-
-def check_zip(data: bytes, path: str) -> None:
-    """Reject non-zip data, corrupt archives, zip bombs, and zips that are not workbooks."""
-    if not data.startswith(b"PK\x03\x04"):
-        kind = binary_kind(data[:16])
-        detail = f"it is {kind}" if kind else "zip header missing"
-        raise UnreadableTable(path, f"not a valid xlsx file ({detail})")
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as zf:
-            infos = zf.infolist()
-    except (zipfile.BadZipFile, OSError, ValueError) as exc:
-        raise UnreadableTable(path, f"not a valid xlsx file (corrupt zip: {exc})") from None
-    if len(infos) > MAX_MEMBERS:
-        raise UnreadableTable(path, f"{len(infos):,} zip members exceed the {MAX_MEMBERS:,} limit")
-    total = sum(i.file_size for i in infos)
-    packed = max(1, sum(i.compress_size for i in infos))
-    if total > MAX_UNCOMPRESSED:
-        raise UnreadableTable(
-            path, f"uncompressed size {_size(total)} exceeds the {_size(MAX_UNCOMPRESSED)} limit"
-        )
-    if total > RATIO_CHECK_FLOOR and total > MAX_COMPRESSION_RATIO * packed:
-        raise UnreadableTable(
-            path,
-            f"compression ratio {total // packed:,}:1 exceeds {MAX_COMPRESSION_RATIO}:1 "
-            "(zip bomb?)",
-        )
-    if not any(i.filename == "xl/workbook.xml" for i in infos):
-        raise UnreadableTable(path, "not a valid xlsx file (zip archive without xl/workbook.xml)")
 
 
 def _body_like(value: Any, text: str) -> bool:
@@ -104,9 +71,15 @@ def _remap(index: list[int], lo: int, hi: int) -> tuple[int, int] | None:
 
 
 def sheet_table(
-    values: dict[tuple[int, int], Any], ranges: Iterable[Box], *, sheet: str | None = None
+    values: dict[tuple[int, int], Any],
+    ranges: Iterable[Box],
+    *,
+    sheet: str | None = None,
+    meter: Meter | None = None,
 ) -> Table | None:
-    """Build a table from a sheet's non-empty values {(row, col): value} and merged ranges."""
+    """Build a table from a sheet's non-empty values {(row, col): value} and merged ranges;
+    `meter` is spent the cells merges fill and those padding the grid, before they are made
+    (the values were spent as they were read)."""
     texts = {k: value_text(v).strip() for k, v in values.items()}
     texts = {k: t for k, t in texts.items() if t}
     if not texts:
@@ -114,12 +87,14 @@ def sheet_table(
     top, bottom = min(r for r, _ in texts), max(r for r, _ in texts)
     left, right = min(c for _, c in texts), max(c for _, c in texts)
     boxes: list[Box] = []
-    for t, lft, b, rgt in ranges:
+    for t, lft, b, rgt in dict.fromkeys(ranges):  # a copy of a merge fills nothing new
         t, lft, b, rgt = max(t, top), max(lft, left), min(b, bottom), min(rgt, right)
         if t <= b and lft <= rgt and (t, lft) in texts and (t < b or lft < rgt):
             boxes.append((t, lft, b, rgt))
     if (bottom - top + 1) * (right - left + 1) > MAX_SHEET_CELLS:
         raise ValueError(f"sheet {sheet!r} spans more than {MAX_SHEET_CELLS:,} cells")
+    if meter is not None:  # overlapping merges would fill the same cells again and again
+        meter.spend(cells=sum((b - t + 1) * (rgt - lft + 1) for t, lft, b, rgt in boxes))
     body_like = {k for k, t in texts.items() if _body_like(values[k], t)}
     for t, lft, b, rgt in boxes:
         value, is_num = texts[(t, lft)], (t, lft) in body_like
@@ -130,6 +105,8 @@ def sheet_table(
                     body_like.add((r, c))
     rows = sorted({r for r, _ in texts})
     cols = sorted({c for _, c in texts})
+    if meter is not None:
+        meter.spend(cells=max(0, len(rows) * len(cols) - len(texts)))
     grid = [[texts.get((r, c), "") for c in cols] for r in rows]
     flags = [[(r, c) in body_like for c in cols] for r in rows]
     merges = []
@@ -219,32 +196,41 @@ def _layout(
     )
 
 
-def read_xlsx(inp: ReadInput) -> list[Table]:
-    """Read every non-empty sheet of an xlsx/xlsm workbook."""
-    check_zip(inp.data, inp.path)
-    import openpyxl
+def _noted(table: Table, sheet: Sheet, name: str, inp: ReadInput) -> Table:
+    """The table with a note (and a read warning) when formula cells had no saved value."""
+    if not sheet.uncomputed:
+        return table
+    note = (
+        f"{sheet.uncomputed} formula cell(s) had no saved value (the workbook was saved "
+        f"without being calculated): they show their formula, e.g. {sheet.first_uncomputed!r}"
+    )
+    inp.warn(f"sheet {name!r}: {note}")
+    return replace(table, notes=(*table.notes, note))
 
+
+def read_xlsx(inp: ReadInput) -> list[Table]:
+    """Read every non-empty sheet of an xlsx/xlsm workbook, within the file's budget."""
+    check_zip(inp.data, inp.path)
+    tables = []
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            wb = openpyxl.load_workbook(io.BytesIO(inp.data), read_only=False, data_only=True)
-    except Exception as exc:  # openpyxl raises many types for broken workbooks
+        with zipfile.ZipFile(io.BytesIO(inp.data)) as zf:
+            parts = Parts(zf, inp.meter)
+            book = read_book(parts)
+            for name, member in book.sheets:
+                sheet = read_sheet(parts, member, book)
+                try:
+                    table = sheet_table(sheet.values, sheet.boxes, sheet=name, meter=inp.meter)
+                except ValueError as exc:  # a sheet over MAX_SHEET_CELLS
+                    raise UnreadableTable(inp.path, str(exc)) from None
+                if table is not None:
+                    tables.append(_noted(table, sheet, name, inp))
+    except UnreadableTable:
+        raise
+    except (etree.LxmlError, zipfile.BadZipFile, zlib.error, EOFError, OSError, RuntimeError,
+            ValueError, KeyError) as exc:  # fmt: skip
         raise UnreadableTable(
             inp.path, f"not a valid xlsx file ({type(exc).__name__}: {exc})"
         ) from None
-    tables = []
-    try:
-        for ws in wb.worksheets:
-            values = {k: c.value for k, c in ws._cells.items() if c.value is not None}
-            boxes = [(r.min_row, r.min_col, r.max_row, r.max_col) for r in ws.merged_cells.ranges]
-            try:
-                table = sheet_table(values, boxes, sheet=ws.title)
-            except ValueError as exc:
-                raise UnreadableTable(inp.path, str(exc)) from None
-            if table is not None:
-                tables.append(table)
-    finally:
-        wb.close()
     if not tables:
         raise UnreadableTable(inp.path, "workbook has no non-empty sheet")
     return tables

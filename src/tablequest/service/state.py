@@ -5,7 +5,9 @@ behave the same. A request sets only the options its method allows (`request_set
 option not declared ``request=False``): options naming paths, URLs, sandbox settings or memory
 files are refused with the option's name (they would let a client make the server call any
 address or write anywhere); the operator sets them in ``tablequest.toml`` (``[methods.NAME]``),
-which requests still get.
+which requests still get. A request raises a cost-bearing option (samples, depths, steps,
+tokens per call) at most to the server's maximum in `tablequest.configfile.COST_BOUNDS`, else
+422 naming it (`refuse_costly_options`, issue 40).
 
 Every ask's trace starts with the server's ``request`` decision (question, method, table ids)
 and ends with its ``result`` decision (status, answer, reason), so each trace names its
@@ -24,6 +26,7 @@ from typing import Any
 
 import anyio
 
+from tablequest.configfile import COST_BOUNDS
 from tablequest.corpus import (
     SQL_LIMIT,
     EncoderSettings,
@@ -34,6 +37,9 @@ from tablequest.corpus import (
 )
 from tablequest.llm import LLM, LLMConfig, build_llm
 from tablequest.methods import (
+    Conversation,
+    Conversations,
+    MethodOptions,
     MethodSpec,
     OptionError,
     Result,
@@ -47,14 +53,15 @@ from tablequest.methods import (
     request_settable,
     resolve_options,
 )
-from tablequest.serve.asks import AskCancelled, AskJob, AskManager, StreamingTrace
-from tablequest.serve.config import ServeConfig
-from tablequest.serve.names import short_name
-from tablequest.serve.stores import StoreManager
+from tablequest.service.asks import AskCancelled, AskJob, AskManager, StreamingTrace
+from tablequest.service.config import ServeConfig
+from tablequest.service.names import short_name
+from tablequest.service.public import Scrubber
+from tablequest.service.stores import StoreManager
 from tablequest.settings import Settings
-from tablequest.trace import new_trace_path
+from tablequest.trace import new_trace_path, store_key, store_of
 
-__all__ = ["AskSpec", "ServerState"]
+__all__ = ["AskSpec", "CostlyOption", "ServerOnlyOption", "ServerState"]
 
 TRACE_ID = re.compile(r"^[0-9A-Za-z][0-9A-Za-z_.-]{0,120}$")
 LEXICAL = frozenset({"grep", "bm25"})
@@ -74,6 +81,8 @@ class AskSpec:
     steps: int | None = None
     table_ids: tuple[str, ...] = ()
     task: Task = "tableqa"
+    conversation_id: str | None = None
+    """Continue this conversation of the store (None: start a new one)."""
 
 
 class ServerOnlyOption(OptionError):
@@ -102,6 +111,39 @@ def refuse_server_options(method: MethodSpec, options: Mapping[str, Any]) -> Non
             )
 
 
+class CostlyOption(OptionError):
+    """A request set a cost-bearing option (or ``steps``) above the server's maximum
+    (`tablequest.configfile.COST_BOUNDS`); the API answers 422 naming it."""
+
+    http_status = 422
+    code = "over_server_limit"
+
+
+def refuse_costly_options(
+    method: MethodSpec, spec: AskSpec, asked: MethodOptions, base: MethodOptions
+) -> None:
+    """A request raises a cost-bearing option at most to its ``most`` in `COST_BOUNDS`:
+    `asked` are the options with the request's, `base` those without (what the operator's
+    files set stands, whatever its value).
+
+    Raises:
+        CostlyOption: `spec.steps` or an option over its bound, named with the bound.
+    """
+    steps = COST_BOUNDS["ask"]["steps"]
+    if spec.steps is not None and steps.over(spec.steps, steps.most):
+        raise CostlyOption(
+            f"steps = {spec.steps} is over this server's limit for a request ({steps.most:g})"
+        )
+    for key, bound in COST_BOUNDS.get(f"methods.{method.name}", {}).items():
+        value = getattr(asked, key, None)
+        if value != getattr(base, key, None) and bound.over(value, bound.most):
+            raise CostlyOption(
+                f"option {key!r} of method {method.name} = {value} is over this server's "
+                f"limit for a request ({bound.most:g}); it raises what the ask costs (the "
+                f"operator may set more in tablequest.toml [methods.{method.name}])"
+            )
+
+
 class ServerState:
     """The store, asks, model and retrievers of one server (see the module doc)."""
 
@@ -110,6 +152,7 @@ class ServerState:
         self.trace_dir = config.trace_dir.expanduser().resolve()
         self.stores = StoreManager(config.store)
         self.uploads = self.stores.path.with_name(self.stores.path.name + ".uploads")
+        self.conversations = Conversations.for_source(self.stores.path)
         self.asks = AskManager(max_asks=config.limits.max_asks, timeout=config.limits.ask_timeout)
         self.settings = config.settings if config.settings is not None else Settings.load()
         self.llm_config = config.llm_config
@@ -193,27 +236,43 @@ class ServerState:
 
         Raises:
             UnknownMethod, OptionError, SourceError: what `ask` would raise.
+            ServerOnlyOption, CostlyOption: an option a request may not set (so high).
         """
         method = get_method(spec.method)
         refuse_server_options(method, spec.options)
-        resolve_options(
-            method, config=spec.config, options=spec.options, config_paths=self.settings.files
+        files = self.settings.files
+        asked = resolve_options(
+            method, config=spec.config, options=spec.options, config_paths=files
         )
+        refuse_costly_options(method, spec, asked, resolve_options(method, config_paths=files))
         with self.stores.reader() as store:
             open_source(store, input=method.input, table_ids=spec.table_ids).close()
+        if spec.conversation_id is not None:
+            self.conversations.get(spec.conversation_id)
 
     def start_ask(self, spec: AskSpec) -> AskJob:
-        """Check `spec`, then run it in the ask pool (see `AskManager.start`)."""
+        """Check `spec`, then run it in the ask pool (see `AskManager.start`), in the
+        conversation it names or a new one (`tablequest.methods.conversation`).
+
+        Raises:
+            UnknownConversation: `spec.conversation_id` is not a conversation of this store.
+        """
         self.check_ask(spec)
+        conversation = (
+            self.conversations.get(spec.conversation_id)
+            if spec.conversation_id is not None
+            else self.conversations.new()
+        )
         path = new_trace_path(self.trace_dir)
 
         def run(job: AskJob, trace: StreamingTrace) -> Result:
             try:
                 trace.event(
                     "decision", stage="request", question=spec.question, method=spec.method,
-                    table_ids=list(spec.table_ids),
+                    table_ids=list(spec.table_ids), store=store_key(self.stores.path),
+                    conversation=conversation.id,
                 )  # fmt: skip
-                result = self._ask(spec, trace)
+                result = self._ask(spec, trace, conversation)
             except AskCancelled as exc:  # stopped before the method's own error handling ran
                 result = failed_result(trace, exc)
                 result.method = spec.method
@@ -226,13 +285,21 @@ class ServerState:
 
         return self.asks.start(spec.question, spec.method, path, run)
 
+    def scrubber(self, *extra: str | Path) -> Scrubber:
+        """Cuts the server's folders off paths in what a response sends (`Scrubber`): the
+        corpus roots and uploads of the current generation, the store's folder, the traces,
+        and `extra` folders (``run_pandas``: the Python install and the sandbox's)."""
+        with self.stores.reader() as store:
+            roots = list(store.snapshot.roots)
+        return Scrubber([*roots, self.stores.path.parent, *extra], self.trace_dir)
+
     def table_name(self, table_id: str) -> str | None:
         """The short name of a stored table (its file and sheet), None when unknown."""
         with self.stores.reader() as store:
             info = store.snapshot.info.get(table_id)
         return short_name(info.name) if info is not None else None
 
-    def _ask(self, spec: AskSpec, trace: StreamingTrace) -> Result:
+    def _ask(self, spec: AskSpec, trace: StreamingTrace, conversation: Conversation) -> Result:
         with self.stores.reader() as store:
             return ask(
                 spec.question,
@@ -247,18 +314,23 @@ class ServerState:
                 table_ids=spec.table_ids,
                 trace=trace,
                 settings=self.settings,
+                conversation=conversation,
             )
 
     # -- traces ------------------------------------------------------------------------
     def trace_files(self) -> dict[str, Path]:
-        """Trace id (file stem) → file, for the JSONL files in the trace folder."""
+        """Trace id (file stem) → file, for the JSONL files in the trace folder that ran
+        against this server's store (`store_of`): the folder may hold the traces of every
+        store the user asked, with their prompts and cells."""
         if not self.trace_dir.is_dir():
             return {}
+        mine = store_key(self.stores.path)
         return {
             p.stem: p
             for p in self.trace_dir.iterdir()
             if p.suffix == ".jsonl" and p.is_file() and TRACE_ID.match(p.stem)
-        }
+            and store_of(p) == mine
+        }  # fmt: skip
 
     def trace_path(self, trace_id: str) -> Path | None:
         """The file of a listed trace id (ids are looked up, never joined to a path)."""

@@ -7,7 +7,7 @@ refusals get the security headers and the access line):
 - **Requests** in progress (handlers running, bodies being read) are at most
   `Limits.max_requests`; beyond, 503 with ``Retry-After: 1``. Open connections are not
   requests: a socket waiting for its request head is the connection budget's business
-  (`tablequest.serve.connections`), so half-open sockets take no request slot.
+  (`tablequest.service.connections`), so half-open sockets take no request slot.
 - **Event streams** (a response whose content type is ``text/event-stream``) leave the
   request count when their response starts and are at most `Limits.max_streams`; beyond, the
   response is replaced by 429 with ``Retry-After: 5`` (the app then sees the client gone: an
@@ -30,8 +30,8 @@ import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from tablequest.serve.config import Limits
-from tablequest.serve.connections import EXTENSION
+from tablequest.service.config import Limits
+from tablequest.service.connections import EXTENSION
 
 __all__ = ["Admission"]
 

@@ -17,7 +17,7 @@ protocol class (`protocol_class`, uvicorn's ``http=``), a subclass of its httpto
   longest is closed to make room, so a flood of half-open sockets evicts itself before it
   can refuse anyone. Only when every open connection is busy with a request is the new one
   closed. Requests and event streams in progress are bounded separately
-  (`tablequest.serve.admission`).
+  (`tablequest.service.admission`).
 - **Open files**: the budget cannot exceed what the process may open: `fd_room` raises the
   soft ``RLIMIT_NOFILE`` towards the hard one when needed and leaves `FD_RESERVE`
   descriptors for the store, traces, the sandbox and the model client.
@@ -37,7 +37,9 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-__all__ = ["FD_RESERVE", "ConnectionBudget", "fd_room", "protocol_class"]
+from tablequest.service.config import ServeConfig
+
+__all__ = ["FD_RESERVE", "ConnectionBudget", "fd_room", "protocol_class", "uvicorn_options"]
 
 FD_RESERVE = 256
 """Descriptors left for everything but client sockets (store, traces, sandbox, model)."""
@@ -181,3 +183,27 @@ def protocol_class(budget: ConnectionBudget, header_timeout: float) -> type[asyn
     return type(
         "TablequestHTTP", (_Protocol,), {"budget": budget, "header_timeout": header_timeout}
     )
+
+
+def uvicorn_options(config: ServeConfig) -> dict[str, Any]:
+    """uvicorn's settings for `config`: our connection protocol (head deadline, socket budget
+    within the open-file limit: the module doc) instead of uvicorn's
+    ``limit_concurrency``, which counted half-open sockets."""
+    limits = config.limits
+    room = fd_room(limits.max_connections)
+    if room < limits.max_connections:
+        log.warning(
+            "--max-connections %d lowered to %d by the open-file limit (raise `ulimit -n`)",
+            limits.max_connections, room,
+        )  # fmt: skip
+    return {
+        "host": config.host,
+        "port": config.port,
+        "http": protocol_class(ConnectionBudget(room), limits.header_timeout),
+        "ws": "none",  # no WebSocket routes; an upgrade would leave the budget's accounting
+        "access_log": False,
+        "proxy_headers": False,  # no proxy is assumed: X-Forwarded-* from a client means nothing
+        "timeout_keep_alive": 5,
+        "timeout_graceful_shutdown": 5,
+        "backlog": min(2048, room),
+    }

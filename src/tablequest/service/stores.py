@@ -3,11 +3,14 @@
 DuckDB allows one writer per file, and a process cannot hold the same file open read-only and
 read-write at once. The server therefore reads through *generations*: a generation is one
 read-only DuckDB instance of the store file plus the caches its readers share (grep and BM25
-indexes, parsed tables, table metadata). An ingest (one at a time, under a lock) copies the
-store file, writes the new tables into the copy, opens the copy read-only as the next
+indexes, parsed tables, table metadata). An ingest or a removal (one at a time, under a lock)
+copies the store file, writes the change into the copy, opens the copy read-only as the next
 generation and renames it over the store file. New requests get the new generation at once;
 requests still running keep reading the old one, which is closed when the last of them ends.
 Readers never block on a write; a write costs one file copy.
+
+A server killed mid-upload cannot remove its copy: every start removes those of dead
+processes (`tablequest.service.copies`).
 
 SQL (`/v1/sql`, the SQL page): each generation has its own `SqlRunner` (an in-memory DuckDB
 that attaches the generation's file read-only, `tablequest.corpus.storage.sql`), made at its
@@ -46,7 +49,6 @@ import json
 import os
 import shutil
 import threading
-import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -66,8 +68,11 @@ from tablequest.corpus import (
     StoreOutdated,
     bm25_index,
     grep_index,
+    has_ingest_time,
     ingest,
+    remove_tables,
 )
+from tablequest.service.copies import copy_name, remove_stale_copies
 from tablequest.table import Source, Table
 
 __all__ = [
@@ -76,6 +81,7 @@ __all__ = [
 
 RAW_BUDGET = 256 * 1024 * 1024
 """Corpora whose stored tables take less than this keep them in memory (parsed on demand)."""
+W = TypeVar("W")
 K = TypeVar("K")
 V = TypeVar("V")
 
@@ -116,6 +122,8 @@ class TableInfo:
     n_cols: int
     shown: str = ""
     """Its file as clients see it (see the module doc); `path` when not set."""
+    ingested_at: str | None = None
+    """When its file was ingested, ISO 8601 UTC (None: before ingest times were kept)."""
 
     @property
     def name(self) -> str:
@@ -171,24 +179,26 @@ def public_sources(paths: Iterable[str], uploads: Path | None) -> tuple[dict[str
     return shown, folders
 
 
+def _info(r: tuple[Any, ...], shown: str) -> TableInfo:
+    """One `tables` row (id, path, idx, format, sheet, title, rows, cols, ingested_at)."""
+    n_rows, n_cols = int(r[6]), int(r[7])
+    return TableInfo(r[0], r[1], int(r[2]), r[3], r[4], r[5], n_rows, n_cols, shown, r[8])
+
+
 class Snapshot:
     """What the readers of one generation share (the data behind it never changes)."""
 
     def __init__(
         self, con: duckdb.DuckDBPyConnection, table_cache: int, uploads: Path | None = None
     ) -> None:
+        at = "strftime(ingested_at, '%Y-%m-%dT%H:%M:%SZ')" if has_ingest_time(con) else "NULL"
         rows = con.execute(
-            "SELECT table_id, path, idx, format, sheet, title, n_rows, n_cols FROM tables "
-            "ORDER BY path, idx"
+            "SELECT table_id, path, idx, format, sheet, title, n_rows, n_cols, "
+            f"{at} FROM tables ORDER BY path, idx"
         ).fetchall()
         # roots: the folders sources are shown relative to (the corpus roots, uploads)
         shown, self.roots = public_sources({str(r[1]) for r in rows}, uploads)
-        self.info: dict[str, TableInfo] = {
-            r[0]: TableInfo(
-                r[0], r[1], int(r[2]), r[3], r[4], r[5], int(r[6]), int(r[7]), shown[str(r[1])]
-            )
-            for r in rows
-        }
+        self.info: dict[str, TableInfo] = {r[0]: _info(r, shown[str(r[1])]) for r in rows}
         self.ids = sorted(self.info)
         try:  # each table's relation (a store of format 1 has none: `tablequest migrate`)
             self.sql_names: dict[str, str] = dict(
@@ -376,6 +386,8 @@ class StoreManager:
         # several servers (two MCP clients, serve and mcp) can read one store at once
         exists = self.path.exists() and self.path.stat().st_size > 0
         Store(self.path, read_only=exists).close()  # fails clearly if another process writes
+        self.removed = remove_stale_copies(self.path)
+        """The stale copies of killed uploads this start removed (module doc)."""
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
         self._file_lock = threading.Lock()
@@ -430,14 +442,29 @@ class StoreManager:
 
     def ingest(self, files: Sequence[Path]) -> IngestReport:
         """Ingest `files` into the store without blocking readers (see the module doc)."""
+
+        def apply(writer: Store) -> tuple[IngestReport, bool]:
+            report = ingest(writer, files)
+            return report, report.tables_stored > 0
+
+        return self._write(apply)
+
+    def remove(self, table_ids: Sequence[str]) -> list[str]:
+        """Remove `table_ids` from the store (every index; `remove_tables`) copy-on-write,
+        as an ingest. Raises `UnknownTables` naming ids it does not hold (nothing removed)."""
+        return self._write(lambda writer: (remove_tables(writer, table_ids), True))
+
+    def _write(self, apply: Callable[[Store], tuple[W, bool]]) -> W:
+        """Apply a write to a copy of the store; when `apply` says it changed something,
+        the copy becomes the next generation (module doc)."""
         with self._write_lock:
-            tmp = self.path.with_name(f"{self.path.name}.next-{uuid.uuid4().hex[:12]}")
+            tmp = self.path.with_name(copy_name(self.path.name))
             shutil.copyfile(self.path, tmp)
             try:
                 with Store(tmp) as writer:
-                    report = ingest(writer, files)
-                if not report.tables_stored:
-                    return report
+                    result, changed = apply(writer)
+                if not changed:
+                    return result
                 number = self._current.number + 1
                 new = Generation(number, tmp, self.path, self.table_cache, self.uploads)
                 with self.reader() as old_reader:
@@ -456,7 +483,7 @@ class StoreManager:
                 tmp.unlink(missing_ok=True)
                 tmp.with_name(tmp.name + ".wal").unlink(missing_ok=True)
             old.retire()
-            return report
+            return result
 
     def close(self) -> None:
         self._current.retire()

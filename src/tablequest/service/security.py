@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from http.cookies import SimpleCookie
 from typing import Any
 
-from tablequest.serve.config import Limits, is_loopback
+from tablequest.service.config import Limits, is_loopback
 
 __all__ = ["COOKIE", "CSP", "Guard", "token_matches"]
 

@@ -3,7 +3,9 @@
 Choices (ours): the token is 32 random bytes (URL-safe base64) in a file created with mode
 0600 (``<user config dir>/serve-token`` unless ``--token-file``); a token file readable by
 group or others is refused rather than silently used. Binding anything but a loopback address
-without a token refuses to start.
+without a token refuses to start. Pages name the token file without the server's folders
+(`shown_token_file`, issue 40). `allow_origins` are the web origins whose pages may call
+``tablequest mcp --http`` (`normalize_origin` checks and spells them).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import secrets
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import platformdirs
 
@@ -29,6 +32,8 @@ __all__ = [
     "default_token_file",
     "is_loopback",
     "load_or_create_token",
+    "normalize_origin",
+    "shown_token_file",
 ]
 
 MIB = 1024 * 1024
@@ -65,6 +70,12 @@ class Limits:
             request asking for more gets this many, marked truncated).
         sql_timeout: Seconds one SQL query may run; then it is interrupted (an error).
         sql_max_bytes: Bytes of result one SQL query returns at most (then truncated).
+        pandas_workers: MCP ``run_pandas`` calls running at once, on threads of their own
+            (the rest wait, within their timeout), so reads never wait behind them.
+        pandas_per_session: ``run_pandas`` calls one MCP session may have running or
+            waiting; beyond, refused.
+        pandas_cells: Cells of the tables one ``run_pandas`` call binds (each table once),
+            checked before any is loaded.
     """
 
     max_file_bytes: int = 32 * MIB
@@ -84,6 +95,9 @@ class Limits:
     max_sql_rows: int = 10_000
     sql_timeout: float = 10.0
     sql_max_bytes: int = 16 * MIB
+    pandas_workers: int = 4
+    pandas_per_session: int = 2
+    pandas_cells: int = 2_000_000
 
     @classmethod
     def from_settings(cls, serve: ServeSettings) -> Limits:
@@ -104,6 +118,9 @@ class Limits:
             max_requests=serve.max_requests,
             max_streams=serve.max_streams,
             stream_idle_timeout=serve.stream_idle_timeout,
+            pandas_workers=serve.pandas_workers,
+            pandas_per_session=serve.pandas_per_session,
+            pandas_cells=serve.pandas_cells,
         )
 
     def __post_init__(self) -> None:
@@ -136,6 +153,8 @@ class ServeConfig:
         limits: Request and upload bounds.
         settings: What the entry point loaded (`Settings.load`): embeddings, sandbox, the
             config files of method options, caches (None: the server loads them at start).
+        allow_origins: Web origins (``scheme://host[:port]``) whose pages may call the MCP
+            HTTP endpoint besides loopback ones on a loopback bind (`normalize_origin`).
     """
 
     store: Path
@@ -148,9 +167,12 @@ class ServeConfig:
     llm_spec: str | None = None
     limits: Limits = field(default_factory=Limits)
     settings: Settings | None = None
+    allow_origins: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_bind(self.host, self.token)
+        origins = tuple(dict.fromkeys(normalize_origin(o) for o in self.allow_origins))
+        object.__setattr__(self, "allow_origins", origins)  # frozen: spelled once, here
 
 
 def is_loopback(host: str) -> bool:
@@ -176,6 +198,52 @@ def check_bind(host: str, token: str | None) -> None:
         )
     if token is not None and len(token) < 16:
         raise ServeError("the token is too short: use at least 16 characters")
+
+
+def normalize_origin(value: str) -> str:
+    """A web origin as browsers send it in ``Origin``: ``scheme://host[:port]``, lower case,
+    without the scheme's default port.
+
+    Raises:
+        ServeError: not an http(s) origin (a path, query, user name or no host).
+    """
+    try:
+        parts = urlsplit(value.strip())
+        port = parts.port
+    except ValueError:
+        parts, port = None, None
+    if (
+        parts is None
+        or parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or parts.path not in ("", "/")
+        or parts.query
+        or parts.fragment
+        or parts.username is not None
+    ):
+        raise ServeError(
+            f"--allow-origin takes an origin such as https://app.example.com or "
+            f"http://localhost:3000 (scheme, host and port only), not {value!r}"
+        )
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    default = 80 if parts.scheme == "http" else 443
+    return f"{parts.scheme}://{host}" + (f":{port}" if port not in (None, default) else "")
+
+
+def shown_token_file(path: Path) -> str:
+    """How the login page names the token file without the server's folders: its place in
+    the user config directory (``~/.config/tablequest/serve-token``, from ``~`` when that
+    directory is under the home folder, else ``<user config dir>/serve-token``); a file
+    elsewhere (``--token-file``) by its name only. The same on every bind."""
+    config = platformdirs.user_config_path("tablequest").resolve()
+    try:
+        inside = path.expanduser().resolve().relative_to(config)
+    except ValueError:
+        return path.name
+    try:
+        return "~/" + (config / inside).relative_to(Path.home().resolve()).as_posix()
+    except ValueError:
+        return "<user config dir>/" + inside.as_posix()
 
 
 def default_token_file() -> Path:
