@@ -25,3 +25,4 @@ def test_the_slowest_files_come_first_and_the_spread_tests_last() -> None:
     first = [f"{FIRST[0]}::t2", f"{FIRST[0]}::t1", f"{FIRST[1]}::t"]
     assert ordered(ids) == [*first, "tests/b.py::t1", "tests/b.py::t2", "tests/a.py::t1", escape]
     assert all((ROOT / path).is_file() for path in FIRST)
+    assert "tests/scale/test_ray_corpus.py" not in FIRST  # never beside test_ray_batch.py

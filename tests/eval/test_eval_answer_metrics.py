@@ -15,6 +15,7 @@ from tablequest.eval.metrics import (
     sentence_bleu,
     tabfact_label,
     tabfact_scores,
+    tcr_token_f1,
     token_f1,
 )
 
@@ -37,6 +38,18 @@ def test_token_f1_hand_computed() -> None:
     assert token_f1("cat sat", ["dog", "cat sat"]) == 1.0
     with pytest.raises(ValueError, match="at least one"):
         token_f1("x", [])
+
+
+def test_tcr_token_f1_compares_numbers_as_numbers() -> None:
+    """TCR-Bench's ``safe_convert``: "19.0" is 19, so it matches "19" (SQuAD alone would read
+    "190"); "0.50" is 0.5; text tokens are normalised as in token_f1."""
+    assert token_f1("19.0", "19") == 0.0  # SQuAD: "190" vs "19"
+    assert tcr_token_f1("19.0", "19") == 1.0
+    assert tcr_token_f1("about 0.50 percent", "0.5") == pytest.approx(0.5)  # P 1/3, R 1
+    assert tcr_token_f1("(19.0), the Cat", "19 cat") == 1.0
+    assert tcr_token_f1("19.5", "19") == 0.0
+    assert tcr_token_f1("1,234", "1234") == 1.0  # not a number to TCR; SQuAD drops the comma
+    assert tcr_token_f1("-3", "-3.0") == 1.0 and tcr_token_f1("", "") == 1.0
 
 
 def test_exact_match() -> None:

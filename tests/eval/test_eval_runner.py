@@ -378,7 +378,10 @@ def test_answer_metrics_per_dataset() -> None:
     assert answer_metrics("tabfact", fact, None) == {"acc": 0.0}
     tcr = q(answers=["35156", "B-2"])
     got = answer_metrics("tcrbench", tcr, "35156.0 | B-2")
-    assert got["list_f1"] == 1.0 and 0 < got["f1"] < 1
+    # TCR-Bench's number rule: "35156.0" is the number 35156; "|" is punctuation
+    assert got["list_f1"] == 1.0 and got["f1"] == 1.0
+    # "35156.5" ≠ 35156: 1 of 2 tokens on each side, P = R = F1 = 0.5
+    assert answer_metrics("tcrbench", tcr, "35156.5 | B-2")["f1"] == 0.5
     assert answer_metrics("tcrbench", tcr, None) == {"f1": 0.0, "list_f1": 0.0}
     free = q(answers=["The cat sat on the mat."], task="free_form")
     scores = answer_metrics("fetaqa", free, "The cat sat on the mat.")

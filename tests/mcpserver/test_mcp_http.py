@@ -73,7 +73,8 @@ def test_http_session_calls_every_tool(http_server: HttpServer, bed: Bed) -> Non
     assert out["search"].structured_content["hits"][0]["table_id"] == lakes
     page = out["page"].structured_content
     assert page["row_ids"] == list(range(990, 1000)) and page["next_offset"] is None
-    assert page["col_ids"] == [1, 2] and text(out["page"]).splitlines()[0] == "| name | value |"
+    assert page["col_ids"] == [1, 2]
+    assert text(out["page"]).splitlines()[0] == "| _row | name | value |"  # each row's id first
     run = out["code"]
     assert not run.is_error and run.structured_content["stdout"] == "1000\n"
     assert run.structured_content["value"] == "61" and run.structured_content["figures"] == 1

@@ -109,7 +109,8 @@ def test_algorithm_1_in_order() -> None:
     assert sample["retrieved_cells"] == [["product", "wallet"]]
     assert sample["retrieved_columns"][:2] == ["product", "price"]
     assert result.details["solver_prompt_tokens"] > 100
-    assert result.details["databases"]["kept_pairs"] == 7  # product 4 + city 3 (price: numeric)
+    # product 4 + price 5 + city 3: "$10.00" is text (Fig. 8), so price is in the cell DB
+    assert result.details["databases"]["kept_pairs"] == 12
     kinds = [e["kind"] for e in trace.events]
     assert kinds[0] == "decision" and "rank" in kinds and "exec" in kinds and "qa" in kinds
     assert trace.events[-1]["stage"] == "end"

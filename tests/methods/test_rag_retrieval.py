@@ -130,8 +130,8 @@ def test_second_question_on_the_same_table_does_not_re_encode() -> None:
 
 
 def test_cache_keys_and_encoder_factory() -> None:
-    assert cache_key("cell", 10000, "abc") == "tablerag-v1:cell:B=10000:abc"
-    assert cache_key("schema", None, "abc") == "tablerag-v1:schema:B=-:abc"
+    assert cache_key("cell", 10000, "abc") == "tablerag-v2:cell:B=10000:abc"
+    assert cache_key("schema", None, "abc") == "tablerag-v2:schema:B=-:abc"
     assert make_encoder("bm25") is None
     minilm = make_encoder("minilm")
     assert minilm is not None and minilm.name == "all-MiniLM-L6-v2@128+onnx-v1"

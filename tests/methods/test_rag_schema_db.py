@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tablequest.methods.rag.cell_db import build_cell_db
 from tablequest.methods.rag.schema_db import (
     ColumnSchema,
     build_schema_db,
@@ -42,14 +43,17 @@ def test_types_and_examples_hand_computed(schema_and_frame: tuple[object, pd.Dat
     assert got["rate"] == ColumnSchema("rate", "float", "float64", minimum=-1.25, maximum=100.0)
     assert got["order_date"].dtype == "datetime"
     assert (got["order_date"].minimum, got["order_date"].maximum) == ("2021-06-13", "2022-02-05")
-    price = got["price"]
-    assert (price.dtype, price.numeric_text, price.frame_dtype) == ("float", True, "object")
-    assert (price.minimum, price.maximum) == ("$5.00", "$1,299.00")
-    assert got["discount"] == ColumnSchema(
-        "discount", "int", "object", numeric_text=True, minimum="0%", maximum="100%"
+    # numbers written as text stay text, as in the paper's Fig. 8 ("price  String  $449, …")
+    # and Fig. 11 ("item_total", dtype "object", cell_examples "$449.00", …)
+    assert got["price"] == ColumnSchema(
+        "price", "categorical", "object", top_values=("$1,299.00", "$19.50", "$449.00")
     )
-    assert (got["units"].dtype, got["units"].numeric_text) == ("int", True)
-    assert (got["units"].minimum, got["units"].maximum) == ("7", "1,000,000")
+    assert got["discount"] == ColumnSchema(
+        "discount", "categorical", "object", top_values=("12%", "5%", "100%")
+    )
+    assert got["units"] == ColumnSchema(
+        "units", "categorical", "object", top_values=("1,234", "12", "7")
+    )
     assert got["note"] == ColumnSchema("note", "categorical", "object")
 
 
@@ -65,12 +69,23 @@ def test_docs_are_the_paper_json_lines(schema_and_frame: tuple[object, pd.DataFr
     assert docs[1] == {
         "column_name": "price",
         "dtype": "object",
-        "numeric_text": "float",
-        "min": "$5.00",
-        "max": "$1,299.00",
+        "cell_examples": ["$1,299.00", "$19.50", "$449.00"],
     }
     assert schema.keys == list(ORDERS.columns)  # type: ignore[attr-defined]
-    assert schema.categorical == ["product", "note"]  # type: ignore[attr-defined]
+    categorical = ["product", "price", "discount", "units", "note"]
+    assert schema.categorical == categorical  # type: ignore[attr-defined]
+
+
+def test_dollar_values_are_in_the_cell_db(schema_and_frame: tuple[object, pd.DataFrame]) -> None:
+    """Fig. 8 / Fig. 11: "$449"-style cells are text cells, so the cell DB (categorical
+    columns) holds them; "$449.00" is retrievable as a (column, value) pair."""
+    schema, _ = schema_and_frame
+    db = build_cell_db(raw_frame(ORDERS), columns=schema.categorical)  # type: ignore[attr-defined]
+    pairs = {(e.column, e.value) for e in db.entries}
+    assert ("price", "$449.00") in pairs and ("discount", "12%") in pairs
+    assert ("units", "1,000,000") in pairs
+    # product 3 distinct + price 4 + discount 4 + units 4 (note is blank)
+    assert len(db) == 15 and {c for c, _ in pairs} == {"product", "price", "discount", "units"}
 
 
 def test_frame_is_typed_for_the_solver(schema_and_frame: tuple[object, pd.DataFrame]) -> None:

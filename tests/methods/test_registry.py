@@ -142,6 +142,27 @@ def test_describe_options_lists_types_defaults_and_papers() -> None:
     assert re.search(r"budget\s+│\s+int\s+│\s+10000\s+│\s+TableRAG §4\.3", shown.stdout)
 
 
+def test_rag_paper_config_and_the_defaults_note() -> None:
+    """TableRAG §4.3: text-embedding-3-large, B = 10,000, K = 5, 10 runs majority-voted; the
+    cheap default stays, and ``tablequest methods rag`` says which is the default and why."""
+    rag = get_method("rag")
+    default = resolve_options(rag, config_paths=[])
+    assert (default.sc, default.encoder, default.sampling_temperature) == (1, "auto", 0.0)
+    paper = resolve_options(rag, config="paper", config_paths=[])
+    got = (paper.encoder, paper.embed_model, paper.sc, paper.budget, paper.top_k)
+    assert got == ("api", "text-embedding-3-large", 10, 10_000, 5)
+    assert paper.retrieval == "dense" and paper.sampling_temperature == 0.8
+    # -o still wins over the named configuration
+    assert resolve_options(rag, config="paper", options={"sc": "3"}, config_paths=[]).sc == 3
+    shown = runner.invoke(app, ["methods", "rag"], terminal_width=200)
+    text = " ".join(shown.stdout.split())
+    assert "named configs (-c NAME), e.g.: paper," in text
+    assert "defaults: one sample (sc = 1, temperature 0) with encoder auto" in text
+    assert "-c paper" in text and "text-embedding-3-large" in text
+    info = json.loads(runner.invoke(app, ["methods", "rag", "--json"]).stdout)
+    assert info["configs"][0] == "paper" and info["notes"].startswith("defaults: one sample")
+
+
 def test_register_method_validates() -> None:
     with pytest.raises(ValueError, match="bad method name"):
         register_method("Bad Name", lambda o, c: None, input="none", description="x")  # type: ignore[arg-type,return-value]

@@ -331,6 +331,25 @@ def test_fact_verification_answers_true_false(store: Store) -> None:
     assert result.answer == "true"
 
 
+def test_fact_check_with_mismatch_everywhere_is_false(store: Store) -> None:
+    """Every QA call says "mismatch": unverifiable counts as false (the paper's Table 23)."""
+    replies = [j(patterns=["Norway", "Gold", r"\d"]), j(action="none")]
+    replies += [answer("mismatch", "")] * 3
+    llm, result, trace = run(
+        store, replies, SeekConfig(max_steps=5), question="Norway won 99 gold medals",
+        task="fact_verification",
+    )  # fmt: skip
+    assert len(llm.calls) == 5 and len(result.tables_consulted) == 3  # QA, then 2 fallbacks
+    assert (result.status, result.answer, result.evidence) == ("answered", "false", [])
+    last = [e for e in trace.events if e["kind"] == "fallback"][-1]
+    assert last["verdict"] == "false" and last["reason"] == "QA said mismatch on every table"
+    # a question (not a fact check) keeps "insufficient": no answer is made up
+    replies = [j(patterns=["Norway", "Gold", r"\d"]), j(action="none")]
+    replies += [answer("mismatch", "")] * 3
+    _, plain, _ = run(store, replies, SeekConfig(max_steps=5), question="Gold of Norway?")
+    assert (plain.status, plain.answer) == ("insufficient", None)
+
+
 def test_no_prompt_reveals_paths_or_formats(store: Store) -> None:
     def reply(messages: list[dict[str, str]], params: dict[str, object]) -> str:
         prompt = messages[-1]["content"]

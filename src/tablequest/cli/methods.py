@@ -77,7 +77,7 @@ def methods_command(
         print_json(
             {"name": spec.name, "input": spec.input, "description": spec.description,
              "paper": cite(spec.paper), "configs": list(spec.options.CONFIGS),
-             "options": [i.__dict__ for i in infos]}
+             "notes": spec.options.NOTES, "options": [i.__dict__ for i in infos]}
         )  # fmt: skip
         return
     console.print(f"[bold]{spec.name}[/bold]: {spec.description}", highlight=False)
@@ -94,3 +94,5 @@ def methods_command(
     console.print(view)
     if spec.options.CONFIGS:
         console.print("named configs (-c NAME), e.g.: " + ", ".join(spec.options.CONFIGS))
+    if spec.options.NOTES:
+        console.print(spec.options.NOTES, highlight=False, markup=False)

@@ -147,7 +147,7 @@ def memory_show(
     limit: Annotated[int, typer.Option(help="Rows per section.")] = 30,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Path statistics (executions, mean reward) and lessons, most recent first."""
+    """Path statistics (N updates, mean reward) and lessons, most recent first."""
     from tablequest.cli._output import console
     from tablequest.methods.research import MemoryUnavailable
 

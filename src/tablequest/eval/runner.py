@@ -267,6 +267,9 @@ class GatedLLM(LLM):
     def close(self) -> None:
         self.inner.close()
 
+    def discard(self, reply: Completion) -> None:
+        self.inner.discard(reply)
+
     def chat(self, messages: Sequence[Message], **params: Any) -> list[Completion]:
         with self.gate.released():
             return self.inner.chat(messages, **params)

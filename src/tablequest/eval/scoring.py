@@ -12,7 +12,8 @@ DTR ", ", TabScope one item per line):
   answer (or the method's one item) equals the gold cell, case-insensitively, numbers as
   numbers (`list_f1`'s item rule); `f1`.
 - TabFact `acc`; ArcadeQA / BirdQA `acc` (TableRAG's `evaluate_qa`); TCR-Bench `f1` (token F1
-  against the gold items joined) and `list_f1`; FeTaQA `rouge_l` and `bleu`; RealHiTBench its
+  against the gold items joined, numbers compared as numbers as TCR-Bench's ``safe_convert``
+  does: `tcr_token_f1`) and `list_f1`; FeTaQA `rouge_l` and `bleu`; RealHiTBench its
   own metrics per family against the reference upstream scores (`FinalAnswer`; the chart data
   for Visualization); others `em` (item-wise, numbers compared as numbers) and `f1`.
 
@@ -38,6 +39,7 @@ from tablequest.eval.metrics import (
     r_final,
     recall_at_k,
     tabfact_label,
+    tcr_token_f1,
     token_f1,
     wtq_match,
 )
@@ -86,7 +88,8 @@ def answer_metrics(
         answer: str | list[str] = items if len(items) > 1 else pred
         return {"acc": float(prediction is not None and tablerag_match(answer, q.extra["label"]))}
     f1 = token_f1(pred, " ".join(q.answers)) if prediction else 0.0
-    if base == "tcrbench":
+    if base == "tcrbench":  # TCR-Bench's number rule (tcr_token_f1)
+        f1 = tcr_token_f1(pred, " ".join(q.answers)) if prediction else 0.0
         return {"f1": f1, "list_f1": list_f1(items, q.answers) if items else 0.0}
     if q.task == "free_form":
         from tablequest.eval.metrics import rouge_l, sentence_bleu

@@ -46,6 +46,9 @@ class Completion:
         usage: Token counts.
         latency_s: Wall-clock seconds of the request that produced it (0 for cache hits).
         cached: True when served from the on-disk cache.
+        cache_key: The cache entry that holds it (set by `CachedLLM`, None otherwise), so a
+            caller that cannot use the reply can have it forgotten (`LLM.discard`). Not part
+            of `to_dict` nor of equality.
     """
 
     text: str
@@ -54,6 +57,7 @@ class Completion:
     usage: Usage = field(default_factory=Usage)
     latency_s: float = 0.0
     cached: bool = False
+    cache_key: str | None = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (used by the cache and by traces)."""
@@ -229,6 +233,12 @@ class LLM(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing
         """Release connections or files held by the backend (idempotent)."""
+
+    def discard(self, reply: Completion) -> None:  # noqa: B027 - optional hook
+        """The caller could not use `reply` (it did not parse): a cache under this model
+        forgets it, so the same call reaches the model again instead of failing the same way
+        (`ask_with_repair` calls this on every `ParseError`). Wrappers pass it on to the
+        model they wrap; a backend ignores it."""
 
     def __enter__(self) -> LLM:
         return self

@@ -7,6 +7,13 @@ n, logprobs, stop, response_format). Choices:
 - Only successes are stored: errors propagate and are never cached, and neither is a result
   whose completions are all empty text (a later attempt may do better).
 - A hit returns the stored completions with ``cached=True`` and ``latency_s=0``.
+- A reply the caller could not parse is forgotten (issue 39): every completion this wrapper
+  returns carries its entry's key (`Completion.cache_key`), and the caller that fails to
+  parse it says so with `LLM.discard(reply)` (`ask_with_repair` and `ask_json` do, on every
+  `ParseError`); the entry is deleted, so the next identical call reaches the model — a
+  broken server's garbage is not served again once the server is fixed. The seam is the
+  caller's report rather than a parse inside the cache, because only the caller knows what
+  format it expected.
 - The file is ``llm-cache.sqlite`` in $TABLEQUEST_CACHE_DIR, else the user cache directory.
 - If the file cannot be opened or written, the cache says so once on stderr and is bypassed.
 - Processes may share the file: SQLite's WAL mode lets readers and one writer work at once
@@ -84,6 +91,8 @@ class CacheStore(Protocol):
 
     def put(self, key: str, backend: dict[str, str], value: list[dict[str, Any]]) -> None: ...
 
+    def delete(self, key: str) -> None: ...
+
     def close(self) -> None: ...
 
 
@@ -159,20 +168,28 @@ class CacheFile:
         return value
 
     def put(self, key: str, backend: dict[str, str], value: list[dict[str, Any]]) -> None:
-        if self.disabled:
-            return
         row = (key, backend.get("url", ""), backend.get("model", ""), time.time(),
                json.dumps(value, ensure_ascii=False))  # fmt: skip
+        self._write(
+            "INSERT OR REPLACE INTO completions (key, backend, model, created, hits, value)"
+            " VALUES (?, ?, ?, ?, 0, ?)",
+            row,
+        )
+
+    def delete(self, key: str) -> None:
+        """Forget the entry `key` (none: nothing happens)."""
+        self._write("DELETE FROM completions WHERE key = ?", (key,))
+
+    def _write(self, sql: str, row: tuple[Any, ...]) -> None:
+        """Run one writing statement, waiting out another process's lock (as `get`)."""
+        if self.disabled:
+            return
         with self._lock:
             started = time.monotonic()
             while True:
                 try:
                     conn = self._connect()
-                    conn.execute(
-                        "INSERT OR REPLACE INTO completions (key, backend, model, created, hits,"
-                        " value) VALUES (?, ?, ?, ?, 0, ?)",
-                        row,
-                    )
+                    conn.execute(sql, row)
                     conn.commit()
                     return
                 except (sqlite3.Error, OSError) as exc:
@@ -202,6 +219,7 @@ class CachedLLM(LLM):
     Attributes:
         hits: Calls answered from the cache by this wrapper.
         misses: Cacheable calls that went to `inner`.
+        discarded: Entries forgotten because their reply could not be used (`discard`).
     """
 
     def __init__(
@@ -218,6 +236,7 @@ class CachedLLM(LLM):
         self._store: CacheStore = store if store is not None else CacheFile(self.path)
         self.hits = 0
         self.misses = 0
+        self.discarded = 0
 
     def describe(self) -> dict[str, str]:
         return self.inner.describe()
@@ -228,6 +247,14 @@ class CachedLLM(LLM):
     def close(self) -> None:
         self._store.close()
         self.inner.close()
+
+    def discard(self, reply: Completion) -> None:
+        """Forget the entry holding `reply` (module doc; with n > 1, the entry of all n):
+        the next identical call goes to the model."""
+        if reply.cache_key is not None:
+            self._store.delete(reply.cache_key)
+            self.discarded += 1
+        self.inner.discard(reply)
 
     def chat(
         self,
@@ -262,11 +289,12 @@ class CachedLLM(LLM):
                 completions = []
             if len(completions) == n:
                 self.hits += 1
-                return [replace(c, cached=True, latency_s=0.0) for c in completions]
+                return [replace(c, cached=True, latency_s=0.0, cache_key=key) for c in completions]
         self.misses += 1
         completions = self.inner.chat(msgs, **params)
         if completions and any(c.text for c in completions):
             self._store.put(key, backend, [replace(c, cached=False).to_dict() for c in completions])
+            return [replace(c, cache_key=key) for c in completions]
         return completions
 
 

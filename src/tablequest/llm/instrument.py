@@ -98,6 +98,9 @@ class Instrumented(LLM):
     def close(self) -> None:
         self.inner.close()
 
+    def discard(self, reply: Completion) -> None:
+        self.inner.discard(reply)
+
     def chat(
         self,
         messages: Sequence[Message],

@@ -2,10 +2,12 @@
 
 Callers pass the parser for the output they expect; on `ParseError` the conversation is
 extended with the bad reply and `repair_prompt` (``{error}`` in it is replaced by the parse
-error), and the parser runs once more. A second failure returns None so the caller applies its
-documented fallback; LLM errors (unavailable, timeout) propagate. Every attempt spends one step
-of the budget, when one is given (the repair as `repair_kind`, default the same kind); without a
-step left the function returns (None, attempts). Each unusable reply is an ``error`` trace
+error), and the parser runs once more. Each reply that does not parse is reported with
+`LLM.discard`, so a cache under the model forgets it (`tablequest.llm.cache`). A second
+failure returns None so the caller applies its documented fallback; LLM errors
+(unavailable, timeout) propagate. Every attempt spends one step of the budget, when one is
+given (the repair as `repair_kind`, default the same kind); without a step left the
+function returns (None, attempts). Each unusable reply is an ``error`` trace
 event (stage, parse error, the reply's start).
 
 `ask_json` is the pattern every method's structured call follows: `ask_with_repair`, with an
@@ -150,11 +152,13 @@ def _ask(
                 return None
             budget.spend(step_kind)
         calls[0] += 1
-        text = llm.chat(conversation, **chat_kwargs)[0].text
+        reply = llm.chat(conversation, **chat_kwargs)[0]
+        text = reply.text
         try:
             return parse(text)
         except ParseError as exc:
             error = exc
+            llm.discard(reply)  # a cached reply that does not parse is not served again
             if trace is not None:
                 trace.event("error", stage=kind, problem=str(exc), reply=text[:2000])
             conversation += [

@@ -240,7 +240,11 @@ def _reading_tools(server: MCPServer, state: ServerState, tools: TableTools) -> 
         with _tool_errors(state):
             return tools.list_tables(filter=filter, offset=offset, limit=limit)
 
-    @server.tool(description="Rank tables for a question (LLM-free), each with its matched rows.")
+    @server.tool(
+        description="Rank tables for a question (LLM-free): each hit's table_id, score, "
+        "source, title (its file name when the table has none), a preview of its rows around "
+        "the question's words and the matched body row ids."
+    )
     async def search_tables(
         question: Annotated[str, Field(min_length=1, max_length=1000)],
         k: Annotated[int, Field(ge=1, le=100)] = 5,
@@ -263,7 +267,8 @@ def _reading_tools(server: MCPServer, state: ServerState, tools: TableTools) -> 
         "(a column, with descending) and where (filters 'column op value', op one of = != < "
         "<= > >= ~ (contains) ^ (starts with), or 'column null' / 'column notnull'; all "
         "hold) pick the rows by value, offset/limit then page through the matching rows "
-        "(total); facets gives each named column's 10 most frequent values with counts."
+        "(total); facets gives each named column's 10 most frequent values with counts. "
+        "Markdown's first column, _row, is each body row's id: cite cells by it."
     )
     def get_table(
         table_id: TableId,
@@ -355,7 +360,8 @@ def _model_tools(server: MCPServer, state: ServerState) -> None:
         "server's model: answer; verified (verified | unverified | contradicted: whether the "
         "answer recomputes from its evidence) and verification (why, one line); evidence "
         "cells (table_id, row, col, value, how: computed | cited | matched | ambiguous | "
-        "untracked); trace id."
+        "untracked); usage (LLM calls, tokens, seconds, cache_hits: calls the LLM cache "
+        "answered); trace id."
     )
     async def ask(
         question: Annotated[str, Field(min_length=1, max_length=4000)],

@@ -65,7 +65,7 @@ from tablequest.mcpserver.window import (
     window_rows,
 )
 from tablequest.sandbox import Sandbox
-from tablequest.service import ReadStore, ServerState, TableInfo, run_search
+from tablequest.service import ReadStore, ServerState, TableInfo, run_search, short_name
 
 __all__ = ["NoSuchTable", "SqlRunners", "TableTools", "TooManyCells", "sql_overview"]
 
@@ -77,6 +77,8 @@ FACET_VALUES = 10
 """Values (with counts) a facet of `get_table` gives."""
 FACET_CHARS = 200
 """A facet value longer than this is cut (…) in the answer."""
+PREVIEW_CHARS = 2_000
+"""A `search_tables` hit's preview is cut after this many characters."""
 _CLI_HINT = "`tablequest tables --json` lists their sql_name"
 
 
@@ -159,8 +161,10 @@ class TableTools:
         return _fit_rows(data, max_chars)
 
     def search_tables(self, *, question: str, k: int, method: str, encoder: str) -> dict[str, Any]:
-        """The `k` best tables for `question` by retriever `method`, with matched rows
-        (what ``GET /v1/search`` answers).
+        """The `k` best tables for `question` by retriever `method`, with matched rows and
+        a preview around the question's words (what ``GET /v1/search?preview=1`` answers),
+        cut to `PREVIEW_CHARS`; a table without a title is titled by its file name (and
+        sheet), so a client has a name for every hit.
 
         Raises:
             BadValue: a blank question or an unknown retriever.
@@ -168,7 +172,13 @@ class TableTools:
         """
         if not question.strip():
             raise BadValue("the question is empty")
-        return run_search(self.state, question, k, method, encoder, False)
+        found = run_search(self.state, question, k, method, encoder, True)
+        for hit in found["hits"]:
+            hit["title"] = hit["title"] or short_name(hit["source"] or hit["table_id"])
+            preview = hit["preview"] or ""
+            if len(preview) > PREVIEW_CHARS:
+                hit["preview"] = preview[:PREVIEW_CHARS] + "\n… [preview cut; get_table reads it]"
+        return found
 
     def get_table(
         self,

@@ -11,7 +11,9 @@ Choices (ours): the row cap is the server's `Limits.max_table_rows` (the cap of 
 /v1/tables/{id}``); the default budget is 40,000 characters (about 10k tokens), the largest
 250,000; at least one row is returned when the table has one, even over the budget, so paging
 always moves on. Markdown is the text the model reads (one header line of flattened paths,
-as `tablequest.table.serialize` writes it); the structured part always holds the header rows,
+as `tablequest.table.serialize` writes it, after a first column `ROW_ID_COLUMN` (``_row``,
+as in the SQL relations) holding each body row's id — the server asks agents to cite cells
+by row id, so every row carries its own); the structured part always holds the header rows,
 paths and the window's merges (grid coordinates of the window, header rows first); JSON adds
 the rows as lists, for clients that rebuild the structure. A markdown window that is not
 the whole table ends with one line naming its row ids and the next page's offset (clients
@@ -42,6 +44,7 @@ from tablequest.table import Rendered, Table, render
 __all__ = [
     "DEFAULT_CHARS",
     "MAX_CHARS",
+    "ROW_ID_COLUMN",
     "Body",
     "Selection",
     "Window",
@@ -52,6 +55,8 @@ __all__ = [
 
 DEFAULT_CHARS = 40_000
 MAX_CHARS = 250_000
+ROW_ID_COLUMN = "_row"
+"""The markdown window's first column: each body row's id (the SQL relations' name for it)."""
 Format = Literal["markdown", "json"]
 
 
@@ -187,7 +192,7 @@ def table_window(
         part = table.sub_table(rows=_row_ids(body, rows, offset, limit), cols=cols)
     title = f"### {part.title}\n\n" if part.title else ""
     if fmt == "markdown":
-        rendered = render(part, "markdown")
+        rendered = _with_row_ids(render(part, "markdown"), part.row_ids)
         fixed = len(title) + sum(len(h) + 1 for h in rendered.head)
         keep = _fit(rendered.rows, fixed, max_chars) if rendered.rows else 0
         keep = _fit_note(
@@ -220,6 +225,16 @@ def table_window(
     shown = Rendered(rendered.head, rendered.rows[:keep], ())
     note = _rows_note(body, part.row_ids, data["next_offset"], selection)
     return Window(title + shown.text + note, data)
+
+
+def _with_row_ids(rendered: Rendered, row_ids: Sequence[int]) -> Rendered:
+    """Markdown with a first column holding each body row's id (`ROW_ID_COLUMN`)."""
+    if not rendered.head:
+        return rendered
+    header, rule, *rest = rendered.head
+    head = (f"| {ROW_ID_COLUMN} {header}", f"| --- {rule}", *rest)
+    rows = tuple(f"| {rid} {line}" for rid, line in zip(row_ids, rendered.rows, strict=True))
+    return Rendered(head, rows, rendered.tail)
 
 
 def _after(

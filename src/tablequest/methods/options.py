@@ -100,6 +100,8 @@ class MethodOptions(BaseModel):
 
     CONFIGS: ClassVar[tuple[str, ...]] = ()
     """Examples of named configurations, shown by ``tablequest methods NAME``."""
+    NOTES: ClassVar[str] = ""
+    """What the defaults are and why, shown by ``tablequest methods NAME`` (empty: nothing)."""
 
     @classmethod
     def from_config(cls, name: str) -> Self:

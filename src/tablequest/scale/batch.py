@@ -190,6 +190,9 @@ class CacheActor:
     def put(self, key: str, backend: dict[str, str], value: list[dict[str, Any]]) -> None:
         self.file.put(key, backend, value)
 
+    def delete(self, key: str) -> None:
+        self.file.delete(key)
+
     def path(self) -> str:
         return str(self.file.path)
 
@@ -210,6 +213,11 @@ class ActorCache:
         import ray
 
         ray.get(self.actor.put.remote(key, backend, value))
+
+    def delete(self, key: str) -> None:
+        import ray
+
+        ray.get(self.actor.delete.remote(key))
 
     def close(self) -> None:
         """The actor belongs to the driver."""

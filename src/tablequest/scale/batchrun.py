@@ -92,6 +92,9 @@ class Replica(LLM):
     def chat(self, messages: Sequence[Message], **params: Any) -> list[Completion]:
         return self.inner.chat(messages, **params)
 
+    def discard(self, reply: Completion) -> None:
+        self.inner.discard(reply)
+
     def close(self) -> None:
         self.inner.close()
 

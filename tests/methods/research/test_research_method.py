@@ -139,7 +139,10 @@ def test_memory_changes_the_next_questions_path_ranking(
     script: Any, sandbox: Sandbox, sales: Table, tmp_path: Path
 ) -> None:
     def steps(key: str, index: int, op: str) -> str:
-        if key == "SELECT>FILTER:raw>AGG" and index == 3:
+        # the first operation fails: R̂ = 0, N = 1 (a failure at the third would leave
+        # R̂ = 2/3 from the two operations that ran, Alg. 1 line 20, and the path would be
+        # retried with its lesson first: test_research_update)
+        if key == "SELECT>FILTER:raw>AGG" and index == 1:
             return code_reply("result = df['no such column'].sum()")
         return GOOD[op.split(":")[0]]
 
@@ -159,8 +162,8 @@ def test_memory_changes_the_next_questions_path_ranking(
     memory = ExperienceMemory(path=tmp_path / "memory.duckdb")
     learned = memory.summary()
     assert {(p["path"], p["n"]) for p in learned["paths"]} == {
-        ("SELECT>FILTER:raw>AGG", 1),
-        ("FILTER:raw>SELECT>AGG", 1),
+        ("SELECT>FILTER:raw>AGG", 1),  # one operation ran (and failed)
+        ("FILTER:raw>SELECT>AGG", 3),  # three operations ran
     }
     path, again = first_selected("read")
     assert path == "FILTER:raw>SELECT>AGG"  # expectation, not the prior, now decides
@@ -177,7 +180,8 @@ def test_memory_lives_in_the_corpus_store(
     llm = Scripted(script.replies(script.mod("aggregation", ["SELECT", "FILTER", "AGG"]), GOOD))
     make(sandbox, llm, tmp_path).answer(QUESTION, TableSet([("t1", sales)], store=store))
     rows = store.con.execute("SELECT path, f_exec, f_type FROM dtr_feedback ORDER BY ts").fetchall()
-    assert rows == [("SELECT>FILTER:raw>AGG", 1, 1), ("FILTER:raw>SELECT>AGG", 1, 1)]
+    # one record per R̂/N update: per operation (Alg. 1 line 19), three per path
+    assert rows == [("SELECT>FILTER:raw>AGG", 1, 1)] * 3 + [("FILTER:raw>SELECT>AGG", 1, 1)] * 3
     assert not (tmp_path / "memory.duckdb").exists()
 
 

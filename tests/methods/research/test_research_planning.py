@@ -51,9 +51,13 @@ def test_eq1_on_hand_computed_statistics() -> None:
     assert expectation(PathStats(0.25, 0), 0.5, 4, 2.0) == pytest.approx(
         0.25 + 2.0 * 0.5 * math.sqrt(math.log(4) / 1)
     )
-    # no evidence yet: the exploration term is 0 (log of Σ N ≤ 1 is ≤ 0)
+    # Σ N = 1: the paper's formula itself gives 0 (log 1 = 0); Σ N = 0: log 0 is undefined,
+    # the term is taken as 0 (no evidence yet)
     assert expectation(PathStats(0.3, 0), 1.0, 1, 1.0) == 0.3
     assert expectation(PathStats(0.3, 0), 1.0, 0, 1.0) == 0.3
+    assert expectation(PathStats(0.3, 1), 1.0, 2, 1.0) == pytest.approx(
+        0.3 + math.sqrt(math.log(2) / 2)
+    )
 
 
 def test_eq2_bound_and_eq3_limit() -> None:

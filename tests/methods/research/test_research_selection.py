@@ -127,12 +127,21 @@ def test_a_wrong_shaped_path_runs_again_with_the_lesson(
     assert selected == [("SELECT>FILTER:raw>AGG", False), ("SELECT>FILTER:raw>AGG", True)]
     first = next(e for e in trace.events if e.get("stage") == "feedback")
     assert (first["f_exec"], first["f_type"], first["valid"]) == (1, 0, False)
-    # Σ N = 1: log 1 = 0, so E = R̂ for every path: E(A) = r(A) = 0.2·exp(-f_time/τ) > 0
+    # R̂ and N per operation (Alg. 1 lines 17–20): SELECT and FILTER:raw kept rows (f_type 1),
+    # AGG answered in the wrong shape (f_type 0); r = 0.8·f_type + 0.2·exp(-f_time/τ)
+    ups = [e for e in trace.events if e.get("stage") == "update"][:3]
+    assert [(u["op"], u["n"], u["f"][0], u["f"][2]) for u in ups] == [
+        ("SELECT", 1, 1, 1), ("FILTER:raw", 2, 1, 1), ("AGG", 3, 1, 0),
+    ]  # fmt: skip
+    rewards = [0.8 * u["f"][2] + 0.2 * math.exp(-u["f"][1] / 10.0) for u in ups]
+    assert [u["reward"] for u in ups] == pytest.approx(rewards, abs=1e-4)
+    assert ups[2]["r_hat"] == pytest.approx(sum(rewards) / 3, abs=1e-4)
+    # Eq. 1 with Σ N = 3: E = R̂ + P·sqrt(ln 3 / (1 + N)); A's R̂ ≈ 0.73 keeps it first
     ranks = [e for e in trace.events if e.get("stage") == "rank"]
-    scores = {e["path"]: e["E"] for e in ranks[1]["expectations"]}
-    r_a = 0.2 * math.exp(-first["f_time"] / 10.0)
-    assert scores["SELECT>FILTER:raw>AGG"] == pytest.approx(round(r_a, 4), abs=1e-4)
-    assert all(v == 0.0 for k, v in scores.items() if k != "SELECT>FILTER:raw>AGG")
+    for entry in ranks[1]["expectations"]:
+        r_hat, n = (sum(rewards) / 3, 3) if entry["path"] == "SELECT>FILTER:raw>AGG" else (0.0, 0)
+        want = r_hat + entry["prior"] * math.sqrt(math.log(3) / (1 + n))
+        assert entry["n"] == n and entry["E"] == pytest.approx(want, abs=2e-4)
     [path] = [p for p in result.details["paths"] if p["runs"]]
-    assert (path["runs"], path["n"], path["valid"]) == (2, 2, True)
+    assert (path["runs"], path["n"], path["valid"]) == (2, 6, True)  # 2 runs × 3 operations
     assert result.details["votes"] == {"4200": 1} and result.details["iterations"] == 2

@@ -2,8 +2,9 @@
 
 It indexes each table's header-first text (`corpus.storage.views`: the header rows on the
 first line, then the title, then one line per body row). Each line gives its word tokens
-(`tokenize`: lower case, no stop words) and the bigrams of consecutive tokens
-(``new_york``), never across lines, so a question's phrase ("new york americans") scores
+(`word_tokens`: lower case, no stop words; compound words are not split here, BM25's
+`tokenize` splits them) and the bigrams of consecutive tokens (``new_york``), never across
+lines, so a question's phrase ("new york americans") scores
 where it stands in one row. The first (header) line is counted twice (a poor man's field
 weight: questions name columns). A question is one line. bm25s with k1 = 0.7, b = 0.3.
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import pairwise
 
-from tablequest.corpus.lexical.rank import BM25Kind, tokenize
+from tablequest.corpus.lexical.rank import BM25Kind, word_tokens
 from tablequest.corpus.storage.views import header_first_texts
 
 __all__ = ["PHRASE_BM25", "phrase_tokens", "question_tokens"]
@@ -37,7 +38,7 @@ def question_tokens(questions: Sequence[str]) -> list[list[str]]:
 def _lines(lines: Sequence[str]) -> list[str]:
     tokens: list[str] = []
     for line in lines:
-        words = tokenize([line])[0]
+        words = word_tokens([line])[0]
         tokens += words
         tokens += [f"{a}_{b}" for a, b in pairwise(words)]
     return tokens

@@ -10,6 +10,11 @@ way an index is kept in the Store object for the rest of the process.
 BM25 (ours where unstated): bm25s with its default Lucene variant (k1=1.5, b=0.75), English
 stop words, lower-cased word tokens over the table's title, headers and cells.
 
+Compound words (issue 39, `tablequest.corpus.lexical.compound`): both indexes split
+snake_case and camelCase tokens (``population_2020``, ``capitalCity``) into their words and
+keep the whole token too. The grep index is built over each table's text plus one line of
+those parts (the store's text is unchanged); BM25's `tokenize` adds the parts.
+
 Building an index of `STAGE_MIN_TABLES` tables or more is announced first ("building the
 grep index (N tables)…", `tablequest.corpus.dense.encoder_base.announce_stage`), so a command on a
 big store says what it is doing; smaller builds take well under a second and stay quiet.
@@ -29,6 +34,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from tablequest.corpus.dense.encoder_base import announce_stage
+from tablequest.corpus.lexical.compound import compound_tokens, searchable_text
 from tablequest.corpus.lexical.grep import GrepIndex
 from tablequest.corpus.lexical.rowmatch import rows_matching, table_lines
 from tablequest.corpus.lexical.words import STOPWORDS
@@ -36,8 +42,8 @@ from tablequest.corpus.storage.store import Hit, Store, StoreWriteError
 from tablequest.errors import BadValue
 from tablequest.table import DroppedPattern, Table
 
-GREP = "grep-v2"
-BM25 = "bm25-v1"
+GREP = "grep-v3"  # v3: built over `searchable_text` (compound words split)
+BM25 = "bm25-v2"  # v2: `tokenize` adds compound words' tokens
 _LABEL = {GREP: "grep", BM25: "BM25"}
 STAGE_MIN_TABLES = 2000
 
@@ -60,7 +66,8 @@ def grep_index(store: Store, *, strict: bool = False) -> GrepIndex:
     cached = store.cached_index(GREP)
     if isinstance(cached, GrepIndex):
         return cached
-    ids, texts = store.column("text")
+    ids, stored = store.column("text")
+    texts = [searchable_text(t) for t in stored]  # compound words split (`compound`)
     fp = store.fingerprint()
     blob = store.load_blob(GREP, fp)
     index = None
@@ -181,9 +188,18 @@ def question_patterns(question: str) -> list[str]:
     return [rf"\b{re.escape(w)}\b" for w in dict.fromkeys(content)]
 
 
-def tokenize(texts: Sequence[str]) -> list[list[str]]:
-    """Lower-cased word tokens without English stop words."""
+def word_tokens(texts: Sequence[str]) -> list[list[str]]:
+    """Lower-cased word tokens without English stop words (``_`` splits, case does not)."""
     return [[w for w in _WORD.findall(t.lower()) if w not in STOPWORDS] for t in texts]
+
+
+def tokenize(texts: Sequence[str]) -> list[list[str]]:
+    """BM25's tokens: `word_tokens`, then what compound words add (`compound_tokens`:
+    ``population_2020`` whole, ``capitalCity`` as ``capital`` and ``city``)."""
+    return [
+        words + [w for w in compound_tokens(t) if w not in STOPWORDS]
+        for words, t in zip(word_tokens(texts), texts, strict=True)
+    ]
 
 
 Tokenizer = Callable[[Sequence[str]], list[list[str]]]

@@ -15,6 +15,7 @@ from tablequest.eval.metrics.answers import (
     sentence_bleu,
     tabfact_label,
     tabfact_scores,
+    tcr_token_f1,
     token_f1,
 )
 from tablequest.eval.metrics.hitab import hitab_match
@@ -75,6 +76,7 @@ __all__ = [
     "subtable_scores",
     "tabfact_label",
     "tabfact_scores",
+    "tcr_token_f1",
     "token_f1",
     "top1_hit_rate_by_round",
     "usage_summary",

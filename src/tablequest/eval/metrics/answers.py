@@ -4,6 +4,8 @@
   articles a/an/the, whitespace tokens), as used for TCR-Bench F1 in the TableSeek paper
   (§Evaluation; the paper does not spell the normalisation out, SQuAD's is the usual one).
   With several gold strings the best score counts (alternatives, as in SQuAD).
+  `tcr_token_f1` (TCR-Bench's `f1`) adds TCR-Bench's number rule (``tools/metrics.py`` of
+  minger-hsxz/TCR-Bench-Open, ``safe_convert``): numeric tokens compare as numbers.
 - `list_f1`: precision/recall/F1 over answer *items* (multiset), the form of TCR-Bench's
   `cal_score_list`: items are compared case-insensitively after stripping, and two items that
   both parse as numbers match when numerically equal ("35156" = "35156.0"). Ours: TCR-Bench's
@@ -33,11 +35,13 @@ __all__ = [
     "sentence_bleu",
     "tabfact_label",
     "tabfact_scores",
+    "tcr_token_f1",
     "token_f1",
 ]
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = frozenset(string.punctuation)
+_EDGE = ",;:!?()[]{}\"'"
 
 
 def normalize_answer(text: str) -> str:
@@ -54,9 +58,9 @@ def _golds(gold: str | Sequence[str]) -> list[str]:
     return golds
 
 
-def _f1_one(prediction: str, gold: str) -> float:
-    pred_tokens = normalize_answer(prediction).split()
-    gold_tokens = normalize_answer(gold).split()
+def _f1_one(prediction: str, gold: str, *, numbers: bool = False) -> float:
+    tokens = _tcr_tokens if numbers else (lambda text: normalize_answer(text).split())
+    pred_tokens, gold_tokens = tokens(prediction), tokens(gold)
     if not pred_tokens or not gold_tokens:
         return float(pred_tokens == gold_tokens)
     common = Counter(pred_tokens) & Counter(gold_tokens)
@@ -75,6 +79,36 @@ def token_f1(prediction: str, gold: str | Sequence[str]) -> float:
     (TCR-Bench lists) pass the items joined into one string, or use `list_f1`.
     """
     return max(_f1_one(prediction, g) for g in _golds(gold))
+
+
+def tcr_token_f1(prediction: str, gold: str | Sequence[str]) -> float:
+    """`token_f1` with TCR-Bench's number rule: a token that reads as a number (its
+    ``tools/metrics.py`` ``safe_convert``: ``float`` when it holds ".", else ``int``, after
+    surrounding punctuation is stripped) is compared as that number ("19" = "19.0",
+    "0.5" = "0.50"), before SQuAD normalisation would cut "19.0" into "190"; other tokens are
+    normalised as in `token_f1`."""
+    return max(_f1_one(prediction, g, numbers=True) for g in _golds(gold))
+
+
+def _tcr_number(text: str) -> str | None:
+    try:
+        value: float = float(text) if "." in text else int(text)
+    except ValueError:
+        return None
+    if not math.isfinite(value):
+        return None
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def _tcr_tokens(text: str) -> list[str]:
+    out: list[str] = []
+    for token in text.split():
+        number = _tcr_number(token.strip(_EDGE))
+        if number is not None:
+            out.append(number)
+        else:
+            out.extend(normalize_answer(token).split())
+    return out
 
 
 def exact_match(prediction: str, gold: str | Sequence[str]) -> bool:

@@ -9,8 +9,11 @@ re-implements what it computes:
   ("5.80" → "5.8"), SQuAD normalisation (lower case, punctuation and articles removed,
   whitespace collapsed), an empty text becomes "#". EM is equality of the processed texts; F1
   the token-overlap F1 (multiset) of them.
-- **Data Analysis: ROUGE-L** (F-measure of the longest common subsequence of the processed
-  tokens; the paper's other column, LLM-EVAL, needs a judge model and is not computed here).
+- **Data Analysis: ROUGE-L** of the processed texts through the ``rouge_score`` library
+  (``RougeScorer(["rougeL"])``, no stemmer, its own tokenizer), which is what upstream's
+  ``evaluate.load("rouge")`` runs (TableBench's ``QAMetric``); per question, then the mean
+  (upstream's bootstrap aggregate is a resampled mean of the same scores). The paper's other
+  column, LLM-EVAL, needs a judge model (`tablequest eval judge`).
 - **Visualization: ECR and Pass@1.** ECR: the chart code ran and left a figure. Pass@1: the
   chart's y-values, taken from the current axes as the benchmark does (line y-data, bar
   heights, pie wedge fractions, scatter y-offsets), flattened, rounded to two places and
@@ -46,6 +49,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from tablequest.eval.metrics.answers import rouge_l
+
 __all__ = [
     "FAMILIES",
     "UNSCORED",
@@ -56,7 +61,6 @@ __all__ = [
     "pass_at_1",
     "preprocess",
     "qa_scores",
-    "rouge_l_tokens",
     "score_realhitbench",
     "structure_consistency",
 ]
@@ -99,23 +103,6 @@ def _f1(prediction: list[str], reference: list[str]) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def rouge_l_tokens(prediction: Sequence[str], reference: Sequence[str]) -> float:
-    """ROUGE-L F-measure of two token lists (longest common subsequence)."""
-    if not prediction or not reference:
-        return 0.0
-    previous = [0] * (len(reference) + 1)
-    for p in prediction:
-        current = [0]
-        for j, r in enumerate(reference, start=1):
-            current.append(previous[j - 1] + 1 if p == r else max(previous[j], current[j - 1]))
-        previous = current
-    lcs = previous[-1]
-    if lcs == 0:
-        return 0.0
-    precision, recall = lcs / len(prediction), lcs / len(reference)
-    return 2 * precision * recall / (precision + recall)
-
-
 def qa_scores(prediction: str | None, reference: str) -> dict[str, float]:
     """EM, F1 and ROUGE-L (each in [0, 1]) of one answer against one reference; an empty
     answer (nothing left after pre-processing) scores 0 on all three, whatever the
@@ -127,7 +114,7 @@ def qa_scores(prediction: str | None, reference: str) -> dict[str, float]:
     return {
         "EM": float(pred == ref),
         "F1": _f1(pred, ref),
-        "ROUGE-L": rouge_l_tokens(pred, ref),
+        "ROUGE-L": rouge_l([" ".join(pred)], [" ".join(ref)], use_stemmer=False)[1][0],
     }
 
 

@@ -8,7 +8,7 @@ Retrieval kinds (`RetrievalKind`): ``dense`` (an encoder of `tablequest.corpus.d
 ``bm25`` (bm25s, no vectors) and ``hybrid`` (dense + BM25, the paper's ablation, Table 5).
 
 Embeddings of a table's databases are stored in the corpus `Store` (table ``embeddings``)
-under the key ``tablerag-v1:<kind>:B=<budget>:<table content hash>`` and the encoder name, one
+under the key ``tablerag-v2:<kind>:B=<budget>:<table content hash>`` and the encoder name, one
 row per database holding the row-major matrix; a second question on the same table loads
 them instead of encoding again.
 
@@ -37,7 +37,7 @@ import numpy.typing as npt
 from tablequest.corpus import Encoder, Matrix, Store, tokenize
 
 RetrievalKind = Literal["dense", "bm25", "hybrid"]
-CACHE_VERSION = "tablerag-v1"
+CACHE_VERSION = "tablerag-v2"
 RRF_K = 60
 Scores = npt.NDArray[np.float64]
 

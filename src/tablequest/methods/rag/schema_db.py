@@ -8,16 +8,17 @@ line in the form of the paper's Fig. 11 (``{"column_name": ..., "dtype": ..., "m
 The same pass builds the typed DataFrame `df` the solver works on (the official code runs
 ``infer_dtype`` before the solver, so ``df['quantity']`` is int64 there too).
 
+Numbers written as text ("$449.00", "12%", "1,234"): the column is categorical, as the
+paper's figures show it (Fig. 8: ``price  String  $449, $399, $509``; Fig. 11:
+``{"column_name": "item_total", "dtype": "object", "cell_examples": [$449.00, …]}``, the
+solver strips "$" itself), and as the official ``infer_dtype`` leaves it (``pd.to_numeric``
+fails on it). Its values are therefore in the cell database (`cell_db`, categorical
+columns) and its three most frequent values are the schema entry's examples.
+
 Choices (ours, the paper is silent):
 - Everything is vectorised with pyarrow compute over string columns; no loop over cells.
 - Empty (whitespace-only) cells are missing values: they do not stop a column from being
   numeric; an int column with missing values becomes pandas' nullable ``Int64``.
-- Numeric-in-text: when every non-empty cell reads as a number once currency signs
-  ($ € £ ¥ ₹), thousands separators ("1,234") and a trailing "%" are removed, and at least
-  one cell carries such a sign, the column is numeric (int or float) with
-  ``numeric_text=True``. The solver's `df` keeps the original strings (as in the paper's
-  Fig. 8, where the model strips "$" itself); the schema entry says ``"numeric_text"`` and
-  shows min/max as the original strings of the smallest and largest values.
 - Datetime: only columns whose every non-empty cell looks like a date (a 4-digit year with
   separators, d/m/y, or a month name with a year) are handed to ``pd.to_datetime``, so a
   column of month names or codes never becomes dates; a failed conversion keeps the column
@@ -45,9 +46,6 @@ ColumnType = Literal["int", "float", "datetime", "categorical"]
 
 _INT = r"^[-+]?\d+$"
 _FLOAT = r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$"
-_NUMTEXT = r"^[-+]?[$€£¥₹]?\s?[-+]?(\d{1,3}(,\d{3})+|\d+)?(\.\d+)?\s?%?$"
-_NUMTEXT_MARK = r"[$€£¥₹%,]"
-_NUMTEXT_STRIP = r"[$€£¥₹%,+\s]"
 _DATE = (
     r"^(\d{4}[-/.]\d{1,2}([-/.]\d{1,2})?([ T]\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?)?"
     r"|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}( \d{1,2}:\d{2}(:\d{2})?)?"
@@ -63,9 +61,8 @@ class ColumnSchema:
 
     Attributes:
         name: Column name in `df`.
-        dtype: Inferred type (numeric-in-text columns are "int" or "float").
+        dtype: Inferred type (numbers written as text, "$449.00", are categorical).
         frame_dtype: dtype of the column in the solver's `df` ("int64", "object", ...).
-        numeric_text: Numbers written with currency signs, separators or "%".
         minimum: Smallest value (numeric and datetime columns).
         maximum: Largest value (numeric and datetime columns).
         top_values: The three most frequent values (categorical columns).
@@ -74,7 +71,6 @@ class ColumnSchema:
     name: str
     dtype: ColumnType
     frame_dtype: str
-    numeric_text: bool = False
     minimum: int | float | str | None = None
     maximum: int | float | str | None = None
     top_values: tuple[str, ...] = ()
@@ -86,8 +82,6 @@ class ColumnSchema:
         if self.dtype == "categorical":
             out["cell_examples"] = list(self.top_values)
         else:
-            if self.numeric_text:
-                out["numeric_text"] = self.dtype
             out["min"] = self.minimum
             out["max"] = self.maximum
         return json.dumps(out, ensure_ascii=False)
@@ -173,33 +167,6 @@ def _numeric_column(name: str, numbers: pa.Array, kind: ColumnType) -> tuple[Col
     return ColumnSchema(name, kind, frame_dtype, minimum=lo.as_py(), maximum=hi.as_py()), column
 
 
-def _numeric_text(name: str, text: pa.Array) -> ColumnSchema | None:
-    present = pc.drop_null(text)
-    if len(present) == 0 or not _all(pc.match_substring_regex(present, _NUMTEXT)):
-        return None
-    if not _all(pc.match_substring_regex(present, r"\d")):
-        return None
-    if not pc.any(pc.match_substring_regex(present, _NUMTEXT_MARK)).as_py():
-        return None
-    stripped = pc.replace_substring_regex(present, _NUMTEXT_STRIP, "")
-    try:
-        numbers = pc.cast(stripped, pa.float64())
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return None
-    values = numbers.to_numpy(zero_copy_only=False)
-    integral = not pc.any(pc.match_substring(present, ".")).as_py()
-    kind: ColumnType = "int" if integral else "float"
-    low, high = int(np.argmin(values)), int(np.argmax(values))
-    return ColumnSchema(
-        name,
-        kind,
-        "object",
-        numeric_text=True,
-        minimum=str(present[low].as_py()),
-        maximum=str(present[high].as_py()),
-    )
-
-
 def _parse_dates(text: pa.Array) -> Any:
     """`pd.to_datetime` of the strings (a Series; nulls → NaT); None when it fails or gives no
     datetime64 column (mixed time zones give an object column: keep the text)."""
@@ -249,9 +216,6 @@ def infer_column(name: str, raw: pa.ChunkedArray) -> tuple[ColumnSchema, Any]:
         cast = _as_numbers(text)
         if cast is not None:
             return _numeric_column(name, cast[0], cast[1])
-    numeric_text = _numeric_text(name, text)
-    if numeric_text is not None:
-        return numeric_text, keep_text
     dated = _datetime(name, text)
     if dated is not None:
         return dated
@@ -296,9 +260,6 @@ def schema_from_distinct(
             kind = cast[1]
             frame_dtype = "float64" if kind == "float" else "Int64" if blank.any() else "int64"
             return ColumnSchema(name, kind, frame_dtype, minimum=lo.as_py(), maximum=hi.as_py())
-    numeric_text = _numeric_text(name, text)
-    if numeric_text is not None:
-        return numeric_text
     dated = _datetime(name, text)
     if dated is not None:
         return dated[0]
@@ -311,7 +272,7 @@ def schema_from_distinct(
 def frame_column(schema: ColumnSchema, raw: pa.ChunkedArray | pa.Array) -> Any:
     """The solver's `df` column `infer_column` gives for a column whose entry is `schema`."""
     array = raw.combine_chunks() if isinstance(raw, pa.ChunkedArray) else raw
-    numeric = schema.dtype in ("int", "float") and not schema.numeric_text
+    numeric = schema.dtype in ("int", "float")
     if not (numeric or schema.dtype == "datetime"):
         return array.to_pandas()
     trimmed = pc.utf8_trim_whitespace(array)

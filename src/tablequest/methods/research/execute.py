@@ -18,6 +18,12 @@ Choices (ours):
   read in the cell that drew the chart, because the sandbox closes figures after each run; the
   figures themselves come back as PNG bytes.
 - A step reply that cannot be parsed after one repair request fails the path like an error.
+- Per-operation feedback (Alg. 1 line 18 returns a reward r for each operation m): an
+  executed operation's f = (its code ran without error, its seconds, f_type), where f_type of
+  an intermediate operation is "its result is not empty" (§3.4's intermediate result
+  validity) and f_type of the path's last operation is the path's f_type (the output has the
+  query's shape); r = φ(f) as for the path. A thinking step (no code) ran without error in
+  0 s. An operation the budget or an LLM error cut off never executed: it has no reward.
 """
 
 from __future__ import annotations
@@ -255,6 +261,10 @@ class PathOutcome:
     stopped: str | None = None
     figures: list[bytes] = field(default_factory=list)
     chart_data: dict[str, Any] | None = None
+    op_feedback: list[Feedback] = field(default_factory=list)
+    """f of each executed operation, in order (Alg. 1 line 18: ``o, r ← execute(m, …)``)."""
+    op_rewards: list[float] = field(default_factory=list)
+    """r = φ(f) of each executed operation (Alg. 1 lines 18–20 update R̂ and N with each)."""
 
     @property
     def learnable(self) -> bool:
@@ -436,3 +446,16 @@ def _finish(out: PathOutcome, ctx: StepContext, seconds: float) -> None:
     if f_exec and not f_type and out.error_kind is None:
         out.error_kind = "wrong_type"
         out.error = f"the final result does not have the expected shape for {ctx.query_type}"
+    _per_operation(out, ctx, f_type)
+
+
+def _per_operation(out: PathOutcome, ctx: StepContext, path_type: int) -> None:
+    """f and r of each executed operation (see the module docstring)."""
+    for i, record in enumerate(out.ops, start=1):
+        if i == len(out.path):
+            op_type = path_type
+        else:
+            op_type = int(record.ok and not (record.probe is not None and record.probe.empty))
+        f = Feedback(int(record.ok), round(record.seconds, 4), int(record.ok) and op_type)
+        out.op_feedback.append(f)
+        out.op_rewards.append(reward(f, w_type=ctx.w_type, time_scale=ctx.time_scale))

@@ -4,11 +4,12 @@
 - ``repeat`` (default, §3.3 "Path Selection": "the planner selects the top-k paths with the
   highest expectation scores"; Alg. 1 line 15): each iteration ranks *every* candidate by
   E(π) (Eq. 1), executed ones included, and takes the k best that may run (k = ``top_k``);
-  they run in order, each updating R̂ and N (line 20). A failure replans and ends the
-  iteration (lines 21–23: "break, restart path execution with revised plan"); the next
-  iteration ranks again. A path may therefore run again in a later iteration when its E(π)
-  is still among the best — the exploration term shrinks with N(π) (Eq. 3), so this happens
-  when R̂ is high or the alternatives are implausible.
+  they run in order, each updating R̂ and N with each operation's reward (lines 17–20,
+  `learn`). A failure replans and ends the iteration (lines 21–23: "break, restart path
+  execution with revised plan"); the next iteration ranks again. A path may therefore run
+  again in a later iteration when its E(π) is still among the best — the exploration term
+  shrinks with N(π) (Eq. 3), so this happens when R̂ is high or the alternatives are
+  implausible.
 - ``once``: one path at a time, the best unexecuted one by E(π), each at most once.
 
 Choices (ours; the paper is silent):
@@ -39,9 +40,9 @@ from tablequest.methods.research.operations import DEFAULT_OPS, Path, Rule, path
 from tablequest.methods.research.options import ResearchOptions
 from tablequest.methods.research.planner import Candidate, propagate, rank, update
 from tablequest.methods.research.reflect import contrast, converged, lessons_from, revise
-from tablequest.methods.research.state import QuestionRun, feedback_record
+from tablequest.methods.research.state import QuestionRun, feedback_record, operation_records
 
-__all__ = ["eligible", "execute", "ranked", "rules_of", "select"]
+__all__ = ["eligible", "execute", "learn", "ranked", "rules_of", "select"]
 
 
 def rules_of(run: QuestionRun) -> list[Rule]:
@@ -131,11 +132,7 @@ def execute(
     outcome = run_path(cand.path, ctx, ws)
     cand.executed, cand.runs, cand.context = True, cand.runs + 1, run.context
     run.outcomes.append(outcome)
-    if outcome.learnable:
-        update(cand.stats, outcome.reward, rule=opts.update, eta=opts.eta)
-        if opts.update == "lr":
-            propagate(run.candidates, cand, outcome.reward, eta=opts.eta)
-        run.records.append(feedback_record(outcome))
+    learn(run, cand, outcome, opts)
     run.q.trace.event(
         "decision", stage="feedback", path=cand.key, f_exec=outcome.feedback.f_exec,
         f_time=outcome.feedback.f_time, f_type=outcome.feedback.f_type,
@@ -150,6 +147,29 @@ def execute(
     ordered = run.query_type == "ranking"
     if run.stop is None and converged(run.outcomes, opts.top_k, ordered=ordered):
         run.stop = "converged"
+
+
+def learn(run: QuestionRun, cand: Candidate, outcome: PathOutcome, opts: ResearchOptions) -> None:
+    """Update R̂(π) and N(π) and keep the memory records (see the module docstring).
+
+    ``update=incremental`` (Alg. 1 lines 17–20): once per executed operation, with that
+    operation's reward, each update a ``decision/update`` trace event. ``update=lr`` (Eq. 5:
+    "after executing an operation path π, DTR aggregates execution outcomes into a path-level
+    reward"): once per path with the path's reward, then the related paths (`propagate`).
+    """
+    if opts.update == "lr":
+        if outcome.learnable:
+            update(cand.stats, outcome.reward, rule="lr", eta=opts.eta)
+            propagate(run.candidates, cand, outcome.reward, eta=opts.eta)
+            run.records.append(feedback_record(outcome))
+        return
+    for op, f, r in zip(outcome.ops, outcome.op_feedback, outcome.op_rewards, strict=True):
+        update(cand.stats, r, rule="incremental")
+        run.q.trace.event(
+            "decision", stage="update", path=cand.key, op=op.op, f=[f.f_exec, f.f_time, f.f_type],
+            reward=round(r, 4), r_hat=round(cand.stats.r_hat, 4), n=cand.stats.n,
+        )  # fmt: skip
+    run.records.extend(operation_records(outcome))
 
 
 def _show(run: QuestionRun, ctx: StepContext, reflection: str) -> None:

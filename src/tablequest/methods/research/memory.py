@@ -1,8 +1,10 @@
 """The siamese experience memory (DTR §3.4): parameterized feedback and abstracted lessons.
 
 Two channels, as the paper has them:
-- **parameterized feedback**: one record per executed path — (f_exec, f_time, f_type, r), the
-  failing operation and the error class — keyed by the table's structure class
+- **parameterized feedback**: one record per R̂/N update — per executed operation under
+  ``update=incremental`` (Alg. 1 lines 19–20), per executed path under ``update=lr`` (Eq. 5):
+  (f_exec, f_time, f_type, r) under the path's key, the failing operation and the error
+  class — keyed by the table's structure class
   (`MetaGraph.structure_key`, value-agnostic) and the query type. A question's candidate paths
   start from the statistics these records give (R̂ and N folded in time order with the
   configured update rule), so what worked on similar tables before ranks higher now.
@@ -90,7 +92,7 @@ class MemoryUnavailable(RunError):
 
 @dataclass(frozen=True)
 class FeedbackRecord:
-    """One executed path's parameterized feedback."""
+    """The parameterized feedback of one R̂/N update: an executed operation (or path, lr)."""
 
     path: str
     f_exec: int
@@ -375,7 +377,7 @@ class ExperienceMemory:
                 raise MemoryUnavailable(self._hub.error)
 
     def summary(self, *, limit: int = 50) -> dict[str, list[dict[str, Any]]]:
-        """Per key and path: executions and mean reward; lessons with counts (``memory show``)."""
+        """Per key and path: N (updates) and mean reward; lessons with counts (``memory show``)."""
         self.flush()
         paths, lessons = self._backend.select([
             ("SELECT structure, query_type, path, count(*), avg(reward), max(ts) "

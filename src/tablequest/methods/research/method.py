@@ -6,7 +6,8 @@
     while not converged and budget remains:                          (§3.3–3.5, `explore`)
         top-k paths by E(π) that may run and fit the budget          (Eq. 1, selection)
         execute each operation by operation ([THINK]/[CODE])         (L calls)
-        f(π) → r = φ(f); update R̂, N                                (Eq. 4, Alg. 1 l. 20 / Eq. 5)
+        r = φ(f) of each operation; update R̂, N per operation        (Eq. 4, Alg. 1 l. 17–20;
+          (update=lr: once per path with r(π))                       Eq. 5)
         if failed or invalid: experience → replan (revise Π)         (≤ 1 call, Alg. 1 l. 21–23)
     a* ← majority vote over format-valid ballots                     (Eq. 6)
     report: analysis by the model, execution record generated       (≤ 1 call, §3.5)

@@ -8,14 +8,16 @@
 Choices (ours; the paper is silent):
 - The sum Σ N(π′) runs over the candidate set of the current question, whose counts start from
   the experience memory (executions of the same path on tables of the same structure for the
-  same query type). While Σ N ≤ 1 the logarithm is ≤ 0, so the exploration term is taken as 0
-  (no evidence yet); ties in E are broken by the smaller N(π) (the exploration term's own
-  preference, Eq. 3, which a zero logarithm cannot express: after one failed run every E is
-  0, and the untried path goes first), then by the prior P, then by enumeration order.
+  same query type). At Σ N = 1 the formula itself gives 0 (log 1 = 0); at Σ N = 0 (nothing
+  ran yet) log 0 is undefined and the exploration term is taken as 0 (no evidence yet). Ties
+  in E are broken by the smaller N(π) (the exploration term's own preference, Eq. 3, which a
+  zero logarithm cannot express: after one failed run every E is 0, and the untried path
+  goes first), then by the prior P, then by enumeration order.
 - R_max = 1: rewards r = φ(f) lie in [0, 1] (`feedback`).
-- Rewards are path level (§3.3: "not decomposable"), so a path's statistics are updated once
-  per execution, with the reward of the whole path; per-operation outcomes go to the trace and
-  the memory (Alg. 1 line 19).
+- update=incremental follows Alg. 1 lines 17–20: R̂ and N are updated once per executed
+  *operation*, with that operation's reward (`execute`: f and r per operation), so N(π) counts
+  operation executions. update=lr follows Eq. 5, which §3.5 states for a path-level reward
+  R(π) "after executing an operation path": once per path execution.
 - Eq. 5's remark that "feedback from one path could influence the expectations of other
   related paths" is implemented for update=lr only: an unexecuted candidate that shares a
   prefix of s operations with the executed path (of length L) moves towards r by η·s/L,
@@ -72,15 +74,15 @@ class Candidate:
 
 
 def expectation(stats: PathStats, prior: float, total_n: int, alpha: float) -> float:
-    """Eq. 1 (exploration term 0 while Σ N ≤ 1, see the module docstring)."""
-    if total_n <= 1:
+    """Eq. 1 (exploration term 0 at Σ N = 0, where log 0 is undefined)."""
+    if total_n < 1:
         return stats.r_hat
     return stats.r_hat + alpha * prior * math.sqrt(math.log(total_n) / (1 + stats.n))
 
 
 def expectation_bound(total_n: int, alpha: float, r_max: float = R_MAX) -> float:
     """Eq. 2: the upper bound of E(π) for any path of the candidate set."""
-    return r_max + (alpha * math.sqrt(math.log(total_n)) if total_n > 1 else 0.0)
+    return r_max + (alpha * math.sqrt(math.log(total_n)) if total_n >= 1 else 0.0)
 
 
 def rank(candidates: Sequence[Candidate], alpha: float) -> list[tuple[Candidate, float]]:

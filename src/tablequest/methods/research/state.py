@@ -15,7 +15,15 @@ from tablequest.methods.research.planner import Candidate, PathStats
 from tablequest.methods.research.prompts import Plan
 from tablequest.table import Table
 
-__all__ = ["Comprehension", "QuestionRun", "Research", "copy_stats", "feedback_record", "one_table"]
+__all__ = [
+    "Comprehension",
+    "QuestionRun",
+    "Research",
+    "copy_stats",
+    "feedback_record",
+    "one_table",
+    "operation_records",
+]
 
 
 @dataclass
@@ -91,3 +99,20 @@ def feedback_record(outcome: PathOutcome) -> FeedbackRecord:
         path=path_key(outcome.path), f_exec=f.f_exec, f_time=f.f_time, f_type=f.f_type,
         reward=outcome.reward, failed_op=outcome.failed_op, error=outcome.error_kind,
     )  # fmt: skip
+
+
+def operation_records(outcome: PathOutcome) -> list[FeedbackRecord]:
+    """The memory records of one executed path, one per executed operation (Alg. 1 line 19:
+    D ← D ∪ {(m, context, o, r)}), under the path's key, so that folding them with the
+    incremental rule gives the R̂ and N the question reached (line 20). The operation that
+    ended the path carries the path's failing operation and error class."""
+    out = []
+    last = len(outcome.op_feedback)
+    for i, (f, r) in enumerate(zip(outcome.op_feedback, outcome.op_rewards, strict=True), 1):
+        ended = i == last and outcome.error_kind is not None
+        out.append(FeedbackRecord(
+            path=path_key(outcome.path), f_exec=f.f_exec, f_time=f.f_time, f_type=f.f_type,
+            reward=r, failed_op=outcome.failed_op if ended else None,
+            error=outcome.error_kind if ended else None,
+        ))  # fmt: skip
+    return out

@@ -18,7 +18,10 @@ taken as the answer when short; a QA reply with no answer in that form — long 
 greeting — is unsatisfactory, so Algorithm 1's fallback tries the next table, and when it is
 the last QA the status is "failed" with the reason "the model's reply had no answer in the
 expected format", its start in the trace: `seek.qa`). A select naming only unknown ids
-counts as refine-none.
+counts as refine-none. A fact check whose every QA call said "mismatch" (or
+"insufficient") has no verdict from the model; it is answered "false", the paper's rule for
+unverifiable claims in its standalone fact-verification prompt (Table 23), with no evidence
+cells and a ``fallback`` trace event.
 With a rerank strategy, R is reordered by the model's ranking (unknown ids ignored, missing
 ones kept in grep order) and its top table goes to QA. An empty R does not end the run
 (Algorithm 1 does not): refinement still runs, with no previews, and may regenerate patterns
@@ -420,6 +423,13 @@ class TableSeek:
                 outcome = self._qa(run, [(tid, store.get(tid))], patterns)
                 consulted.append(tid)
                 final = outcome.final_table or tid
+        if run.task == "fact_verification" and outcome.status in ("mismatch", "insufficient"):
+            # no table let QA decide: unverifiable counts as false (Table 23's rule)
+            run.trace.event(
+                "fallback", stage="qa", reason=f"QA said {outcome.status} on every table",
+                verdict="false",
+            )  # fmt: skip
+            outcome = QAOutcome("answered", "false", [], outcome.final_table)
         return Result(
             answer=outcome.answer,
             status=_status(outcome),
