@@ -1,8 +1,9 @@
 """`tablequest batch` on local Ray: two stub endpoints, a worker killed mid-question, the
 driver killed and restarted. One Ray session.
 
-The endpoint test asks over a one-file store; the others over a 3-shard corpus, whose shard
-actors each run starts (each actor is a process that imports the library: about 4 s of CPU)."""
+The endpoint and dead-server tests ask over a one-file store; the others over a 3-shard
+corpus, whose shard actors each run starts (each actor is a process that imports the
+library: about 4 s of CPU)."""
 
 from __future__ import annotations
 
@@ -230,7 +231,7 @@ def test_failed_questions_are_named_by_reason_and_exit_1(session: Path) -> None:
     address = ray.get_runtime_context().gcs_address
     done = CliRunner().invoke(app, [
         "batch", str(qfile), "--out", str(session / "dead-run.jsonl"), "--store",
-        str(session / "corpus.json"), "--method", "bm25", "--model", "m", "--llm-url", url,
+        str(session / "store.duckdb"), "--method", "bm25", "--model", "m", "--llm-url", url,
         "--ray", address, "--no-cache", "--json"])  # fmt: skip
     assert done.exit_code == 1, done.output
     summary = json.loads(done.stdout.strip().splitlines()[-1])
