@@ -62,11 +62,9 @@ def test_import_cli_app_loads_no_library_module() -> None:
     assert _loaded_after("import tablequest.cli.app", HEAVY_FOR_CLI) == []
 
 
-@pytest.mark.parametrize("args", [["--version"], ["--help"], ["show", "--help"]])
-def test_version_and_help_load_no_library_module(args: list[str]) -> None:
-    """The console script's path: parsing and help pages import no library module (help
-    pages use rich, through typer)."""
-    statement = (
+def _console_script(args: list[str]) -> str:
+    """Python that runs the console script's `main` with `args` and expects a clean exit."""
+    return (
         "import sys\n"
         "from tablequest.cli.app import main\n"
         f"sys.argv = ['tablequest', *{args!r}]\n"
@@ -75,6 +73,13 @@ def test_version_and_help_load_no_library_module(args: list[str]) -> None:
         "except SystemExit as exc:\n"
         "    assert exc.code in (0, None), exc.code\n"
     )
+
+
+@pytest.mark.parametrize("args", [["--version"], ["--help"], ["show", "--help"]])
+def test_version_and_help_load_no_library_module(args: list[str]) -> None:
+    """The console script's path: parsing and help pages import no library module (help
+    pages use rich, through typer)."""
+    statement = _console_script(args)
     watched = tuple(m for m in HEAVY_FOR_CLI if m != "rich")
     assert _loaded_after(statement, watched) == []
 
@@ -86,15 +91,7 @@ our help pages (`tablequest.cli._richhelp`)."""
 
 @pytest.mark.parametrize("args", [["--help"], ["ask", "--help"]])
 def test_help_pages_are_rich_without_markdown_or_traceback_renderers(args: list[str]) -> None:
-    statement = (
-        "import sys\n"
-        "from tablequest.cli.app import main\n"
-        f"sys.argv = ['tablequest', *{args!r}]\n"
-        "try:\n"
-        "    main()\n"
-        "except SystemExit as exc:\n"
-        "    assert exc.code in (0, None), exc.code\n"
-    )
+    statement = _console_script(args)
     watched = ("typer.rich_utils", *HELP_ONLY_UNUSED)  # the page is typer's rich one
     assert _loaded_after(statement, watched) == ["typer.rich_utils"]
 

@@ -264,3 +264,20 @@ def verified_method() -> Iterator[str]:
     )  # fmt: skip
     yield "test-verified"
     unregister_method("test-verified")
+
+
+def finished_ask(client: Any, body: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """Start an ask on `client` (an app's test client), wait up to 30 s for it; (its state
+    with the result, the answer card's HTML)."""
+    started = client.post("/v1/asks", json=body)
+    assert started.status_code == 202, started.text
+    job = started.json()
+    deadline = time.monotonic() + 30
+    state = client.get(job["result"]).json()
+    while not state["done"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+        state = client.get(job["result"]).json()
+    assert state["done"] and state["result"] is not None, state
+    card = client.get(f"/asks/{job['id']}/result")
+    assert card.status_code == 200
+    return state, str(card.text)

@@ -4,10 +4,10 @@ answered (an in-process app over a tiny store, a scripted model behind the LLM c
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 from fastapi.testclient import TestClient
+from tests.serve.conftest import finished_ask
 
 from tablequest.corpus import Store, ingest
 from tablequest.llm import CachedLLM, Scripted
@@ -17,18 +17,9 @@ REPLY = '{"status": "answered", "answer": "905234"}'
 
 
 def _card(client: TestClient, question: str) -> str:
-    started = client.post("/v1/asks", json={"question": question, "method": "bm25"})
-    assert started.status_code == 202, started.text
-    job = started.json()
-    deadline = time.monotonic() + 30
-    state = client.get(job["result"]).json()
-    while not state["done"] and time.monotonic() < deadline:
-        time.sleep(0.05)
-        state = client.get(job["result"]).json()
-    assert state["done"] and state["result"]["answer"] == "905234", state
-    page = client.get(f"/asks/{job['id']}/result")
-    assert page.status_code == 200
-    return page.text
+    state, card = finished_ask(client, {"question": question, "method": "bm25"})
+    assert state["result"]["answer"] == "905234", state
+    return card
 
 
 def test_the_answer_card_counts_the_calls_the_cache_answered(tmp_path: Path) -> None:

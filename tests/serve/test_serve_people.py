@@ -12,11 +12,11 @@ from __future__ import annotations
 import html
 import inspect
 import re
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.serve.conftest import finished_ask
 
 from tablequest.cli.ask import ask_command
 from tablequest.cli.corpus import search_command
@@ -36,18 +36,7 @@ def table_id(server: Any, name: str) -> str:
 def finished(server: Any, body: dict[str, Any]) -> tuple[dict[str, Any], str]:
     """Start an ask, wait for it; (its state with the result, the answer card's HTML)."""
     with server.client() as client:
-        started = client.post("/v1/asks", json=body)
-        assert started.status_code == 202, started.text
-        job = started.json()
-        deadline = time.monotonic() + 30
-        state = client.get(job["result"]).json()
-        while not state["done"] and time.monotonic() < deadline:
-            time.sleep(0.05)
-            state = client.get(job["result"]).json()
-        assert state["done"] and state["result"] is not None, state
-        card = client.get(f"/asks/{job['id']}/result")
-        assert card.status_code == 200
-    return state, card.text
+        return finished_ask(client, body)
 
 
 # -- point 4: one default, one meaning -----------------------------------------------------
