@@ -39,8 +39,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tablequest.methods.base import locate_evidence
-from tablequest.methods.evidence import Binding, evidence_of, traced_items
+from tablequest.methods.evidence import evidence_of
+from tablequest.methods.lineage import Binding, traced_items
+from tablequest.methods.locate import locate_evidence
 from tablequest.sandbox import Sandbox
 from tablequest.table import Table, read_tables
 

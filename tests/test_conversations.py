@@ -189,6 +189,20 @@ def test_chat_keeps_the_history_and_answers_slash_commands_from_stdin(
     assert len(listed) == 1 and len(listed[0].turns) == 2
 
 
+def test_chat_reports_a_question_it_cannot_ask_and_goes_on(
+    store: Path, method: None, cli_llm: Scripted
+) -> None:
+    """An error ends the question, not the chat: one ``error:`` line each, as `fail_on`
+    prints it, and the next line is asked."""
+    out = runner.invoke(app, ["chat", "-s", str(store), "-m", "convtest", "--llm", "convtest",
+                              "--no-cache", "-o", "nope", "1"],
+                        input="What was North's Q3 revenue?\nand for Q4?\n")  # fmt: skip
+    assert out.exit_code == 0, out.output
+    errors = [line for line in out.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 2 and all("'nope'" in line for line in errors), out.stderr
+    assert SEEN == []
+
+
 # -- API -----------------------------------------------------------------------------------
 TOKEN = "conversation-token-0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

@@ -45,14 +45,18 @@ from tablequest.errors import (
     trace_note,
 )
 from tablequest.llm.base import LLMError, ModelUnreachable
+from tablequest.llm.cache import CacheError
 from tablequest.llm.config import ConfigError
 from tablequest.methods.options import OptionError
 from tablequest.methods.registry import UnknownMethod
+from tablequest.methods.research import MemoryUnavailable
 from tablequest.methods.run import SourceError
 from tablequest.sandbox import InvalidArgument, SandboxError
 from tablequest.serve import ServeConfig, create_app
 from tablequest.serve.uploads import EmptyUpload, UploadRejected
 from tablequest.service import Busy, ServerOnlyOption
+from tablequest.trace import UnreadableTrace, store_key
+from tablequest.trace.retention import RetentionError
 
 SANDBOX = Path(tablequest.__file__).parent / "sandbox"
 BASES = {TablequestError, UsageError, RunError}
@@ -192,6 +196,10 @@ def test_the_errors_module_is_the_lowest_layer() -> None:
         (SqlRefused("only SELECT"), _exit.USAGE, 400, "sql_refused"),
         (Busy(4, retry_after=2), _exit.FAILED, 429, "busy"),
         (ModelUnreachable("refused", url="http://127.0.0.1:9"), _exit.FAILED, 503, "failed"),
+        (UnreadableTrace("t.jsonl", "line 2 is not JSON"), _exit.USAGE, 422, "trace"),
+        (RetentionError("TABLEQUEST_TRACE_KEEP='x'"), _exit.USAGE, 400, "bad_retention"),
+        (CacheError(Path("cache.sqlite"), "locked"), _exit.FAILED, 503, "cache"),
+        (MemoryUnavailable("cannot write memory.duckdb"), _exit.FAILED, 503, "failed"),
         (ValueError("a bug deep in pandas"), _exit.FAILED, 500, "internal"),
         (KeyError("a bug"), _exit.FAILED, 500, "internal"),
     ],
@@ -350,6 +358,18 @@ def test_the_cli_and_the_api_agree_with_every_class(
         assert json.loads(capsys.readouterr().out)["error"]["code"] == cls.code, cls
     raised.append(instance(Busy))
     assert client.get("/v1/methods/x").headers["retry-after"] == "3"
+
+
+def test_an_unreadable_trace_is_one_error_on_the_cli_and_the_api(client: TestClient) -> None:
+    state = client.app.state.tq
+    state.trace_dir.mkdir(parents=True, exist_ok=True)
+    broken = state.trace_dir / "broken.jsonl"
+    broken.write_text(json.dumps({"store": store_key(state.stores.path)}) + "\nnot json\n")
+    response = client.get("/v1/traces/broken")
+    shown = CliRunner().invoke(app, ["trace", "show", str(broken), "--json"])
+    assert (response.status_code, response.json()["error"]["code"]) == (422, "trace")
+    assert (shown.exit_code, json.loads(shown.stdout)["error"]["code"]) == (2, "trace")
+    assert "is unreadable" in response.json()["error"]["message"]
 
 
 def test_a_value_error_deep_inside_the_api_is_a_500(

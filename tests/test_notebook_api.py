@@ -14,7 +14,7 @@ import pytest
 import tablequest as tq
 from tablequest.errors import BadValue
 from tablequest.llm.stub import StubServer
-from tablequest.methods.base import Result
+from tablequest.methods.result import Result
 from tablequest.notebook import store_path_for
 from tablequest.table import CellRef, Merge, Table
 

@@ -9,7 +9,7 @@ EXPECTED = {
     "BadValue",
     "CellRef",
     "Chat",
-    "Corpus",
+    "OpenedCorpus",
     "Completion",
     "ConfigError",
     "DirectQA",

@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     )
     from tablequest.methods.rag import RagConfig, TableRAG
     from tablequest.methods.seek import SeekConfig, TableSeek
-    from tablequest.notebook import Chat, Corpus, ask, chat, open, search
+    from tablequest.notebook import Chat, OpenedCorpus, ask, chat, open, search
     from tablequest.sandbox import SandboxError
     from tablequest.table import (
         CellRef,
@@ -81,7 +81,6 @@ _LAZY: dict[str, str] = {
     "Completion": "tablequest.llm",
     "ConfigError": "tablequest.llm",
     "Chat": "tablequest.notebook",
-    "Corpus": "tablequest.notebook",
     "DirectQA": "tablequest.methods",
     "EncoderUnavailable": "tablequest.corpus",
     "Hit": "tablequest.corpus",
@@ -98,6 +97,7 @@ _LAZY: dict[str, str] = {
     "NoStore": "tablequest.corpus",
     "NotAStore": "tablequest.corpus",
     "OpenAICompatible": "tablequest.llm",
+    "OpenedCorpus": "tablequest.notebook",
     "OptionError": "tablequest.methods",
     "RagConfig": "tablequest.methods.rag",
     "Result": "tablequest.methods",
@@ -153,7 +153,6 @@ __all__ = [
     "Chat",
     "Completion",
     "ConfigError",
-    "Corpus",
     "DirectQA",
     "EncoderUnavailable",
     "Hit",
@@ -169,6 +168,7 @@ __all__ = [
     "NoStore",
     "NotAStore",
     "OpenAICompatible",
+    "OpenedCorpus",
     "OptionError",
     "RagConfig",
     "Result",

@@ -1,7 +1,7 @@
 """A `Result` as a notebook answer card (``_repr_html_``) and as Markdown.
 
 `Result` delegates here so the data class stays free of presentation code; tables are drawn
-by `tablequest.table.display` (merged headers kept, at most `MAX_ROWS` rows).
+by `tablequest.table.display` (merged headers kept, bounded).
 
 Choices (ours; no paper covers display):
 
@@ -14,7 +14,11 @@ Choices (ours; no paper covers display):
   highlighted by how each was found (`tablequest.table.display.grid_html`: ambiguous and
   untracked cells outlined, not highlighted as certain); every evidence cell is also listed
   as text with how it was found (tables the result does not carry have no grid).
-- This module does not import `tablequest.methods.base` (which imports it for the reprs):
+- Bounded whatever the tables' size: each table is cut as `Table._repr_html_` cuts it
+  (`tablequest.table.display.clip`: its evidence rows and columns first, at most 30 rows,
+  20 columns and 200 characters a cell, its grid under 80,000 characters), and the evidence
+  list names at most `MAX_LISTED` cells, each cut at 200 characters.
+- This module does not import `tablequest.methods.result` (which imports it for the reprs):
   results are typed by the `ResultLike` protocol.
 """
 
@@ -26,10 +30,12 @@ from typing import Protocol
 from tablequest.table import (
     CellRef,
     Grid,
+    clip,
+    cut,
     esc,
-    grid_html,
+    grid_rows,
+    left_out,
     source_name,
-    window,
 )
 
 __all__ = ["ResultLike", "result_html", "result_markdown"]
@@ -41,7 +47,7 @@ VERIFIED_COLOURS = {"verified": "#1a7f37", "unverified": "#9a6700", "contradicte
 
 
 class ResultLike(Protocol):
-    """What the card reads of a `tablequest.methods.base.Result`."""
+    """What the card reads of a `tablequest.methods.result.Result`."""
 
     @property
     def answer(self) -> str | None: ...
@@ -66,15 +72,17 @@ class ResultLike(Protocol):
 
 
 def _table_part(result: ResultLike, tid: str, table: Grid) -> str:
+    """One table cut to its evidence rows and columns (`clip`: bounded, module doc)."""
     refs = [ref for ref in result.evidence if ref.table_id == tid]
-    shown, left = window(table, [ref.row for ref in refs])
+    shown, rows, cols = clip(table, [ref.row for ref in refs], [ref.col for ref in refs])
     marked = {(ref.row, ref.col): ref.how for ref in refs}
-    name = result.sources.get(tid) or source_name(table)
-    note = f"<br><small>… {left} more rows not shown</small>" if left else ""
+    grid, dropped = grid_rows(shown, marked)
+    name = cut(result.sources.get(tid) or source_name(table))
+    more = left_out(rows + dropped, cols)
+    note = f"<br><small>{more} not shown</small>" if more else ""
     return (
         f"<div><small>{esc(name)} · {table.n_rows} rows x {table.n_cols} columns · "
-        f"{len(refs)} evidence cells{_how_counts(refs)}</small>{grid_html(shown, marked)}"
-        f"{note}</div>"
+        f"{len(refs)} evidence cells{_how_counts(refs)}</small>{grid}{note}</div>"
     )
 
 
@@ -106,8 +114,10 @@ def _cell_text(result: ResultLike, ref: CellRef) -> str:
     column = f"col {ref.col}"
     if table is not None and ref.col in table.col_ids:
         column = table.columns[table.col_ids.index(ref.col)]
-    name = result.sources.get(ref.table_id, ref.table_id)
-    return f"{esc(name)} [row {ref.row}, {esc(column)}]: {esc(ref.value)} ({esc(ref.how)})"
+    name = cut(result.sources.get(ref.table_id, ref.table_id))
+    return (
+        f"{esc(name)} [row {ref.row}, {esc(cut(column))}]: {esc(cut(ref.value))} ({esc(ref.how)})"
+    )
 
 
 def _evidence_list(result: ResultLike) -> str:

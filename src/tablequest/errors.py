@@ -37,6 +37,13 @@ Choices:
   there their errors subclass a stand-in `RunError`.
 - `trace_note` adds a ``trace: PATH`` note to an exception that escapes a run which wrote a
   trace (`tablequest.methods.run.ask`); `internal_message` names it.
+- A command reports what it catches with `fail_on`, so its class decides the exit status and
+  code on every surface. Where the CLI had chosen otherwise, the class's kind won: a file
+  given to ``trace show`` that is not a trace (`UnreadableTrace`) is bad input, exit 2 (the
+  CLI said 1) and HTTP 422 ``trace`` on both; DTR's memory file that cannot be read or
+  written (`MemoryUnavailable`) is a run failure, exit 1 (the CLI said 2). The codes the CLI
+  had named became their classes' (`CacheError`: ``cache``; `RetentionError`:
+  ``bad_retention``; `UnreadableTrace`: ``trace``).
 """
 
 from __future__ import annotations

@@ -19,9 +19,9 @@ What each source becomes (the rest of the library's sources are `methods.run.ope
 
 Choices (ours):
 
-- The cached store stays open for writing while its `Corpus` is open: DuckDB lets one
+- The cached store stays open for writing while its `OpenedCorpus` is open: DuckDB lets one
   process hold a file for writing (any number of connections inside it), so re-running a
-  notebook cell that opens the same folder works while the old `Corpus` is still referenced;
+  notebook cell that opens the same folder works while the old `OpenedCorpus` is still referenced;
   another process opening the same folder waits for the lock (`StoreLocked` after the lock
   timeout) — `close()` the corpus, or use ``with tq.open(...) as corpus``.
 - `ask` with a folder uses the cached store too (``cache=False``: ingested into memory as
@@ -47,8 +47,8 @@ from pathlib import Path
 from typing import Any, overload
 
 from tablequest.configfile import ConfigFileError
-from tablequest.corpus import Corpus as CorpusLike
 from tablequest.corpus import (
+    Corpus,
     Hit,
     IngestReport,
     RetrieverSettings,
@@ -76,9 +76,9 @@ from tablequest.table import ReadBudget, Table
 
 __all__ = [
     "Chat",
-    "Corpus",
     "Hits",
-    "TableView",
+    "OpenedCorpus",
+    "StoredTables",
     "ask",
     "chat",
     "open",
@@ -87,7 +87,7 @@ __all__ = [
     "store_path_for",
 ]
 
-Source = str | Path | CorpusLike
+Source = str | Path | Corpus
 
 
 def store_path_for(path: str | Path, cache_dir: str | Path | None = None) -> Path:
@@ -103,9 +103,9 @@ class Hits(list[Hit]):
     """Search hits (a list of `Hit`, best first) that a notebook shows as a table: rank,
     table id, score, where the table came from and its matched rows."""
 
-    def __init__(self, hits: list[Hit], store: CorpusLike) -> None:
+    def __init__(self, hits: list[Hit], store: Corpus) -> None:
         super().__init__(hits)
-        self.names = {h.table_id: TableView(store).name(h.table_id) for h in hits}
+        self.names = {h.table_id: StoredTables(store).name(h.table_id) for h in hits}
 
     def _repr_markdown_(self) -> str:
         if not self:
@@ -119,10 +119,10 @@ class Hits(list[Hit]):
         return "\n".join(lines)
 
 
-class TableView(Mapping[str, Table]):
+class StoredTables(Mapping[str, Table]):
     """The corpus's tables by id, read from the store when asked for (not all at once)."""
 
-    def __init__(self, store: CorpusLike) -> None:
+    def __init__(self, store: Corpus) -> None:
         self._store = store
 
     def __getitem__(self, table_id: str) -> Table:
@@ -150,7 +150,7 @@ class TableView(Mapping[str, Table]):
         return "\n".join(lines) + (f"\n\n… {more} more" if more > 0 else "")
 
 
-class Corpus:
+class OpenedCorpus:
     """A store opened by `open`: its tables, search and ask.
 
     Attributes:
@@ -160,14 +160,12 @@ class Corpus:
         report: The ingest that brought the cached store up to date (None for a store).
     """
 
-    def __init__(
-        self, store: CorpusLike, path: str, report: IngestReport | None, owned: bool
-    ) -> None:
+    def __init__(self, store: Corpus, path: str, report: IngestReport | None, owned: bool) -> None:
         self.store = store
         self.path = path
         self.report = report
         self._owned = owned
-        self.tables = TableView(store)
+        self.tables = StoredTables(store)
 
     def search(
         self,
@@ -193,14 +191,14 @@ class Corpus:
         if self._owned:
             self.store.close()
 
-    def __enter__(self) -> Corpus:
+    def __enter__(self) -> OpenedCorpus:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self) -> str:
-        return f"<Corpus {self.path!r}: {len(self.tables)} tables>"
+        return f"<OpenedCorpus {self.path!r}: {len(self.tables)} tables>"
 
     def _repr_markdown_(self) -> str:
         return f"**{self.path}** ({self.store.name}): {len(self.tables)} tables"
@@ -212,8 +210,8 @@ def open(  # shadows the builtin in this module on purpose: the API is `tq.open(
     cache_dir: str | Path | None = None,
     lock_timeout: float | None = None,
     settings: Settings | None = None,
-) -> Corpus:
-    """Open a folder, a table file, a store file or a `Store` as a `Corpus` (module doc);
+) -> OpenedCorpus:
+    """Open a folder, a table file, a store file or a `Store` as an `OpenedCorpus` (module doc);
     `settings` (default: loaded here, `load_settings`) give the cache folder, the lock wait
     and the reading budget of an ingest.
 
@@ -222,12 +220,12 @@ def open(  # shadows the builtin in this module on purpose: the API is `tq.open(
         StoreError: the cached store cannot be written (disk full, locked by another process).
     """
     if not isinstance(path, str | Path):  # an opened store or sharded corpus
-        return Corpus(path, path.name, None, owned=False)
+        return OpenedCorpus(path, path.name, None, owned=False)
     where = Path(path).expanduser()
     if not where.exists():
         raise SourceError(f"no store, table file or folder at {str(where)!r}")
     if is_corpus_file(where):
-        return Corpus(open_corpus(where), str(path), None, owned=True)
+        return OpenedCorpus(open_corpus(where), str(path), None, owned=True)
     settings = settings if settings is not None else load_settings()
     cached = store_path_for(where, cache_dir or settings.store.cache_dir)
     store = Store(cached, lock_timeout=lock_timeout or settings.store.lock_timeout)
@@ -241,7 +239,7 @@ def open(  # shadows the builtin in this module on purpose: the API is `tq.open(
     except BaseException:
         store.close()
         raise
-    return Corpus(store, str(path), report, owned=True)
+    return OpenedCorpus(store, str(path), report, owned=True)
 
 
 class Chat:
@@ -250,13 +248,13 @@ class Chat:
     answer's tables (`tablequest.methods.conversation`).
 
     Attributes:
-        corpus: The opened corpus (`Corpus`).
+        corpus: The opened corpus (`OpenedCorpus`).
         conversation: The `Conversation` (its `id`, its `turns`).
     """
 
     def __init__(
         self,
-        corpus: Corpus,
+        corpus: OpenedCorpus,
         conversation: Conversation,
         *,
         llm: LLM | None,
@@ -402,7 +400,7 @@ def load_settings() -> Settings:
 
 def ask(
     question: str,
-    source: str | Path | CorpusLike | Table | Any,
+    source: str | Path | Corpus | Table | Any,
     *,
     llm: LLM | str | None = None,
     model: str | None = None,
@@ -453,7 +451,7 @@ def search(
 
 @overload
 def search(
-    question: CorpusLike,
+    question: Corpus,
     source: str,
     *,
     k: int = 5,
@@ -464,7 +462,7 @@ def search(
 
 
 def search(
-    question: str | CorpusLike,
+    question: str | Corpus,
     source: Source,
     *,
     k: int = 5,

@@ -42,9 +42,11 @@ def downgrade(path: Path) -> None:
     same `tables`, `indexes` and `embeddings`, no relations and no `store_meta`."""
     con = duckdb.connect(str(path))
     try:
+        views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views()").fetchall()}
         for (name,) in con.execute("SELECT sql_name FROM relations").fetchall():
-            con.execute(f"DROP TABLE {quote(name)}")
+            con.execute(f"DROP {'VIEW' if name in views else 'TABLE'} {quote(name)}")
         con.execute("DROP TABLE relations")
         con.execute("DROP TABLE store_meta")
+        con.execute("DROP TABLE IF EXISTS tq_small")  # small tables' rows (format 2)
     finally:
         con.close()

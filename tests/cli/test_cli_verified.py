@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tablequest.cli import app
-from tablequest.methods.base import Result
+from tablequest.methods.result import Result
 from tablequest.table import CellRef, Table
 
 runner = CliRunner()

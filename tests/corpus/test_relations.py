@@ -102,10 +102,12 @@ def test_reingest_keeps_the_name_and_a_changed_file_replaces_its_relation(tmp_pa
         names = _by_name(store)
         assert set(names) == {"a", "b"}
         assert store.con.execute("SELECT count(*), sum(z) FROM a").fetchone() == (2, 9)
+        # small tables are views over one shared table (no 16 KiB block each); the old
+        # relation of a.csv is gone, and so are its rows
         assert store.con.execute(
-            "SELECT count(*) FROM duckdb_tables() WHERE table_name NOT IN "
-            "('tables', 'indexes', 'embeddings', 'relations', 'store_meta')"
+            "SELECT count(*) FROM duckdb_views() WHERE NOT internal AND schema_name = 'main'"
         ).fetchone() == (2,)
+        assert store.con.execute("SELECT count(*) FROM tq_small").fetchone() == (2,)
         assert store.format_version == 2
     assert path.stat().st_size < 2_000_000  # 16 KiB blocks: not 256 KiB per relation
 
@@ -220,3 +222,83 @@ def test_a_store_written_before_relations_is_migrated(
             ("Germany", 1.85),
             ("France", 1.92),
         ]
+
+
+def test_true_false_columns_are_boolean_and_keep_their_text(tmp_path: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from tablequest.cli import app
+
+    (tmp_path / "flags.csv").write_text(
+        "name,active,answer\nann,True,yes\nbob,false,no\ncy,,yes\ndee,FALSE,no\n",
+        encoding="utf-8",
+    )
+    path = tmp_path / "s.duckdb"
+    with Store(path) as store:
+        ingest(store, [tmp_path / "flags.csv"], index=False)
+        (tid,) = store.table_ids()
+        types = {c.name: c.type for c in store.relation(tid).columns}
+        assert types == {"name": "VARCHAR", "active": "BOOLEAN", "answer": "VARCHAR"}
+        page = browse.page(store, tid, where=[browse.parse_filter("active = false")])
+        assert page.row_ids == [1, 3]
+        with pytest.raises(BadValue, match="true or false"):
+            browse.page(store, tid, where=[browse.parse_filter("active = maybe")])
+    with SqlRunner(path) as runner:
+        assert runner.run("SELECT name FROM flags WHERE active").rows == [("ann",)]
+        assert runner.run("SELECT count(*) FROM flags WHERE NOT active").rows == [(2,)]
+    runner = CliRunner()
+    shown = runner.invoke(app, ["show", tid, "-s", str(path), "--format", "json"])
+    assert shown.exit_code == 0, shown.output
+    assert [r["active"] for r in json.loads(shown.stdout)] == [True, False, None, False]
+    readable = runner.invoke(app, ["show", tid, "-s", str(path)])
+    assert readable.exit_code == 0, readable.output
+    assert "True" in readable.stdout and "FALSE" in readable.stdout  # the cells as written
+    raw = runner.invoke(app, ["show", tid, "-s", str(path), "--format", "csv", "--raw"])
+    assert "ann,True,yes" in raw.stdout
+
+
+def test_small_tables_are_views_with_the_same_typed_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tablequest.corpus.storage import relations
+    from tablequest.corpus.storage.tablerows import table_row
+
+    table = Table.from_rows(
+        [["n", "x", "day", "at", "ok", "name"],
+         ["1", "1.5", "2024-03-01", "2024-03-01 10:30", "true", "O'Neil \"Q\""],
+         ["2", "", "2024-03-02", "2024-03-02 11:00:05.25", "FALSE", "Zürich"],
+         ["3", "1e20", "", "", "", ""]]
+    )  # fmt: skip
+    rows = {}
+    for small in (True, False):
+        monkeypatch.setattr(relations, "SMALL_CELLS", 4096 if small else 0)
+        with Store() as store:
+            store.add_table(table, key="k")
+            (rel,) = store.relations()
+            kinds = store.con.execute(
+                "SELECT count(*) FROM duckdb_views() WHERE view_name = ?", [rel.sql_name]
+            ).fetchone()
+            assert kinds == (int(small),)
+            described = store.con.execute(f"DESCRIBE {rel.sql_name}").fetchall()
+            rows[small] = (
+                [(r[0], r[1]) for r in described],
+                store.con.execute(f"SELECT * FROM {rel.sql_name} ORDER BY _row").fetchall(),
+            )
+    assert rows[True] == rows[False]
+    assert [t for _, t in rows[True][0]] == [
+        "BIGINT", "BIGINT", "DOUBLE", "DATE", "TIMESTAMP", "BOOLEAN", "VARCHAR"
+    ]  # fmt: skip
+    monkeypatch.undo()
+    # many small tables: no 16 KiB block each (300 tables took 300 blocks as DuckDB tables)
+    path = tmp_path / "many.duckdb"
+    with Store(path) as store:
+        batch = []
+        for i in range(300):
+            small_table = Table.from_rows([["a", "b"], [str(i), f"v{i}"]])
+            key = f"/data/t{i}.csv"
+            batch.append((key, [table_row(small_table, path=key, file_hash=str(i), idx=0)], False))
+        assert store.put_files(batch) == []
+        assert store.con.execute("SELECT a FROM t299").fetchall() == [(299,)]
+    assert path.stat().st_size < 1_000_000  # 0.4 MB; as DuckDB tables 5.4 MB

@@ -153,7 +153,8 @@ def test_a_failed_commit_rolls_back_and_reports_the_disk(tmp_path: Path) -> None
     assert len(store) == 3 and store.con.execute("SELECT 1").fetchone() == (1,)
     assert len(store.relations()) == 3  # the new file's relation went with its rollback
     assert not store.con.execute(
-        "SELECT * FROM duckdb_tables() WHERE table_name = 'new'"
+        "SELECT table_name FROM duckdb_tables() WHERE table_name = 'new' UNION ALL "
+        "SELECT view_name FROM duckdb_views() WHERE view_name = 'new'"
     ).fetchall()
     report = ingest(store, [folder])  # space again: the same ingest completes
     assert (report.tables_stored, report.tables_unchanged) == (1, 3)

@@ -1,5 +1,6 @@
-"""Issue 37: big plain CSV/TSV files are loaded by DuckDB, and the result is the same table
-the structure-aware reader makes from the same file."""
+"""Issue 37: big plain CSV/TSV files are loaded by DuckDB (Parquet by pyarrow, SQLite by
+sqlite3 in batches), and the result is the same table the structure-aware reader makes from
+the same file."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 from tablequest.corpus import Store, ingest
 from tablequest.corpus.storage import browse, streaming
 from tablequest.corpus.storage.reading import read_file
+from tablequest.corpus.storage.relations import RAW_SUFFIX
 from tablequest.table import ReadBudget, read_tables
 
 PLAIN = {
@@ -33,6 +35,16 @@ NOT_PLAIN = {
 @pytest.fixture()
 def stream_everything(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(streaming, "STREAM_MIN_BYTES", 0)
+
+
+def _raw_objects(store: Store) -> tuple[int]:
+    """How many tables and views the store's `tq_raw` schema holds."""
+    found = store.con.execute(
+        "SELECT (SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'tq_raw') + "
+        "(SELECT count(*) FROM duckdb_views() WHERE schema_name = 'tq_raw')"
+    ).fetchone()
+    assert found is not None
+    return (int(found[0]),)
 
 
 def _store(folder: Path, names: dict[str, str], path: Path) -> Store:
@@ -72,6 +84,14 @@ def test_plain_files_are_streamed_and_equal_the_usual_reading(
             ], name
             page = store.get_rows(table_id, [1, 0])
             assert page.body == (expected.body[1], expected.body[0])
+        # only the text the relation does not give back is stored again: "1,234" (BIGINT 1234)
+        (quotes,) = store.ids_for_path(str((folder / "quotes.csv").resolve()))
+        kept = store.con.execute(
+            "SELECT column_name FROM duckdb_columns() WHERE schema_name = 'tq_raw' "
+            "AND table_name = ? ORDER BY column_index",
+            [quotes + RAW_SUFFIX],
+        ).fetchall()
+        assert kept == [("_row",), ("c2",)]
 
 
 def test_files_a_reader_would_repair_or_frame_are_read_the_usual_way(
@@ -125,6 +145,11 @@ def test_streamed_table_is_indexed_boundedly_and_replaced_cleanly(
         assert text.count("\n") <= 6  # header + the sample rows
         assert "city 6" in plain  # the most frequent values of a text column
         assert store.shape(table_id) == (1000, 3)
+        stored = store.con.execute(
+            "SELECT (SELECT count(*) FROM duckdb_views() WHERE schema_name = 'tq_raw'), "
+            "(SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'tq_raw')"
+        ).fetchall()
+        assert stored == [(1, 0)]  # every column's text is the relation's: none stored twice
         page = browse.page(store, table_id, offset=997, limit=3)
         assert page.row_ids == [997, 998, 999] and page.values[-1] == (999, "city 5", 1498.5)
         assert store.subset([table_id]).get(table_id) == store.get(table_id)
@@ -132,10 +157,7 @@ def test_streamed_table_is_indexed_boundedly_and_replaced_cleanly(
         path.write_text("txn,city\n1,x\n", encoding="utf-8")  # read as usual now
         ingest(store, [path], index=False)
         assert store.shape(table_id) == (1, 2)
-        raw = store.con.execute(
-            "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'tq_raw'"
-        ).fetchone()
-        assert raw == (0,)
+        assert _raw_objects(store) == (0,)
 
 
 def test_a_parquet_file_is_streamed_with_the_readers_text(
@@ -168,7 +190,7 @@ def test_a_parquet_file_is_streamed_with_the_readers_text(
         assert store.get(table_id).cells == expected.cells
         assert store.get(table_id).source.format == "parquet"
         types = [c.type for c in store.relation(table_id).columns]
-        assert types == ["VARCHAR", "DOUBLE", "DOUBLE", "VARCHAR", "TIMESTAMP", "VARCHAR"]
+        assert types == ["VARCHAR", "DOUBLE", "DOUBLE", "BOOLEAN", "TIMESTAMP", "VARCHAR"]
 
 
 def test_a_parquet_file_over_the_budget_is_refused_as_before(
@@ -201,8 +223,87 @@ def test_duckdbs_load_of_a_streamed_file_keeps_the_reading_time(
         assert report.tables_stored == 0 and len(report.files_failed) == 1, report
         assert "max_seconds" in str(report.files_failed[0])
         assert store.table_ids() == [] and store.relations() == []
-        raw = "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'tq_raw'"
-        assert store.con.execute(raw).fetchone() == (0,)
+        assert _raw_objects(store) == (0,)
         assert ingest(store, [path], index=False).tables_stored == 1  # the default budget
         (table_id,) = store.table_ids()
         assert store.shape(table_id) == (20_000, 2)
+
+
+def _sqlite_file(path: Path) -> None:
+    import sqlite3
+
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE sales (id INTEGER, item TEXT, price REAL, paid TEXT, note BLOB)")
+    rows = [
+        (1, "tea", 2.5, "true", None),
+        (2, "cake", None, "FALSE", b"x"),
+        (3, None, 0.1 + 0.2, "true", 7),  # a column of mixed kinds in a later batch
+        (4, "jam", 3.0, "", "text"),
+        (5, "tea", 1e20, "false", None),
+    ]
+    con.executemany("INSERT INTO sales VALUES (?, ?, ?, ?, ?)", rows)
+    con.execute('CREATE TABLE "empty one" (a TEXT, b INTEGER)')
+    con.commit()
+    con.close()
+
+
+def test_an_sqlite_database_is_streamed_in_batches_typed_like_the_usual_reading(
+    tmp_path: Path, stream_everything: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tablequest.table.readers import sqlite as sqlite_reader
+
+    path = tmp_path / "shop.db"
+    _sqlite_file(path)
+    expected = read_tables(str(path))
+    usual = Store()
+    for i, table in enumerate(expected):
+        usual.add_table(table, key=f"k{i}")
+
+    def no_cell_lists(*args: object) -> None:
+        raise AssertionError("an SQLite table was read as a Python cell list")
+
+    monkeypatch.setattr(sqlite_reader, "_table", no_cell_lists)
+    monkeypatch.setattr(sqlite_reader, "_BATCH_ROWS", 2)
+    assert read_file(str(path), None)[0] == "stream"
+    with Store(tmp_path / "s.duckdb") as store:
+        report = ingest(store, [path], index=False)
+        assert report.tables_stored == 2 and not report.files_failed, report
+        ids = store.ids_for_path(str(path.resolve()))
+        for i, (table_id, want) in enumerate(zip(ids, expected, strict=True)):
+            got = store.get(table_id)
+            assert got.cells == want.cells and got.row_ids == want.row_ids
+            assert (got.source.format, got.source.sheet) == ("sqlite", want.source.sheet)
+            types = [(c.name, c.type) for c in store.relation(table_id).columns]
+            assert types == [(c.name, c.type) for c in usual.relation(usual.table_ids()[i]).columns]
+        assert '"body"' in store.con.execute("SELECT data FROM tables LIMIT 1").fetchone()[0]
+        assert [c.type for c in store.relation(ids[0]).columns] == [
+            "BIGINT", "VARCHAR", "DOUBLE", "BOOLEAN", "VARCHAR"
+        ]  # fmt: skip
+        paid = "SELECT id FROM shop_sales WHERE paid ORDER BY id"
+        assert store.con.execute(paid).fetchall() == [(1,), (3,)]
+        assert store.get_rows(ids[0], [4]).body == (("5", "tea", "1e+20", "false", ""),)
+        assert store.shape(ids[1]) == (0, 2)
+
+
+def test_an_sqlite_database_over_the_budget_is_refused_as_before(
+    tmp_path: Path, stream_everything: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TABLEQUEST_READ_MAX_CELLS", "10")
+    monkeypatch.setenv("TABLEQUEST_READ_FREE_CELLS", "10")
+    path = tmp_path / "shop.db"
+    _sqlite_file(path)
+    assert read_file(str(path), None)[0] == "failed"
+    with Store(tmp_path / "s.duckdb") as store:
+        report = ingest(store, [path], index=False)
+        assert report.tables_stored == 0 and "cells" in report.files_failed[0].reason
+
+
+def test_the_index_builders_imports_are_joined_before_the_ingest_returns(tmp_path: Path) -> None:
+    import sys
+    import threading
+
+    (tmp_path / "a.csv").write_text("x,y\n1,2\n", encoding="utf-8")
+    with Store() as store:
+        assert ingest(store, [tmp_path / "a.csv"]).tables_stored == 1
+    assert "bm25s" in sys.modules
+    assert not [t for t in threading.enumerate() if t.name == "tq-preload"]

@@ -19,7 +19,7 @@ from tablequest.eval.datasets import Question, load
 from tablequest.eval.report import summarize, to_markdown
 from tablequest.eval.runner import Gate, RecordLog, RunSpec, run_questions
 from tablequest.llm import StubServer
-from tablequest.methods.base import Result, Verified
+from tablequest.methods.result import Result, Verified
 from tablequest.trace import Trace
 
 

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from tablequest.cli import eval_run
 from tablequest.errors import BadValue
-from tablequest.eval.corpora import Corpus, build_corpus
+from tablequest.eval.corpora import BuiltCorpus, build_corpus
 from tablequest.eval.datasets import Dataset, Question, load
 from tablequest.eval.report import report_paths, write_report
 from tablequest.eval.runner import (
@@ -34,7 +34,7 @@ from tablequest.eval.runner import (
 from tablequest.eval.runs import Answerer, build_answer, running_metric
 from tablequest.llm import LLM, Completion, Message, Scripted, StubServer
 from tablequest.methods import OptionError, UnknownMethod, get_method
-from tablequest.methods.base import Result
+from tablequest.methods.result import Result
 from tablequest.trace import Trace, read_trace
 
 ANSWERS = {
@@ -60,7 +60,7 @@ def oracle(messages: list[dict[str, str]], params: dict[str, Any]) -> str:
     return json.dumps({"answer": ANSWERS.get(question, "?"), "evidence": []})
 
 
-def setup(root: Path, fmt: str = "csv") -> tuple[Dataset, Corpus]:
+def setup(root: Path, fmt: str = "csv") -> tuple[Dataset, BuiltCorpus]:
     ds = load("wtq", root)
     return ds, build_corpus(ds, fmt, in_memory=True)
 
@@ -69,13 +69,13 @@ def spec(method: str = "direct", config: str = "gold") -> RunSpec:
     return RunSpec("wtq", method, config, "csv", "scripted")
 
 
-def build(method: str, options: dict[str, Any], llm: Any, corpus: Corpus) -> Answerer:
+def build(method: str, options: dict[str, Any], llm: Any, corpus: BuiltCorpus) -> Answerer:
     spec = get_method(method)
     return build_answer(spec, spec.make_options(options), llm, corpus)
 
 
 def run_direct(
-    ds: Dataset, corpus: Corpus, out: Path, *, concurrency: int = 1, llm: Any = None
+    ds: Dataset, corpus: BuiltCorpus, out: Path, *, concurrency: int = 1, llm: Any = None
 ) -> tuple[RecordLog, int]:
     answer = build("direct", {}, llm or Scripted(oracle), corpus)
     log = RecordLog(out, spec())

@@ -20,9 +20,10 @@ from tablequest.eval.datasets.realhitbench import _question
 from tablequest.eval.metrics.hitab import hitab_equal, hitab_match, hitab_process
 from tablequest.eval.scoring import answer_metrics, score_question
 from tablequest.llm.usage import StepBudget, UsageMeter
-from tablequest.methods.base import Query, Result
+from tablequest.methods.query import Query
 from tablequest.methods.rag.method import ANSWER_SEPARATORS as RAG
 from tablequest.methods.research.method import ANSWER_SEPARATORS as DTR
+from tablequest.methods.result import Result
 from tablequest.methods.scope.method import ANSWER_SEPARATORS as SCOPE
 from tablequest.trace import Trace
 

@@ -22,9 +22,10 @@ from tablequest.eval.metrics.realhitbench import UNSCORED, qa_scores
 from tablequest.eval.report import summarize, to_markdown
 from tablequest.eval.runner import RunSpec, answer_metrics, question_record, score_question
 from tablequest.llm.usage import StepBudget, UsageMeter
-from tablequest.methods.base import Query, Result, answer_items
+from tablequest.methods.query import Query, answer_items
 from tablequest.methods.rag.method import ANSWER_SEPARATORS as RAG
 from tablequest.methods.research.method import ANSWER_SEPARATORS as DTR
+from tablequest.methods.result import Result
 from tablequest.methods.scope.method import ANSWER_SEPARATORS as SCOPE
 from tablequest.trace import Trace
 

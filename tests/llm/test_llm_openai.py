@@ -21,7 +21,7 @@ from tablequest.llm import (
     StubServer,
     extract_json,
 )
-from tablequest.llm.openai_compat import parse_retry_after
+from tablequest.llm.modelserver import parse_retry_after
 
 MSG = [{"role": "user", "content": "What is the answer?"}]
 

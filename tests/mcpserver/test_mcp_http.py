@@ -66,7 +66,7 @@ def test_http_session_calls_every_tool(http_server: HttpServer, bed: Bed) -> Non
         return out
 
     out = _run(http_server, body)
-    assert len(out["tools"]) == 7
+    assert len(out["tools"]) == 10
     assert out["sql"].structured_content["rows"] == [[61]]
     listed = out["list"].structured_content
     assert [t["source"] for t in listed["tables"]] == ["lakes.html"] and listed["total"] == 1

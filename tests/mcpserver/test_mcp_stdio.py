@@ -12,6 +12,7 @@ from tablequest.llm.stub import StubServer
 
 TOOLS = {
     "list_tables", "search_tables", "get_table", "query_sql", "run_pandas", "ask", "research",
+    "list_conversations", "get_conversation", "delete_conversation",
 }  # fmt: skip
 
 

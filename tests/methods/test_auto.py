@@ -35,7 +35,8 @@ from tablequest.methods import (
 )
 from tablequest.methods.auto import AutoOptions, choose_route, question_signals, table_signals
 from tablequest.methods.auto.router import AutoRouter
-from tablequest.methods.base import MethodContext, start_query
+from tablequest.methods.base import MethodContext
+from tablequest.methods.query import start_query
 from tablequest.table import Merge, Source, Table
 from tablequest.trace import Trace, read_trace
 

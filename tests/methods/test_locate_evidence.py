@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tablequest.methods.base import _norm, _norm_all, locate_evidence
+from tablequest.methods.locate import _norm, _norm_all, locate_evidence
 from tablequest.table import Table
 
 CELL = st.text(

@@ -13,7 +13,8 @@ import pytest
 
 from tablequest.llm import Scripted
 from tablequest.llm.base import LLMTimeout
-from tablequest.llm.parse import ParseError, extract_json
+from tablequest.llm.parse import ParseError
+from tablequest.llm.parse_json import extract_json
 from tablequest.llm.repair import Asked, ask_json
 from tablequest.llm.usage import StepBudget
 from tablequest.methods import (
@@ -26,7 +27,7 @@ from tablequest.methods import (
     get_method,
     list_methods,
 )
-from tablequest.methods.base import Result
+from tablequest.methods.result import Result
 from tablequest.methods.run import failed_result, resolve_options
 from tablequest.trace import Trace
 

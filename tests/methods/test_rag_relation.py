@@ -62,6 +62,9 @@ FIXTURES: dict[str, Table] = {
         n_header_rows=2,
     ),
     "zero_rows": Table.from_rows([["a", "b"]]),
+    "booleans": Table.from_rows(
+        [["flag", "maybe", "said"], ["True", "false", "yes"], ["FALSE", "", "no"]]
+    ),
     "sql_alias_names": Table.from_rows(
         [["j", "v", "n", "f", "order"], ["a", "b", "c", "d", "e"], ["a", "", "c", "x", "e"]]
     ),

@@ -12,9 +12,9 @@ from tablequest.corpus.dense.encoders import HashEncoder, Matrix, make_encoder
 from tablequest.errors import BadValue
 from tablequest.methods.rag import RagConfig, TableRAG
 from tablequest.methods.rag.retrieval import (
-    BM25Retriever,
-    DenseRetriever,
-    HybridRetriever,
+    BM25EntryRetriever,
+    DenseEntryRetriever,
+    HybridEntryRetriever,
     Retrieved,
     build_retriever,
     cache_key,
@@ -79,13 +79,13 @@ def test_dense_and_bm25_find_the_wallet() -> None:
     texts = ['{"column_name": "product", "cell_value": "Leather Wallet"}',
              '{"column_name": "product", "cell_value": "Belt"}',
              '{"column_name": "status", "cell_value": "Shipped"}']  # fmt: skip
-    dense = DenseRetriever(HashEncoder(), HashEncoder().encode(texts))
+    dense = DenseEntryRetriever(HashEncoder(), HashEncoder().encode(texts))
     assert multi_query_retrieve(dense, ["wallet"], k=1)[0].index == 0
-    bm25 = BM25Retriever(texts)
+    bm25 = BM25EntryRetriever(texts)
     got = multi_query_retrieve(bm25, ["wallet", "shipped"], k=3)
     assert sorted(r.index for r in got) == [0, 2]  # the belt shares no word: not retrieved
-    assert BM25Retriever([]).score_matrix(["x"], 3).shape == (1, 0)
-    hybrid = HybridRetriever(dense, bm25, weight=0.5)
+    assert BM25EntryRetriever([]).score_matrix(["x"], 3).shape == (1, 0)
+    hybrid = HybridEntryRetriever(dense, bm25, weight=0.5)
     fused = hybrid.score_matrix(["wallet"], 1)
     assert fused.shape == (1, 3) and int(np.argmax(fused[0])) == 0
     assert np.count_nonzero(fused[0]) == 1  # only the fused top-1 keeps a score
@@ -140,4 +140,4 @@ def test_cache_keys_and_encoder_factory() -> None:
     with pytest.raises(BadValue, match="embeddings URL and model"):
         make_encoder("api")
     retriever, hit = build_retriever("bm25", ["a b"], encoder=None, store=None, key="")
-    assert isinstance(retriever, BM25Retriever) and not hit
+    assert isinstance(retriever, BM25EntryRetriever) and not hit

@@ -27,8 +27,9 @@ from tablequest.methods import (
     register_method,
     unregister_method,
 )
-from tablequest.methods.base import MethodContext, start_query
+from tablequest.methods.base import MethodContext
 from tablequest.methods.options import describe_options, merge_options, toml_options
+from tablequest.methods.query import start_query
 from tablequest.methods.registry import plugin_errors
 from tablequest.methods.run import resolve_options
 from tablequest.trace import read_trace
@@ -308,7 +309,12 @@ def test_corpus_store_is_storage_only() -> None:
         t for t in graph["tablequest.corpus.storage.store"] if t.startswith("tablequest.corpus")
     }
     own = {"tablequest.corpus.storage.storefile", "tablequest.corpus.storage.relations"}
-    assert store <= own | {"tablequest.corpus.storage"}
+    parts = {f"tablequest.corpus.storage.{m}" for m in ("storeformat", "storewrites", "tablerows")}
+    assert store <= own | parts | {"tablequest.corpus.storage"}
+    for part in parts:  # the modules store.py is split into are storage only too
+        assert {t for t in graph[part] if t.startswith("tablequest.corpus")} <= own | parts | {
+            "tablequest.corpus.storage"
+        }
     relations = graph["tablequest.corpus.storage.relations"]
     assert not {t for t in relations if t.startswith("tablequest.corpus")}
     leaf = {t for t in graph["tablequest.corpus.storage.storefile"] if t.startswith("tablequest")}

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tablequest.eval.corpora import clean_stale_builds
+from tablequest.eval.stale_builds import clean_stale_builds
 
 
 def _leftovers(cache: Path) -> list[str]:

@@ -10,7 +10,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from tablequest.methods.evidence import Binding, code_evidence, evidence_of, traced_items
+from tablequest.methods.evidence import code_evidence, evidence_of
+from tablequest.methods.lineage import Binding, traced_items
 from tablequest.sandbox import Sandbox, SandboxUnavailable, _lineage_setup, _repl
 from tablequest.table import Table
 

@@ -1,20 +1,39 @@
 """Batch runs without Ray: the question file, the endpoint scheduler, the cache file shared
-by processes."""
+by processes, and the settings a question task takes from its driver (the job pickled as Ray
+sends it, the task's function called here)."""
 
 from __future__ import annotations
 
+import json
+import pickle
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tablequest.errors import BadValue
+from tablequest.eval.corpora import build_corpus
+from tablequest.eval.datasets import load
+from tablequest.eval.runner import RunSpec
+from tablequest.llm import LLMConfig, StubServer
 from tablequest.llm.cache import CacheFile, cache_path
-from tablequest.scale.batch import BatchError, Endpoint, EndpointScheduler, read_questions
+from tablequest.methods import get_method
+from tablequest.scale import evalrun
+from tablequest.scale.batch import (
+    BatchError,
+    BatchQuestion,
+    Endpoint,
+    EndpointScheduler,
+    read_questions,
+)
+from tablequest.scale.batchrun import BatchJob, answer_question
 from tablequest.scale.cluster import RAY_ENV, connect, ray_address
+from tablequest.scale.evalrun import EvalJob
+from tablequest.settings import Settings
 
 
 def test_read_questions(tmp_path: Path) -> None:
@@ -136,3 +155,57 @@ def test_ray_address_and_connect_errors(monkeypatch: pytest.MonkeyPatch) -> None
     assert ray_address(None) == "auto" and ray_address("local") == "local"
     with pytest.raises(BadValue, match="local, auto or ray://"):
         connect("http://example:1")
+
+
+def sent(job: Any) -> Any:
+    """`job` as a worker gets it (Ray pickles the job it puts in the object store)."""
+    return pickle.loads(pickle.dumps(job))
+
+
+def test_a_question_task_reads_the_drivers_settings_not_its_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = tmp_path / "rivers.csv"
+    table.write_text("river,length\nNile,6650\nAmazon,6400\n")
+    question = BatchQuestion("q1", "How long is the Nile?", method="direct")
+    monkeypatch.setenv("TABLEQUEST_READ_MAX_COLUMNS", "1")  # the worker's own environment
+
+    def job(settings: Settings) -> BatchJob:
+        llm = LLMConfig(model="stub-model", max_retries=0)
+        trace_dir = str(tmp_path / "t")
+        made = BatchJob(source=str(table), llm=llm, cache=False, trace_dir=trace_dir,
+                        settings=settings)  # fmt: skip
+        return sent(made)
+
+    capped = Settings.load({"reading.max_columns": 1}, env={}, cwd=tmp_path)  # on the driver
+    with StubServer(default_reply=json.dumps({"answer": "6650"})) as stub:
+        free = answer_question(job(Settings()), Endpoint(stub.url), question, None)
+        refused = answer_question(job(capped), Endpoint(stub.url), question, None)
+    assert (free["status"], free["answer"]) == ("answered", "6650"), free
+    assert refused["status"] == "failed" and "max_columns" in refused["error"], refused
+
+
+def test_an_eval_task_builds_its_method_with_the_drivers_settings(
+    evalrun_wtq: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    corpus = build_corpus(load("wtq", evalrun_wtq), "csv", cache_dir=tmp_path / "corpora")
+    flags = {"sandbox.isolation": "degraded", "store.cache_dir": str(tmp_path / "cache")}
+    settings = Settings.load(flags, env={}, cwd=tmp_path)  # on the driver
+    spec = get_method("direct")
+    job = sent(EvalJob.detached(
+        corpus, spec=RunSpec("wtq", "direct", "", "csv", "m"), method="direct",
+        options=spec.make_options({}), llm=LLMConfig(model="m", max_retries=0),
+        settings=settings,
+    ))  # fmt: skip
+    corpus.close()
+    monkeypatch.setenv("TABLEQUEST_CACHE_DIR", str(tmp_path / "elsewhere"))
+    monkeypatch.setenv("TABLEQUEST_SANDBOX", "strict")
+    opened: dict[Any, Any] = {}  # what the worker process keeps (its corpus, its answerers)
+    monkeypatch.setattr(evalrun, "_WORKER", opened)
+    try:
+        context = evalrun._answerer(job, Endpoint("http://127.0.0.1:9/v1"), None).method.context
+        assert context.settings == settings and context.cache_dir == tmp_path / "cache"
+        assert context.settings.sandbox.isolation == "degraded"
+    finally:
+        for kept in opened.values():
+            kept.close()

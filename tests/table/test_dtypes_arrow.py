@@ -18,6 +18,7 @@ TOKENS = [
     "", "-", "n/a", "..", " ", "0", "7", "12", "007", "-3", "−4", "+5", " 8 ", "12.5", "0.5",
     "1.234", "1,234", "12,5", "1.234,5", "1,234.5", "1.234.567", "4.2e3", ".5", "$9", "12%",
     "(3)", "9007199254740993", "99999999999999999999", "2024-03-31", "2024-02-30",
+    "true", "FALSE", " True ", "yes", "1500-01-01", "1500-01-01 10:00",
     "2024-03-31 10:30", "31.03.2024", "01/02/2024", "13/02/2024", "02/13/2024", "abc", "٣",
 ]  # fmt: skip
 
@@ -29,7 +30,9 @@ def _reference(cells: list[list[str]]) -> list[tuple[str, list[object]]]:
     for name in frame.columns:
         series = frame[name]
         kind = series.dtype.kind
-        if kind == "i":
+        if kind == "b":
+            out.append(("BOOLEAN", [None if pd.isna(v) else bool(v) for v in series]))
+        elif kind == "i":
             out.append(("BIGINT", [int(v) for v in series]))
         elif kind == "f":
             out.append(("DOUBLE", [None if math.isnan(v) else float(v) for v in series]))
@@ -88,3 +91,17 @@ def test_columns_of_one_kind_each() -> None:
         "VARCHAR",
     ]
     assert _ours(cells) == _reference(cells)
+
+
+def test_true_false_columns_are_booleans_and_yes_no_stays_text() -> None:
+    table = Table.from_rows(
+        [["a", "b", "c", "d"], ["True", "true", "yes", "1"], ["false", "", "no", "0"],
+         [" FALSE ", "n/a", "yes", "1"]]
+    )  # fmt: skip
+    frame = table.to_dataframe()
+    assert [str(t) for t in frame.dtypes] == ["bool", "boolean", "object", "int64"]
+    assert frame["a"].tolist() == [True, False, False]
+    assert frame["b"].isna().tolist() == [False, True, True]
+    assert [t for t, _ in _ours([list(r) for r in table.body])] == [
+        "BOOLEAN", "BOOLEAN", "VARCHAR", "BIGINT"
+    ]  # fmt: skip

@@ -32,6 +32,11 @@ def test_table_all() -> None:
             "register_reader",
             "render",
             "serialize",
+            # the bounded displays of a table (notebook HTML, answer cards, docs/library.md)
+            "clip",
+            "cut",
+            "grid_rows",
+            "left_out",
             # what the corpus, the methods and the surfaces use (docs/architecture.md, "Packages")
             "INDEX_CELL_CHARS",
             "PATTERN_BUDGET",
@@ -60,6 +65,8 @@ def test_table_all() -> None:
             "sniff_delimiter",
             "source_name",
             "span_map",
+            "sqlite_shapes",
+            "sqlite_text_tables",
             "text_columns",
             "text_format_for",
             "type_string_columns",

@@ -115,5 +115,5 @@ def test_cli_show_bad_file_is_an_error_line(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "error: not found:" in result.output  # bad input
     (tmp_path / "broken.jsonl").write_text("not json\n{}\n")
     result = runner.invoke(app, ["show", str(tmp_path / "broken.jsonl")])
-    assert result.exit_code == 1 and "error: cannot read trace" in result.output
+    assert result.exit_code == 2 and "error: cannot read trace" in result.output  # not a trace
     assert result.exception is None or isinstance(result.exception, SystemExit)

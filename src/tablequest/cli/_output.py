@@ -3,15 +3,15 @@
 Errors end a command with one line on stderr and exit status 2 (bad input) or 1 (a run that
 could not complete); with ``--json`` the same error is also printed on stdout as
 ``{"error": {"code", "message"}}`` so scripts always get JSON. An exception that is not a
-`TablequestError` is an internal error (`fail_internal`): one line saying so and naming the
-file that holds its traceback, exit 1 and the code ``internal``.
+`TablequestError` is an internal error: one line saying so and naming the file that holds
+its traceback, exit 1 and the code ``internal``. `report_error` prints an error the way
+`fail_on` ends a command with it, without ending (the chat loop goes on after one).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import typer
 
 from tablequest.cli._exit import FAILED, USAGE
+from tablequest.cli._markup import plain_markup
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -138,24 +139,40 @@ def fail(
     adds fields next to ``error`` in the JSON (e.g. an ingest's report so far).
     """
     code = code or ("usage" if status == USAGE else "failed")
+    _print_error(message, json_out=json_out, code=code, extra=extra)
+    raise typer.Exit(status)
+
+
+def _print_error(
+    message: str, *, json_out: bool, code: str, extra: dict[str, Any] | None = None
+) -> None:
     if json_out:
         payload = {"error": {"code": code, "message": message}, **(extra or {})}
         print(json.dumps(payload, ensure_ascii=False))
     from rich.markup import escape
 
     _stderr().print(f"[red]error:[/red] {escape(message)}", soft_wrap=True, highlight=False)
-    raise typer.Exit(status)
 
 
 def fail_on(
     exc: BaseException, *, json_out: bool = False, extra: dict[str, Any] | None = None
 ) -> NoReturn:
-    """`fail` with an exception's message, and the exit status and JSON code of its class
-    (`tablequest.errors`: 2 ``usage`` for bad input, 1 ``failed`` for a run that could not
-    complete, or the class's own). A store error in its chain (cause or context) gives them
-    (2 for no store or not a DuckDB file; 1 for a store held by another process, a disk
-    full, media). Any other exception is an internal error (`fail_internal`)."""
-    from tablequest.errors import TablequestError
+    """`report_error`, then exit with the status it gives."""
+    raise typer.Exit(report_error(exc, json_out=json_out, extra=extra))
+
+
+def report_error(
+    exc: BaseException, *, json_out: bool = False, extra: dict[str, Any] | None = None
+) -> int:
+    """Print `exc` as `fail` does, with the JSON code of its class, and return the exit status
+    of its class (`tablequest.errors`: 2 ``usage`` for bad input, 1 ``failed`` for a run that
+    could not complete, or the class's own); `fail_on` exits with it, the chat loop goes on.
+    A store error in its chain (cause or context) gives them (2 for no store or not a DuckDB
+    file; 1 for a store held by another process, a disk full, media). Any other exception is
+    an internal error: ``internal error: Type: message`` naming the trace file when the run
+    wrote one and the file that holds the traceback (`_save_traceback`; a user gets one line,
+    a bug report the file), exit 1, JSON code ``internal``."""
+    from tablequest.errors import INTERNAL, TablequestError, internal_message
 
     store_error = _loaded("tablequest.corpus.storage.storefile", "StoreError") or ()
     cause: BaseException | None = exc
@@ -164,23 +181,15 @@ def fail_on(
             break
         cause = cause.__cause__ or cause.__context__
     named = cause if isinstance(cause, store_error) else exc
-    if not isinstance(named, TablequestError):
-        fail_internal(exc, json_out=json_out)
-    fail(str(exc), json_out=json_out, code=named.code, status=named.exit_code, extra=extra)
-
-
-def fail_internal(exc: BaseException, *, json_out: bool = False) -> NoReturn:
-    """End on a bug: ``error: internal error: Type: message`` naming the trace file when the
-    run wrote one and the file that holds the traceback (`_save_traceback`), exit 1, JSON
-    code ``internal``. The traceback goes to that file, not the terminal (a user gets one
-    line; a bug report gets the file)."""
-    from tablequest.errors import INTERNAL, internal_message
-
+    if isinstance(named, TablequestError):
+        _print_error(str(exc), json_out=json_out, code=named.code, extra=extra)
+        return named.exit_code
     message = internal_message(exc)
     saved = _save_traceback(exc)
     if saved is not None:
         message += f"; details in {saved}"
-    fail(message, json_out=json_out, code=INTERNAL, status=FAILED)
+    _print_error(message, json_out=json_out, code=INTERNAL)
+    return FAILED
 
 
 def _save_traceback(exc: BaseException) -> Path | None:
@@ -291,62 +300,6 @@ def terminal_preview(store: Corpus, hit: Hit, question: str) -> str:
     if fmt != "html":
         return preview_hit(store, hit, question)
     return preview(table, question_patterns(question), fmt="markdown").text
-
-
-_MARKUP = re.compile(r"</?(table|thead|tbody|tr|td|th|caption)\b", re.IGNORECASE)
-_CELL = re.compile(r"<t[hd]\b([^>]*)>(.*?)(?:</t[hd]>|$)", re.IGNORECASE | re.DOTALL)
-_SPAN = re.compile(r"(col|row)span\s*=\s*[\"']?(\d+)", re.IGNORECASE)
-_TAG = re.compile(r"<[^>]*>|<[^>]*$")
-
-
-def plain_markup(text: str) -> str:
-    """HTML table markup (a preview an agent saw) as plain lines: one line per row, cells
-    joined by " | ", a merged cell's value repeated over the columns and rows it spans;
-    text without table markup is returned as it is."""
-    if not _MARKUP.search(text):
-        return text
-    import html
-
-    lines: list[str] = []
-    carry: dict[int, tuple[str, int]] = {}  # column → (value, rows still spanned)
-    for line in text.splitlines():
-        cut = line.find("<")
-        prefix = line[:cut] if cut > 0 else ""
-        cells = _CELL.findall(line)
-        if not cells:
-            carry = {}
-            if stripped := html.unescape(_TAG.sub("", line)).strip():
-                lines.append(stripped)
-            continue
-        if prefix:  # a matched row on its own line: every cell, no spans
-            carry = {}
-        lines.append(prefix + " | ".join(_row_values(cells, carry)))
-    return "\n".join(lines)
-
-
-def _row_values(cells: list[tuple[str, str]], carry: dict[int, tuple[str, int]]) -> list[str]:
-    """One row's values with row spans from the rows above (updates `carry`)."""
-    import html
-
-    out: list[str] = []
-
-    def take_carried() -> None:
-        while len(out) in carry:
-            value, left = carry.pop(len(out))
-            if left > 1:
-                carry[len(out)] = (value, left - 1)
-            out.append(value)
-
-    for attrs, body in cells:
-        take_carried()
-        spans = {kind.lower(): int(n) for kind, n in _SPAN.findall(attrs)}
-        value = html.unescape(_TAG.sub("", body)).strip()
-        for _ in range(max(1, min(spans.get("col", 1), 1000))):
-            if spans.get("row", 1) > 1:
-                carry[len(out)] = (value, spans["row"] - 1)
-            out.append(value)
-    take_carried()
-    return out
 
 
 def show_preview(title: str, text: str, question: str) -> None:

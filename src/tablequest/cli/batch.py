@@ -109,6 +109,7 @@ def batch_command(
         llm=llm_config,
         cache=llm_config.cache,
         trace_dir=str(run_trace_dir(out)),
+        settings=settings,  # the workers' only settings (they read no environment)
     )
     spec = RunSpec(f"batch:{questions.name}", method, config or "", "", llm_config.model)
     shown = {"n": 0}

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from tablequest.cli._output import fail
+from tablequest.cli._output import fail_on
 
 app = typer.Typer(help="Inspect and clear the LLM response cache.", no_args_is_help=True)
 
@@ -43,7 +43,7 @@ def stats(
     try:
         info = cache_stats(cache_dir)
     except CacheError as exc:
-        fail(str(exc), json_out=as_json, code="cache", status=1)
+        fail_on(exc, json_out=as_json)
     if as_json:
         typer.echo(json.dumps(info))
         return
@@ -64,7 +64,7 @@ def clear(
     try:
         removed = cache_clear(cache_dir)
     except CacheError as exc:
-        fail(str(exc), json_out=as_json, code="cache", status=1)
+        fail_on(exc, json_out=as_json)
     if as_json:
         typer.echo(json.dumps({"path": str(cache_path(cache_dir)), "removed": removed}))
         return

@@ -103,7 +103,7 @@ def chat_command(
 
 
 def _loop(session: Chat, errors: type[Exception]) -> None:
-    from tablequest.cli._output import console, fail_on
+    from tablequest.cli._output import console, report_error
 
     console.print(f"conversation {session.id} — {HELP_LINE}", markup=False, highlight=False)
     interactive = sys.stdin.isatty()
@@ -128,10 +128,8 @@ def _loop(session: Chat, errors: type[Exception]) -> None:
             try:
                 result = session.ask(text)
             except errors as exc:  # bad input ends this question, not the chat
-                try:
-                    fail_on(exc)
-                except typer.Exit:
-                    continue
+                report_error(exc)
+                continue
             show_rewritten(result)
             show_result(result, text)
 

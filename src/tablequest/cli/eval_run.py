@@ -52,7 +52,7 @@ from tablequest.cli._output import fail, fail_on
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from tablequest.eval.corpora import Corpus
+    from tablequest.eval.corpora import BuiltCorpus
     from tablequest.eval.datasets import Dataset
     from tablequest.eval.runner import RecordLog, RunSpec
 
@@ -158,14 +158,16 @@ def _progress(label: str, enabled: bool) -> Iterator[Callable[..., None]]:
         yield update
 
 
-def _corpus(dataset: Dataset, fmt: str, seed: int, cache_dir: Path | None, show: bool) -> Corpus:
+def _corpus(
+    dataset: Dataset, fmt: str, seed: int, cache_dir: Path | None, show: bool
+) -> BuiltCorpus:
     from tablequest.eval.corpora import build_corpus
 
     with _progress(f"building {dataset.name} {fmt} corpus", show) as update:
         return build_corpus(dataset, fmt, seed=seed, cache_dir=cache_dir, progress=update)
 
 
-def _dense(corpus: Corpus, encoder: Any, cache_dir: Path | None, show: bool) -> None:
+def _dense(corpus: BuiltCorpus, encoder: Any, cache_dir: Path | None, show: bool) -> None:
     """Encode the corpus once (vectors shared across the corpora of the cache folder)."""
     from tablequest.corpus import encoding_progress, with_rate
     from tablequest.eval.corpora import ensure_dense
@@ -175,7 +177,7 @@ def _dense(corpus: Corpus, encoder: Any, cache_dir: Path | None, show: bool) -> 
         ensure_dense(corpus, encoder, cache_dir=cache_dir)
 
 
-def _sharded(corpus: Corpus, shards: int | None) -> Corpus:
+def _sharded(corpus: BuiltCorpus, shards: int | None) -> BuiltCorpus:
     """The corpus on N shards (`scale.evalrun.shard_corpus`), or as it is."""
     if shards is None:
         return corpus
@@ -327,7 +329,7 @@ def run_command(
             log = RecordLog(out, run_spec)
             with prepared_answer(
                 spec, options, model_llm, corpus, out, llm_config=llm_config, steps=steps,
-                cache=not no_cache, questions=chosen,
+                cache=not no_cache, questions=chosen, settings=settings,
                 on_encoder=lambda enc: _dense(corpus, enc, cache_dir, not json_out),
             ) as answer:  # fmt: skip
                 address = ray_address(settings.scale.ray_address)
@@ -337,7 +339,7 @@ def run_command(
                     job = EvalJob.detached(
                         corpus, spec=run_spec, method=spec.name, options=options,
                         llm=llm_config, steps=steps, cache=not no_cache,
-                        trace_dir=str(run_trace_dir(out)),
+                        trace_dir=str(run_trace_dir(out)), settings=settings,
                     )  # fmt: skip
                     urls = endpoint_urls(settings)
                     ran = _run_ray(chosen, job, log, urls, concurrency, address, json_out)
@@ -373,7 +375,7 @@ def _run(
     answer: Any,
     log: RecordLog,
     spec: RunSpec,
-    corpus: Corpus,
+    corpus: BuiltCorpus,
     concurrency: int,
     out: Path,
     json_out: bool,

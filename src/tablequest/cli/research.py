@@ -155,7 +155,7 @@ def memory_show(
     try:
         summary = memory.summary(limit=limit)
     except MemoryUnavailable as exc:
-        fail(str(exc), json_out=json_out)
+        fail_on(exc, json_out=json_out)
     finally:
         if opened is not None:
             opened.close()
@@ -192,7 +192,7 @@ def memory_clear(
             raise typer.Exit(1)
         feedback, lessons = memory.clear()
     except MemoryUnavailable as exc:
-        fail(str(exc))
+        fail_on(exc)
     finally:
         if opened is not None:
             opened.close()

@@ -132,7 +132,7 @@ def serve_command(
     try:  # a bad TABLEQUEST_TRACE_KEEP* / CHARTS_KEEP* fails the start, not each ask
         trace_retention(traces=settings.traces), chart_retention(traces=settings.traces)
     except RetentionError as exc:
-        fail(str(exc), code="bad_retention", status=_exit.USAGE)
+        fail_on(exc)
     store = check_store(default_store_path(settings.store), create=create)
     serve = settings.serve
     try:

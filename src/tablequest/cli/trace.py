@@ -15,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-from tablequest.cli._output import fail
+from tablequest.cli._output import fail, fail_on
 
 app = typer.Typer(help="Show recorded query traces.", no_args_is_help=True)
 
@@ -65,7 +65,7 @@ def show(
     try:
         events = read_trace(path)
     except UnreadableTrace as exc:
-        fail(str(exc), json_out=as_json, code="trace", status=1)
+        fail_on(exc, json_out=as_json)
     if as_json:
         typer.echo(json.dumps(events, indent=2, ensure_ascii=False))
         return
@@ -91,7 +91,7 @@ def view(
     try:
         events = read_trace(path)
     except UnreadableTrace as exc:
-        fail(str(exc), code="trace", status=1)
+        fail_on(exc)
     target = out or path.with_suffix(".html")
     try:
         target.write_text(render_trace_html(events, title=path.name), encoding="utf-8")

@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 VERDICTS = ("verified", "unverified", "contradicted")
-"""The verdicts of `tablequest.methods.base.Verified`: always shown, even when empty."""
+"""The verdicts of `tablequest.methods.result.Verified`: always shown, even when empty."""
 BUCKETS = (*VERDICTS, "none", "not_recorded", "not_answered")
 """Every bucket in report order; the last three are shown only when they hold records."""
 _METRICS = ("em", "f1", "list_f1", "acc", "rouge_l", "bleu", "ecr", "pass_at_1")

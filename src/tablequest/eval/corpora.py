@@ -25,9 +25,7 @@ store is built under a temporary name in the same directory, checkpointed, close
 renamed, so a killed build never leaves a half-written corpus under the final name. The
 temporary name carries the builder's PID (``.{name}.{pid}-{random}.tmp.duckdb``); a build
 killed with SIGKILL cannot remove it, so every `build_corpus` on a file cache first removes
-the temporary files (and their ``.wal``) of dead builds: older than this call, named after
-a PID that is not running, and not locked by any process (DuckDB holds a file lock while
-writing). Files named after this process are never touched (another thread may be building).
+those of dead builds (`tablequest.eval.stale_builds`).
 
 Table ids are `table_id_for(key, 0)`: the dataset key maps to its id without opening the store.
 Dense vectors are shared across the corpora of one cache directory through
@@ -43,7 +41,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import re
 import sys
 import time
 import uuid
@@ -54,8 +51,8 @@ from typing import Any
 
 import duckdb
 
-from tablequest.corpus import Corpus as CorpusLike
 from tablequest.corpus import (
+    Corpus,
     Store,
     StoreError,
     StoreLocked,
@@ -67,6 +64,7 @@ from tablequest.corpus import (
 )
 from tablequest.errors import UsageError
 from tablequest.eval.datasets.common import Dataset, DatasetError
+from tablequest.eval.stale_builds import clean_stale_builds
 from tablequest.table import Format, Source, Table
 
 __all__ = [
@@ -75,7 +73,6 @@ __all__ = [
     "Corpus",
     "CorpusError",
     "build_corpus",
-    "clean_stale_builds",
     "corpus_fingerprint",
     "corpus_table",
     "default_corpus_dir",
@@ -158,14 +155,14 @@ def corpus_fingerprint(dataset: Dataset, fmt: str, *, seed: int = 0) -> str:
 
 
 @dataclass
-class Corpus:
+class BuiltCorpus:
     """A built corpus: its store (opened; a sharded corpus after `scale.evalrun.shard_corpus`,
     `path` then its manifest), file, format and the key → table id mapping."""
 
     dataset: str
     format: str
     path: Path | None
-    store: CorpusLike
+    store: Corpus
     keys: list[str]
     formats: dict[str, str]
     read_only: bool = False
@@ -264,7 +261,7 @@ def build_corpus(
     in_memory: bool = False,
     read_only: bool = True,
     progress: Callable[[int, int], None] | None = None,
-) -> Corpus:
+) -> BuiltCorpus:
     """Build (or reuse from the cache) the corpus of all tables of `dataset` in `fmt`.
 
     Args:
@@ -286,7 +283,7 @@ def build_corpus(
     if in_memory:
         store = Store()
         formats = _fill(store, dataset, transposed, base, seed, progress)
-        return Corpus(dataset.name, name, None, store, list(formats), formats)
+        return BuiltCorpus(dataset.name, name, None, store, list(formats), formats)
     directory = Path(cache_dir) if cache_dir is not None else default_corpus_dir()
     fingerprint = corpus_fingerprint(dataset, name, seed=seed)[:16]
     path = directory / f"{dataset.name}-{name}-{fingerprint}.duckdb"
@@ -301,13 +298,13 @@ def build_corpus(
         raise CorpusError(
             f"corpus file {str(path)!r} is not a tablequest corpus ({exc}); delete it to rebuild"
         ) from exc
-    corpus = Corpus(dataset.name, name, path, store, list(formats), formats, read_only)
+    corpus = BuiltCorpus(dataset.name, name, path, store, list(formats), formats, read_only)
     if missing_indexes(store):  # a corpus cached by an older version: add them once
         _add_indexes(corpus)
     return corpus
 
 
-def _add_indexes(corpus: Corpus) -> None:
+def _add_indexes(corpus: BuiltCorpus) -> None:
     """Persist the indexes a cached corpus lacks; when another process holds the file they
     are built in memory on first use instead (with a note)."""
     if not corpus.read_only:
@@ -323,7 +320,7 @@ def _add_indexes(corpus: Corpus) -> None:
     corpus.reopen(read_only=True)
 
 
-def _ensure_indexes(store: CorpusLike) -> None:
+def _ensure_indexes(store: Corpus) -> None:
     for shard in store.shards:
         ensure_indexes(shard)
 
@@ -355,69 +352,6 @@ def _build_file(
                 leftover.unlink()
 
 
-_TMP_NAME = re.compile(r"^\..+\.(\d+)-[0-9a-f]{8}\.tmp\.duckdb(\.wal)?$")
-
-
-def clean_stale_builds(directory: Path, *, before: float) -> list[Path]:
-    """Remove the temporary files of dead corpus builds in `directory` (see the module
-    doc): modified before `before` (a `time.time()`), named after a PID that is not
-    running and not this process, and not locked. Returns the files removed."""
-    try:
-        entries = list(directory.iterdir())
-    except OSError:
-        return []
-    removed = []
-    for entry in entries:
-        match = _TMP_NAME.match(entry.name)
-        if match is None or int(match.group(1)) == os.getpid():
-            continue
-        database = entry.with_name(entry.name.removesuffix(".wal"))
-        try:
-            if entry.stat().st_mtime >= before:
-                continue
-        except OSError:
-            continue
-        if _running(int(match.group(1))) or _locked(database):
-            continue
-        with contextlib.suppress(OSError):
-            entry.unlink()
-            removed.append(entry)
-    return removed
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError):
-        return True  # exists, owned by someone else (or cannot tell: keep the file)
-    try:  # a zombie is dead: its parent has not reaped it yet
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
-
-
-def _locked(path: Path) -> bool:
-    """True when a process holds DuckDB's lock on `path` (POSIX; elsewhere False)."""
-    try:
-        import fcntl
-    except ImportError:
-        return False
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
-        os.close(fd)  # (also drops the probe lock)
-    return False
-
-
 # -- dense vectors shared across the corpora of a cache directory ----------------------------
 _SHARED = "embeddings.duckdb"
 
@@ -445,7 +379,7 @@ def _shared_cache(directory: Path) -> duckdb.DuckDBPyConnection | None:
         return None
 
 
-def ensure_dense(corpus: Corpus, encoder: Any, *, cache_dir: str | Path | None = None) -> int:
+def ensure_dense(corpus: BuiltCorpus, encoder: Any, *, cache_dir: str | Path | None = None) -> int:
     """Make sure every table of the corpus has a vector of `encoder`; return how many were new.
 
     Vectors already in the shared cache of `cache_dir` are copied; the rest are encoded
@@ -505,7 +439,7 @@ def _dense_store(store: Store, encoder: Any, shared: duckdb.DuckDBPyConnection |
     return len(still)
 
 
-def _reopen_for_writing(corpus: Corpus, encoder: Any) -> bool:
+def _reopen_for_writing(corpus: BuiltCorpus, encoder: Any) -> bool:
     """Reopen a read-only corpus for writing; False when another process holds it, in
     which case the vectors are encoded into memory for this run (with a note)."""
     from tablequest.corpus import corpus_vectors

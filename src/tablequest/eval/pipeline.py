@@ -16,12 +16,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tablequest.eval.corpora import Corpus
+from tablequest.eval.corpora import BuiltCorpus
 from tablequest.eval.datasets import Question
 from tablequest.eval.runner import RecordLog, RunSpec, run_questions
 from tablequest.eval.runs import Answerer, build_answer
 from tablequest.llm import LLM, LLMConfig
 from tablequest.methods import MethodOptions, MethodSpec
+from tablequest.settings import Settings
 from tablequest.trace.runs import run_trace_dir
 
 __all__ = ["answer_questions", "prepared_answer", "run_state_dir"]
@@ -38,7 +39,7 @@ def prepared_answer(
     spec: MethodSpec,
     options: MethodOptions,
     llm: LLM | None,
-    corpus: Corpus,
+    corpus: BuiltCorpus,
     out: Path,
     *,
     llm_config: LLMConfig | None = None,
@@ -46,9 +47,10 @@ def prepared_answer(
     cache: bool = True,
     questions: Sequence[Question] = (),
     on_encoder: Callable[[Any], None] | None = None,
+    settings: Settings | None = None,
 ) -> Iterator[Answerer]:
-    """`eval.runs.build_answer` for the run recorded in `out` (its state folder beside it),
-    closed when the block ends.
+    """`eval.runs.build_answer` for the run recorded in `out` (its state folder beside it;
+    `settings`: the entry point's), closed when the block ends.
 
     Raises:
         ValueError, EncoderUnavailable: the method cannot be built with these options here.
@@ -56,6 +58,7 @@ def prepared_answer(
     answer = build_answer(
         spec, options, llm, corpus, llm_config=llm_config, steps=steps, cache=cache,
         questions=questions, on_encoder=on_encoder, state_dir=run_state_dir(out),
+        settings=settings,
     )  # fmt: skip
     try:
         yield answer
@@ -69,7 +72,7 @@ def answer_questions(
     log: RecordLog,
     *,
     spec: RunSpec,
-    corpus: Corpus,
+    corpus: BuiltCorpus,
     out: Path,
     concurrency: int = 1,
     on_record: Callable[[dict[str, Any]], None] | None = None,

@@ -15,10 +15,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tablequest.corpus import Corpus as CorpusLike
-from tablequest.corpus import RetrieverSettings, make_retriever
+from tablequest.corpus import Corpus, RetrieverSettings, make_retriever
 from tablequest.errors import BadValue
-from tablequest.eval.corpora import Corpus
+from tablequest.eval.corpora import BuiltCorpus
 from tablequest.eval.datasets.common import Question
 from tablequest.eval.metrics.retrieval import (
     discriminative_score,
@@ -30,7 +29,7 @@ from tablequest.eval.metrics.retrieval import (
 __all__ = ["KS", "Ranker", "RetrievalResult", "evaluate_retrieval", "make_ranker"]
 
 KS: tuple[int, ...] = (1, 2, 3, 5, 10)
-Ranker = Callable[[CorpusLike, str, int], list[str]]
+Ranker = Callable[[Corpus, str, int], list[str]]
 
 
 def make_ranker(method: str, settings: RetrieverSettings | None = None) -> Ranker:
@@ -45,7 +44,7 @@ def make_ranker(method: str, settings: RetrieverSettings | None = None) -> Ranke
     """
     retriever = make_retriever(method, settings)
 
-    def ranker(store: CorpusLike, question: str, k: int) -> list[str]:
+    def ranker(store: Corpus, question: str, k: int) -> list[str]:
         return [h.table_id for h in retriever.rank(store, question, k)]
 
     for attr in ("prime", "encoder"):
@@ -81,7 +80,7 @@ def _keyed(values: dict[int, float]) -> dict[str, float]:
 
 
 def evaluate_retrieval(
-    corpus: Corpus,
+    corpus: BuiltCorpus,
     questions: Sequence[Question],
     ranker: Ranker,
     *,

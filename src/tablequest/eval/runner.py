@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from tablequest.errors import UsageError
-from tablequest.eval.corpora import Corpus
+from tablequest.eval.corpora import BuiltCorpus
 from tablequest.eval.datasets import (
     QUESTION_FORMATS,
     Dataset,
@@ -276,7 +276,12 @@ class GatedLLM(LLM):
 
 
 def question_record(
-    spec: RunSpec, q: Question, result: Result, corpus: Corpus, seconds: float, error: str | None
+    spec: RunSpec,
+    q: Question,
+    result: Result,
+    corpus: BuiltCorpus,
+    seconds: float,
+    error: str | None,
 ) -> dict[str, Any]:
     """The run-file record of one answered question (metrics, usage, tables, identity)."""
 
@@ -333,7 +338,7 @@ def run_questions(
     log: RecordLog,
     *,
     spec: RunSpec,
-    corpus: Corpus,
+    corpus: BuiltCorpus,
     gate: Gate,
     concurrency: int = 1,
     trace_dir: Path | None = None,

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tablequest.eval.corpora import Corpus
+from tablequest.eval.corpora import BuiltCorpus
 from tablequest.eval.datasets.common import Question
 from tablequest.eval.metrics import mean
 from tablequest.eval.runner import AnswerFn, Gate, GatedLLM, task_of
-from tablequest.llm import LLM, LLMConfig, StepBudget, UsageMeter
+from tablequest.llm import LLM, LLMConfig, StepBudget, UsageMeter, default_cache_dir
 from tablequest.methods import (
     HasRetriever,
     Method,
@@ -32,6 +32,7 @@ from tablequest.methods import (
     Result,
     TableSet,
 )
+from tablequest.settings import Settings
 from tablequest.trace import Trace
 
 __all__ = ["Answerer", "build_answer", "question_source", "running_metric"]
@@ -49,7 +50,7 @@ class Answerer:
         self.method.close()
 
 
-def question_source(spec: MethodSpec, corpus: Corpus, q: Question) -> Any:
+def question_source(spec: MethodSpec, corpus: BuiltCorpus, q: Question) -> Any:
     """What `spec`'s method answers `q` from (see module doc)."""
     if spec.input in ("corpus", "any"):
         return corpus.store
@@ -65,7 +66,7 @@ def build_answer(
     spec: MethodSpec,
     options: MethodOptions,
     llm: LLM | None,
-    corpus: Corpus,
+    corpus: BuiltCorpus,
     *,
     llm_config: LLMConfig | None = None,
     steps: int | None = None,
@@ -73,13 +74,15 @@ def build_answer(
     questions: Sequence[Question] = (),
     on_encoder: Callable[[Any], None] | None = None,
     state_dir: Path | None = None,
+    settings: Settings | None = None,
 ) -> Answerer:
     """The answer function of `spec` with `options` over `corpus`.
 
     A corpus method with a dense retriever gets the corpus encoded once (`on_encoder(encoder)`,
     e.g. `ensure_dense`) and the vectors of `questions` computed in one batch. `state_dir` is
     where a method keeps what it learns over the run (DTR's experience memory: the corpus is
-    read-only), one folder per run.
+    read-only), one folder per run. `settings` are the entry point's (embeddings, sandbox,
+    the cache folder; None: the environment's, as `MethodContext` says).
 
     Raises:
         ValueError, EncoderUnavailable: the method cannot be built with these options here.
@@ -87,8 +90,10 @@ def build_answer(
     gate = Gate()
     gated = GatedLLM(llm, gate) if llm is not None else None
     context = MethodContext(
-        llm=gated, usage=UsageMeter(), llm_config=llm_config, cache=cache, state_dir=state_dir
-    )
+        llm=gated, usage=UsageMeter(), llm_config=llm_config, cache=cache, state_dir=state_dir,
+        cache_dir=default_cache_dir(settings.store) if settings is not None else None,
+        settings=settings,
+    )  # fmt: skip
     method = spec.build(options, context)
     retriever = method.retriever if isinstance(method, HasRetriever) else None
     if spec.input == "corpus" and isinstance(retriever, Priming):

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from tablequest.eval.corpora import Corpus
+from tablequest.eval.corpora import BuiltCorpus
 from tablequest.eval.datasets import Question
 from tablequest.eval.metrics import (
     gr_all,
@@ -182,7 +182,9 @@ def question_breakdown(dataset: str, q: Question, result: Result) -> dict[str, A
     return out
 
 
-def score_question(dataset: str, q: Question, result: Result, corpus: Corpus) -> dict[str, float]:
+def score_question(
+    dataset: str, q: Question, result: Result, corpus: BuiltCorpus
+) -> dict[str, float]:
     """Per-question metrics of one result (see module doc)."""
     if result.status == "failed":  # a failed question: no answer, and it recalled nothing
         result = replace(result, answer=None, items=[], tables_consulted=[], final_table=None,

@@ -61,7 +61,6 @@ from tablequest.llm.parse import (
     TruncatedOutput,
     WrongJSONType,
     extract_answer,
-    extract_json,
     is_chatter,
     is_non_answer,
     parse_f_col,
@@ -70,6 +69,7 @@ from tablequest.llm.parse import (
     reply_start,
     strip_think,
 )
+from tablequest.llm.parse_json import extract_json
 from tablequest.llm.repair import DEFAULT_REPAIR_PROMPT, Asked, ask_json, ask_with_repair
 from tablequest.llm.scripted import Scripted, ScriptedCall, ScriptExhausted
 from tablequest.llm.stub import Fault, StubServer

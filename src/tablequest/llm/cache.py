@@ -10,10 +10,11 @@ n, logprobs, stop, response_format). Choices:
 - A reply the caller could not parse is forgotten (issue 39): every completion this wrapper
   returns carries its entry's key (`Completion.cache_key`), and the caller that fails to
   parse it says so with `LLM.discard(reply)` (`ask_with_repair` and `ask_json` do, on every
-  `ParseError`); the entry is deleted, so the next identical call reaches the model — a
-  broken server's garbage is not served again once the server is fixed. The seam is the
-  caller's report rather than a parse inside the cache, because only the caller knows what
-  format it expected.
+  `ParseError`, and so does each method's own reply parser: docs/llm.md, "Cache"); the
+  entry is deleted, so the next identical call reaches the model — a broken server's
+  garbage is not served again once the server is fixed. The seam is the caller's report
+  rather than a parse inside the cache, because only the caller knows what format it
+  expected.
 - The file is ``llm-cache.sqlite`` in $TABLEQUEST_CACHE_DIR, else the user cache directory.
 - If the file cannot be opened or written, the cache says so once on stderr and is bypassed.
 - Processes may share the file: SQLite's WAL mode lets readers and one writer work at once
@@ -300,6 +301,8 @@ class CachedLLM(LLM):
 
 class CacheError(RunError, RuntimeError):
     """The cache file exists but cannot be read or cleared (corrupt, locked, no permission)."""
+
+    code = "cache"
 
     def __init__(self, path: Path, reason: str):
         super().__init__(f"cannot use the LLM cache {str(path)!r}: {reason}")

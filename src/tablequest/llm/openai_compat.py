@@ -49,7 +49,6 @@ from __future__ import annotations
 import contextvars
 import json
 import random
-import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -59,16 +58,21 @@ from typing import Any, NoReturn
 import openai
 from openai.types.chat import ChatCompletion
 
-from tablequest.errors import RunError
 from tablequest.llm import _openai_reply
-from tablequest.llm._openai_reply import UNKNOWN_MODEL
+from tablequest.llm._openai_errors import (
+    Retryable,
+    UnsupportedParam,
+    lost_connection,
+    status_failure,
+    streamed_error,
+    timed_out,
+)
 from tablequest.llm.base import (
     LLM,
     Completion,
     DeadlineExceeded,
     LLMBadResponse,
     LLMError,
-    LLMRequestRejected,
     LLMTimeout,
     LLMUnavailable,
     Message,
@@ -77,38 +81,11 @@ from tablequest.llm.base import (
     normalize_stop,
 )
 from tablequest.llm.deadline import CallScope, Deadline, current_scope
-from tablequest.llm.modelserver import ModelServer, connect_failure, parse_retry_after
+from tablequest.llm.modelserver import ModelServer, connect_failure
 
-__all__ = ["TIMEOUT_RETRIES", "OpenAICompatible", "parse_retry_after"]
+__all__ = ["TIMEOUT_RETRIES", "OpenAICompatible"]
 
-_N_PARAM = re.compile(r"(?<![\w-])['\"`]?n['\"`]?(?![\w-])|\bnum_choices\b|\bchoices?\b", re.I)
-_LOGPROBS_PARAM = re.compile(r"logprob", re.I)
 NO_KEY = "sk-no-key"  # the SDK insists on a key; local servers ignore it
-
-
-class _Retryable(RunError):
-    """A failed attempt that may be retried; `error(attempts)` is what to raise if not."""
-
-    def __init__(
-        self,
-        make: Callable[[int], LLMError],
-        retry_after: float | None = None,
-        *,
-        timeout: bool = False,
-    ):
-        super().__init__(str(make(1)))
-        self.error = make
-        self.retry_after = retry_after
-        self.timeout = timeout
-
-
-class _Unsupported(RunError):
-    def __init__(self, param: str):
-        super().__init__(param)
-        self.param = param
-
-
-_STREAM_PARAM = re.compile(r"stream", re.I)
 TIMEOUT_RETRIES = 1  # re-sends after a timeout, each only when the probe says "ok"
 
 
@@ -256,7 +233,7 @@ class OpenAICompatible(LLM):
                 call["logprobs"] = True
             try:
                 return self._with_retries(msgs, call)
-            except _Unsupported as unsupported:
+            except UnsupportedParam as unsupported:
                 if unsupported.param == "logprobs":
                     self.supports_logprobs = False
                     continue
@@ -278,7 +255,7 @@ class OpenAICompatible(LLM):
                 if last is None:
                     raise
                 raise DeadlineExceeded(f"{exc} (last failure: {last})", **self._kw) from exc
-            except _Retryable as failure:
+            except Retryable as failure:
                 last = failure.error(attempt)
                 timeouts += failure.timeout
                 delay = self._retry_delay(failure, attempt, timeouts, scope.deadline)
@@ -292,7 +269,7 @@ class OpenAICompatible(LLM):
                 }
 
     def _retry_delay(
-        self, failure: _Retryable, attempt: int, timeouts: int, deadline: Deadline | None
+        self, failure: Retryable, attempt: int, timeouts: int, deadline: Deadline | None
     ) -> float:
         """The wait before the next attempt; raises the error when there is none."""
         if attempt > self.max_retries:
@@ -310,14 +287,14 @@ class OpenAICompatible(LLM):
             ) from failure.__cause__
         return delay
 
-    def _timed_out_again(self, failure: _Retryable, attempt: int) -> LLMError:
+    def _timed_out_again(self, failure: Retryable, attempt: int) -> LLMError:
         return LLMTimeout(
             f"{failure.error(attempt)}; it timed out again after a retry, so it is not sent "
             "a third time",
             **self._kw,
         )
 
-    def _probe(self, failure: _Retryable, attempt: int, deadline: Deadline | None) -> str | None:
+    def _probe(self, failure: Retryable, attempt: int, deadline: Deadline | None) -> str | None:
         """After a timeout: raise unless the server says it could take the request now."""
         if not failure.timeout:
             return None
@@ -360,14 +337,14 @@ class OpenAICompatible(LLM):
             except openai.APITimeoutError as exc:
                 if deadline is not None and (silence < self.timeout or deadline.expired):
                     raise deadline.exceeded(f"waiting for {self._where}", **self._kw) from exc
-                raise self._timeout(silence) from exc
+                raise timed_out(self._where, self._kw, silence) from exc
             except openai.APIConnectionError as exc:
                 cause = connect_failure(exc)
                 if cause is not None:  # nothing listens, no such host, bad TLS: no retry
                     raise ModelUnreachable(
                         f"cannot reach the model server {self.base_url}: {cause}", **self._kw
                     ) from exc
-                raise self._unreachable(exc) from exc
+                raise lost_connection(self._where, self._kw, exc) from exc
             except openai.APIStatusError as exc:
                 self._status_error(exc, call)
         finally:
@@ -424,11 +401,13 @@ class OpenAICompatible(LLM):
                     )
         except (ValueError, AttributeError, TypeError) as exc:
             self._stop_streaming(scope, f"the stream could not be parsed ({exc})")
-            raise _Unsupported("stream") from exc
+            raise UnsupportedParam("stream") from exc
         except openai.APIError as exc:
             if isinstance(exc, openai.APITimeoutError | openai.APIConnectionError):
                 raise
-            raise self._streamed_error(exc) from exc  # an error event: a failing server
+            raise streamed_error(
+                self._where, self._kw, exc
+            ) from exc  # an error event: a failing server
         finally:
             stream.close()
         latency = time.perf_counter() - started
@@ -459,81 +438,11 @@ class OpenAICompatible(LLM):
         self.supports_streaming = False
         scope.fell_back({"what": "llm_stream", "to": "non-streaming", "reason": reason[:300]})
 
-    # -- errors ------------------------------------------------------------------------------
-
-    def _timeout(self, silence: float) -> _Retryable:
-        where = self._where
-
-        def make(attempts: int) -> LLMError:
-            return LLMTimeout(
-                f"{where} sent nothing for {silence:g}s (attempt {attempts}); raise the "
-                "timeout (TABLEQUEST_LLM_TIMEOUT, or timeout under [llm] in tablequest.toml) "
-                "or check the server",
-                **self._kw,
-            )
-
-        return _Retryable(make, timeout=True)
-
-    def _streamed_error(self, exc: openai.APIError) -> _Retryable:
-        def make(attempts: int) -> LLMError:
-            return LLMUnavailable(
-                f"{self._where} streamed an error ({exc.message[:300]}) on every one of "
-                f"{attempts} attempt(s); the server is overloaded or failing",
-                **self._kw,
-            )
-
-        return _Retryable(make)
-
-    def _unreachable(self, exc: Exception) -> _Retryable:
-        def make(attempts: int) -> LLMError:
-            return LLMUnavailable(
-                f"cannot connect to {self._where} ({attempts} attempt(s)): {exc}; is the "
-                "server running and the URL right (it usually ends in /v1)?",
-                **self._kw,
-            )
-
-        return _Retryable(make)
-
     def _status_error(self, exc: openai.APIStatusError, call: dict[str, Any]) -> NoReturn:
-        status = exc.status_code
-        detail = _openai_reply.error_detail(exc)
-        where, kw = self._where, self._kw
-        if status == 429 or status >= 500:
-
-            def make(attempts: int) -> LLMError:
-                return LLMUnavailable(
-                    f"{where} answered HTTP {status} ({detail}) on every one of "
-                    f"{attempts} attempt(s); the server is overloaded or failing",
-                    **kw,
-                )
-
-            raise _Retryable(make, parse_retry_after(exc.response.headers)) from exc
-        if status in (400, 422):
-            if call.get("logprobs") and _LOGPROBS_PARAM.search(detail):
-                raise _Unsupported("logprobs") from exc
-            if call.get("n", 1) > 1 and _N_PARAM.search(detail):
-                raise _Unsupported("n") from exc
-            if self.supports_streaming and _STREAM_PARAM.search(detail):
-                self._stop_streaming(current_scope(), f"HTTP {status}: {detail}")
-                raise _Unsupported("stream") from exc
-        if status in (400, 404, 422) and UNKNOWN_MODEL.search(detail):
-            raise ModelUnreachable(
-                f"{where} does not serve the model {self.model!r} (HTTP {status}: "
-                f"{detail[:200]}); {self._served()}",
-                **kw,
-            ) from exc
-        if status in (401, 403):
-            raise ModelUnreachable(
-                f"{where} refused the API key (HTTP {status}: {detail}); set --api-key or "
-                "TABLEQUEST_LLM_KEY",
-                **kw,
-            ) from exc
-        if status == 404:
-            raise ModelUnreachable(
-                f"{where} answered 404 ({detail}); check the model name and that the URL ends "
-                "in /v1",
-                **kw,
-            ) from exc
-        raise LLMRequestRejected(
-            f"{where} rejected the request: HTTP {status}: {detail}", **kw
-        ) from exc
+        failure = status_failure(
+            exc, call, where=self._where, kw=self._kw, model=self.model,
+            streaming=self.supports_streaming, served=self._served,
+        )  # fmt: skip
+        if isinstance(failure, UnsupportedParam) and failure.param == "stream":
+            self._stop_streaming(current_scope(), failure.why)
+        raise failure from exc

@@ -1,4 +1,5 @@
-"""`ask` and `research`: a registered method with the server's model, as ``POST /v1/ask`` runs it.
+"""`ask` and `research`: a registered method with the server's model, as ``POST /v1/ask`` runs it;
+the store's conversations (`list_conversations`, `get_conversation`, `delete_conversation`).
 
 Both go through `ServerState.start_ask`, so an MCP ask is an HTTP ask: the request may set
 only the options its method allows (`refuse_server_options`: no path, URL, sandbox setting or
@@ -6,6 +7,13 @@ memory file), the server's ask limit (`Busy`) and time limit apply, the trace is
 server's ``request`` and ``result`` decisions, and the result goes through the API's
 `Scrubber` (no server path; ``trace`` becomes ``/v1/traces/<id>``, and the trace id is given
 on its own). A client that goes away stops its ask (as an HTTP client that disconnects).
+
+Every ask is a turn of a conversation of the store, as over HTTP: `ask`'s ``conversation_id``
+(an earlier answer's, or ``latest``) asks a follow-up in that conversation, rewritten with its
+history into a standalone question (`tablequest.methods.conversation`); none starts a new
+one. The result carries ``conversation_id`` and ``rewritten_question``. The conversations are
+the server's (`ServerState.conversations`), shown as the HTTP API shows them
+(`tablequest.service.conversation_info`, `conversation_detail`).
 
 Without a model (`ServerState.llm` is None) both refuse with `NoModel` instead of answering
 with the methods' LLM-free preview: an MCP client asked for an answer.
@@ -25,10 +33,19 @@ from typing import Any
 from tablequest.errors import RunError, UsageError
 from tablequest.llm import NOT_CONFIGURED_HINT
 from tablequest.mcpserver.tools import NoSuchTable
-from tablequest.methods import Task
-from tablequest.service import AskJob, AskSpec, ServerState
+from tablequest.methods import Conversation, Task, UnknownConversation
+from tablequest.service import (
+    AskJob,
+    AskSpec,
+    ServerState,
+    conversation_detail,
+    conversation_info,
+)
 
-__all__ = ["AskOutcome", "NoModel", "run_ask", "run_research"]
+__all__ = [
+    "AskOutcome", "NoModel", "delete_conversation", "get_conversation", "list_conversations",
+    "run_ask", "run_research",
+]  # fmt: skip
 
 OptionValue = str | int | float | bool
 
@@ -84,19 +101,22 @@ async def run_ask(
     config: str | None,
     steps: int | None,
     task: Task,
+    conversation_id: str | None = None,
 ) -> AskOutcome:
-    """Answer `question` with the registered `method` and the server's model.
+    """Answer `question` with the registered `method` and the server's model, in the
+    conversation `conversation_id` names (None: a new one).
 
     Raises:
         NoModel: no model configured.
         UnknownMethod, OptionError, ServerOnlyOption, SourceError, ValueError: a bad ask.
+        UnknownConversation: no such conversation in the store.
         Busy: the server's ask limit is reached.
         AskFailed: the ask ended without a result.
     """
     _require_model(state, "ask")
     spec = AskSpec(
         question=question, method=method, options=_names(options), config=config,
-        steps=steps, table_ids=table_ids, task=task,
+        steps=steps, table_ids=table_ids, task=task, conversation_id=conversation_id,
     )  # fmt: skip
     job = await _start(state, spec)
     payload, _ = await _finish(state, job)
@@ -123,6 +143,8 @@ async def _start(state: ServerState, spec: AskSpec) -> AskJob:
     import anyio
 
     _check_ids(state, spec.table_ids)
+    if spec.conversation_id is not None:
+        _conversation(state, spec.conversation_id)
     return await anyio.to_thread.run_sync(state.start_ask, spec)
 
 
@@ -135,6 +157,48 @@ def _check_ids(state: ServerState, table_ids: tuple[str, ...]) -> None:
         raise NoSuchTable(
             f"no table {missing[0]!r} in the store: list_tables and search_tables give ids"
         )
+
+
+def _conversation(state: ServerState, conversation_id: str) -> Conversation:
+    """The conversation `conversation_id` names; an unknown one is refused naming the MCP tool
+    that lists them (the library's message names a CLI command).
+
+    Raises:
+        UnknownConversation: no such conversation in the store.
+    """
+    try:
+        return state.conversations.get(conversation_id)
+    except UnknownConversation:
+        raise UnknownConversation(
+            f"no conversation {conversation_id!r} with this store: list_conversations gives "
+            "ids (or conversation_id latest continues the last one)"
+        ) from None
+
+
+def list_conversations(state: ServerState) -> dict[str, Any]:
+    """The store's conversations, most recently updated first."""
+    return {"conversations": [conversation_info(c) for c in state.conversations.list()]}
+
+
+def get_conversation(state: ServerState, conversation_id: str) -> dict[str, Any]:
+    """One conversation with its turns, scrubbed of server folders.
+
+    Raises:
+        UnknownConversation: no such conversation in the store.
+    """
+    detail = conversation_detail(_conversation(state, conversation_id))
+    return dict(state.scrubber().value(detail))
+
+
+def delete_conversation(state: ServerState, conversation_id: str) -> dict[str, Any]:
+    """Remove a conversation (its answers' traces stay); ``{"removed": id}``.
+
+    Raises:
+        UnknownConversation: no such conversation in the store.
+    """
+    conv = _conversation(state, conversation_id)
+    state.conversations.delete(conv.id)
+    return {"removed": conv.id}
 
 
 def _names(options: Mapping[str, OptionValue]) -> dict[str, OptionValue]:

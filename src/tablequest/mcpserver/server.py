@@ -15,8 +15,10 @@ with a message — `CheckedServer` — never a crash):
 - ``run_pandas`` (code over named tables in the methods' sandbox; figures come back as PNG
   images: `tablequest.mcpserver.sandboxed`; on a pool of its own with a per-session limit,
   `tablequest.mcpserver.pandaspool`, so a flood of it never delays the reading tools),
-- ``ask`` (a registered method with the server's model) and ``research`` (DTR's report and
-  charts): `tablequest.mcpserver.asking`.
+- ``ask`` (a registered method with the server's model; ``conversation_id`` asks a follow-up
+  in an earlier answer's conversation) and ``research`` (DTR's report and charts), and the
+  store's conversations (``list_conversations``, ``get_conversation``,
+  ``delete_conversation``): `tablequest.mcpserver.asking`.
 
 Resources: ``tablequest://tables/{table_id}``, one per table (the first rows as markdown);
 ``resources/list`` pages through them (`PAGE` a page), so a large corpus is never sent whole.
@@ -57,6 +59,7 @@ from pydantic import Field, ValidationError
 
 import tablequest
 from tablequest.errors import TablequestError, internal_message
+from tablequest.mcpserver import asking
 from tablequest.mcpserver.asking import AskOutcome, OptionValue, run_ask, run_research
 from tablequest.mcpserver.sandboxed import (
     DEFAULT_TIMEOUT,
@@ -68,7 +71,13 @@ from tablequest.mcpserver.sandboxed import (
 from tablequest.mcpserver.tools import SQL_TIMEOUT, TableTools
 from tablequest.mcpserver.window import DEFAULT_CHARS, MAX_CHARS
 from tablequest.methods import cell_json
-from tablequest.service import DEFAULT_ENCODER, TABLE_ID, ServerState, validation_text
+from tablequest.service import (
+    CONVERSATION_REF,
+    DEFAULT_ENCODER,
+    TABLE_ID,
+    ServerState,
+    validation_text,
+)
 
 __all__ = [
     "INSTRUCTIONS", "PAGE", "CheckedServer", "build_server", "session_key", "sql_description",
@@ -101,6 +110,13 @@ something.
 Question: {question}"""
 
 TableId = Annotated[str, Field(pattern=TABLE_ID, description="A table id from list_tables.")]
+ConversationId = Annotated[
+    str,
+    Field(
+        pattern=CONVERSATION_REF,
+        description="A conversation: the conversation_id of an earlier answer, or latest.",
+    ),
+]
 MAX_QUERY_CHARS = 20_000
 SQL_DESCRIPTION = (
     "Run one read-only SQL query (DuckDB's dialect: SELECT, WITH, DESCRIBE, SUMMARIZE) over "
@@ -201,6 +217,7 @@ def build_server(state: ServerState, tools: TableTools | None = None) -> MCPServ
     )  # fmt: skip
     _reading_tools(server, state, table_tools)
     _model_tools(server, state)
+    _conversation_tools(server, state)
     _resources(server, state, table_tools)
 
     @server.prompt(
@@ -361,7 +378,10 @@ def _model_tools(server: MCPServer, state: ServerState) -> None:
         "answer recomputes from its evidence) and verification (why, one line); evidence "
         "cells (table_id, row, col, value, how: computed | cited | matched | ambiguous | "
         "untracked); usage (LLM calls, tokens, seconds, cache_hits: calls the LLM cache "
-        "answered); trace id."
+        "answered); trace id; conversation_id. Give an earlier answer's conversation_id (or "
+        "latest) to ask a follow-up ('and for Q4?'): it is rewritten with the conversation's "
+        "history into a standalone question (rewritten_question) and prefers the previous "
+        "answer's tables."
     )
     async def ask(
         question: Annotated[str, Field(min_length=1, max_length=4000)],
@@ -371,11 +391,12 @@ def _model_tools(server: MCPServer, state: ServerState) -> None:
         config: Annotated[str | None, Field(max_length=200)] = None,
         steps: Annotated[int | None, Field(ge=1, le=500)] = None,
         task: Literal["tableqa", "fact_verification"] = "tableqa",
+        conversation_id: ConversationId | None = None,
     ) -> CallToolResult:
         with _tool_errors(state):
             outcome = await run_ask(
                 state, question, method=method, table_ids=tuple(table_ids), options=options,
-                config=config, steps=steps, task=task,
+                config=config, steps=steps, task=task, conversation_id=conversation_id,
             )  # fmt: skip
         return _ask_result(outcome)
 
@@ -391,6 +412,31 @@ def _model_tools(server: MCPServer, state: ServerState) -> None:
         with _tool_errors(state):
             outcome = await run_research(state, table_id, task, options=options)
         return _ask_result(outcome)
+
+
+def _conversation_tools(server: MCPServer, state: ServerState) -> None:
+    """The store's conversations (every ask is a turn of one), as ``/v1/conversations``."""
+
+    @server.tool(
+        description="List the store's conversations (every ask is a turn of one), most "
+        "recent first: id, title (the first question), turns, created, updated."
+    )
+    def list_conversations() -> dict[str, Any]:
+        with _tool_errors(state):
+            return asking.list_conversations(state)
+
+    @server.tool(
+        description="One conversation with its turns: each question as asked and as "
+        "answered (standalone), its answer, status, tables and trace."
+    )
+    def get_conversation(conversation_id: ConversationId) -> dict[str, Any]:
+        with _tool_errors(state):
+            return asking.get_conversation(state, conversation_id)
+
+    @server.tool(description="Delete a conversation of the store (its answers' traces stay).")
+    def delete_conversation(conversation_id: ConversationId) -> dict[str, Any]:
+        with _tool_errors(state):
+            return asking.delete_conversation(state, conversation_id)
 
 
 def _resources(server: MCPServer, state: ServerState, tools: TableTools) -> None:

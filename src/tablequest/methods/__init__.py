@@ -19,16 +19,13 @@ from tablequest.methods.base import (
     MethodContext,
     Previewing,
     Priming,
-    Result,
-    ResultDetails,
-    Status,
     TableSet,
     Task,
-    failed,
-    locate_evidence,
 )
 from tablequest.methods.configtrust import guarded_keys, untrusted_notes
-from tablequest.methods.evidence import Binding, Verdict, cell_json, evidence_of, traced_items
+from tablequest.methods.evidence import evidence_of
+from tablequest.methods.lineage import Binding, cell_json, traced_items
+from tablequest.methods.locate import locate_evidence
 from tablequest.methods.options import (
     MethodOptions,
     OptionError,
@@ -38,6 +35,7 @@ from tablequest.methods.options import (
     option_name,
     request_settable,
 )
+from tablequest.methods.recompute import Verdict
 from tablequest.methods.registry import (
     MethodSpec,
     UnknownMethod,
@@ -47,6 +45,7 @@ from tablequest.methods.registry import (
     register_method,
     unregister_method,
 )
+from tablequest.methods.result import Result, ResultDetails, Status, failed
 
 if TYPE_CHECKING:
     from tablequest.methods.conversation import (

@@ -58,7 +58,8 @@ from tablequest.llm import LLM, Instrumented, LLMError, UsageMeter, default_cach
 from tablequest.trace import Trace
 
 if TYPE_CHECKING:
-    from tablequest.methods.base import Input, Result
+    from tablequest.methods.base import Input
+    from tablequest.methods.result import Result
 
 __all__ = [
     "CONVERSATION_ID",

@@ -12,7 +12,8 @@ One LLM call per question. A reply that is not the prompt's JSON is taken as the
 it is short plain text or has an ``Answer:`` line; one with no answer in that form (long prose,
 a greeting, nothing) is "failed" with the reason "the model's reply had no answer in the
 expected format" and its start in the trace (ours, issue 36; same parser as TableSeek's QA,
-`seek.qa.parse_qa`: the paper does not say what happens to an unparsable reply).
+`seek.qa.read_qa`: the paper does not say what happens to an unparsable reply), and leaves
+the LLM cache (issue 39).
 """
 
 from __future__ import annotations
@@ -23,18 +24,13 @@ from typing import Any, ClassVar, Literal
 from pydantic import field_validator
 
 from tablequest.corpus import ENCODERS, Corpus, Retriever, RetrieverSettings, make_retriever
-from tablequest.llm import LLM, QA, LLMError, Message, StepBudget
-from tablequest.methods.base import (
-    MethodContext,
-    Result,
-    Status,
-    TableSet,
-    Task,
-    start_query,
-)
+from tablequest.llm import LLM, QA, Completion, LLMError, Message, StepBudget
+from tablequest.methods.base import MethodContext, TableSet, Task
 from tablequest.methods.options import MethodOptions, option
+from tablequest.methods.query import start_query
+from tablequest.methods.result import Result, Status
 from tablequest.methods.seek import prompts
-from tablequest.methods.seek.qa import QAOutcome, parse_qa, qa_context, record_no_answer
+from tablequest.methods.seek.qa import QAOutcome, qa_context, read_qa, record_no_answer
 from tablequest.table import Table
 from tablequest.trace import Trace
 
@@ -171,8 +167,8 @@ class DirectQA:
             messages = prompts.qa_messages(question, task, context, standalone=True)
         else:
             messages = prompts.no_table_messages(question, task)
-        raw = self._call(query.llm, messages, query.trace)
-        outcome = parse_qa(raw, named, task=task)
+        reply = self._call(query.llm, messages, query.trace)
+        outcome = read_qa(query.llm, reply, named, task=task)  # unusable: leaves the cache
         record_no_answer(query.trace, outcome)
         query.trace.event("qa", tables=list(named), status=outcome.status, answer=outcome.answer)
         result = Result(
@@ -187,13 +183,13 @@ class DirectQA:
             result.details["reason"] = outcome.reason or f"QA said {outcome.status}"
         return query.finish(result, self.name)
 
-    def _call(self, llm: LLM | None, messages: list[Message], trace: Trace) -> str | None:
+    def _call(self, llm: LLM | None, messages: list[Message], trace: Trace) -> Completion | None:
         if llm is None:
             raise ValueError(f"method {self.name} needs an LLM")
         try:
             return llm.chat(
                 messages, temperature=self.options.temperature, max_tokens=self.options.max_tokens
-            )[0].text
+            )[0]
         except LLMError as exc:
             trace.event("fallback", stage="qa", reason=f"{type(exc).__name__}: {exc}")
             return None

@@ -7,9 +7,10 @@ one ``SELECT`` into Arrow and hands back the frame `Table.to_dataframe()` gives 
 values, dtypes, flattened unique column names and ``row_id`` index — without re-typing the
 cells in Python (10^6 cells: tens of milliseconds against seconds, docs/results.md
 "Databases from the relation"). Lineage and evidence bind it exactly as before
-(`methods.evidence.Binding`: frame column label → column id, row label → row id).
+(`methods.lineage.Binding`: frame column label → column id, row label → row id).
 
-Conversions: BIGINT → int64, DOUBLE → float64 (NULL → NaN), DATE and TIMESTAMP → the
+Conversions: BIGINT → int64, DOUBLE → float64 (NULL → NaN), BOOLEAN → bool (with a NULL:
+pandas' nullable boolean, NULL → NA), DATE and TIMESTAMP → the
 datetime64 unit pandas gives `to_dataframe()` (microseconds under pandas 3, nanoseconds
 under pandas 2; NULL → NaT), VARCHAR → object (Python str; an empty cell is ""). Rows come in
 `_row` order, which is body order for every table whose row ids ascend (all tables a reader
@@ -75,6 +76,8 @@ def _column(array: pa.ChunkedArray, sql_type: str) -> Any:
     """One relation column as the numpy array `to_dataframe()` holds for it."""
     if sql_type == "VARCHAR":  # a Series, so pandas 3 keeps object rather than infer `str`
         return pd.Series(array.to_numpy(zero_copy_only=False), dtype=object, copy=False)
+    if sql_type == "BOOLEAN" and array.null_count:  # pandas' nullable boolean, as to_dataframe
+        return pd.array(array.to_pylist(), dtype="boolean")
     if sql_type == "DATE":
         array = array.cast(pa.timestamp("us"))
     values = array.to_numpy(zero_copy_only=False)

@@ -50,20 +50,11 @@ from tablequest.corpus import (
 )
 from tablequest.errors import BadValue, UsageError, trace_note
 from tablequest.llm import LLM, LLMConfig, StepBudget, UsageMeter
-from tablequest.methods.base import (
-    CandidateRecord,
-    Input,
-    Method,
-    MethodContext,
-    Previewing,
-    Result,
-    TableSet,
-    Task,
-    failed,
-)
+from tablequest.methods.base import Input, Method, MethodContext, Previewing, TableSet, Task
 from tablequest.methods.conversation import Conversation, FollowUp
 from tablequest.methods.options import MethodOptions
 from tablequest.methods.registry import MethodSpec, get_method
+from tablequest.methods.result import CandidateRecord, Result, failed
 from tablequest.sandbox import Sandbox
 from tablequest.settings import Settings
 from tablequest.table import ReadBudget, Table, UnreadableTable, read_tables

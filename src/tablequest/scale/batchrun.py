@@ -14,19 +14,38 @@ from typing import Any
 from tablequest.corpus import Corpus, is_corpus_file, open_corpus
 from tablequest.errors import BadValue
 from tablequest.eval.runner import RecordLog
-from tablequest.llm import LLM, CachedLLM, Completion, LLMConfig, Message, build_llm
+from tablequest.llm import (
+    LLM,
+    CachedLLM,
+    Completion,
+    LLMConfig,
+    Message,
+    build_llm,
+    default_cache_dir,
+)
 from tablequest.methods import Task, ask
 from tablequest.scale.actors import RayShards, attach, shard_files
 from tablequest.scale.batch import ActorCache, BatchQuestion, CacheActor, Endpoint
 from tablequest.scale.batch import EndpointScheduler as EndpointScheduler
 from tablequest.scale.cluster import connect
+from tablequest.settings import Settings
 
-__all__ = ["BatchJob", "BatchOutcome", "answer_question", "endpoint_llm", "run_batch"]
+__all__ = [
+    "BatchJob",
+    "BatchOutcome",
+    "answer_question",
+    "cache_folder",
+    "endpoint_llm",
+    "run_batch",
+]
 
 
 @dataclass(frozen=True)
 class BatchJob:
-    """What every question task needs (sent to the workers)."""
+    """What every question task needs (pickled to the workers). `settings` are the driver's
+    one load (the CLI's; default: the defaults): the reading budget, sandbox, traces,
+    embeddings, store and method configs a worker uses, so that it reads no tablequest.toml
+    and, of its environment, only process-wide preferences (docs/scale.md)."""
 
     method: str = "auto"
     options: dict[str, str] = dataclasses.field(default_factory=dict)
@@ -40,6 +59,12 @@ class BatchJob:
     trace_dir: str | None = None
     shards_name: str | None = None  # prefix of the run's shared shard actors
     pool: tuple[str, ...] = ()  # every endpoint URL of the run (replicas of one model)
+    settings: Settings = dataclasses.field(default_factory=Settings)
+
+
+def cache_folder(cache_dir: str | None, settings: Settings) -> Path:
+    """`cache_dir`, else the settings' cache folder (never the worker's environment)."""
+    return Path(cache_dir) if cache_dir else default_cache_dir(settings.store)
 
 
 @dataclass
@@ -67,7 +92,7 @@ def _open(path: str, job: BatchJob) -> str | Corpus:
     p = Path(path)
     if not is_corpus_file(p):
         return path
-    corpus = open_corpus(p)
+    corpus = open_corpus(p, lock_timeout=job.settings.store.lock_timeout)
     if corpus.manifest is not None and job.shards_name is not None:  # the run's actors
         name = shards_name(job.shards_name, str(p.resolve()))
         attach(corpus, "auto", name=name, owner=False)
@@ -139,6 +164,8 @@ def answer_question(
                 table_ids=q.table_ids,
                 trace_dir=job.trace_dir,
                 cache=job.cache,
+                cache_dir=cache_folder(job.cache_dir, job.settings),
+                settings=job.settings,
             )
         finally:
             llm.close()
@@ -185,7 +212,8 @@ def run_batch(
     run_name = f"{log.path.resolve()}:{time.time_ns()}"
     job = dataclasses.replace(job, shards_name=run_name, pool=tuple(e.url for e in endpoints))
     owned = _start_shards(pending, job, run_name)
-    cache = ray.remote(CacheActor).options(num_cpus=0).remote(job.cache_dir) if job.cache else None
+    folder = str(cache_folder(job.cache_dir, job.settings))
+    cache = ray.remote(CacheActor).options(num_cpus=0).remote(folder) if job.cache else None
     task = ray.remote(answer_question).options(num_cpus=cpus_per_question, max_retries=max_retries)
     job_ref, endpoint_refs = ray.put(job), list(endpoints)
 
@@ -226,7 +254,7 @@ def _start_shards(pending: Sequence[BatchQuestion], job: BatchJob, run: str) -> 
         path = Path(source)
         if not is_corpus_file(path):
             continue
-        with open_corpus(path) as corpus:
+        with open_corpus(path, lock_timeout=job.settings.store.lock_timeout) as corpus:
             paths = shard_files(corpus) if corpus.manifest is not None else []
         if paths:  # one actor per shard of a sharded corpus
             owned.append(RayShards(paths, name=shards_name(run, str(path.resolve()))))

@@ -22,10 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tablequest.corpus import Corpus as CorpusLike
-from tablequest.corpus import copy_into_shards, open_corpus
+from tablequest.corpus import Corpus, copy_into_shards, open_corpus
 from tablequest.errors import BadValue
-from tablequest.eval.corpora import Corpus
+from tablequest.eval.corpora import BuiltCorpus
 from tablequest.eval.datasets.common import Question
 from tablequest.eval.runner import RecordLog, RunSpec, question_record, trace_file
 from tablequest.eval.runs import Answerer, build_answer
@@ -33,14 +32,21 @@ from tablequest.llm import LLMConfig
 from tablequest.methods import MethodOptions, Result, get_method
 from tablequest.scale.actors import RayShards, attach, shard_files
 from tablequest.scale.batch import CacheActor, Endpoint, EndpointScheduler
-from tablequest.scale.batchrun import BatchJob, BatchOutcome, endpoint_llm, shards_name
+from tablequest.scale.batchrun import (
+    BatchJob,
+    BatchOutcome,
+    cache_folder,
+    endpoint_llm,
+    shards_name,
+)
 from tablequest.scale.cluster import connect
+from tablequest.settings import Settings
 from tablequest.trace import Trace
 
 __all__ = ["EvalJob", "run_eval_ray", "shard_corpus"]
 
 
-def shard_corpus(corpus: Corpus, n: int) -> Corpus:
+def shard_corpus(corpus: BuiltCorpus, n: int) -> BuiltCorpus:
     """`corpus` with its tables in N shards (built next to the corpus file once).
 
     Raises:
@@ -61,13 +67,14 @@ class EvalJob:
     """What every eval question task needs (put in the object store once).
 
     `corpus` travels without its store (`detached`); workers reopen `store_path` (a store
-    file, or a sharded corpus's manifest) read-only.
+    file, or a sharded corpus's manifest) read-only. `settings` are the driver's one load, as
+    `BatchJob`'s.
     """
 
     spec: RunSpec
     method: str
     options: MethodOptions
-    corpus: Corpus
+    corpus: BuiltCorpus
     store_path: str
     sharded: bool
     llm: LLMConfig
@@ -77,9 +84,10 @@ class EvalJob:
     trace_dir: str | None = None
     shards_name: str | None = None
     pool: tuple[str, ...] = ()
+    settings: Settings = dataclasses.field(default_factory=Settings)
 
     @classmethod
-    def detached(cls, corpus: Corpus, **fields: Any) -> EvalJob:
+    def detached(cls, corpus: BuiltCorpus, **fields: Any) -> EvalJob:
         """A job over `corpus`, whose store stays in the driver."""
         sharded = corpus.store.manifest is not None
         path = corpus.path
@@ -92,14 +100,14 @@ class EvalJob:
 _WORKER: dict[Any, Any] = {}  # per worker process: the opened corpus, the built answerers
 
 
-def _corpus(job: EvalJob) -> Corpus:
+def _corpus(job: EvalJob) -> BuiltCorpus:
     key = ("corpus", job.store_path, job.shards_name)
     if key not in _WORKER:
-        store: CorpusLike = open_corpus(job.store_path)
+        store: Corpus = open_corpus(job.store_path, lock_timeout=job.settings.store.lock_timeout)
         if job.sharded and job.shards_name is not None:  # the run's shard actors
             attach(store, "auto", name=job.shards_name, owner=False)
         _WORKER[key] = dataclasses.replace(job.corpus, store=store, read_only=True)
-    corpus: Corpus = _WORKER[key]
+    corpus: BuiltCorpus = _WORKER[key]
     return corpus
 
 
@@ -116,6 +124,7 @@ def _answerer(job: EvalJob, endpoint: Endpoint, cache: Any | None) -> Answerer:
             llm_config=dataclasses.replace(job.llm, url=endpoint.url),
             steps=job.steps,
             cache=job.cache,
+            settings=job.settings,
         )
     answerer: Answerer = _WORKER[key]
     return answerer
@@ -169,11 +178,12 @@ def run_eval_ray(
     owned: RayShards | None = None
     if job.sharded:
         name = shards_name(f"{log.path.resolve()}:{time.time_ns()}", job.store_path)
-        with open_corpus(job.store_path) as store:
+        with open_corpus(job.store_path, lock_timeout=job.settings.store.lock_timeout) as store:
             owned = RayShards(shard_files(store), name=name)
         job = dataclasses.replace(job, shards_name=name)
     job = dataclasses.replace(job, pool=tuple(e.url for e in endpoints))
-    cache = ray.remote(CacheActor).options(num_cpus=0).remote(job.cache_dir) if job.cache else None
+    folder = str(cache_folder(job.cache_dir, job.settings))
+    cache = ray.remote(CacheActor).options(num_cpus=0).remote(folder) if job.cache else None
     task = ray.remote(answer_eval_question).options(num_cpus=cpus_per_question, max_retries=3)
     job_ref = ray.put(job)
 

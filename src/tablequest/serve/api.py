@@ -1,28 +1,27 @@
-"""The ``/v1`` HTTP API: tables (rows paged, sorted, filtered, downloaded), SQL, search, ask
-(server-sent events), traces, ingest, methods.
+"""The ``/v1`` HTTP API: tables (rows paged, sorted, filtered, downloaded), SQL, search,
+traces, ingest, methods; asks (server-sent events) are `tablequest.serve.asks`'s.
 
 Every route is a thin call into `ServerState` or the library. Errors are JSON
 ``{"error": {"code", "message"}}`` with a 4xx status (see `tablequest.serve.app` for the
 exception handlers); nothing a client sends reaches the filesystem as a path, and no
 response names a server path: table sources are relative to the corpus root
-(`tablequest.service.stores`), and results, trace events and ingest reports go through
+(`tablequest.service.snapshot`), and results, trace events and ingest reports go through
 `tablequest.service.public.Scrubber`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
 import anyio
-from fastapi import APIRouter, File, Header, HTTPException, Path, Query, Request, UploadFile
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi import APIRouter, File, HTTPException, Path, Query, Request, UploadFile
+from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 import tablequest
 from tablequest.corpus import RETRIEVERS, Relation, SqlError, StoreError, StoreOutdated, browse
-from tablequest.errors import INTERNAL, UsageError
+from tablequest.errors import UsageError
 from tablequest.methods import MethodSpec, describe_options, get_method, list_methods
 from tablequest.serve import models as m
 from tablequest.serve.rows import (
@@ -39,15 +38,11 @@ from tablequest.serve.uploads import discard, save_uploads
 from tablequest.service import (
     DEFAULT_ENCODER,
     TABLE_ID,
-    AskJob,
-    AskSpec,
     ReadStore,
-    Scrubber,
     ServerState,
     run_search,
 )
 from tablequest.trace import UnreadableTrace, read_trace, summarize
-from tablequest.trace.describe import Names, describe_event
 
 router = APIRouter(
     prefix="/v1", responses={400: {"model": m.ErrorBody}, 401: {"model": m.ErrorBody}}
@@ -392,126 +387,6 @@ async def ingest_files(
     }  # fmt: skip
 
 
-def _spec(body: m.AskRequest) -> AskSpec:
-    options = {k.strip().replace("-", "_"): v for k, v in body.options.items()}
-    return AskSpec(
-        question=body.question, method=body.method, options=options, config=body.config,
-        steps=body.steps, table_ids=tuple(body.table_ids), task=body.task,
-        conversation_id=body.conversation_id,
-    )  # fmt: skip
-
-
-async def sse(
-    job: AskJob,
-    start: int = 0,
-    *,
-    view: bool = False,
-    owner: bool = False,
-    names: Names | None = None,
-    scrub: Scrubber | None = None,
-) -> AsyncIterator[str]:
-    """The server-sent events of `job` from event `start` on: ``trace`` events, then
-    ``result`` (``ask --json``) or ``error``. With `owner`, a client that leaves stops the ask;
-    with `view`, each event comes with its display form (table ids named by `names`); with
-    `scrub`, no server path is sent (`Scrubber`)."""
-    clean = scrub.value if scrub is not None else (lambda value: value)
-    try:
-        async for item in job.follow(start):
-            if item is None:
-                yield ": keep-alive\n\n"
-                continue
-            i, event = item
-            data = {"event": event, "view": describe_event(event, names)} if view else event
-            yield f"id: {i}\nevent: trace\ndata: {dumps(clean(data))}\n\n"
-        if job.result is not None:
-            payload = job.result.to_json()
-            payload = scrub.result(payload) if scrub is not None else payload
-            yield f"event: result\ndata: {dumps(payload)}\n\n"
-        else:
-            yield f"event: error\ndata: {dumps(clean({'error': job.error}))}\n\n"
-    finally:
-        if owner and not job.done:
-            job.cancel("the client disconnected")
-
-
-def _stream(generator: AsyncIterator[str]) -> StreamingResponse:
-    headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
-    return StreamingResponse(generator, media_type="text/event-stream", headers=headers)
-
-
-ASK_RESPONSES: dict[int | str, dict[str, Any]] = {
-    200: {"content": {"text/event-stream": {}, "application/json": {}},
-          "description": "Server-sent events (`trace` per event, then `result`), or the result."},
-    429: {"model": m.ErrorBody, "description": "Too many asks running; see Retry-After."},
-}  # fmt: skip
-
-
-@router.post("/ask", responses=ASK_RESPONSES)
-async def ask_route(request: Request, body: m.AskRequest) -> Any:
-    """Ask a question; stream each trace event as it happens, then the `ask --json` result."""
-    state = state_of(request)
-    job = await run_in_threadpool(state.start_ask, _spec(body))
-    scrub = state.scrubber()
-    if body.stream:
-        return _stream(sse(job, owner=True, scrub=scrub))
-    async for _ in job.follow():
-        pass
-    if job.result is None:
-        error = job.error or {}
-        message = error.get("message", "the ask failed")
-        return api_error(state, job.error_status, error.get("code", INTERNAL), message)
-    return JSONResponse(scrub.result(job.result.to_json()))
-
-
-@router.post("/asks", response_model=m.AskStarted, status_code=202, responses=ASK_RESPONSES)
-async def start_ask(request: Request, body: m.AskRequest) -> dict[str, Any]:
-    """Start an ask and return its id; follow it at ``events`` (EventSource-friendly GET)."""
-    job = await run_in_threadpool(state_of(request).start_ask, _spec(body))
-    return {
-        "id": job.id,
-        "events": f"/v1/asks/{job.id}/events",
-        "result": f"/v1/asks/{job.id}",
-        "trace_id": job.trace_id,
-    }
-
-
-def _job(request: Request, ask_id: str) -> AskJob:
-    job = state_of(request).asks.get(ask_id)
-    if job is None:
-        raise HTTPException(404, f"no ask {ask_id!r} (finished asks are kept for an hour)")
-    return job
-
-
-AskId = Annotated[str, Path(pattern=r"^[0-9a-f]{32}$")]
-
-
-@router.get("/asks/{ask_id}/events", responses={200: {"content": {"text/event-stream": {}}}})
-async def ask_events(
-    request: Request,
-    ask_id: AskId,
-    view: Annotated[bool, Query(description="Add a display form of each event.")] = False,
-    last_event_id: Annotated[str | None, Header()] = None,
-) -> StreamingResponse:
-    """The ask's events from the start (or after Last-Event-ID), then its result."""
-    job = _job(request, ask_id)
-    state = state_of(request)
-    start = int(last_event_id) + 1 if last_event_id and last_event_id.isdigit() else 0
-    return _stream(sse(job, start, view=view, names=state.table_name, scrub=state.scrubber()))
-
-
-@router.get("/asks/{ask_id}", response_model=m.AskState)
-def ask_state(request: Request, ask_id: AskId) -> dict[str, Any]:
-    """An ask's progress, and its result once done."""
-    job = _job(request, ask_id)
-    scrub = state_of(request).scrubber()
-    return {
-        "id": job.id, "question": job.question, "method": job.method, "done": job.done,
-        "events": len(job.events), "trace_id": job.trace_id,
-        "result": scrub.result(job.result.to_json()) if job.result else None,
-        "error": scrub.value(job.error),
-    }  # fmt: skip
-
-
 def method_info(spec: MethodSpec) -> dict[str, Any]:
     """A registered method and its options, as /v1/methods lists them."""
     options = [
@@ -549,10 +424,15 @@ def traces(
 
 
 @router.get(
-    "/traces/{trace_id}", response_model=m.TraceDetail, responses={404: {"model": m.ErrorBody}}
+    "/traces/{trace_id}",
+    response_model=m.TraceDetail,
+    responses={404: {"model": m.ErrorBody}, 422: {"model": m.ErrorBody}},
 )
-def trace(request: Request, trace_id: Annotated[str, Path(max_length=128)]) -> dict[str, Any]:
-    """The events of one trace (ids as /v1/traces lists them)."""
+def trace(
+    request: Request, trace_id: Annotated[str, Path(max_length=128)]
+) -> dict[str, Any] | JSONResponse:
+    """The events of one trace (ids as /v1/traces lists them); an unreadable one is answered
+    with its class's status and code (`UnreadableTrace`: 422 ``trace``), as the CLI's."""
     state = state_of(request)
     path = state.trace_path(trace_id)
     if path is None:
@@ -561,6 +441,7 @@ def trace(request: Request, trace_id: Annotated[str, Path(max_length=128)]) -> d
     try:
         events = read_trace(path)
     except UnreadableTrace as exc:
-        reason = scrub.text(exc.reason.replace(str(path), path.name))
-        raise HTTPException(422, f"trace {trace_id!r} is unreadable: {reason}") from None
+        reason = exc.reason.replace(str(path), path.name)
+        message = f"trace {trace_id!r} is unreadable: {reason}"
+        return api_error(state, exc.http_status, exc.code, message)
     return {"id": trace_id, "events": scrub.value(events), "summary": summarize(events)}

@@ -31,7 +31,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 import tablequest
 from tablequest.errors import INTERNAL, TablequestError, internal_message
 from tablequest.llm import LLM
-from tablequest.serve import conversations, manage, pages
+from tablequest.serve import asks, conversations, manage, pages, searchpage
 from tablequest.serve.api import router
 from tablequest.serve.render import STATIC_DIR
 from tablequest.service import (
@@ -163,9 +163,11 @@ def create_app(config: ServeConfig, *, llm: LLM | None = None) -> FastAPI:
     )
     app.state.tq = state
     app.include_router(router)
+    app.include_router(asks.router)
     app.include_router(manage.router)
     app.include_router(conversations.router)
     app.include_router(pages.router)
+    app.include_router(searchpage.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     _install_handlers(app)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]

@@ -10,15 +10,14 @@ turn's trace is named by its API address (``/v1/traces/<id>``), never a server p
 
 from __future__ import annotations
 
-from pathlib import Path as FilePath
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Request
 from starlette.concurrency import run_in_threadpool
 
-from tablequest.methods import Conversation
 from tablequest.serve import models as m
 from tablequest.serve.api import state_of
+from tablequest.service import conversation_detail, conversation_info
 
 __all__ = ["router"]
 
@@ -30,16 +29,11 @@ ConversationId = Annotated[
 ]
 
 
-def _info(conv: Conversation) -> dict[str, Any]:
-    return {"id": conv.id, "title": conv.title, "turns": len(conv.turns),
-            "created": conv.created, "updated": conv.updated}  # fmt: skip
-
-
 @router.get("/conversations", response_model=m.ConversationList)
 async def conversations(request: Request) -> dict[str, Any]:
     """The store's conversations, most recently updated first."""
     found = await run_in_threadpool(state_of(request).conversations.list)
-    return {"conversations": [_info(c) for c in found]}
+    return {"conversations": [conversation_info(c) for c in found]}
 
 
 @router.get(
@@ -50,13 +44,7 @@ async def conversations(request: Request) -> dict[str, Any]:
 async def conversation(request: Request, conversation_id: ConversationId) -> dict[str, Any]:
     """One conversation with its turns (each question as asked and as answered)."""
     conv = await run_in_threadpool(state_of(request).conversations.get, conversation_id)
-    turns = [
-        {"question": t.question, "standalone": t.standalone, "answer": t.answer,
-         "status": t.status, "tables": t.tables, "at": t.at,
-         "trace": f"/v1/traces/{FilePath(t.trace).stem}" if t.trace else None}
-        for t in conv.turns
-    ]  # fmt: skip
-    return {**_info(conv), "turns": turns}
+    return conversation_detail(conv)
 
 
 @router.delete(

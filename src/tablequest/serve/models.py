@@ -6,10 +6,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from tablequest.service import DEFAULT_METHOD
+from tablequest.service import CONVERSATION_REF, DEFAULT_METHOD
 
 OptionValue = str | int | float | bool | None
-CONVERSATION_ID = r"^([0-9a-f]{12}|latest)$"
+CONVERSATION_ID = CONVERSATION_REF
 
 
 SOURCE = (

@@ -1,4 +1,5 @@
-"""The web pages: corpus browser, table, SQL, search, ask (live trajectory), results, traces.
+"""The web pages: corpus browser, table, SQL, ask (live trajectory), results, traces (the
+search page is `tablequest.serve.searchpage`).
 
 Server-rendered Jinja templates (autoescaped); the little JavaScript there is lives in
 ``static/app.js`` (the CSP forbids inline script). Pages read the same `ServerState` as the
@@ -36,8 +37,6 @@ from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Resp
 from starlette.concurrency import run_in_threadpool
 
 from tablequest.corpus import (
-    ENCODERS,
-    RETRIEVERS,
     Relation,
     SqlError,
     SqlResult,
@@ -45,7 +44,6 @@ from tablequest.corpus import (
     StoreOutdated,
     browse,
     json_value,
-    question_patterns,
     sql_quote,
 )
 from tablequest.errors import UsageError
@@ -59,11 +57,9 @@ from tablequest.serve.tables import MAX_CELLS, MAX_COLS, TableView, table_view
 from tablequest.serve.tracelist import trace_row
 from tablequest.service import (
     COOKIE,
-    DEFAULT_ENCODER,
     DEFAULT_METHOD,
     ReadStore,
     ServerState,
-    run_search,
     shown_token_file,
     token_matches,
 )
@@ -449,43 +445,6 @@ async def sql_page(
         relations=relations, n_relations=n_relations,
         example_href=_query_href(relations[0][0].sql_name, 10) if relations else None,
     )  # fmt: skip
-
-
-@router.get("/search")
-async def search_page(
-    request: Request,
-    q: Annotated[str, Query(max_length=1000)] = "",
-    method: Annotated[str, Query(max_length=32)] = "grep",
-    k: Annotated[int, Query(ge=1, le=50)] = 5,
-    encoder: Annotated[str, Query(max_length=32)] = DEFAULT_ENCODER,
-) -> HTMLResponse:
-    state = state_of(request)
-    results: list[tuple[dict[str, Any], TableView]] = []
-    if q.strip():
-        found = await run_in_threadpool(run_search, state, q, k, method, encoder, False)
-        results = await run_in_threadpool(_hit_views, state, q, found["hits"])
-    return render(
-        "search.html", page="search", q=q, method=method, k=k, encoder=encoder,
-        methods=list(RETRIEVERS), encoders=list(ENCODERS), results=results,
-        searched=bool(q.strip()),
-    )  # fmt: skip
-
-
-def _hit_views(
-    state: ServerState, q: str, hits: list[dict[str, Any]]
-) -> list[tuple[dict[str, Any], TableView]]:
-    patterns = question_patterns(q)
-    out = []
-    with state.stores.reader() as store:
-        for hit in hits:
-            table = store.get(hit["table_id"])
-            rows = hit["matched_rows"][:10] or list(table.row_ids[:3])
-            view = table_view(
-                table, hit["table_id"], rows=rows, limit=10,
-                matched=hit["matched_rows"], patterns=patterns,
-            )  # fmt: skip
-            out.append(({**hit, "name": short_name(hit["source"])}, view))
-    return out
 
 
 @router.get("/ask")

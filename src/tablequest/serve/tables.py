@@ -3,11 +3,12 @@
 `table_view` turns a `Table` (or a window of its rows) into rows of cells with their real
 structure: one header row per header level, merged ranges as rowspan/colspan (a merge crossing
 the header/body boundary is cut at it, as the HTML serializer does), row ids in a gutter, and
-classes for evidence cells, matched rows, the question's words and numbers (``num``: a body
-cell that is one number, right-aligned). An evidence cell is ``evidence`` and, when how it was
-found is given, ``evidence-HOW`` (`CellRef.how`); an ambiguous or untracked one is not
-certain evidence (`tablequest.table.display.is_certain`): ``evidence-HOW evidence-uncertain``,
-without ``evidence``, so it is outlined rather than highlighted. Templates render it; every
+classes for evidence cells, matched rows, the question's words, numbers (``num``: a body
+cell that is one number, right-aligned) and prose (``long``: `LONG_TEXT`). An evidence cell
+is ``evidence`` and, when how it was found is given, ``evidence-HOW`` (`CellRef.how`); an
+ambiguous or untracked one is not certain evidence (`tablequest.table.display.is_certain`):
+``evidence-HOW evidence-uncertain``, without ``evidence``, so it is outlined rather than
+highlighted. Templates render it; every
 text goes through Jinja's escaping. A view is bounded: at most `MAX_COLS` columns and
 `MAX_CELLS` body cells (fewer rows for wide tables), and its spans come from the merges of
 that window only (`Table.sub_table` selects them vectorised), so a page costs the cells it
@@ -38,6 +39,9 @@ API_CELLS = 200_000
 """Body cells one API answer (`structure`) holds at most: fewer rows for wide tables."""
 NUMBER = re.compile(r"^[-+−(]?[$€£¥]?\s?\d[\d,.' \u00a0\u202f]*(?:[eE][-+]?\d+)?\s?[%‰)]?$")
 """One number as tables write it: signs, currency, thousands separators, decimals, percent."""
+LONG_TEXT = 30
+"""A cell of prose (longer, with spaces) is ``long``: it keeps a paragraph's width, so a wide
+table does not squeeze it to a word a line (cells wrap at spaces only)."""
 
 
 @dataclass
@@ -139,6 +143,8 @@ def _classes(cell: CellView, row_id: int | None, cited: Mapping[tuple[int, int],
         classes += _evidence_classes(cited[row_id, cell.col_id])
     if cell.tag == "td" and NUMBER.match(cell.text.strip()):
         classes.append("num")
+    elif len(cell.text) > LONG_TEXT and " " in cell.text.strip():
+        classes.append("long")
     return classes
 
 

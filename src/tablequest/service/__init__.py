@@ -30,6 +30,11 @@ if TYPE_CHECKING:
         shown_token_file,
     )
     from tablequest.service.connections import ConnectionBudget, uvicorn_options
+    from tablequest.service.conversations import (
+        CONVERSATION_REF,
+        conversation_detail,
+        conversation_info,
+    )
     from tablequest.service.inputs import (
         DEFAULT_ENCODER,
         DEFAULT_METHOD,
@@ -40,8 +45,9 @@ if TYPE_CHECKING:
     from tablequest.service.public import Scrubber
     from tablequest.service.search import matched_rows_fast, run_search
     from tablequest.service.security import COOKIE, CSP, Guard, token_matches
+    from tablequest.service.snapshot import ReadStore, TableInfo, public_sources
     from tablequest.service.state import AskSpec, CostlyOption, ServerOnlyOption, ServerState
-    from tablequest.service.stores import ReadStore, StoreManager, TableInfo, public_sources
+    from tablequest.service.stores import StoreManager
 
 #: public name → the module that defines it (imported on first use)
 _LAZY: dict[str, str] = {
@@ -62,6 +68,9 @@ _LAZY: dict[str, str] = {
     "shown_token_file": "tablequest.service.config",
     "ConnectionBudget": "tablequest.service.connections",
     "uvicorn_options": "tablequest.service.connections",
+    "CONVERSATION_REF": "tablequest.service.conversations",
+    "conversation_detail": "tablequest.service.conversations",
+    "conversation_info": "tablequest.service.conversations",
     "DEFAULT_ENCODER": "tablequest.service.inputs",
     "DEFAULT_METHOD": "tablequest.service.inputs",
     "TABLE_ID": "tablequest.service.inputs",
@@ -74,19 +83,20 @@ _LAZY: dict[str, str] = {
     "CSP": "tablequest.service.security",
     "Guard": "tablequest.service.security",
     "token_matches": "tablequest.service.security",
+    "ReadStore": "tablequest.service.snapshot",
+    "TableInfo": "tablequest.service.snapshot",
+    "public_sources": "tablequest.service.snapshot",
     "AskSpec": "tablequest.service.state",
     "CostlyOption": "tablequest.service.state",
     "ServerOnlyOption": "tablequest.service.state",
     "ServerState": "tablequest.service.state",
-    "ReadStore": "tablequest.service.stores",
     "StoreManager": "tablequest.service.stores",
-    "TableInfo": "tablequest.service.stores",
-    "public_sources": "tablequest.service.stores",
 }
 
 __getattr__, __dir__ = lazy_exports(globals(), _LAZY)
 
 __all__ = [
+    "CONVERSATION_REF",
     "COOKIE",
     "CSP",
     "DEFAULT_ENCODER",
@@ -112,6 +122,8 @@ __all__ = [
     "StoreManager",
     "TableInfo",
     "check_bind",
+    "conversation_detail",
+    "conversation_info",
     "default_token_file",
     "is_loopback",
     "load_or_create_token",

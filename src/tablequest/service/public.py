@@ -1,6 +1,6 @@
 """What /v1 clients see of the server's files: never an absolute server path (issue 25).
 
-Table sources are already relative where the store names them (`tablequest.service.stores`).
+Table sources are already relative where the store names them (`tablequest.service.snapshot`).
 What else may carry a server path — an ask's result (its ``trace`` file, DTR's ``charts``,
 a reason quoting a file), trace events, an ingest failure's reason — goes through `Scrubber`:
 every string has the server's folders cut off its paths, longest folder first: the corpus

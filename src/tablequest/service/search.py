@@ -19,8 +19,8 @@ from tablequest.corpus import (
     search_hit,
     table_lines,
 )
+from tablequest.service.snapshot import ReadStore
 from tablequest.service.state import ServerState
-from tablequest.service.stores import ReadStore
 
 __all__ = ["matched_rows_fast", "run_search"]
 

@@ -7,7 +7,18 @@ it loads no model client, DuckDB, pandas or ML runtime (tests/test_startup.py).
 
 from tablequest.table.budget import ENV as READ_BUDGET_ENV
 from tablequest.table.budget import OverBudget, ReadBudget
-from tablequest.table.display import Grid, esc, grid_html, is_certain, source_name, window
+from tablequest.table.display import (
+    Grid,
+    clip,
+    cut,
+    esc,
+    grid_html,
+    grid_rows,
+    is_certain,
+    left_out,
+    source_name,
+    window,
+)
 from tablequest.table.dtypes_arrow import type_string_columns
 from tablequest.table.errors import UnreadableTable
 from tablequest.table.indexcap import INDEX_CELL_CHARS, index_cell, index_cells
@@ -50,6 +61,7 @@ from tablequest.table.readers import (
 from tablequest.table.readers._notes import has_title_or_notes
 from tablequest.table.readers.delimited import parse_delimited_report, sniff_delimiter
 from tablequest.table.readers.parquet import parquet_header, text_columns
+from tablequest.table.readers.sqlite import sqlite_shapes, sqlite_text_tables
 from tablequest.table.serialize import (
     SERIAL_FORMATS,
     Rendered,
@@ -87,16 +99,20 @@ __all__ = [
     "UnreadableTable",
     "bounded",
     "cell_text",
+    "clip",
     "compile_pattern",
+    "cut",
     "detect_format",
     "esc",
     "fold_text",
     "format_for_extension",
     "grid_html",
+    "grid_rows",
     "has_title_or_notes",
     "index_cell",
     "index_cells",
     "is_certain",
+    "left_out",
     "matching_lines",
     "parquet_header",
     "parse_delimited_report",
@@ -109,6 +125,8 @@ __all__ = [
     "sniff_delimiter",
     "source_name",
     "span_map",
+    "sqlite_shapes",
+    "sqlite_text_tables",
     "text_columns",
     "text_format_for",
     "type_string_columns",

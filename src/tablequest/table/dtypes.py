@@ -1,4 +1,5 @@
-"""Column dtypes for `Table.to_dataframe()`: numbers and dates where a column is consistent.
+"""Column dtypes for `Table.to_dataframe()`: numbers, booleans and dates where a column is
+consistent.
 
 Cells are strings in the table model; the DataFrame types a column only when every filled
 body cell of it reads one way, so nothing is guessed from a majority. The rule (ours; header
@@ -29,6 +30,11 @@ rows never count, each column is judged on its own except for the decimal-comma 
   part is, month-first the other way round; with no such evidence (`01/02/2024` only) or
   conflicting evidence the column stays text. Dates outside what datetime64 holds stay text.
   Numbers are tried first, so a column of years (`2020`) is int64.
+- **Booleans**: every filled cell is `true` or `false` in any case (`True`, `FALSE`; spaces
+  around ignored): bool, or pandas' nullable `boolean` when a cell is missing (NA). Only those
+  two words (ours): `yes`/`no` and `y`/`n` stay text — they are as often answers or
+  categories compared as words (`Won?` = `yes`) — `t`/`f` too, and `1`/`0` are numbers.
+  The cell's own text is kept in the table (`show` prints `TRUE` as it was written).
 """
 
 from __future__ import annotations
@@ -42,7 +48,8 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["MISSING", "is_missing", "parse_date_column", "parse_number", "type_columns"]
+__all__ = ["MISSING", "is_missing", "parse_bool_column", "parse_date_column", "parse_number"]
+__all__ += ["type_columns"]
 
 MISSING = frozenset({"", "na", "n/a", "nan", "null", "none", "-", "–", "—", "..", "...", "…"})
 
@@ -63,6 +70,7 @@ _ISO = re.compile(
 )
 _DOTTED = re.compile(r"(\d{1,2})\.(\d{1,2})\.(\d{4})(?: (\d{1,2}):(\d{2})(?::(\d{2}))?)?")
 _SLASHED = re.compile(r"(\d{1,2})/(\d{1,2})/(\d{4})")
+_BOOLEANS = {"true": True, "false": False}
 
 
 def is_missing(text: str) -> bool:
@@ -203,6 +211,31 @@ def parse_date_column(values: Sequence[str]) -> list[dt.datetime | None] | None:
     return None
 
 
+def parse_bool_column(values: Sequence[str]) -> list[bool | None] | None:
+    """Every value read as true/false (missing → None), or None (module docstring)."""
+    out: list[bool | None] = []
+    filled = False
+    for v in values:
+        if is_missing(v):
+            out.append(None)
+            continue
+        flag = _BOOLEANS.get(v.strip().lower())
+        if flag is None:
+            return None
+        filled = True
+        out.append(flag)
+    return out if filled else None
+
+
+def _bool_series(values: Sequence[str]) -> pd.Series | None:
+    import pandas as pd
+
+    flags = parse_bool_column(values)
+    if flags is None:
+        return None
+    return pd.Series(flags, dtype="boolean" if None in flags else bool)
+
+
 def _date_series(values: Sequence[str]) -> pd.Series | None:
     import pandas as pd
 
@@ -236,7 +269,8 @@ def _numbers(reading: _NumberColumn, table_style: Style | None) -> list[Number |
 
 
 def type_columns(frame: pd.DataFrame) -> pd.DataFrame:
-    """`frame` (strings, object dtype) with number and date columns typed (module docstring)."""
+    """`frame` (strings, object dtype) with number, boolean and date columns typed (module
+    docstring)."""
     import pandas as pd
 
     texts = {str(name): [str(v) for v in frame[name]] for name in frame.columns}
@@ -246,6 +280,8 @@ def type_columns(frame: pd.DataFrame) -> pd.DataFrame:
     for name, values in texts.items():
         numbers = _numbers(readings[name], style)
         series = _number_series(numbers) if numbers is not None else None
+        if series is None:
+            series = _bool_series(values)
         if series is None:
             series = _date_series(values)
         columns[name] = series if series is not None else pd.Series(values, dtype=object)

@@ -6,12 +6,13 @@ functions `dtypes.py` uses, and the typed dictionary is spread back over the row
 `take`. Values that are plain ASCII numbers (`123`, `12.5`; not `007`, not `1.234`, which reads
 both ways) are recognised and cast vectorised, so a 300,000-row column of prices or ids never
 goes through Python one value at a time. The result equals `to_dataframe()`'s column for
-column (property-tested in tests/table/test_dtypes_arrow.py): BIGINT, DOUBLE, DATE (a date
-column whose values are all at midnight) or TIMESTAMP, else the strings unchanged.
+column (property-tested in tests/table/test_dtypes_arrow.py): BIGINT, DOUBLE, BOOLEAN, DATE (a
+date column whose values are all at midnight) or TIMESTAMP, else the strings unchanged.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ from tablequest.table.dtypes import (
     _date_series,
     _number_readings,
     is_missing,
+    parse_bool_column,
+    parse_date_column,
 )
 
 if TYPE_CHECKING:
@@ -38,6 +41,8 @@ _PY_INT = re.compile(r"[0-9]+\Z")
 _PY_DEC = re.compile(r"[0-9]+\.[0-9]+\Z")
 _PY_ZERO = re.compile(r"0[0-9]")
 _PY_BOTH = re.compile(r"[0-9]{1,3}\.[0-9]{3}\Z")
+# inside datetime64[ns]'s range (1677-09-21 … 2262-04-11), pandas' narrowest
+_SAFE_DATES = (dt.datetime(1678, 1, 1), dt.datetime(2262, 1, 1))
 
 
 @dataclass
@@ -168,7 +173,40 @@ def _spread(column: _Column, kind: Any, others: list[Any]) -> Any:
     return pc.replace_with_mask(cast, rest, pa.array(others, type=kind))
 
 
+def _booleans(column: _Column) -> tuple[str, Any] | None:
+    """("BOOLEAN", the distinct values as booleans) when every filled one is true/false."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pc.any(column.fast).as_py():  # a plain number: not a boolean column
+        return None
+    head = column.dictionary.slice(0, 64).to_pylist()  # most columns fail on their first
+    if parse_bool_column(head) is None and any(not is_missing(v) for v in head):
+        return None
+    flags = parse_bool_column(column.dictionary.to_pylist())
+    return None if flags is None else ("BOOLEAN", pa.array(flags, type=pa.bool_()))
+
+
 def _dates(values: list[str]) -> tuple[str, Any] | None:
+    """(DATE or TIMESTAMP, the distinct values as dates) of a date column, else None."""
+    import pyarrow as pa
+
+    dates = parse_date_column(values)
+    if dates is None:
+        return None
+    filled = [d for d in dates if d is not None]
+    if all(_SAFE_DATES[0] <= d <= _SAFE_DATES[1] for d in filled):
+        # inside every pandas' datetime64 range: what `_date_series` gives, without pandas
+        # (importing it was a tenth of a big file's ingest)
+        if all(d.time() == dt.time(0) for d in filled):
+            days = [None if d is None else d.date() for d in dates]
+            return "DATE", pa.array(days, type=pa.date32())
+        return "TIMESTAMP", pa.array(dates, type=pa.timestamp("us"))
+    return _pandas_dates(values)
+
+
+def _pandas_dates(values: list[str]) -> tuple[str, Any] | None:
+    """`_dates` by pandas (`dtypes._date_series`), for dates near its datetime64 limits."""
     import pandas as pd
     import pyarrow as pa
 
@@ -197,6 +235,8 @@ def type_string_columns(arrays: Sequence[pa.Array]) -> list[tuple[str, pa.Array]
         others = _readings(column, style)
         if others is not None:
             typed = _numbers(column, others)
+        if typed is None and column.filled:
+            typed = _booleans(column)
         if typed is None and column.filled:
             typed = _dates(column.dictionary.to_pylist())
         if typed is None:

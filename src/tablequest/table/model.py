@@ -277,9 +277,11 @@ class Table:
         """The body as a DataFrame: flattened unique headers, index = row ids (`row_id`).
 
         `typed` (default): a column whose every filled cell parses as a number becomes int64
-        or float64 (decimal commas recognised), one whose every filled cell is a date in one
-        format becomes datetime64; empty cells of such columns are NaN / NaT. Every other
-        column keeps its strings (object dtype). The exact rule is in `table/dtypes.py`.
+        or float64 (decimal commas recognised), one whose every filled cell is `true` or
+        `false` (any case) bool (pandas' nullable `boolean` with an empty cell), one whose
+        every filled cell is a date in one format datetime64; empty cells of such columns
+        are NaN / NA / NaT. Every other column keeps its strings (object dtype). The exact
+        rule is in `table/dtypes.py`.
         `typed=False`: every column is the cells' strings, as stored.
         """
         import pandas as pd

@@ -176,7 +176,11 @@ class Trace:
 
 
 class UnreadableTrace(UsageError):
-    """A trace file that is missing or not JSON lines."""
+    """A trace file that is missing or not JSON lines: the file given is not a trace (exit
+    2; HTTP 422, as for any unprocessable input)."""
+
+    http_status = 422
+    code = "trace"
 
     def __init__(self, path: str | Path, reason: str):
         super().__init__(f"cannot read trace {str(path)!r}: {reason}")

@@ -76,6 +76,8 @@ CHART_FILE = re.compile(r"^chart-\d+\.png$")
 class RetentionError(UsageError):
     """A retention setting that cannot be read; the message names the variable."""
 
+    code = "bad_retention"
+
 
 @dataclass(frozen=True)
 class Retention:

@@ -10,9 +10,10 @@ import pytest
 
 from tablequest.llm import Scripted
 from tablequest.llm.usage import StepBudget
-from tablequest.methods.base import MethodContext, Result, TableSet
+from tablequest.methods.base import MethodContext, TableSet
 from tablequest.methods.research import DTR, ExperienceMemory, ResearchOptions
 from tablequest.methods.research.memory import FeedbackRecord, Lesson
+from tablequest.methods.result import Result
 from tablequest.sandbox import Sandbox
 from tablequest.table import Table
 from tablequest.trace import Trace

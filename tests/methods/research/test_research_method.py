@@ -11,10 +11,11 @@ import pytest
 from tablequest.corpus import Store
 from tablequest.llm import Scripted
 from tablequest.llm.usage import StepBudget
-from tablequest.methods.base import MethodContext, Result, TableSet
+from tablequest.methods.base import MethodContext, TableSet
 from tablequest.methods.registry import get_method
 from tablequest.methods.research import DTR, ExperienceMemory, ResearchOptions, run_research
 from tablequest.methods.research.conclude import DIRECT_TABLE_CHARS
+from tablequest.methods.result import Result
 from tablequest.sandbox import Sandbox, SandboxUnavailable
 from tablequest.table import Table
 from tablequest.trace import Trace

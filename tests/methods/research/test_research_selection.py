@@ -11,7 +11,8 @@ import pytest
 
 from tablequest.llm import Scripted
 from tablequest.llm.usage import StepBudget
-from tablequest.methods.base import MethodContext, TableSet, start_query
+from tablequest.methods.base import MethodContext, TableSet
+from tablequest.methods.query import start_query
 from tablequest.methods.research import DTR, ResearchOptions
 from tablequest.methods.research.execute import PathOutcome
 from tablequest.methods.research.explore import select

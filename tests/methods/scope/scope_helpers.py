@@ -9,7 +9,8 @@ from typing import Any
 from tablequest.llm import Scripted
 from tablequest.llm.base import LLM, Completion, Message
 from tablequest.llm.usage import StepBudget
-from tablequest.methods.base import MethodContext, Result, TableSet
+from tablequest.methods.base import MethodContext, TableSet
+from tablequest.methods.result import Result
 from tablequest.methods.scope import ScopeOptions, TabScope
 from tablequest.table import Table
 from tablequest.trace import Trace

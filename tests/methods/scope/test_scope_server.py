@@ -14,7 +14,8 @@ from scope_helpers import LEAGUE, QUESTION, stage_of
 from tablequest.llm import OpenAICompatible
 from tablequest.llm.config import LLMConfig
 from tablequest.llm.stub import Fault, StubServer
-from tablequest.methods.base import MethodContext, Result, TableSet
+from tablequest.methods.base import MethodContext, TableSet
+from tablequest.methods.result import Result
 from tablequest.methods.scope import ScopeOptions, TabScope
 from tablequest.methods.scope.state import linearize
 from tablequest.methods.scope.tokens import (

@@ -402,9 +402,17 @@ hybrid": chosen as the cut whose training R@1 with ``phrase-hybrid`` stays above
 while its table encoding fits the 25-second cold evaluation)."""
 
 
+def _need_dense(name: str) -> None:
+    """Refuse a MiniLM encoder when it is built, not at its first encoding, when the [dense]
+    extra is missing: whoever builds one (the web app's search form) learns at once."""
+    if not minilm_installed():
+        raise EncoderUnavailable(f"the {name} encoder needs the [dense] extra: {DENSE_EXTRA_HINT}")
+
+
 def _onnx_short(settings: EncoderSettings) -> Encoder:
     from tablequest.corpus.dense.onnx_minilm import ONNXMiniLMEncoder
 
+    _need_dense("minilm-32")
     cpu = ONNXMiniLMEncoder(max_seq_length=SHORT_TOKENS)
     return _on_device(settings, cpu, SHORT_TOKENS)
 
@@ -413,6 +421,7 @@ def _onnx(settings: EncoderSettings, *, int8: bool = False) -> Encoder:
     from tablequest.corpus.dense.device import requested_device
     from tablequest.corpus.dense.onnx_minilm import ONNXMiniLMEncoder
 
+    _need_dense("minilm-int8" if int8 else "minilm")
     if not int8:
         return _on_device(settings, ONNXMiniLMEncoder())
     if requested_device(settings.device).startswith("cuda"):
@@ -427,7 +436,13 @@ def _static(settings: EncoderSettings) -> Encoder:
     from tablequest.corpus.dense.static_minilm import StaticMiniLMEncoder
 
     _no_device(settings, "minilm-static")
+    _need_dense("minilm-static")
     return StaticMiniLMEncoder()
+
+
+def _sentence_transformers(settings: EncoderSettings) -> Encoder:
+    _need_dense("minilm-st")
+    return _on_device(settings, MiniLMEncoder())
 
 
 def _hash(settings: EncoderSettings) -> Encoder:
@@ -446,9 +461,7 @@ register_encoder(
     "minilm-int8", lambda s: _onnx(s, int8=True), "minilm quantized to int8 (faster, ≈)"
 )
 register_encoder("minilm-static", _static, "static model distilled from minilm (numpy, fast)")
-register_encoder(
-    "minilm-st", lambda s: _on_device(s, MiniLMEncoder()), "minilm on sentence-transformers"
-)
+register_encoder("minilm-st", _sentence_transformers, "minilm on sentence-transformers")
 register_encoder("api", _api, "an OpenAI-compatible /v1/embeddings endpoint")
 register_encoder("hash", _hash, "hashing vectors, no model (tests)")
 

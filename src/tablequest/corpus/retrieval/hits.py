@@ -4,7 +4,7 @@
 decimals, where the table comes from, its format, and the body rows any pattern matched
 (sorted, each once). The caller names the source, because who reads it decides what it may
 show: the CLI shows the user's own path (``file#sheet``), the server the file relative to its
-corpus root (`service.stores`), never a server path. The server adds the table's title and,
+corpus root (`service.snapshot`), never a server path. The server adds the table's title and,
 when asked, its text preview (`SearchHit.as_json(full=True)`).
 """
 

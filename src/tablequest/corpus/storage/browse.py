@@ -127,6 +127,7 @@ _FORMS = {
     "TIMESTAMP": "a time as YYYY-MM-DD HH:MM[:SS]",
     "DOUBLE": "a number with a dot for decimals and no grouping, e.g. 1234.5",
     "BIGINT": "a whole number without grouping, e.g. 1234",
+    "BOOLEAN": "true or false",
 }
 
 

@@ -17,7 +17,7 @@ from pathlib import PurePath
 from typing import Any
 
 from tablequest.corpus.storage.corpus import Corpus
-from tablequest.corpus.storage.store import has_ingest_time
+from tablequest.corpus.storage.storeformat import has_ingest_time
 
 __all__ = ["TableEntry", "catalog"]
 

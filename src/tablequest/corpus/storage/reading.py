@@ -40,8 +40,8 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from tablequest.corpus.storage.store import table_row
 from tablequest.corpus.storage.streaming import announce_big, stream_spec
+from tablequest.corpus.storage.tablerows import table_row
 from tablequest.table import ReadBudget, UnreadableTable, read_tables_report
 
 PARALLEL_THRESHOLD = 64  # fewer files than this are read in-process (no pool start-up)

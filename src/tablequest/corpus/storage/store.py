@@ -9,7 +9,10 @@ single INSERT, which DuckDB commits as its own transaction):
     embeddings(content_hash, model, vector) -- dense vectors, keyed by content
     relations(table_id, sql_name, columns)  -- each table's typed relation (below)
     store_meta(key, value)                  -- format_version
-    "<sql_name>"(_row, <columns>)           -- one typed DuckDB table per stored table
+    "<sql_name>"(_row, <columns>)           -- one typed relation per stored table: a table,
+                                            -- or a view over tq_small(table_id, rows) for
+                                            -- a small one (relations.py)
+    tq_raw."<table id>"                     -- a streamed table's text as read (streaming.py)
 
 The typed relations (names, types, metadata) are described in
 `tablequest.corpus.storage.relations`; they are written in the same transaction as the
@@ -34,17 +37,15 @@ since uninstalled) as Markdown. Indexes are keyed by a fingerprint of (count, ta
 file hashes) and rebuilt lazily when the corpus changed.
 
 Reliability (docs/reliability.md): the file checks, the lock wait and the error classes are
-in `tablequest.corpus.storage.storefile`. Every write is one transaction; a failure of the file or
-the disk (no space, I/O error, read-only media) raises `StoreWriteError` after the
-transaction is rolled back, and what was committed before stays intact. After DuckDB's
-fatal "commit durable, checkpoint failed" the connection is reopened, so the Store stays
-usable (reads, and writes once there is space again).
+in `tablequest.corpus.storage.storefile`; writing, its transactions and what a failed write
+means in `tablequest.corpus.storage.storewrites`; the schema, format versions and migration
+in `tablequest.corpus.storage.storeformat`; a table's `tables` row in
+`tablequest.corpus.storage.tablerows`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import sys
 from collections.abc import Iterator, Sequence
@@ -55,45 +56,30 @@ from typing import Any, Protocol
 import duckdb
 
 from tablequest.corpus.storage import relations as rel
-from tablequest.corpus.storage.storefile import (
-    BLOCK_SIZE,
-    NO_SPACE,
-    explain,
-    is_store_failure,
-    open_database,
-    sql_literal,
-)
 from tablequest.corpus.storage.storefile import NoStore as NoStore
 from tablequest.corpus.storage.storefile import NotAStore as NotAStore
 from tablequest.corpus.storage.storefile import StoreError as StoreError
 from tablequest.corpus.storage.storefile import StoreLocked as StoreLocked
 from tablequest.corpus.storage.storefile import StoreWriteError as StoreWriteError
-from tablequest.table import Source, Table, index_cell, index_cells, serialize, text_format_for
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS tables (
-    table_id TEXT NOT NULL, path TEXT NOT NULL, file_hash TEXT NOT NULL, idx INTEGER NOT NULL,
-    format TEXT, sheet TEXT, title TEXT, content_hash TEXT NOT NULL,
-    n_rows INTEGER NOT NULL, n_cols INTEGER NOT NULL,
-    data TEXT NOT NULL, text TEXT NOT NULL, plain TEXT NOT NULL,
-    ingested_at TIMESTAMP DEFAULT (now() AT TIME ZONE 'UTC')
-);
-CREATE TABLE IF NOT EXISTS indexes (name TEXT NOT NULL, fingerprint TEXT NOT NULL, blob BLOB);
-CREATE TABLE IF NOT EXISTS embeddings (
-    content_hash TEXT NOT NULL, model TEXT NOT NULL, vector FLOAT[] NOT NULL
-);
-CREATE TABLE IF NOT EXISTS relations (
-    table_id TEXT NOT NULL, sql_name TEXT NOT NULL, columns TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS store_meta (key TEXT NOT NULL, value TEXT NOT NULL);
-CREATE SCHEMA IF NOT EXISTS tq_raw;
-"""
-
-
-ROW_COLUMNS = (
-    "table_id, path, file_hash, idx, format, sheet, title, content_hash, "
-    "n_rows, n_cols, data, text, plain"
+from tablequest.corpus.storage.storefile import explain, open_database
+from tablequest.corpus.storage.storeformat import (
+    SCHEMA,
+    add_ingest_time,
+    rewrite,
+    set_version,
+    stored_version,
 )
+from tablequest.corpus.storage.storeformat import StoreOutdated as StoreOutdated
+from tablequest.corpus.storage.storeformat import has_ingest_time as has_ingest_time
+from tablequest.corpus.storage.storewrites import StoreWrites
+from tablequest.corpus.storage.tablerows import N_COLUMNS as N_COLUMNS
+from tablequest.corpus.storage.tablerows import ROW_COLUMNS as ROW_COLUMNS
+from tablequest.corpus.storage.tablerows import arrow_rows, with_body
+from tablequest.corpus.storage.tablerows import plain_text as plain_text
+from tablequest.corpus.storage.tablerows import table_id_for as table_id_for
+from tablequest.corpus.storage.tablerows import table_row as table_row
+from tablequest.corpus.storage.tablerows import text_format as text_format
+from tablequest.table import Source, Table
 
 
 @dataclass(frozen=True)
@@ -103,80 +89,6 @@ class Hit:
     table_id: str
     score: float
     matched_rows: dict[str, list[int]] = field(default_factory=dict)
-
-
-_INT_COLUMNS = {"idx", "n_rows", "n_cols"}
-N_COLUMNS = 13  # a row's `tables` columns; a 14th item, when there is one, is its relation
-
-
-def _arrow_rows(rows: Sequence[tuple[Any, ...]]) -> Any:
-    import pyarrow as pa
-
-    names = [c.strip() for c in ROW_COLUMNS.split(",")]
-    columns = (
-        list(zip(*(r[:N_COLUMNS] for r in rows), strict=True)) if rows else [() for _ in names]
-    )
-    arrays = [
-        pa.array(col, type=pa.int64() if name in _INT_COLUMNS else pa.string())
-        for name, col in zip(names, columns, strict=True)
-    ]
-    return pa.Table.from_arrays(arrays, names=names)
-
-
-def table_id_for(path: str, idx: int) -> str:
-    """Opaque, stable id of the idx-th table of a file: reveals nothing of the name."""
-    return "t" + hashlib.sha256(f"{path}\0{idx}".encode()).hexdigest()[:15]
-
-
-def text_format(table: Table) -> str:
-    """The serialization the table is stored and shown in (its reader's `text_format`)."""
-    return text_format_for(table.source.format)
-
-
-def plain_text(table: Table) -> str:
-    """Title, then one line per grid row (header rows first), cells as whitespace-separated
-    words (for BM25 / dense). A cell's own line breaks ("No. in\nseries") become spaces, so
-    each line is one whole row (the phrase index and the header vector read lines). Each
-    cell gives at most `INDEX_CELL_CHARS` characters (`tablequest.table.indexcap`)."""
-    parts = [" ".join(index_cell(table.title or "").split())]
-    parts.extend(
-        " ".join(" ".join(index_cell(cell).split()) for cell in row) for row in table.cells
-    )
-    return "\n".join(p for p in parts if p)
-
-
-def table_row(table: Table, *, path: str, file_hash: str, idx: int) -> tuple[Any, ...]:
-    """The `tables` row for one table (computed in ingest workers, inserted by the store),
-    then its typed relation (`relations.relation_arrow`, typed where the table was read, so
-    the writing process only creates it) as a 14th item the `tables` insert leaves out."""
-    return (
-        table_id_for(path, idx),
-        path,
-        file_hash,
-        idx,
-        table.source.format,
-        table.source.sheet,
-        table.title,
-        table.content_hash,
-        table.n_rows,
-        table.n_cols,
-        json.dumps(table.to_dict(), ensure_ascii=False),
-        serialize(index_cells(table), text_format_for(table.source.format)),
-        plain_text(table),
-        rel.relation_arrow(table),
-    )
-
-
-def _with_body(data: dict[str, Any], rows: Sequence[Sequence[Any]]) -> Table:
-    """A streamed table's stored structure (`data`) with body `rows`, each (row id, cells…)."""
-    head = Table.from_dict(data)
-    return Table(
-        cells=(*head.cells, *(tuple(r[1:]) for r in rows)),
-        n_header_rows=head.n_header_rows,
-        source=head.source,
-        row_ids=tuple(int(r[0]) for r in rows),
-        col_ids=head.col_ids,
-    )
 
 
 class _Tables(Protocol):
@@ -195,7 +107,7 @@ def subset_store(corpus: _Tables, table_ids: Sequence[str]) -> Store:
         for row in corpus.rows(list(dict.fromkeys(table_ids)))
     ]
     sub = Store()
-    sub._insert_arrow(_arrow_rows(rows), [], rows)
+    sub._insert_arrow(arrow_rows(rows), [], rows)
     return sub
 
 
@@ -205,87 +117,7 @@ def _grid_row(corpus: _Tables, row: tuple[Any, ...]) -> tuple[Any, ...]:
     return (*row[:10], json.dumps(table.to_dict(), ensure_ascii=False), *row[11:])
 
 
-class StoreOutdated(StoreError):
-    """The store was written before typed relations (format 2): `tablequest migrate` it."""
-
-    http_status = 409
-    code = "store_outdated"
-
-
-def _format_version(con: duckdb.DuckDBPyConnection) -> int | None:
-    """The store's format version; None for a store written before versions were kept."""
-    try:
-        row = con.execute("SELECT value FROM store_meta WHERE key = 'format_version'").fetchone()
-    except duckdb.CatalogException:
-        return None
-    return int(row[0]) if row else None
-
-
-def _set_version(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute("DELETE FROM store_meta WHERE key = 'format_version'")
-    con.execute("INSERT INTO store_meta VALUES ('format_version', ?)", [str(rel.FORMAT_VERSION)])
-
-
-def _rewrite(path: Path, lock_timeout: float | None) -> None:
-    """Rewrite a store of format 1 as format 2 into a new file, renamed over `path`.
-
-    The old file is held (DuckDB's lock) and only read until the rename, so another process
-    never writes to the file being replaced, and a failure leaves it as it was.
-    """
-    fresh = path.with_name(path.name + ".migrating")
-    fresh.unlink(missing_ok=True)
-    con = open_database(path, read_only=False, lock_timeout=lock_timeout)
-    try:
-        con.execute("CHECKPOINT")  # nothing of the old file is left in a WAL beside it
-        old = con.execute("SELECT current_database()").fetchone()[0]  # type: ignore[index]
-        con.execute(f"ATTACH {sql_literal(str(fresh))} AS tq_fresh (BLOCK_SIZE {BLOCK_SIZE})")
-        con.execute("USE tq_fresh")
-        con.execute(SCHEMA)
-        for name in ("tables", "indexes", "embeddings"):
-            # the tables' own columns: a store of format 1 kept no ingest time
-            cols = f"({ROW_COLUMNS}) SELECT {ROW_COLUMNS}" if name == "tables" else "SELECT *"
-            con.execute(f"INSERT INTO {name} {cols} FROM {rel.quote(old)}.{name}")
-        reader = con.cursor()
-        reader.execute(f"SELECT {ROW_COLUMNS} FROM {rel.quote(old)}.tables ORDER BY table_id")
-        while batch := reader.fetchmany(256):
-            rel.write_relations(con, batch, {})
-        _set_version(con)
-        con.execute(f"USE {rel.quote(old)}")
-        con.execute("DETACH tq_fresh")
-        fresh.replace(path)
-    except BaseException as exc:
-        fresh.unlink(missing_ok=True)
-        Path(str(fresh) + ".wal").unlink(missing_ok=True)
-        if isinstance(exc, duckdb.Error):
-            raise StoreError(f"cannot migrate store {str(path)!r}: {explain(exc)}") from exc
-        raise
-    finally:
-        with contextlib.suppress(duckdb.Error):
-            con.close()
-
-
-def has_ingest_time(con: duckdb.DuckDBPyConnection) -> bool:
-    """Whether the store keeps ingest times (one written before them and opened read-only
-    does not: only a writer adds the column, `_add_ingest_time`)."""
-    row = con.execute(
-        "SELECT count(*) FROM duckdb_columns() WHERE database_name = current_database() "
-        "AND table_name = 'tables' AND column_name = 'ingested_at'"
-    ).fetchone()
-    return bool(row and row[0])
-
-
-def _add_ingest_time(con: duckdb.DuckDBPyConnection) -> None:
-    """Give a store written before ingest times were kept its `ingested_at` column (NULL,
-    unknown, for the tables already there; UTC from now on)."""
-    if has_ingest_time(con):
-        return
-    con.execute("ALTER TABLE tables ADD COLUMN ingested_at TIMESTAMP")
-    con.execute(
-        "ALTER TABLE tables ALTER COLUMN ingested_at SET DEFAULT (now() AT TIME ZONE 'UTC')"
-    )
-
-
-class Store:
+class Store(StoreWrites):
     """A corpus of tables in DuckDB (`path=None`: in memory).
 
     Args:
@@ -340,11 +172,11 @@ class Store:
         if not self.read_only:
             try:
                 con.execute(SCHEMA)
-                _add_ingest_time(con)
-                if _format_version(con) is None and not self._fresh(con):
+                add_ingest_time(con)
+                if stored_version(con) is None and not self._fresh(con):
                     con.close()
                     assert self.path is not None  # an in-memory store starts empty
-                    _rewrite(self.path, self.lock_timeout)
+                    rewrite(self.path, self.lock_timeout)
                     message = f"store {self.name!r} migrated to format {rel.FORMAT_VERSION}"
                     self.note(message)
                     # said where it happens, as the rank module says a rebuilt index: the
@@ -365,13 +197,13 @@ class Store:
         row = con.execute("SELECT count(*) FROM tables").fetchone()
         if row and row[0]:
             return False
-        _set_version(con)
+        set_version(con)
         return True
 
     @property
     def format_version(self) -> int:
         """1 for a store written before typed relations, else its format version."""
-        return _format_version(self.con) or 1
+        return stored_version(self.con) or 1
 
     def _need_relations(self) -> None:
         if self.format_version < rel.FORMAT_VERSION:
@@ -438,151 +270,6 @@ class Store:
         return self
 
     # -- writing -----------------------------------------------------------------------
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
-        """One transaction; rolled back on any exception (KeyboardInterrupt included)."""
-        self.con.execute("BEGIN TRANSACTION")
-        try:
-            yield
-            self.con.execute("COMMIT")
-        except BaseException:
-            # A failed COMMIT has already ended the transaction and a fatal error has
-            # invalidated the database: either way there is nothing left to roll back.
-            with contextlib.suppress(duckdb.Error):
-                self.con.execute("ROLLBACK")
-            raise
-
-    def _write_failed(
-        self, exc: duckdb.Error, what: str, probe: Sequence[Any] | None
-    ) -> StoreWriteError:
-        """The error to raise for a failed write; reopens an invalidated database and checks
-        (with `probe`, a row written) whether the write was committed all the same."""
-        committed = False
-        if isinstance(exc, duckdb.FatalException) and self.path is not None:
-            with contextlib.suppress(duckdb.Error):
-                self.con.close()
-            self.con = self._connect()
-            if probe is not None:
-                row = self.con.execute(
-                    "SELECT count(*) FROM tables WHERE table_id = ? AND file_hash = ?",
-                    [probe[0], probe[2]],
-                ).fetchone()
-                committed = bool(row and row[0])
-        reason = explain(exc)
-        message = f"cannot write {what} to store {self.name!r}: {reason}"
-        if committed:
-            message += " (the last write was committed; the checkpoint after it failed)"
-        error = StoreWriteError(message, committed=committed)
-        if reason == NO_SPACE:
-            error.code = "disk_full"
-        return error
-
-    def known_files(self) -> dict[str, tuple[str, int]]:
-        """path → (file_hash, number of tables) for every stored file."""
-        rows = self.con.execute(
-            "SELECT path, any_value(file_hash), count(*) FROM tables GROUP BY path"
-        ).fetchall()
-        return {p: (h, int(n)) for p, h, n in rows}
-
-    def put_file(self, path: str, rows: Sequence[tuple[Any, ...]], *, replace: bool) -> None:
-        """Store all tables of one file atomically (replacing the file's old tables).
-
-        Raises:
-            StoreWriteError: the file or disk failed (nothing of this file was written,
-                unless `committed` says the commit landed before the failure).
-            duckdb.Error: a row DuckDB refused (nothing of this file was written).
-        """
-        placeholders = ", ".join(["(" + ", ".join(["?"] * 13) + ")"] * len(rows))
-        params = [v for row in rows for v in row[:N_COLUMNS]]
-        sql = f"INSERT INTO tables ({ROW_COLUMNS}) VALUES {placeholders}"
-        try:
-            with self.transaction():
-                keep = self._drop_paths([path])
-                self.con.execute(sql, params)
-                rel.write_relations(self.con, rows, keep)
-        except duckdb.Error as exc:
-            if is_store_failure(exc):
-                raise self._write_failed(exc, "a file's tables", rows[0] if rows else None) from exc
-            raise
-
-    def put_files(self, batch: Sequence[tuple[str, Sequence[tuple[Any, ...]], bool]]) -> list[str]:
-        """Store many files in one transaction (Arrow bulk insert); each file stays atomic.
-
-        `batch` holds (path, rows, replace) per file. When the group fails for its rows,
-        every file is retried alone in its own transaction, so one bad file never blocks
-        another. Returns the paths that could not be stored.
-
-        Raises:
-            StoreWriteError: the file or disk failed; the group was rolled back (unless
-                `committed` says the commit landed before the failure).
-        """
-        if not batch:
-            return []
-        try:
-            arrow = _arrow_rows([row for _, rows, _ in batch for row in rows])
-        except (ValueError, TypeError):  # a malformed row: isolate it below
-            arrow = None
-        if arrow is not None:
-            try:
-                replaced = [path for path, _, replace in batch if replace]
-                self._insert_arrow(arrow, replaced, [row for _, rows, _ in batch for row in rows])
-                return []
-            except duckdb.Error as exc:
-                if is_store_failure(exc):
-                    probe = next((rows[0] for _, rows, _ in batch if rows), None)
-                    raise self._write_failed(exc, "a group of files", probe) from exc
-            except (ValueError, TypeError, KeyError):  # a row whose table cannot be typed
-                pass
-        failed = []
-        for path, rows, replace in batch:
-            try:
-                self.put_file(path, rows, replace=replace)
-            except (duckdb.Error, ValueError, TypeError, KeyError):
-                failed.append(path)
-        return failed
-
-    def _drop_paths(self, paths: list[str]) -> dict[str, str]:
-        """Delete the tables of `paths` and their relations; their ids' old relation names."""
-        if not paths:
-            return {}
-        ids = [
-            r[0]
-            for r in self.con.execute(
-                "SELECT table_id FROM tables WHERE list_contains(?, path)", [paths]
-            ).fetchall()
-        ]
-        names = dict(
-            self.con.execute(
-                "SELECT table_id, sql_name FROM relations WHERE list_contains(?, table_id)", [ids]
-            ).fetchall()
-        )
-        rel.drop_relations(self.con, ids)
-        self.con.execute("DELETE FROM tables WHERE list_contains(?, path)", [paths])
-        return names
-
-    def _insert_arrow(
-        self, arrow: Any, replaced: list[str], rows: Sequence[tuple[Any, ...]]
-    ) -> None:
-        with self.transaction():
-            keep = self._drop_paths(replaced)
-            self.con.register("tq_batch", arrow)
-            try:
-                self.con.execute(
-                    f"INSERT INTO tables ({ROW_COLUMNS}) SELECT {ROW_COLUMNS} FROM tq_batch"
-                )
-            finally:
-                self.con.unregister("tq_batch")
-            rel.write_relations(self.con, rows, keep)
-
-    def add_table(self, table: Table, *, key: str, idx: int = 0) -> str:
-        """Add one in-memory table under a caller-chosen key (used by corpus builders)."""
-        row = table_row(table, path=key, file_hash=table.content_hash, idx=idx)
-        known = self.known_files().get(key)
-        if known is not None and known[0] == table.content_hash:
-            return str(row[0])
-        self.put_file(key, [row], replace=known is not None)
-        return str(row[0])
-
     # -- reading -----------------------------------------------------------------------
     def __len__(self) -> int:
         row = self.con.execute("SELECT count(*) FROM tables").fetchone()
@@ -614,7 +301,7 @@ class Store:
         if body is None:
             return Table.from_dict(data)
         sample = body.get("sample", [])
-        return _with_body(data, [(i, *row) for i, row in enumerate(sample)])
+        return with_body(data, [(i, *row) for i, row in enumerate(sample)])
 
     def get_rows(self, table_id: str, row_ids: Sequence[int]) -> Table:
         """The stored table with only the body rows `row_ids`, in that order (a page):
@@ -650,7 +337,7 @@ class Store:
                 rows = [by_id[i] for i in row_ids]
         finally:
             cur.close()
-        return _with_body(data, rows)
+        return with_body(data, rows)
 
     def source(self, table_id: str) -> Source:
         row = self.con.execute(

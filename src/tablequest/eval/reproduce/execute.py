@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from tablequest.errors import RunError
-from tablequest.eval.corpora import Corpus, CorpusError, build_corpus, ensure_dense
+from tablequest.eval.corpora import BuiltCorpus, CorpusError, build_corpus, ensure_dense
 from tablequest.eval.datasets import DATASETS, Dataset, DatasetError, Question, load
 from tablequest.eval.pipeline import answer_questions, prepared_answer
 from tablequest.eval.report import all_failed, summarize, write_report
@@ -173,7 +173,7 @@ def _dataset(row: Row, data_root: Path) -> Dataset:
     return load(row.dataset, folder, **dict(row.load_options))
 
 
-def _corpus(row: Row, ctx: RunContext, dataset: Dataset) -> Corpus:
+def _corpus(row: Row, ctx: RunContext, dataset: Dataset) -> BuiltCorpus:
     return build_corpus(dataset, row.fmt, seed=0, cache_dir=ctx.corpora)
 
 
@@ -251,7 +251,7 @@ def _judged(
     return out
 
 
-def _dense(corpus: Corpus, encoder: Any, ctx: RunContext) -> None:
+def _dense(corpus: BuiltCorpus, encoder: Any, ctx: RunContext) -> None:
     ensure_dense(corpus, encoder, cache_dir=ctx.corpora)
 
 

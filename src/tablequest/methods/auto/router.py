@@ -44,19 +44,11 @@ from tablequest.methods.auto.signals import (
     question_signals,
     table_signals,
 )
-from tablequest.methods.base import (
-    CandidateRecord,
-    MethodContext,
-    Query,
-    Result,
-    RouteRecord,
-    TableSet,
-    Task,
-    failed,
-    start_query,
-)
+from tablequest.methods.base import MethodContext, TableSet, Task
 from tablequest.methods.options import MethodOptions, option
+from tablequest.methods.query import Query, start_query
 from tablequest.methods.registry import UnknownMethod, get_method
+from tablequest.methods.result import CandidateRecord, Result, RouteRecord, failed
 from tablequest.methods.seek import SeekConfig, TableSeek
 from tablequest.table import Table
 from tablequest.trace import Trace

@@ -16,9 +16,11 @@ from collections.abc import Sequence
 
 import pyarrow.compute as pc
 
-from tablequest.methods.evidence import Binding, Verdict, code_evidence
+from tablequest.methods.evidence import code_evidence
+from tablequest.methods.lineage import Binding
 from tablequest.methods.rag.prepared import PreparedTable
 from tablequest.methods.rag.solver import SolveOutcome
+from tablequest.methods.recompute import Verdict
 from tablequest.table import CellRef
 
 __all__ = ["rag_evidence"]

@@ -42,14 +42,8 @@ from tablequest.llm import (
     default_cache_dir,
     estimate_tokens,
 )
-from tablequest.methods.base import (
-    MethodContext,
-    Query,
-    Result,
-    TableSet,
-    Task,
-    start_query,
-)
+from tablequest.methods.base import MethodContext, TableSet, Task
+from tablequest.methods.query import Query, start_query
 from tablequest.methods.rag import baselines
 from tablequest.methods.rag.config import RagConfig
 from tablequest.methods.rag.evidence import rag_evidence
@@ -70,6 +64,7 @@ from tablequest.methods.rag.solver import (
     solve,
     voted_result,
 )
+from tablequest.methods.result import Result
 from tablequest.sandbox import Sandbox, SandboxError
 from tablequest.table import Table
 from tablequest.trace import Trace

@@ -26,8 +26,8 @@ from tablequest.methods.rag import relation_db
 from tablequest.methods.rag.cell_db import CellDB, CellEntry, build_cell_db
 from tablequest.methods.rag.config import RagConfig
 from tablequest.methods.rag.retrieval import (
+    EntryRetriever,
     RetrievalKind,
-    Retriever,
     build_retriever,
     cache_key,
     multi_query_retrieve,
@@ -49,8 +49,8 @@ class PreparedTable:
     cells: CellDB
     seconds: dict[str, float] = field(default_factory=dict)
     encoder_kind: RetrievalKind | None = None
-    schema_retriever: Retriever | None = None
-    cell_retriever: Retriever | None = None
+    schema_retriever: EntryRetriever | None = None
+    cell_retriever: EntryRetriever | None = None
     cache_hits: dict[str, bool] = field(default_factory=dict)
 
 

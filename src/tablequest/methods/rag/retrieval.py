@@ -51,7 +51,7 @@ class Retrieved:
     query: str
 
 
-class Retriever(Protocol):
+class EntryRetriever(Protocol):
     """Scores every database entry against each query (rows: queries)."""
 
     positive_only: bool
@@ -139,7 +139,7 @@ def top_k(scores: Scores, k: int, *, positive_only: bool) -> npt.NDArray[np.int6
     return order.astype(np.int64)
 
 
-class DenseRetriever:
+class DenseEntryRetriever:
     """Cosine similarity between query vectors and stored entry vectors."""
 
     positive_only = False
@@ -155,7 +155,7 @@ class DenseRetriever:
         return np.asarray(q @ self.vectors.T, dtype=np.float64)
 
 
-class BM25Retriever:
+class BM25EntryRetriever:
     """bm25s (Lucene variant, defaults) over the entries' texts, stop words removed."""
 
     positive_only = True
@@ -180,12 +180,14 @@ class BM25Retriever:
         return out
 
 
-class HybridRetriever:
+class HybridEntryRetriever:
     """Weighted reciprocal-rank fusion of a dense and a BM25 retriever (per query top-K)."""
 
     positive_only = True
 
-    def __init__(self, dense: DenseRetriever, lexical: BM25Retriever, weight: float = 0.5):
+    def __init__(
+        self, dense: DenseEntryRetriever, lexical: BM25EntryRetriever, weight: float = 0.5
+    ):
         self.dense = dense
         self.lexical = lexical
         self.weight = weight
@@ -208,7 +210,9 @@ class HybridRetriever:
         return out
 
 
-def multi_query_retrieve(retriever: Retriever, queries: Sequence[str], k: int) -> list[Retrieved]:
+def multi_query_retrieve(
+    retriever: EntryRetriever, queries: Sequence[str], k: int
+) -> list[Retrieved]:
     """Top-k per query, merged, ranked by similarity to the closest query (ties: index)."""
     queries = [q for q in dict.fromkeys(q.strip() for q in queries) if q]
     if not queries or k <= 0:
@@ -236,12 +240,12 @@ def build_retriever(
     store: Store | None,
     key: str,
     weight: float = 0.5,
-) -> tuple[Retriever, bool]:
+) -> tuple[EntryRetriever, bool]:
     """A retriever over `texts` and whether its vectors came from the store cache."""
     if kind == "bm25" or encoder is None:
-        return BM25Retriever(texts), False
+        return BM25EntryRetriever(texts), False
     vectors, hit = encode_cached(store, key, encoder, texts)
-    dense = DenseRetriever(encoder, vectors)
+    dense = DenseEntryRetriever(encoder, vectors)
     if kind == "hybrid":
-        return HybridRetriever(dense, BM25Retriever(texts), weight), hit
+        return HybridEntryRetriever(dense, BM25EntryRetriever(texts), weight), hit
     return dense, hit

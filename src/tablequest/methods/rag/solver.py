@@ -27,7 +27,8 @@ for "Final Answer: Answer1, Answer2, ..." as the last line, "no other form", and
 does not say what happens without it (ours, issue 36): the reason is "the model's reply had no
 answer in the expected format", with the reply's start in the trace; when every sample ends
 so, the question is "failed". A sample that kept writing Actions until the step limit stays
-``no_answer`` ("no Final Answer within N steps", "insufficient").
+``no_answer`` ("no Final Answer within N steps", "insufficient"). A reply with neither is
+reported to the model (`LLM.discard`): the LLM cache does not serve it again (issue 39).
 """
 
 from __future__ import annotations
@@ -52,8 +53,8 @@ from tablequest.llm import (
     parse_react,
     reply_start,
 )
-from tablequest.methods.base import Result, Status
-from tablequest.methods.evidence import Verdict
+from tablequest.methods.recompute import Verdict
+from tablequest.methods.result import Result, Status
 from tablequest.sandbox import ExecResult, SandboxError
 from tablequest.table import CellRef
 from tablequest.trace import Trace
@@ -187,12 +188,12 @@ def solve(
             trace.event("fallback", stage="solver", reason=out.reason)
             break
         try:
-            reply = llm.chat(
+            completion = llm.chat(
                 [{"role": "user", "content": text}],
                 temperature=temperature,
                 max_tokens=max_tokens,
                 stop=["Observation:"],
-            )[0].text
+            )[0]
         except LLMError as exc:
             out.calls += 1
             if isinstance(exc, BudgetExhausted) and unformatted is not None:
@@ -203,9 +204,11 @@ def solve(
             trace.event("fallback", stage="solver", reason=out.reason)
             break
         out.calls += 1
-        reply = re.sub(r"^\s*Thought:\s*", "", reply.strip())
+        reply = re.sub(r"^\s*Thought:\s*", "", completion.text.strip())
         solution += reply
         parsed = _parse_step(reply)
+        if parsed is None:
+            llm.discard(completion)  # not the ReAct format: the cache forgets it (issue 39)
         unformatted = None if parsed is not None else reply_start(reply)
         if parsed is not None and parsed.final_answer is not None:
             final = _final_line(parsed.final_answer)

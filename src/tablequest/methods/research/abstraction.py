@@ -8,7 +8,8 @@ the question's executed paths, their step summaries and errors, and the rule-bas
 
 Choices (ours; the paper shows one example and no prompt):
 - **One call, no repair request**; a reply without ``Feedback Summary`` bullets, an LLM error,
-  or no room in the budget gives the template lessons instead, and the source is recorded
+  or no room in the budget gives the template lessons instead (a reply without bullets leaves
+  the LLM cache: `LLM.discard`, issue 39), and the source is recorded
   (trace event ``decision/experience`` and ``details["experience"]``). *No room* means one call
   would leave fewer steps than the shortest candidate path needs: the next path is worth
   more than a better-worded lesson.
@@ -192,7 +193,11 @@ def _room(run: QuestionRun) -> str | None:
     return None
 
 
-def _ask(run: QuestionRun, question: str, template: Sequence[Lesson], opts: ResearchOptions) -> str:
+def _ask(
+    run: QuestionRun, question: str, template: Sequence[Lesson], opts: ResearchOptions
+) -> tuple[list[str], str]:
+    """The model's lessons (`parse_experience`); a reply that does not parse leaves the LLM
+    cache (`LLM.discard`, issue 39) before its `ParseError` propagates."""
     q = run.q
     assert q.llm is not None
     messages = experience_messages(
@@ -201,7 +206,12 @@ def _ask(run: QuestionRun, question: str, template: Sequence[Lesson], opts: Rese
         findings=[x.text for x in template],
     )  # fmt: skip
     q.budget.spend("experience")
-    return q.llm.chat(messages, temperature=opts.temperature, max_tokens=opts.max_tokens)[0].text
+    reply = q.llm.chat(messages, temperature=opts.temperature, max_tokens=opts.max_tokens)[0]
+    try:
+        return parse_experience(reply.text)
+    except ParseError:
+        q.llm.discard(reply)
+        raise
 
 
 def abstract(
@@ -211,7 +221,7 @@ def abstract(
     reason = "llm_experience is off" if not opts.llm_experience else _room(run)
     if reason is None and run.q.llm is not None:
         try:
-            bullets, reflection = parse_experience(_ask(run, question, template, opts))
+            bullets, reflection = _ask(run, question, template, opts)
         except (LLMError, ParseError) as exc:
             reason = f"{type(exc).__name__}: {exc}"
         else:

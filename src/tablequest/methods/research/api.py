@@ -14,10 +14,11 @@ from pathlib import Path
 
 from tablequest.errors import BadValue
 from tablequest.llm import LLM, StepBudget
-from tablequest.methods.base import MethodContext, Result, TableSet, Task
+from tablequest.methods.base import MethodContext, TableSet, Task
 from tablequest.methods.research.method import DTR
 from tablequest.methods.research.options import ResearchOptions
 from tablequest.methods.research.report import write_charts
+from tablequest.methods.result import Result
 from tablequest.table import Table, read_tables
 from tablequest.trace import Trace
 

@@ -6,7 +6,7 @@ The non-code fallback's answer is its reply's ``Final Answer:`` line (or an ``An
 "only answers satisfying the query requirements and correct formats" (DTR, arXiv:2603.09151, §3.5),
 so the question fails with the reason "the model's reply had no answer in the expected
 format" and the reply's start in the trace (issue 36; unless the sandbox was unavailable,
-which stays the reason).
+which stays the reason), and the reply leaves the LLM cache (`LLM.discard`, issue 39).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from tablequest.llm import (
     is_non_answer,
     reply_start,
 )
-from tablequest.methods.base import Result, Status, Task
+from tablequest.methods.base import Task
 from tablequest.methods.research.evidence import research_evidence
 from tablequest.methods.research.execute import PathOutcome
 from tablequest.methods.research.meta import MetaGraph
@@ -32,6 +32,7 @@ from tablequest.methods.research.prompts import direct_messages
 from tablequest.methods.research.reflect import vote
 from tablequest.methods.research.report import ReportInput, build_report
 from tablequest.methods.research.state import QuestionRun
+from tablequest.methods.result import Result, Status
 from tablequest.table import serialize
 
 __all__ = ["breakdown", "conclude", "details", "direct_answer", "direct_table_text", "report"]
@@ -77,11 +78,14 @@ def direct_answer(
         reply = q.llm.chat(
             direct_messages(question, text, task=task),
             temperature=options.temperature, max_tokens=options.max_tokens,
-        )[0].text  # fmt: skip
+        )[0]  # fmt: skip
     except LLMError as exc:
         q.trace.event("fallback", stage="direct", reason=f"{type(exc).__name__}: {exc}")
         return None
-    return _direct_reply_answer(run, question, reply)
+    answer = _direct_reply_answer(run, question, reply.text)
+    if run.direct_unformatted is not None:  # no answer in the format: the cache forgets it
+        q.llm.discard(reply)
+    return answer
 
 
 def _direct_reply_answer(run: QuestionRun, question: str, reply: str) -> str | None:

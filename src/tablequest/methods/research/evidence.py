@@ -14,7 +14,9 @@ shows no evidence, docs/methods.md "Evidence").
 
 from __future__ import annotations
 
-from tablequest.methods.evidence import Binding, Verdict, code_evidence, mark_matches
+from tablequest.methods.evidence import code_evidence, mark_matches
+from tablequest.methods.lineage import Binding
+from tablequest.methods.recompute import Verdict
 from tablequest.methods.research.execute import PathOutcome
 from tablequest.methods.research.feedback import locate
 from tablequest.methods.research.state import QuestionRun

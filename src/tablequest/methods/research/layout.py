@@ -1,19 +1,14 @@
 """Layout analysis for the meta graph: which grid regions are headers, sections, data and notes.
 
 DTR §3.1 ("Bi-directional Header Identification"): "we identify header regions along each
-axis and resolve their scopes via span alignment". The table model already gives header rows
-and header columns (from merges); the paper does not say how the rest is resolved. Our
-deterministic rules, in order:
+axis and resolve their scopes via span alignment". The table model gives header rows and
+header columns (a reader's guess, which `header` extends and completes); the paper does not
+say how the rest is resolved. Our deterministic rules, in order:
 
-1. **Header rows.** The table's header rows, except that a header row whose first cell is a
-   temporal label ("1971-72") starts the body (readers take text-only first rows for headers).
-2. **Stub (row-header) columns.** The table's header columns; when it has none, the first
-   column is a stub when most of its body cells are text or temporal labels (a "Year" column
-   is a row header). With two or more header rows, the stub extends to each next column that
-   is mostly text, is not part of a column group (its top label does not head the next
-   column, unless that label is a merge of its own that ends at it), and whose header has the
-   stub's shape (one label over blank or merged levels; a header row that one merged label
-   spans from the first column on is a section row, not a level, and is ignored).
+1. **Header rows.** The table's header rows after `header.extend_header`, except that a header
+   row whose first cell is a temporal label ("1971-72") starts the body (readers take
+   text-only first rows for headers).
+2. **Stub (row-header) columns.** `header.stub_columns`.
    Blank stub cells of an outer level take the label above them when an inner level has one
    (an unmerged left tree); equal neighbouring stub labels collapse only inside a merge.
 3. **Note rows.** Trailing body rows holding a single distinct non-numeric text (footnotes,
@@ -58,10 +53,10 @@ from tablequest.methods.research.additive import (
     row_numbers,
     trailing_totals,
 )
+from tablequest.methods.research.header import cell_kind, stub_columns
 from tablequest.methods.research.markers import (
     clean_label,
     is_aggregate_label,
-    is_missing,
     is_unit_label,
     parse_number,
     temporal_kind,
@@ -70,7 +65,6 @@ from tablequest.table import Table
 
 __all__ = ["Layout", "analyze_layout"]
 
-MAX_STUB_SHARE = 0.5
 _TOTAL_LABEL = re.compile(r"^(?:all|total)\b|\b(?:overall|total)$", re.I)
 
 
@@ -89,92 +83,6 @@ class Layout:
     stub_labels: dict[int, tuple[str, ...]] = field(default_factory=dict)
     additive_rows: set[int] = field(default_factory=set)
     section_units: dict[int, str] = field(default_factory=dict)
-
-
-def _kind(text: str) -> str:
-    """ "empty", "number", "missing" (placeholders), "time" or "text"."""
-    s = text.strip()
-    if not s:
-        return "empty"
-    if temporal_kind(s) is not None:
-        return "time"
-    if parse_number(s) is not None:
-        return "number"
-    if is_missing(s):
-        return "missing"
-    return "text"
-
-
-def _column_kinds(table: Table, col: int) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for row in table.body:
-        k = _kind(row[col])
-        counts[k] = counts.get(k, 0) + 1
-    return counts
-
-
-def _texty(counts: dict[str, int], *, allow_time: bool) -> bool:
-    filled = sum(v for k, v in counts.items() if k != "empty")
-    if filled == 0:
-        return False
-    labels = counts.get("text", 0) + (counts.get("time", 0) if allow_time else 0)
-    return labels / filled >= 0.6
-
-
-def _grouped(table: Table, col: int) -> bool:
-    """True when the column's top header label also heads the next column (a column group)."""
-    if table.n_header_rows == 0 or col + 1 >= table.n_cols:
-        return False
-    top = clean_label(table.cells[0][col])
-    if any(m.top == 0 and m.left <= col == m.right for m in table.merges):
-        return False  # its own merged label, which ends at this column
-    return (
-        bool(top)
-        and top == clean_label(table.cells[0][col + 1])
-        and (
-            table.n_header_rows > 1
-            and clean_label(table.cells[1][col]) != clean_label(table.cells[1][col + 1])
-        )
-    )
-
-
-def _stub_shaped(table: Table, col: int) -> bool:
-    """One label in the top header row over blank (or the same) labels below it."""
-    if table.n_header_rows < 2:
-        return False
-    top = clean_label(table.cells[0][col])
-    spanning = {  # header rows that one label spans from the first column on (a section row)
-        r
-        for m in table.merges
-        if m.left == 0 and m.right >= col
-        for r in range(m.top, m.bottom + 1)
-    }
-    lower = {
-        clean_label(table.cells[r][col]) for r in range(1, table.n_header_rows) if r not in spanning
-    }
-    return bool(top) and lower <= {"", top}
-
-
-def _stub_cols(table: Table) -> tuple[int, ...]:
-    width = table.n_cols
-    if width < 2 or table.n_rows == 0:
-        return tuple(range(table.n_header_cols))
-    limit = max(1, int(width * MAX_STUB_SHARE))
-    kinds = [_column_kinds(table, c) for c in range(min(width - 1, limit + 1))]
-    if table.n_header_cols:
-        stub = list(range(table.n_header_cols))
-    elif _texty(kinds[0], allow_time=True):
-        stub = [0]
-    else:
-        return ()
-    while len(stub) < limit and stub[-1] + 1 < len(kinds):
-        nxt = stub[-1] + 1
-        if not (_texty(kinds[nxt], allow_time=True) and _stub_shaped(table, nxt)):
-            break
-        if _grouped(table, nxt):
-            break
-        stub.append(nxt)
-    return tuple(stub)
 
 
 def _merged_pairs(table: Table, stub: tuple[int, ...]) -> set[tuple[int, int]]:
@@ -271,7 +179,7 @@ def _section_label(
     if len(distinct) != 1:
         return None
     value = next(iter(distinct))
-    if _kind(value) != "text":
+    if cell_kind(value) != "text":
         return None
     if (not stub_path or stub_path[-1] == value) and (all(values) or len(data_cols) > 1):
         return value, True, None  # a label across the row (or the whole merged row)
@@ -366,7 +274,7 @@ def analyze_layout(table: Table) -> Layout:
 
     `table` should have been through `rebase_header` (the meta graph does this).
     """
-    stub = _stub_cols(table)
+    stub = stub_columns(table)
     data_cols = tuple(c for c in range(table.n_cols) if c not in stub)
     unit_row = _unit_header_row(table, data_cols)
     if unit_row is not None and not _spans_data(table, unit_row, data_cols):

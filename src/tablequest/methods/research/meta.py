@@ -16,7 +16,8 @@ Choices (ours; the paper is silent):
   ("[Numbers in thousands]") holds for the table; number cells with "%" or a currency sign give
   their column that unit. Temporal and aggregate markers come from `markers`; a data column is
   categorical when most of its values are text and they repeat.
-- The layout (stub columns, section rows, note rows, unit rows) comes from `layout`.
+- Header rows and stub columns come from `header` (a reader's guess extended), the rest of the
+  layout (section rows, note rows, unit rows) from `layout`.
 - `structure_key` is value-agnostic (shape class, not labels) so that experience learned on
   one spreadsheet applies to others laid out alike (the memory key, §3.4).
 """
@@ -26,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from tablequest.methods.research.header import extend_header
 from tablequest.methods.research.layout import Layout, analyze_layout, rebase_header
 from tablequest.methods.research.markers import (
     clean_label,
@@ -90,7 +92,7 @@ class MetaGraph:
 
     @property
     def n_header_rows(self) -> int:
-        """Header rows of the graph's table (after `rebase_header`)."""
+        """Header rows of the graph's table (after `extend_header` and `rebase_header`)."""
         return self.table.n_header_rows
 
     @property
@@ -281,10 +283,10 @@ def _column_unit(table: Table, layout: Layout, col: int) -> str | None:
 def build_meta_graph(table: Table) -> MetaGraph:
     """G_T of `table` (deterministic; see the module docstring for the rules).
 
-    The graph's `table` may differ from `table` in where its header ends (`rebase_header`);
-    body positions in the graph refer to the graph's table.
+    The graph's `table` may differ from `table` in where its header ends (`extend_header`,
+    `rebase_header`); body positions in the graph refer to the graph's table.
     """
-    table = rebase_header(table)
+    table = rebase_header(extend_header(table))
     layout = analyze_layout(table)
     b = _Builder(table)
     dims = _dimensions(table, layout)

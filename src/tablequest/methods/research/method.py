@@ -33,7 +33,8 @@ from typing import Any
 
 from tablequest.corpus import Store
 from tablequest.llm import StepBudget, ask_json
-from tablequest.methods.base import MethodContext, Query, Result, TableSet, Task, start_query
+from tablequest.methods.base import MethodContext, TableSet, Task
+from tablequest.methods.query import Query, start_query
 from tablequest.methods.relframe import frame_for
 from tablequest.methods.research.conclude import breakdown, conclude
 from tablequest.methods.research.execute import StepContext, Workspace
@@ -60,6 +61,7 @@ from tablequest.methods.research.state import (
     copy_stats,
     one_table,
 )
+from tablequest.methods.result import Result
 from tablequest.sandbox import Sandbox, SandboxError
 from tablequest.table import Table, serialize
 from tablequest.trace import Trace

@@ -15,7 +15,8 @@ Choices (ours):
   text must state one of them (compared at 3 significant digits, thousands separators
   ignored): a report that never states the answer it explains is not used.
 - **Fallback**: no model, ``llm_report=false``, no step left, an LLM error or a reply that fails
-  the checks → the template report. ``details["report_source"]`` is ``"llm"`` or
+  the checks → the template report; a reply that fails the checks leaves the LLM cache
+  (`LLM.discard`, issue 39). ``details["report_source"]`` is ``"llm"`` or
   ``"template"``, ``details["report_fallback"]`` says why, and a ``decision/report`` trace
   event records both.
 """
@@ -26,11 +27,11 @@ import re
 from typing import TYPE_CHECKING
 
 from tablequest.llm import BadCall, LLMError, ParseError, strip_think
-from tablequest.methods.base import Result
 from tablequest.methods.research.conclude import report as template_report
 from tablequest.methods.research.operations import path_key
 from tablequest.methods.research.prompts import report_messages
 from tablequest.methods.research.report import execution_record
+from tablequest.methods.result import Result
 
 if TYPE_CHECKING:
     from tablequest.methods.research.options import ResearchOptions
@@ -95,8 +96,12 @@ def _narrative(run: QuestionRun, question: str, result: Result, opts: ResearchOp
         record=execution_record(winner) if winner is not None else [],
     )  # fmt: skip
     q.budget.spend("report")
-    reply = q.llm.chat(messages, temperature=opts.temperature, max_tokens=opts.max_tokens)
-    return parse_report(reply[0].text, result.answer)
+    reply = q.llm.chat(messages, temperature=opts.temperature, max_tokens=opts.max_tokens)[0]
+    try:
+        return parse_report(reply.text, result.answer)
+    except ParseError:
+        q.llm.discard(reply)  # not served again from the LLM cache (issue 39)
+        raise
 
 
 def write_report(

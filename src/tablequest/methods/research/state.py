@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tablequest.methods.base import Query, Result, TableSet
+from tablequest.methods.base import TableSet
+from tablequest.methods.query import Query
 from tablequest.methods.research.execute import PathOutcome
 from tablequest.methods.research.frame import ExecFrame
 from tablequest.methods.research.memory import FeedbackRecord, Lesson
@@ -13,6 +14,7 @@ from tablequest.methods.research.meta import MetaGraph
 from tablequest.methods.research.operations import TableTraits, path_key
 from tablequest.methods.research.planner import Candidate, PathStats
 from tablequest.methods.research.prompts import Plan
+from tablequest.methods.result import Result
 from tablequest.table import Table
 
 __all__ = [

@@ -11,7 +11,8 @@ prose without an answer marker, a greeting (`llm.parse.is_chatter`), nothing —
 "failed" with the reason "the model's reply had no answer in the expected format" and the
 reply's start in the trace (issue 36; the paper, App. C.3, gives the ``<answer>`` format but
 not what happens without it); a refusal or tool syntax given as the answer
-(`llm.parse.is_non_answer`) fails too. A
+(`llm.parse.is_non_answer`) fails too. A reply without the tags leaves the LLM cache
+(`ScopeRun.discard`, issue 39), even when its answer line is then taken. A
 list answer keeps the model's separators. Evidence (the cells the answer used):
 cells of the table the model read (the sub-table on the localized path, the table on the full
 path) equal to an answer item (`locate_evidence`), ``matched``, or ``ambiguous`` when several
@@ -35,8 +36,8 @@ from tablequest.llm import (
     is_non_answer,
     reply_start,
 )
-from tablequest.methods.base import locate_evidence
 from tablequest.methods.evidence import mark_matches
+from tablequest.methods.locate import locate_evidence
 from tablequest.methods.scope import prompts
 from tablequest.methods.scope.state import ScopeRun, linearize
 from tablequest.table import CellRef, Table
@@ -95,6 +96,7 @@ def _ask(run: ScopeRun, messages: list[Message], max_tokens: int) -> tuple[str |
         try:
             return extract_answer(last, require_tag=True), last
         except ParseError as exc:
+            run.discard(replies[0])
             run.error("answer", f"{exc.kind}: {exc}", finish_reason=replies[0].finish_reason)
             conversation += [
                 {"role": "assistant", "content": last},

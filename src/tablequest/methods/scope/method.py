@@ -26,7 +26,9 @@ import threading
 from typing import Any
 
 from tablequest.llm import StepBudget
-from tablequest.methods.base import MethodContext, Result, TableSet, Task, start_query
+from tablequest.methods.base import MethodContext, TableSet, Task
+from tablequest.methods.query import start_query
+from tablequest.methods.result import Result
 from tablequest.methods.scope.answer import answer
 from tablequest.methods.scope.options import ScopeOptions
 from tablequest.methods.scope.policy import classify, policy_scope, policy_table

@@ -13,7 +13,9 @@ last header level when that is unique (multi-level headers: "Medals / Gold" matc
 a sample whose items are all invented is unusable (not an empty set); when no sample of a
 dimension is usable, one repair request (temperature 0) is made, then the dimension keeps all
 its ids (recorded). With too few steps for K separate requests per dimension, K is lowered to
-what fits (recorded); with fewer than two steps the question takes the full-table path.
+what fits (recorded); with fewer than two steps the question takes the full-table path. An
+unusable sample leaves the LLM cache (`ScopeRun.discard`, issue 39; with ``n=K``, the
+request's entry of all K).
 """
 
 from __future__ import annotations
@@ -221,6 +223,7 @@ def _absorb(run: ScopeRun, samples: Samples, completions: list[Completion]) -> N
         if dropped:
             run.error(samples.dim, "invented ids dropped", items=dropped)
         if ids is None:
+            run.discard(completion)  # unusable: the cache forgets it
             samples.invalid.append({"sample": i, "problem": problem[:300]})
             run.error(samples.dim, problem[:300], reply=completion.text[:500])
             continue

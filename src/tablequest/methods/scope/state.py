@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tablequest.llm import BudgetExhausted, Completion, LLMError, Message
-from tablequest.methods.base import Query, Task
+from tablequest.methods.base import Task
+from tablequest.methods.query import Query
 from tablequest.methods.scope.options import ScopeOptions
 from tablequest.methods.scope.tokens import TokenCounter, safe_count
 from tablequest.table import Table, render
@@ -98,6 +99,12 @@ class ScopeRun:
         return Fit(True, total, min(want, room), self.context)
 
     # -- calls ---------------------------------------------------------------------------
+    def discard(self, reply: Completion) -> None:
+        """`reply` could not be parsed: a cache under the model forgets it (`LLM.discard`),
+        so the same call reaches the model next time (issue 39)."""
+        if self.query.llm is not None:
+            self.query.llm.discard(reply)
+
     def chat(
         self,
         kind: str,

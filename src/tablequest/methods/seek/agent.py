@@ -41,6 +41,7 @@ from tablequest.corpus import Corpus, grep_ranking, question_patterns, text_form
 from tablequest.llm import (
     LLM,
     QA,
+    Completion,
     LLMError,
     Message,
     ParseError,
@@ -49,18 +50,12 @@ from tablequest.llm import (
     ask_json,
     extract_json,
 )
-from tablequest.methods.base import (
-    MethodContext,
-    Query,
-    Result,
-    Status,
-    TableSet,
-    Task,
-    start_query,
-)
+from tablequest.methods.base import MethodContext, TableSet, Task
+from tablequest.methods.query import Query, start_query
+from tablequest.methods.result import Result, Status
 from tablequest.methods.seek import prompts
 from tablequest.methods.seek.config import SeekConfig
-from tablequest.methods.seek.qa import QAOutcome, parse_qa, qa_context, record_no_answer
+from tablequest.methods.seek.qa import QAOutcome, qa_context, read_qa, record_no_answer
 from tablequest.table import Table, preview
 from tablequest.trace import Trace
 
@@ -232,7 +227,7 @@ class TableSeek:
         return query.finish(result, self.name)
 
     # -- LLM calls ---------------------------------------------------------------------
-    def _call(self, run: _Run, kind: str, messages: list[Message]) -> str | None:
+    def _call(self, run: _Run, kind: str, messages: list[Message]) -> Completion | None:
         """One budgeted call; None when the budget forbids it or the model failed."""
         if not run.budget.can_spend(kind):
             return None
@@ -244,7 +239,7 @@ class TableSeek:
         except LLMError as exc:
             run.trace.event("fallback", stage=kind, reason=f"{type(exc).__name__}: {exc}")
             return None
-        return completions[0].text
+        return completions[0]
 
     def _ask_json(
         self, run: _Run, kind: str, messages: list[Message], validate: Callable[[Any], Any]
@@ -447,8 +442,8 @@ class TableSeek:
             config=cfg,
         )
         messages = prompts.qa_messages(run.question, run.task, context, standalone=False)
-        raw = self._call(run, QA, messages)
-        outcome = parse_qa(raw, tables, task=run.task)
+        reply = self._call(run, QA, messages)
+        outcome = read_qa(run.llm, reply, tables, task=run.task)  # unusable: leaves the cache
         run.qa_reason = outcome.reason
         record_no_answer(run.trace, outcome)
         run.trace.event(

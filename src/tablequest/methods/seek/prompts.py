@@ -9,6 +9,14 @@ insufficient/mismatch option for the answerability check (Tables 20–21); and t
 QA prompts of the baselines without that option, where unverifiable claims count as false
 (Tables 22–23). Tables are given as ``[Table: {key}]\\n{table_str}`` with anonymous keys.
 
+The paper says its code is at github.com/minger-hsxz/TableSeek-Open. A search on 2026-12-07
+(issue 41, item 5) found no copy of that repository or of these templates: no stored snapshot
+of it, and searches for the captions' placeholder names (``QUERY_PREFIX_MAP``,
+``select_guidance``, ``output_select_hint``, ``select_instruction``, ``table_infos``) and the
+method's name found only unrelated code; the authors' TCR-Bench-Open holds the benchmark and
+its AAR rerankers, not these prompts. So the templates stay ours, written from the captions;
+docs/methods.md lists what was searched.
+
 Output formats (ours): every stage answers with one JSON object, so replies can be parsed and
 repaired uniformly.
 """

@@ -14,7 +14,8 @@ the whole text) and taken as the answer when short (recorded via the "unparsed" 
 missing reply (the call failed) is a failure. A reply with no answer in this format — empty,
 long prose without an answer marker, or a greeting (`llm.parse.is_chatter`) — is a failure with
 the reason `NO_ANSWER_IN_FORMAT` and the reply's start kept for the trace (issue 36; the paper
-does not say, ours)."""
+does not say, ours). `read_qa` parses a reply and reports such a reply to the model
+(`LLM.discard`), so the LLM cache does not serve it again (issue 39)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from tablequest.corpus import text_format
 from tablequest.llm import (
+    LLM,
     NO_ANSWER_IN_FORMAT,
+    Completion,
     ParseError,
     extract_answer,
     extract_json,
@@ -32,8 +35,8 @@ from tablequest.llm import (
     is_non_answer,
     reply_start,
 )
-from tablequest.methods.base import locate_evidence
 from tablequest.methods.evidence import mark_matches
+from tablequest.methods.locate import locate_evidence
 from tablequest.table import CellRef, EvidenceHow, Table, preview, serialize
 from tablequest.trace import Trace
 
@@ -127,6 +130,21 @@ def parse_qa(raw: str | None, tables: Mapping[str, tuple[str, Table]], *, task: 
         evidence = mark_matches(locate_evidence(table, final, answer), answer)
     answered = answer if status == "answered" else None
     return QAOutcome(status, answered, evidence, final, dropped=dropped)
+
+
+def read_qa(
+    llm: LLM | None,
+    reply: Completion | None,
+    tables: Mapping[str, tuple[str, Table]],
+    *,
+    task: str,
+) -> QAOutcome:
+    """`parse_qa` of `reply` (None: the call failed); a reply with no answer in the format is
+    reported to `llm` (`LLM.discard`), so a cache under it does not serve it again."""
+    outcome = parse_qa(None if reply is None else reply.text, tables, task=task)
+    if llm is not None and reply is not None and outcome.reason is not None:
+        llm.discard(reply)
+    return outcome
 
 
 def record_no_answer(trace: Trace, outcome: QAOutcome) -> None:

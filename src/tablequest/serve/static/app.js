@@ -184,6 +184,38 @@ function showThread(result) {
   const rewritten = document.getElementById("rewritten");
   rewritten.textContent = result.rewritten_question ? "Asked as: " + result.rewritten_question : "";
   rewritten.hidden = !result.rewritten_question;
+  showTurns(result.conversation_id);
+}
+
+// The thread: every turn of the conversation as the server keeps it (GET
+// /v1/conversations/ID): the question as asked, as answered when it was rewritten, the answer.
+async function showTurns(id) {
+  const card = document.getElementById("thread-card");
+  const list = document.getElementById("thread-turns");
+  const count = document.getElementById("thread-count");
+  card.hidden = false;
+  let body;
+  try {
+    const response = await fetch("/v1/conversations/" + encodeURIComponent(id), { headers: HEADERS });
+    if (!response.ok) throw new Error(await errorText(response));
+    body = await response.json();
+  } catch (e) {
+    list.replaceChildren(el("li", "error", "The conversation could not be shown: " + e.message));
+    return;
+  }
+  list.replaceChildren();
+  for (const turn of body.turns) {
+    const item = el("li", "turn");
+    item.dataset.status = turn.status;
+    item.append(el("p", "turn-question", turn.question));
+    if (turn.standalone && turn.standalone !== turn.question) {
+      item.append(el("p", "turn-rewritten note", "asked as: " + turn.standalone));
+    }
+    const answer = turn.answer === null || turn.answer === undefined ? "(not answered: " + turn.status + ")" : turn.answer;
+    item.append(el("p", "turn-answer", answer));
+    list.append(item);
+  }
+  count.textContent = body.turns.length + (body.turns.length === 1 ? " question" : " questions");
 }
 
 function showRefusal(message, title = "The ask was refused") {
@@ -273,6 +305,17 @@ function setupSorting() {
   }
 }
 
+// Search page: which retrievers can run depends on the encoder (the server builds each
+// from its registry), so choosing another encoder loads the form for it (and searches
+// again when there is a question).
+function setupSearch() {
+  const encoder = document.getElementById("search-encoder");
+  if (!encoder) return;
+  encoder.addEventListener("change", () => {
+    location.href = "/search?" + new URLSearchParams(new FormData(encoder.form)).toString();
+  });
+}
+
 // SQL page: Ctrl+Enter (Cmd+Enter) runs the query.
 function setupSql() {
   const box = document.getElementById("sql-q");
@@ -286,5 +329,5 @@ function setupSql() {
 }
 
 document.addEventListener("DOMContentLoaded", () => {
-  setupUpload(); setupRemove(); setupAsk(); setupSorting(); setupSql();
+  setupUpload(); setupRemove(); setupAsk(); setupSorting(); setupSql(); setupSearch();
 });

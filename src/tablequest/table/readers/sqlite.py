@@ -15,13 +15,22 @@ one VM step, long after the value-length limit made its result NULL (measured wi
 3.40: 2 s per 200M, so up to 20 s for one value). So this connection's `printf`/`format`
 first refuse a width or precision (in the format, or taken by `*`) over the bytes left, then
 ask SQLite's own `printf` on a helper connection for the value.
+
+Streaming ingest (`tablequest.corpus.storage.streaming`) reads a big database with
+`sqlite_shapes` (each table's width and row count, for the budget, before any cell) and
+`sqlite_text_tables` (each table's cells as Arrow string columns, fetched in batches; the
+same text as `read_sqlite`, the same connection guards and budget), never as a Python list
+of all cells.
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tablequest.table.budget import Meter
 from tablequest.table.errors import UnreadableTable
@@ -29,9 +38,13 @@ from tablequest.table.model import Source, Table
 from tablequest.table.readers._base import ReadInput
 from tablequest.table.readers._cells import value_text
 
-__all__ = ["read_sqlite"]
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = ["read_sqlite", "sqlite_shapes", "sqlite_text_tables"]
 
 MAGIC = b"SQLite format 3\x00"
+_BATCH_ROWS = 16_384  # rows fetched and converted to Arrow at a time
 _PROGRESS_STEPS = 10_000  # VM instructions between time checks
 _MIN_LENGTH = 64 * 1024  # the value-length floor: below it SQLite refuses its own statements
 _WIDTHS = re.compile(r"%[-+ #0!,]*(\d*)(?:\.(\d*))?")
@@ -74,11 +87,10 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def read_sqlite(inp: ReadInput) -> list[Table]:
-    """Read every user table of an SQLite database."""
-    if not inp.data.startswith(MAGIC):
-        raise UnreadableTable(inp.path, "not a valid SQLite database (header missing)")
-    tables = []
+@contextmanager
+def _database(inp: ReadInput) -> Iterator[sqlite3.Connection]:
+    """The database opened read-only within the file's budget (module docstring); an
+    SQLite error inside becomes `UnreadableTable` (or the budget's `OverBudget`)."""
     meter = inp.meter
     printf = _Printf(meter)
     try:
@@ -88,15 +100,7 @@ def read_sqlite(inp: ReadInput) -> list[Table]:
             conn.set_progress_handler(meter.expired, _PROGRESS_STEPS)
             for fname in ("printf", "format"):
                 conn.create_function(fname, -1, printf, deterministic=True)
-            names = [
-                r[0]
-                for r in conn.execute(
-                    "SELECT name FROM sqlite_master WHERE type = 'table' "
-                    "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY rowid"
-                )
-            ]
-            for name in names:
-                tables.append(_table(conn, name, meter))
+            yield conn
         finally:
             conn.close()
             printf.helper.close()
@@ -106,13 +110,62 @@ def read_sqlite(inp: ReadInput) -> list[Table]:
         if ("too big" in str(exc) or printf.tripped) and meter.remaining_bytes() is not None:
             meter.spend(nbytes=(meter.remaining_bytes() or 0) + 1)
         raise UnreadableTable(inp.path, f"corrupt SQLite database ({exc})") from None
-    if not tables:
+
+
+def _names(inp: ReadInput, conn: sqlite3.Connection) -> list[str]:
+    """The user tables in creation order (UnreadableTable when there is none)."""
+    names = [
+        r[0]
+        for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' "
+            "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY rowid"
+        )
+    ]
+    if not names:
         raise UnreadableTable(inp.path, "SQLite database has no tables")
-    return tables
+    return names
 
 
-def _table(conn: sqlite3.Connection, name: str, meter: Meter) -> Table:
-    """One table, within what is left of the file's budget."""
+def _check_magic(inp: ReadInput) -> None:
+    if not inp.data.startswith(MAGIC):
+        raise UnreadableTable(inp.path, "not a valid SQLite database (header missing)")
+
+
+def read_sqlite(inp: ReadInput) -> list[Table]:
+    """Read every user table of an SQLite database."""
+    _check_magic(inp)
+    with _database(inp) as conn:
+        return [_table(conn, name, inp.meter) for name in _names(inp, conn)]
+
+
+def sqlite_shapes(inp: ReadInput) -> list[tuple[str, int, int]]:
+    """(name, columns, rows) of every user table, counted by SQLite (no cell is read)."""
+    _check_magic(inp)
+    with _database(inp) as conn:
+        out = []
+        for name in _names(inp, conn):
+            width = len(conn.execute(f"SELECT * FROM {_quote(name)} LIMIT 0").description)
+            (n_rows,) = conn.execute(f"SELECT count(*) FROM {_quote(name)}").fetchone()
+            out.append((name, width, int(n_rows)))
+        return out
+
+
+def sqlite_text_tables(
+    inp: ReadInput, *, batch: int | None = None
+) -> Iterator[tuple[str, list[str], pa.Table]]:
+    """(name, header, cells) of every user table, one at a time: the cells' text as
+    `read_sqlite` renders it, as an Arrow table of string columns `c0`, `c1`, …, fetched in
+    batches of `batch` rows (default `_BATCH_ROWS`) and converted a column at a time, within
+    the same budget (each batch's cells and characters spent as it arrives). No Python list
+    of a table's cells."""
+    _check_magic(inp)
+    with _database(inp) as conn:
+        for name in _names(inp, conn):
+            yield _text_table(conn, name, inp.meter, batch or _BATCH_ROWS)
+
+
+def _select(conn: sqlite3.Connection, name: str, meter: Meter) -> sqlite3.Cursor:
+    """`SELECT *` of one table within what is left of the file's budget."""
     left = meter.remaining_bytes()
     if left is not None:
         conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max(_MIN_LENGTH, left))
@@ -120,7 +173,45 @@ def _table(conn: sqlite3.Connection, name: str, meter: Meter) -> Table:
     width = len(conn.execute(f"SELECT * FROM {_quote(name)} LIMIT 0").description)
     meter.columns(width)
     limit = -1 if cells is None else cells // max(1, width) + 1
-    cur = conn.execute(f"SELECT * FROM {_quote(name)} LIMIT ?", (limit,))
+    return conn.execute(f"SELECT * FROM {_quote(name)} LIMIT ?", (limit,))
+
+
+def _text_table(
+    conn: sqlite3.Connection, name: str, meter: Meter, batch: int
+) -> tuple[str, list[str], pa.Table]:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    cur = _select(conn, name, meter)
+    header = [d[0] for d in cur.description]
+    chunks: list[list[pa.Array]] = [[] for _ in header]
+    while rows := cur.fetchmany(batch):
+        chars = 0
+        for j, values in enumerate(zip(*rows, strict=True)):
+            array = _text_array(values)
+            chars += pc.sum(pc.utf8_length(array)).as_py() or 0
+            chunks[j].append(array)
+        meter.spend(cells=len(rows) * len(header), nbytes=chars)
+    columns = [pa.chunked_array(c, type=pa.string()) for c in chunks]
+    return name, header, pa.Table.from_arrays(columns, names=[f"c{j}" for j in range(len(header))])
+
+
+def _text_array(values: Sequence[object]) -> pa.Array:
+    """One column of a batch as `value_text` renders it: strings and integers (with NULL as
+    "") converted by Arrow, any other column value by value."""
+    import pyarrow as pa
+
+    kinds = set(map(type, values))
+    if kinds <= {str, type(None)}:
+        return pa.array(values, type=pa.string()).fill_null("")
+    if kinds <= {int, type(None)}:
+        return pa.array(values, type=pa.int64()).cast(pa.string()).fill_null("")
+    return pa.array([value_text(v) for v in values], type=pa.string())
+
+
+def _table(conn: sqlite3.Connection, name: str, meter: Meter) -> Table:
+    """One table, within what is left of the file's budget."""
+    cur = _select(conn, name, meter)
     header = [d[0] for d in cur.description]
     rows = []
     for row in cur:
