@@ -95,6 +95,9 @@ QUESTIONS = [
 ]
 
 
+# no_cover: the three large equality checks below rerun, at scale, code the smaller tests of
+# this file cover line by line; tracing them cost 8.6 s of CPU in every `make test` (#38)
+@pytest.mark.no_cover
 def test_read_api_matches_one_store(corpus: tuple[Store, list[ShardedStore], Path]) -> None:
     single, shards, root = corpus
     for store in shards:
@@ -190,6 +193,7 @@ def test_dense_and_hybrid_equal(corpus: tuple[Store, list[ShardedStore], Path], 
                 assert got == want
 
 
+@pytest.mark.no_cover  # see test_read_api_matches_one_store
 def test_every_registered_retriever_ranks_a_sharded_corpus_as_one_store(
     corpus: tuple[Store, list[ShardedStore], Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -324,6 +328,7 @@ def read_only_corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[
 
 
 @pytest.mark.slow
+@pytest.mark.no_cover  # see test_read_api_matches_one_store
 def test_random_queries_rank_equal_on_every_retriever(read_only_corpus: list[Store]) -> None:
     # issue 18's acceptance check (run there with 1,000 queries; 300 here, for the suite's
     # time budget): grep (Eq. 1), bm25, dense and hybrid (score and rrf) on 3 and 8 shards
