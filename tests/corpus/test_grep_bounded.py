@@ -99,6 +99,7 @@ risky_st = st.one_of(
 NESTED = re.compile(r"\([^()]*[*+{][^()]*\)\s*[*+{]")
 
 
+@pytest.mark.no_cover  # many inputs through lines the other tests cover: untraced (#38)
 @settings(max_examples=150, deadline=None)
 @given(texts=st.lists(text_st, max_size=6), patterns=st.lists(risky_st, min_size=1, max_size=4))
 def test_index_with_risky_patterns_equals_naive_scan(texts: list[str], patterns: list[str]) -> None:

@@ -111,6 +111,7 @@ pattern_st = st.one_of(
 )
 
 
+@pytest.mark.no_cover  # many inputs through lines the other tests cover: untraced (#38)
 @pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(texts=st.lists(text_st, max_size=8), patterns=st.lists(pattern_st, max_size=6))

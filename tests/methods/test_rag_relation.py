@@ -204,6 +204,7 @@ CELL = st.sampled_from(
     ),
     budget=st.integers(1, 12),
 )
+@pytest.mark.no_cover  # many inputs through lines the other tests cover: untraced (#38)
 def test_random_tables_build_the_same_databases(rows: list[list[str]], budget: int) -> None:
     table = Table.from_rows([[f"c{j}" for j in range(len(rows[0]))], *rows])
     with Store() as store:

@@ -1,9 +1,9 @@
 """`tablequest batch` on local Ray: two stub endpoints, a worker killed mid-question, the
 driver killed and restarted. One Ray session.
 
-The endpoint and dead-server tests ask over a one-file store; the others over a 3-shard
-corpus, whose shard actors each run starts (each actor is a process that imports the
-library: about 4 s of CPU)."""
+The endpoint, driver-kill and dead-server tests ask over a one-file store; the eval run over
+a 3-shard corpus, whose shard actors each run starts (each actor is a process that imports
+the library: about 4 s of CPU; sharded asks are this test's subject, not the others')."""
 
 from __future__ import annotations
 
@@ -104,9 +104,8 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         }.items()
     ):
         (root / f"{i}-{name}.csv").write_text(rows)
-    for name, shards in (("corpus.json", 3), ("store.duckdb", None)):
-        with open_corpus(tmp / name, read_only=False, shards=shards) as corpus:
-            ingest_corpus(corpus, [root], workers=1)
+    with open_corpus(tmp / "store.duckdb", read_only=False) as corpus:
+        ingest_corpus(corpus, [root], workers=1)
     with local_ray(__name__, _die_on_poison_question, MARKER_ENV, tmp):
         yield tmp
 
@@ -171,7 +170,7 @@ def test_driver_killed_and_restarted(session: Path) -> None:
     address = ray.get_runtime_context().gcs_address
     with Endpoints(delay=0.4) as stubs:
         cmd = [sys.executable, "-m", "tablequest", "batch", str(qfile), "--out", str(out),
-               "--source", str(session / "corpus.json"), "--method", "bm25", "--model",
+               "--store", str(session / "store.duckdb"), "--method", "bm25", "--model",
                "stub-model", "--llm-url", stubs.urls[0], "--llm-url", stubs.urls[1],
                "--concurrency", "1", "--ray", address, "--no-cache", "--json"]  # fmt: skip
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
