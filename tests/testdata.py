@@ -1,9 +1,11 @@
 """Test data shared by several test packages: a vocabulary for generated corpora (shards,
 Ray, ranking tests: common words of table headers and cells, so generated tables share words
 and rankings have ties), an HTML table with a two-level header and merged cells, and the stub
-model's replies for it."""
+model's replies for it; a minimal xlsx workbook builder for the reading-budget tests."""
 
+import io
 import json
+import zipfile
 from typing import Any
 
 WORDS: tuple[str, ...] = (
@@ -77,3 +79,37 @@ def lakes_reply(request: dict[str, Any]) -> str:
             "evidence": [{"table": "Table_0", "column": "Size / Depth m", "value": "61"}],
         }
     )
+
+
+MAIN = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+PKG = "http://schemas.openxmlformats.org/package/2006/relationships"
+DOC = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+
+
+def workbook(
+    rows: bytes, strings: bytes | None = None, *, head: bytes = b"", tail: bytes = b""
+) -> bytes:
+    """A minimal workbook of one sheet "S" with `rows` in its `<sheetData>` (`head` before
+    the root element, `tail` after `<sheetData>`), and `<si>` `strings` when given."""
+    rels = f'<Relationship Id="rId1" Type="{DOC}/worksheet" Target="worksheets/sheet1.xml"/>'
+    if strings is not None:
+        rels += f'<Relationship Id="rId2" Type="{DOC}/sharedStrings" Target="sharedStrings.xml"/>'
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("[Content_Types].xml", "<Types/>")
+        zf.writestr(
+            "xl/workbook.xml",
+            f'<workbook xmlns="{MAIN}" xmlns:r="{DOC}"><sheets>'
+            '<sheet name="S" sheetId="1" r:id="rId1"/></sheets></workbook>',
+        )
+        zf.writestr(
+            "xl/_rels/workbook.xml.rels", f'<Relationships xmlns="{PKG}">{rels}</Relationships>'
+        )
+        sheet = head + f'<worksheet xmlns="{MAIN}"><sheetData>'.encode()
+        sheet += rows + b"</sheetData>" + tail + b"</worksheet>"
+        zf.writestr("xl/worksheets/sheet1.xml", sheet)
+        if strings is not None:
+            zf.writestr(
+                "xl/sharedStrings.xml", f'<sst xmlns="{MAIN}">'.encode() + strings + b"</sst>"
+            )
+    return buf.getvalue()

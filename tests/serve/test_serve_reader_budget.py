@@ -6,44 +6,22 @@ under `files_failed` and the good file is stored."""
 from __future__ import annotations
 
 import asyncio
-import io
-import zipfile
 from pathlib import Path
 
 import httpx
 import pytest
+from tests.testdata import workbook
 
 from tablequest.corpus import Store
 from tablequest.serve import ServeConfig, create_app
 
-MAIN = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
-PKG = "http://schemas.openxmlformats.org/package/2006/relationships"
-DOC = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
-
 
 def shared_string_bomb() -> bytes:
-    rels = (
-        f'<Relationship Id="rId1" Type="{DOC}/worksheet" Target="worksheets/sheet1.xml"/>'
-        f'<Relationship Id="rId2" Type="{DOC}/sharedStrings" Target="sharedStrings.xml"/>'
+    """40 cells that each reference one 1 MiB shared string: 40 MB of cell text."""
+    return workbook(
+        b"<row>" + b'<c t="s"><v>0</v></c>' * 40 + b"</row>",
+        b"<si><t>" + b"x" * (1 << 20) + b"</t></si>",
     )
-    uses = b"<row>" + b'<c t="s"><v>0</v></c>' * 40 + b"</row>"
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr(
-            "xl/workbook.xml",
-            f'<workbook xmlns="{MAIN}" xmlns:r="{DOC}"><sheets>'
-            '<sheet name="S" sheetId="1" r:id="rId1"/></sheets></workbook>',
-        )
-        zf.writestr(
-            "xl/_rels/workbook.xml.rels", f'<Relationships xmlns="{PKG}">{rels}</Relationships>'
-        )
-        zf.writestr(
-            "xl/worksheets/sheet1.xml",
-            f'<worksheet xmlns="{MAIN}"><sheetData>'.encode() + uses + b"</sheetData></worksheet>",
-        )
-        big = b"<si><t>" + b"x" * (1 << 20) + b"</t></si>"
-        zf.writestr("xl/sharedStrings.xml", f'<sst xmlns="{MAIN}">'.encode() + big + b"</sst>")
-    return buf.getvalue()
 
 
 def test_an_upload_over_the_reading_budget_is_422_naming_the_limit(

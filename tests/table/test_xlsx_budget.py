@@ -14,45 +14,14 @@ import pytest
 from openpyxl import Workbook
 from openpyxl.cell.rich_text import CellRichText, TextBlock
 from openpyxl.cell.text import InlineFont
+from tests.testdata import workbook
 
 from tablequest.table import UnreadableTable, read_tables
 from tablequest.table.budget import Meter, OverBudget, ReadBudget
 from tablequest.table.readers import ReadInput, xlsxparts
 from tablequest.table.readers.xlsx import read_xlsx
 
-MAIN = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
-PKG = "http://schemas.openxmlformats.org/package/2006/relationships"
-DOC = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 SMALL = ReadBudget(free_cells=10_000, max_decoded_bytes=1_000_000)
-
-
-def workbook(
-    rows: bytes, strings: bytes | None = None, *, head: bytes = b"", tail: bytes = b""
-) -> bytes:
-    """A minimal workbook of one sheet "S" with `rows` in its `<sheetData>` (`head` before
-    the root element, `tail` after `<sheetData>`), and `<si>` `strings` when given."""
-    rels = f'<Relationship Id="rId1" Type="{DOC}/worksheet" Target="worksheets/sheet1.xml"/>'
-    if strings is not None:
-        rels += f'<Relationship Id="rId2" Type="{DOC}/sharedStrings" Target="sharedStrings.xml"/>'
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr("[Content_Types].xml", "<Types/>")
-        zf.writestr(
-            "xl/workbook.xml",
-            f'<workbook xmlns="{MAIN}" xmlns:r="{DOC}"><sheets>'
-            '<sheet name="S" sheetId="1" r:id="rId1"/></sheets></workbook>',
-        )
-        zf.writestr(
-            "xl/_rels/workbook.xml.rels", f'<Relationships xmlns="{PKG}">{rels}</Relationships>'
-        )
-        sheet = head + f'<worksheet xmlns="{MAIN}"><sheetData>'.encode()
-        sheet += rows + b"</sheetData>" + tail + b"</worksheet>"
-        zf.writestr("xl/worksheets/sheet1.xml", sheet)
-        if strings is not None:
-            zf.writestr(
-                "xl/sharedStrings.xml", f'<sst xmlns="{MAIN}">'.encode() + strings + b"</sst>"
-            )
-    return buf.getvalue()
 
 
 def read(data: bytes, budget: ReadBudget = SMALL) -> list[list[list[str]]]:
