@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,10 +13,11 @@ from typing import Any
 import pytest
 
 import tablequest as tq
+from tablequest.corpus import Hit, Store
 from tablequest.errors import BadValue
 from tablequest.llm.stub import StubServer
 from tablequest.methods.result import Result
-from tablequest.notebook import store_path_for
+from tablequest.notebook import Hits, StoredTables, store_path_for
 from tablequest.table import CellRef, Merge, Table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -177,6 +179,21 @@ def test_repr_shows_verified_and_how_each_cell_was_found() -> None:
     unanswered = Result(answer=None, status="failed")
     assert "tq-verified" not in unanswered._repr_html_()
     assert "verified" not in unanswered._repr_markdown_()
+
+
+def test_hits_and_tables_show_one_line_per_source_ending_in_its_file_name() -> None:
+    store = Store()
+    key = "/data/" + "deep/" * 40 + "a|b\nc.csv"
+    store.add_table(Table.from_rows([["river"], ["Varna"]]), key=key)
+    tid = store.ids_for_path(key)[0]
+    shown = {
+        5: Hits([Hit(tid, 1.0, {})], store)._repr_markdown_(),  # cells: # id score source rows
+        2: StoredTables(store)._repr_markdown_(),  # id, source
+    }
+    for n_cells, markdown in shown.items():
+        *_, row = markdown.splitlines()  # the table's one row is one line
+        assert len(re.split(r"(?<!\\)\|", row)) == n_cells + 2  # the source's "|" is escaped
+        assert f"| …{'deep/' * 14}a\\|b c.csv |" in row  # its end: the file name
 
 
 def test_repr_keeps_merged_headers_and_cuts_long_tables() -> None:

@@ -99,6 +99,18 @@ def store_path_for(path: str | Path, cache_dir: str | Path | None = None) -> Pat
     return root / "stores" / f"{slug}-{digest}.duckdb"
 
 
+SOURCE_CHARS = 80
+"""A source shown in a notebook's Markdown table keeps its last characters (the file name)."""
+
+
+def _source_cell(name: str) -> str:
+    """`name` as one Markdown table cell: one line, its end kept at `SOURCE_CHARS`."""
+    flat = " ".join(name.split("\n")).replace("\r", " ")
+    if len(flat) > SOURCE_CHARS:
+        flat = "…" + flat[-(SOURCE_CHARS - 1) :]
+    return flat.replace("\\", "\\\\").replace("|", "\\|")
+
+
 class Hits(list[Hit]):
     """Search hits (a list of `Hit`, best first) that a notebook shows as a table: rank,
     table id, score, where the table came from and its matched rows."""
@@ -114,7 +126,7 @@ class Hits(list[Hit]):
         for rank, hit in enumerate(self, 1):
             rows = sorted({r for found in hit.matched_rows.values() for r in found})
             shown = ", ".join(map(str, rows[:10])) + (" …" if len(rows) > 10 else "")
-            name = self.names.get(hit.table_id, "").replace("|", chr(92) + "|")
+            name = _source_cell(self.names.get(hit.table_id, ""))
             lines.append(f"| {rank} | {hit.table_id} | {hit.score:.3g} | {name} | {shown} |")
         return "\n".join(lines)
 
@@ -145,7 +157,7 @@ class StoredTables(Mapping[str, Table]):
     def _repr_markdown_(self) -> str:
         lines = ["| table id | source |", "|---|---|"]
         for tid in list(self)[:50]:
-            lines.append(f"| {tid} | {self.name(tid).replace('|', chr(92) + '|')} |")
+            lines.append(f"| {tid} | {_source_cell(self.name(tid))} |")
         more = len(self) - 50
         return "\n".join(lines) + (f"\n\n… {more} more" if more > 0 else "")
 

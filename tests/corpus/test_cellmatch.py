@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from tablequest.corpus import Store, ingest
+from tablequest.corpus.lexical import cellmatch
 from tablequest.corpus.lexical.cellmatch import (
     CELL_INDEX,
     CellIndex,
@@ -85,7 +86,9 @@ def test_scores_sum_the_idf_of_each_matched_cell_once() -> None:
     assert index.scores("").tolist() == [0.0, 0.0, 0.0]
 
 
-def test_the_store_index_is_built_once_in_table_id_order(tmp_path: Path) -> None:
+def test_the_store_index_is_built_once_in_table_id_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = tmp_path / "tables"
     root.mkdir()
     (root / "clubs.csv").write_text("club,city\nReal Madrid,Madrid\n")
@@ -98,6 +101,16 @@ def test_the_store_index_is_built_once_in_table_id_order(tmp_path: Path) -> None
         clubs = next(t for t in index.ids if "clubs" in store.get(t).source.path)
         scores = index.scores("where do real madrid play")
         assert index.ids[int(np.argmax(scores))] == clubs
+        blob = store.load_blob(CELL_INDEX, store.fingerprint())
+        assert blob is not None  # a writable store keeps it
+    monkeypatch.setattr(cellmatch, "_built", lambda store: pytest.fail("rebuilt"))
+    with Store(tmp_path / "s.duckdb", read_only=True) as again:
+        loaded = cell_index(again)  # read back, not rebuilt
+        assert loaded is not index and loaded.cell_ids == index.cell_ids
+        assert np.array_equal(loaded.scores("where do real madrid play"), scores)
+        assert np.array_equal(loaded.idf, index.idf)
+        with pytest.raises(ValueError, match="another corpus"):
+            CellIndex.from_blob(index.ids[:1], blob)
 
 
 def test_plain_text_keeps_one_line_per_row() -> None:

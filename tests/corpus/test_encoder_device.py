@@ -5,6 +5,7 @@ itself, run on the CPU in fp32 (no test needs CUDA)."""
 from __future__ import annotations
 
 import os
+import pickle
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
@@ -36,6 +37,7 @@ from tablequest.corpus.dense.encoders import (
 )
 from tablequest.corpus.dense.torch_minilm import TorchMiniLM, budget_batches
 from tablequest.errors import BadValue
+from tablequest.settings import Settings
 
 needs_minilm = pytest.mark.skipif(
     not minilm_installed(), reason="needs the [dense] extra (torch, transformers, MiniLM weights)"
@@ -125,6 +127,25 @@ def test_device_values_are_checked_and_the_environment_is_the_fallback(
     monkeypatch.setenv("TABLEQUEST_DEVICE", "tpu")
     with pytest.raises(BadValue, match="TABLEQUEST_DEVICE: unknown device 'tpu'"):
         requested_device(None)
+
+
+def test_the_loaded_device_travels_with_the_settings_not_the_environment(
+    gpus: FakeCuda, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    driver = Settings.load({}, env={"TABLEQUEST_DEVICE": "cpu"})  # the driver's preference
+    monkeypatch.setenv("TABLEQUEST_DEVICE", "cuda:0")  # the worker's own environment
+    carried = EncoderSettings.from_settings(pickle.loads(pickle.dumps(driver)))
+    assert (carried.device, carried.preferred_device) == (None, "cpu")
+    assert resolve_device(carried.device, carried.preferred_device) == "cpu"
+    assert resolve_device(None) == "cuda:0"  # no settings loaded: the environment's
+    nothing = EncoderSettings.from_settings(Settings.load({}, env={}))
+    assert resolve_device(nothing.device, nothing.preferred_device) == "cuda:0"  # auto
+    demanded = EncoderSettings.from_settings(Settings.load({"embeddings.device": "cpu"}, env={}))
+    assert (demanded.device, demanded.preferred_device) == ("cpu", "cpu")
+    preference = EncoderSettings(preferred_device="cuda")  # MiniLM's preference, not hash's
+    assert isinstance(make_encoder("hash", preference), HashEncoder)
+    with pytest.raises(BadValue, match=r"embeddings\.device: unknown device 'tpu'"):
+        requested_device(None, "tpu")
 
 
 def test_auto_is_cuda_only_where_torch_sees_a_gpu(gpus: FakeCuda) -> None:

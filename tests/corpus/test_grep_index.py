@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import re
 
 import numpy as np
@@ -9,7 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tablequest.corpus.lexical.grep import MARK, GrepIndex, naive_scores, plan, required_literals
+from tablequest.corpus.lexical.grep import (
+    MARK,
+    GrepIndex,
+    _parsed_plan,
+    naive_scores,
+    plan,
+    required_literals,
+)
 
 TEXTS = [
     "| Year | Team | League |\n| 2004 | Boston | USL A-League |",
@@ -78,9 +86,20 @@ def test_required_literals(pattern: str, expected: list[list[str]] | None) -> No
 
 def test_persisted_blob_round_trip() -> None:
     index = GrepIndex.build(["a", "b"], TEXTS[:2])
-    again = GrepIndex.from_blob(["a", "b"], TEXTS[:2], index.arrays_blob())
+    blob = index.arrays_blob()
+    again = GrepIndex.from_blob(["a", "b"], TEXTS[:2], blob)
     assert np.array_equal(again.grams.postings, index.grams.postings)
+    assert np.array_equal(again.grams.offsets, index.grams.offsets)
     assert again.scores(["team"]).tolist() == [1.0, 1.0]
+    # the offsets are saved as the codes present and their counts: not 23 MB for any corpus
+    assert len(blob) < 100_000
+    # a blob of the older layout (every code's offset) still loads
+    older = io.BytesIO()
+    np.savez(
+        older, offsets=index.grams.offsets, postings=index.grams.postings, **index.tokens.arrays()
+    )
+    again = GrepIndex.from_blob(["a", "b"], TEXTS[:2], older.getvalue())
+    assert np.array_equal(again.grams.offsets, index.grams.offsets)
 
 
 def test_empty_index() -> None:
@@ -139,6 +158,23 @@ def test_plans() -> None:
     assert plan(r"19[0-9]{2}").single_line is True
     assert plan("[^x]y").single_line is False
     assert plan("\\0").alternatives is None  # a NUL is no literal (it is our MARK)
+
+
+WORD_CHARS = st.characters(categories=("Lu", "Ll", "Lt", "Lm", "Lo", "Nd", "Mn", "Pc"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(WORD_CHARS, min_size=1, max_size=8) | st.sampled_from(["ǅemal", "ſtraße", "ι"]))
+def test_word_plans_without_parsing_are_the_parsed_plans(word: str) -> None:
+    """`plan` answers ``\\bword\\b`` without parsing it: the plan the parse would give."""
+    pattern = rf"\b{word}\b"
+    fast, parsed = plan(pattern), _parsed_plan(pattern)
+    assert fast.alternatives is not None and parsed.alternatives is not None
+    assert [list(alt) for alt in fast.alternatives] == parsed.alternatives
+    assert (fast.word, fast.literal, fast.single_line) == (
+        parsed.word, parsed.literal, parsed.single_line
+    )  # fmt: skip
+    assert fast.regex.pattern == pattern
 
 
 def test_phrase_needs_every_bounded_word() -> None:

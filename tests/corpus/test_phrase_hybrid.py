@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -132,3 +133,27 @@ def test_fusion_weights_each_feature_and_scales_the_lexical_ones_by_their_max(
     )
     assert rows[0].tolist() == pytest.approx(got.tolist())
     assert rows[1].tolist() == pytest.approx([0.15, 0.3 + 0.4 / 3, 0.06 + 0.4])
+
+
+def test_vectors_encode_each_distinct_text_once_and_ahead_equals_now(tmp_path: Path) -> None:
+    from tablequest.corpus.dense.index import ensure_embeddings, start_embeddings
+
+    folder = tmp_path / "same-header"
+    folder.mkdir()
+    for name, city in (("a", "Oslo"), ("b", "Bern"), ("c", "Rome")):
+        (folder / f"{name}.csv").write_text(f"city,population\n{city},{len(name)}\n")
+    seen: list[str] = []
+
+    class Counting(HashEncoder):
+        def encode(self, texts: Any) -> Any:
+            seen.extend(texts)
+            return super().encode(texts)
+
+    with Store(tmp_path / "s.duckdb") as store:
+        assert ingest(store, [folder]).ok
+        pending = start_embeddings(store, Counting(), view="header")  # on the encoding thread
+        ids, ahead = pending.finish()
+        assert seen == ["city population"]  # three tables, one header line: encoded once
+        assert len(ids) == 3 and np.array_equal(ahead, np.stack([ahead[0]] * 3))
+        _, now = ensure_embeddings(store, HashEncoder(), view="header")  # read back, stored
+        assert np.array_equal(now, ahead)

@@ -18,7 +18,8 @@ TABLES = [
          ["ﬁsh", "STRASSE"], ["ǅemal", "ΣΊΣΥΦΟΣ σίσυφος"]]
     ),
     Table.from_rows([["Lake", "Depth"], ["Quillsee", "61"], ["quillsee-2", "61m"],
-                     ["QUILLSEE", "—"], ["x", "quillseequillsee"]]),
+                     ["QUILLSEE", "—"], ["x", "quillseequillsee"],
+                     ["depth_2020", "Depth 2020 (x_y)"], ["ΣΊΣΥΦΟΣ", "Straße"]]),
     Table.from_rows([["Only"]]),
 ]  # fmt: skip
 
@@ -50,6 +51,10 @@ WORDS = [
     "σίσυφος",
     "sisyphus",
     "x",
+    "depth",
+    "2020",
+    "depth_2020",
+    "y",
 ]
 
 

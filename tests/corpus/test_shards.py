@@ -105,13 +105,17 @@ def test_read_api_matches_one_store(corpus: tuple[Store, list[ShardedStore], Pat
         assert store.table_ids() == single.table_ids()
         assert store.column("text") == single.column("text")
         assert store.column("plain") == single.column("plain")
-        assert [t for t, _ in store.iter_tables()] == single.table_ids()
+        assert list(store.iter_tables()) == list(single.iter_tables())  # every table, whole
         assert store.known_files() == single.known_files()
-        for tid in single.table_ids():
+        # every table is compared above in bulk; the reads of one table by its id
+        # (7 ms a call, 9 s of CPU for all of them) only for a sample that reaches every shard
+        sample = [t for shard in store.stores for t in shard.table_ids()[:4]]
+        for tid in sample:
             assert store.get(tid) == single.get(tid)
             assert store.source(tid) == single.source(tid)
             assert store.text(tid) == single.text(tid)
             assert store.plain(tid) == single.plain(tid)
+        assert len(sample) >= min(4 * len(store.stores), len(single))
         multi = str((root / "multi0.html").resolve())
         assert store.ids_for_path(multi) == single.ids_for_path(multi)
         assert len(store.ids_for_path(multi)) == 3

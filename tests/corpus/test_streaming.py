@@ -66,6 +66,8 @@ def test_plain_files_are_streamed_and_equal_the_usual_reading(
         path.write_text(text, encoding="utf-8", newline="")
         outcome = read_file(str(path), None)
         assert outcome[0] == "stream", name
+        # DuckDB reads it in parallel unless a quoted field spans lines (then one thread)
+        assert outcome[1].parallel == (name != "multiline.csv"), name
     with Store(tmp_path / "s.duckdb") as store:
         ingest(store, [folder], index=False)
         for name in PLAIN:
@@ -307,3 +309,12 @@ def test_the_index_builders_imports_are_joined_before_the_ingest_returns(tmp_pat
         assert ingest(store, [tmp_path / "a.csv"]).tables_stored == 1
     assert "bm25s" in sys.modules
     assert not [t for t in threading.enumerate() if t.name == "tq-preload"]
+
+
+def test_a_quoted_line_break_is_found_across_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    # such a file is read by one thread (DuckDB's parallel reader refuses it): `parallel`
+    monkeypatch.setattr(streaming, "_CHUNK_BYTES", 4)
+    found = streaming._quoted_line_break
+    assert not found(b"a,b\n1,2\n") and not found(b'a,b\n"x ""y""",2\n"z",3\n')
+    assert found(b'a,b\n"x\ny",2\n') and found(b'a,b\n"x ""\ny""",2\n')
+    assert found(b'a,b,c,d\n1,2,3,"4\n5"\n')  # the quote opens in one chunk, the break in the next

@@ -5,23 +5,26 @@ from __future__ import annotations
 import hashlib
 import os
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
 
 from tablequest.corpus.dense.encoders import HashEncoder
 from tablequest.corpus.storage.store import table_id_for
-from tablequest.eval import corpora
+from tablequest.eval import corpora, shared_vectors
 from tablequest.eval.corpora import (
+    BuildWork,
     CorpusError,
     build_corpus,
     corpus_fingerprint,
     default_corpus_dir,
-    ensure_dense,
     mixed_format,
     parse_format,
 )
+from tablequest.eval.corpus_vectors import ensure_dense
 from tablequest.eval.datasets import Dataset, TableRef, load
 from tablequest.table import Table
 
@@ -195,6 +198,75 @@ def test_dense_without_a_usable_shared_cache(
     ds = load("wtq", evalrun_wtq)
     cache = tmp_path / "cache"
     corpus = build_corpus(ds, "csv", cache_dir=cache)
-    monkeypatch.setattr(corpora, "_SHARED", "missing-dir/embeddings.duckdb")
+    monkeypatch.setattr(shared_vectors, "SHARED", "missing-dir/embeddings.duckdb")
     assert ensure_dense(corpus, HashEncoder(8), cache_dir=cache) == 6
     corpus.close()
+
+
+class _Counting(HashEncoder):
+    """A hashing encoder that records the texts it was given."""
+
+    def __init__(self) -> None:
+        super().__init__(16)
+        self.texts: list[str] = []
+
+    def encode(self, texts: Sequence[str]) -> Any:
+        self.texts += list(texts)
+        return super().encode(texts)
+
+
+def test_a_cold_build_encodes_each_distinct_text_once_while_indexing(
+    evalrun_wtq: Path, tmp_path: Path
+) -> None:
+    from tablequest.corpus import corpus_vectors as vectors_of
+    from tablequest.corpus import embedding_model
+
+    ds = load("wtq", evalrun_wtq)
+    cache = tmp_path / "cache"
+    enc = _Counting()
+    built: list[str] = []
+    work = BuildWork(enc, ("table", "header"), lambda store: built.append(store.name))
+    corpus = build_corpus(ds, "csv", cache_dir=cache, work=work)
+    assert built and len(enc.texts) == len(set(enc.texts))  # equal header lines: encoded once
+    assert ensure_dense(corpus, enc, cache_dir=cache, views=("table", "header")) == 0
+    tables = corpus.store.shards[0]
+    for view in ("table", "header"):
+        ids, got = vectors_of(tables, enc, view=view)
+        assert len(ids) == 6 and got.shape == (6, 16)
+    # the shared cache got them: another format of the same content encodes nothing
+    again = _Counting()
+    html = build_corpus(ds, "html", cache_dir=cache)
+    assert ensure_dense(html, again, cache_dir=cache, views=("table", "header")) == 0
+    assert again.texts == []
+    model = embedding_model(enc.name, "header")
+    count = html.store.con.execute(
+        "SELECT count(*) FROM embeddings WHERE model = ?", [model]
+    ).fetchone()
+    assert count == (6,)
+    html.close()
+    corpus.close()
+
+
+def test_a_stopped_build_drops_the_encodings_not_started(tmp_path: Path) -> None:
+    import threading
+
+    from tablequest.table import Table
+
+    started, release = threading.Event(), threading.Event()
+
+    class Blocking(HashEncoder):
+        def encode(self, texts: Sequence[str]) -> Any:
+            if texts:
+                started.set()
+                release.wait(5)
+            return super().encode(texts)
+
+    work = BuildWork(Blocking(8), ("table",))
+    work.begin()
+    table = Table(cells=(("a",), ("1",)))
+    work.stored([("h1", "a 1", table)])  # runs, blocked
+    work.stored([("h2", "b 2", table)])  # queued behind it
+    assert started.wait(5)
+    work.cancel()
+    release.set()
+    assert work._futures[1].cancelled() and not work._futures[0].cancelled()

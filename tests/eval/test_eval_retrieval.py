@@ -14,7 +14,8 @@ from tablequest.cli import eval_run
 from tablequest.corpus.dense.encoders import EncoderUnavailable, HashEncoder, make_encoder
 from tablequest.corpus.retrieval.retrievers import RetrieverSettings
 from tablequest.errors import BadValue
-from tablequest.eval.corpora import build_corpus, ensure_dense
+from tablequest.eval.corpora import build_corpus
+from tablequest.eval.corpus_vectors import ensure_dense
 from tablequest.eval.datasets import load
 from tablequest.eval.retrieval import KS, RetrievalResult, evaluate_retrieval, make_ranker
 

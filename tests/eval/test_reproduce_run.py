@@ -187,3 +187,28 @@ def test_cli_lists_refuses_and_says_which_rows_failed(
     assert no_model.exit_code == 1
     assert "needs a model: pass --llm-url and --model" in no_model.output
     assert (tmp_path / "out" / "tablerag-t4.report.md").exists()
+
+
+def test_rows_run_with_the_runs_settings_less_its_config_files(
+    data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tablequest.eval.pipeline import prepared_answer as real
+    from tablequest.eval.reproduce import execute
+    from tablequest.settings import Settings
+
+    (tmp_path / "tablequest.toml").write_text("[methods.direct]\nmax_tokens = 16\n")
+    settings = Settings.load({"sandbox.isolation": "degraded"}, env={}, cwd=tmp_path)
+    assert settings.files  # the run read a config file…
+    seen: list[Any] = []
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(kwargs.get("settings"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(execute, "prepared_answer", spy)
+    ctx = RunContext(data_root=data, out_dir=tmp_path / "out", llm=Scripted(_answer_one),
+                     limit=1, settings=settings)  # fmt: skip
+    [outcome] = run_reproduction(REP, ctx, rows=REP.select(["direct"]))
+    assert outcome.error is None and outcome.n == 1
+    assert seen == [settings] and seen[0].files == ()  # …its rows' options do not
+    assert seen[0].sandbox.isolation == "degraded"

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from tablequest.corpus import Store
+from tablequest.corpus.storage.ingest import BATCH_FILES
 from tablequest.table import read_tables
 
 
@@ -80,6 +81,10 @@ def test_no_worker_outlives_a_sigkilled_ingest(
         assert len(read_tables(path)) == n_tables
 
 
+FILES = 400
+assert FILES - BATCH_FILES >= 100
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("sig", "moment"),
@@ -94,9 +99,9 @@ def test_no_worker_outlives_a_sigkilled_ingest(
 def test_signal_commits_what_was_read_and_exits_cleanly(
     proc: Any, tmp_path: Path, sig: int, moment: str
 ) -> None:
-    # 700 files: the first group commits at most 256 (BATCH_FILES), so hundreds are still
+    # 400 files: the first group commits at most 256 (BATCH_FILES), so 144 or more are still
     # unread when the signal comes
-    folder = proc.write_csvs(tmp_path / "tables", 700)
+    folder = proc.write_csvs(tmp_path / "tables", FILES)
     store = tmp_path / "s.duckdb"
     p = proc.start("ingest", str(folder), "--store", str(store), "--json")
     seen: dict[int, str | None] = {}
@@ -123,6 +128,6 @@ def test_signal_commits_what_was_read_and_exits_cleanly(
         assert again.returncode == 0, again.stderr
         final = json.loads(again.stdout)
         assert final["tables_unchanged"] == report["tables_stored"]
-        assert final["tables_stored"] + final["tables_unchanged"] == 700
+        assert final["tables_stored"] + final["tables_unchanged"] == FILES
         with Store(store, read_only=True) as st:
-            assert len(st) == 700
+            assert len(st) == FILES

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from tablequest.corpus import Store
+from tablequest.corpus.storage.ingest import BATCH_FILES
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "corpus"
 QUESTION = "Which nation won the most gold medals?"
@@ -79,16 +80,19 @@ def test_store_in_a_read_only_file(proc: Any, store: Path) -> None:
 
 @pytest.mark.slow
 def test_disk_full_keeps_what_was_committed(proc: Any, tmp_path: Path) -> None:
-    folder = proc.write_csvs(tmp_path / "tables", 500, rows=120, width=8)  # 8 MB of CSV
-    # 24 MB: a first group of files commits, all 500 do not (their store is ~38 MB since each
-    # table is also a typed relation; with 12 MB not even the first group fit)
-    with proc.tmpfs(tmp_path / "disk", "24m") as disk:
+    # 300 files: more than one ingest group (`BATCH_FILES` = 256), so at least one group
+    # commits before the disk fills. Measured: on 5-7 MiB the ingest stores 1-257 of them
+    # and fails cleanly; from 8 MiB all 300 fit (their store and WAL take ~7.5 MB)
+    n = 300
+    assert n > BATCH_FILES
+    folder = proc.write_csvs(tmp_path / "tables", n, rows=40, width=8)
+    with proc.tmpfs(tmp_path / "disk", "6m") as disk:
         store = disk / "corpus.duckdb"
         full = proc.run("ingest", str(folder), "--store", str(store), "--json")
         message = _error(full, "disk_full")
         assert "no space left" in message and "run the same ingest again" in message
         report = json.loads(full.stdout)
-        assert report["files_seen"] == 500 and report["tables_stored"] < 500
+        assert report["files_seen"] == n and report["tables_stored"] < n
         with Store(store, read_only=True) as st:
             kept = len(st)
         assert kept >= report["tables_stored"] > 0  # nothing counted was lost
@@ -103,9 +107,9 @@ def test_disk_full_keeps_what_was_committed(proc: Any, tmp_path: Path) -> None:
         done = proc.run("ingest", str(folder), "--store", str(store), "--json")
         assert done.returncode == 0, done.stderr
         final = json.loads(done.stdout)
-        assert final["tables_stored"] + final["tables_unchanged"] == 500
+        assert final["tables_stored"] + final["tables_unchanged"] == n
         with Store(store, read_only=True) as st:
-            assert len(st) == 500
+            assert len(st) == n
         search = proc.run("search", "--store", str(store), "v3-1-2", "--method", "grep", "--json")
         assert search.returncode == 0 and "note:" not in search.stderr
         assert any(hit["source"].endswith("t00003.csv") for hit in json.loads(search.stdout))

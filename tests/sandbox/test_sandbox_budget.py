@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import os
+import pickle
 import signal
 import threading
 import time
@@ -26,8 +27,10 @@ from tablequest.sandbox import (
     Session,
     _budget,
 )
+from tablequest.settings import SandboxSettings, Settings
 
 ENV = "TABLEQUEST_SANDBOX_MEMORY_BUDGET"
+SETTING = "sandbox.memory_budget_mb"
 
 
 def wait_until(condition: object, what: str, limit: float = 60.0) -> None:
@@ -105,10 +108,30 @@ def test_budget_arguments_and_the_environment(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_a_bad_environment_value_is_a_clear_sandbox_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_budget, "_shared", None)  # read the variable again
+    monkeypatch.setattr(_budget, "_shared", {})  # no pool made before
     monkeypatch.setenv(ENV, "-5")
     with pytest.raises(SandboxError, match=f"{ENV} must be a positive number of MB, got '-5'"):
         Sandbox(prewarm=False)
+
+
+def test_the_budget_is_the_loaded_settings_not_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_budget, "_shared", {})
+    monkeypatch.setattr(_budget, "physical_memory_mb", lambda: 32_000)
+    capped = pickle.loads(pickle.dumps(Settings.load({}, env={ENV: "1000"})))  # as sent
+    monkeypatch.setenv(ENV, "65536")  # this process's own environment says otherwise
+    with pytest.raises(SandboxBusy, match=rf"budget is 1000 MB \({ENV}=1000\)"):
+        Sandbox.from_settings(capped)  # refused before any child starts
+    monkeypatch.setenv(ENV, "1000")
+    default = Settings.load({}, env={})  # the driver set nothing: half the machine
+    assert _budget.shared_budget(default.sandbox, "default").total_mb == 16_000
+    flagged = Settings.load({SETTING: 3000}, env={})
+    shared = _budget.shared_budget(flagged.sandbox, flagged.source(SETTING))
+    assert (shared.total_mb, shared.source) == (3000, f"{SETTING}=3000 (flag)")
+    assert _budget.shared_budget(flagged.sandbox) is shared  # one pool per size and process
+    with pytest.raises(SandboxError, match=f"{SETTING} must be a positive number of MB, got 0"):
+        Sandbox.from_settings(Settings(sandbox=SandboxSettings(memory_budget_mb=0)))  # closed
 
 
 # -- real children ------------------------------------------------------------------------
@@ -203,7 +226,7 @@ def test_an_ask_the_budget_cannot_hold_fails_with_the_reason(
     from tablequest.llm import Scripted
     from tablequest.methods.run import ask
 
-    monkeypatch.setattr(_budget, "_shared", None)  # read the variable again
+    monkeypatch.setattr(_budget, "_shared", {})  # no pool made before
     monkeypatch.setenv(ENV, "1000")
     (tmp_path / "sales.csv").write_text("region,amount\nnorth,10\nsouth,20\n")
     replies = ['["amount"]', '["north"]', "Thought: sum\nAction: df['amount'].sum()"]

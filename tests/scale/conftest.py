@@ -24,6 +24,11 @@ def local_ray(module: str, hook: Callable[[], None], marker_env: str, tmp: Path)
         include_dashboard=False,
         log_to_driver=False,
         runtime_env={"worker_process_setup_hook": hook},
+        # Ray kills a worker idle for 1 s beyond `num_cpus` workers, and the tests' tasks take
+        # 0.5 CPU (4 at once), so each burst of questions started fresh processes, each
+        # importing Ray and the library again (20 workers of 1-3 s each in test_ray_batch.py);
+        # idle ones are kept for the module's life instead
+        _system_config={"idle_worker_killing_time_threshold_ms": 600_000},
     )
     try:
         yield tmp

@@ -5,6 +5,7 @@ sends it, the task's function called here)."""
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tablequest.corpus.dense.device import requested_device
 from tablequest.errors import BadValue
 from tablequest.eval.corpora import build_corpus
 from tablequest.eval.datasets import load
@@ -22,6 +24,7 @@ from tablequest.eval.runner import RunSpec
 from tablequest.llm import LLMConfig, StubServer
 from tablequest.llm.cache import CacheFile, cache_path
 from tablequest.methods import get_method
+from tablequest.sandbox import SandboxBusy
 from tablequest.scale import evalrun
 from tablequest.scale.batch import (
     BatchError,
@@ -185,12 +188,37 @@ def test_a_question_task_reads_the_drivers_settings_not_its_environment(
     assert refused["status"] == "failed" and "max_columns" in refused["error"], refused
 
 
+def test_a_question_task_prunes_traces_by_the_drivers_limits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = tmp_path / "rivers.csv"
+    table.write_text("river,length\nNile,6650\n")
+    folder = tmp_path / "t"
+    folder.mkdir()
+    old = [folder / f"20240101-00000{i}-abc{i}.jsonl" for i in range(3)]  # oldest first
+    for i, path in enumerate(old):
+        path.write_text("{}\n")
+        os.utime(path, (time.time() - 3600 * (3 - i),) * 2)
+    monkeypatch.setenv("TABLEQUEST_TRACE_KEEP", "0")  # the worker's own: no limit
+    settings = Settings.load(env={"TABLEQUEST_TRACE_KEEP": "2"}, cwd=tmp_path)  # the driver's
+    llm = LLMConfig(model="stub-model", max_retries=0)
+    job = sent(BatchJob(source=str(table), llm=llm, cache=False, trace_dir=str(folder),
+                        settings=settings))  # fmt: skip
+    question = BatchQuestion("q1", "How long is the Nile?", method="direct")
+    with StubServer(default_reply=json.dumps({"answer": "6650"})) as stub:
+        record = answer_question(job, Endpoint(stub.url), question, None)
+    assert record["status"] == "answered", record
+    assert [p.exists() for p in old] == [False, True, True]  # 2 kept, plus the new trace
+    assert Path(record["trace"]).exists()
+
+
 def test_an_eval_task_builds_its_method_with_the_drivers_settings(
     evalrun_wtq: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     corpus = build_corpus(load("wtq", evalrun_wtq), "csv", cache_dir=tmp_path / "corpora")
     flags = {"sandbox.isolation": "degraded", "store.cache_dir": str(tmp_path / "cache")}
-    settings = Settings.load(flags, env={}, cwd=tmp_path)  # on the driver
+    driver_env = {"TABLEQUEST_SANDBOX_MEMORY_BUDGET": "1000", "TABLEQUEST_DEVICE": "cpu"}
+    settings = Settings.load(flags, env=driver_env, cwd=tmp_path)  # on the driver
     spec = get_method("direct")
     job = sent(EvalJob.detached(
         corpus, spec=RunSpec("wtq", "direct", "", "csv", "m"), method="direct",
@@ -200,12 +228,18 @@ def test_an_eval_task_builds_its_method_with_the_drivers_settings(
     corpus.close()
     monkeypatch.setenv("TABLEQUEST_CACHE_DIR", str(tmp_path / "elsewhere"))
     monkeypatch.setenv("TABLEQUEST_SANDBOX", "strict")
+    monkeypatch.setenv("TABLEQUEST_SANDBOX_MEMORY_BUDGET", "65536")
+    monkeypatch.setenv("TABLEQUEST_DEVICE", "cuda:3")
     opened: dict[Any, Any] = {}  # what the worker process keeps (its corpus, its answerers)
     monkeypatch.setattr(evalrun, "_WORKER", opened)
     try:
         context = evalrun._answerer(job, Endpoint("http://127.0.0.1:9/v1"), None).method.context
         assert context.settings == settings and context.cache_dir == tmp_path / "cache"
         assert context.settings.sandbox.isolation == "degraded"
+        with pytest.raises(SandboxBusy, match="budget is 1000 MB"):  # the driver's budget
+            context.new_sandbox()
+        embeddings = context.encoder_settings()
+        assert requested_device(embeddings.device, embeddings.preferred_device) == "cpu"
     finally:
         for kept in opened.values():
             kept.close()

@@ -151,6 +151,39 @@ def test_search_preview_and_rerank_needs_a_server(server: Any) -> None:
         assert empty.status_code == 422 and "q" in empty.json()["error"]["message"]
 
 
+def test_fast_search_answers_what_the_route_answers(server: Any, monkeypatch: Any) -> None:
+    """`serve.fastsearch` takes plain searches; its bytes are the route's (k=05 and
+    preview=False go to the route: it reads them, the short way declines them)."""
+    from tablequest.errors import BadValue
+    from tablequest.serve import fastsearch
+
+    taken: list[str] = []
+
+    def counted(*args: Any) -> Any:
+        taken.append(args[1])
+        if args[1] == "fails":
+            raise BadValue("refused here; the route answers")
+        return real(*args)
+
+    real = fastsearch.run_search
+    monkeypatch.setattr(fastsearch, "run_search", counted)
+    with server.client() as client:
+        for fast, route in (
+            ({"q": "depth of lake Quillsee", "k": "5"}, {"q": "depth of lake Quillsee", "k": "05"}),
+            ({"q": "Quillsee", "preview": "false", "method": "bm25"},
+             {"q": "Quillsee", "preview": "False", "method": "bm25"}),
+        ):  # fmt: skip
+            a, b = client.get("/v1/search", params=fast), client.get("/v1/search", params=route)
+            assert a.status_code == b.status_code == 200
+            assert a.content == b.content
+            assert {k: v for k, v in a.headers.items() if k != "date"} == {
+                k: v for k, v in b.headers.items() if k != "date"
+            }
+        failed = client.get("/v1/search", params={"q": "fails"})
+    assert taken == ["depth of lake Quillsee", "Quillsee", "fails"]
+    assert failed.status_code == 200 and failed.json()["question"] == "fails"
+
+
 # -- asking --------------------------------------------------------------------------------
 def test_ask_streams_trace_events_then_the_result(server: Any) -> None:
     events = server.ask_stream({"question": LAKES_Q, "method": "seek"})

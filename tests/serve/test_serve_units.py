@@ -4,6 +4,8 @@ uploads' names, the token file, the bind check, asks' cancellation, and the CLI 
 from __future__ import annotations
 
 import asyncio
+import gc
+import inspect
 import json
 import os
 import stat
@@ -426,3 +428,40 @@ def test_a_request_raises_cost_bearing_options_up_to_the_servers_maximum(tmp_pat
     with pytest.raises(CostlyOption, match=r"steps = 101"):
         check({}, [], steps=101)
     assert CostlyOption.http_status == 422 and CostlyOption.exit_code == 2
+
+
+# -- the short way of GET /v1/search (serve.fastsearch) ---------------------------------------
+def test_plain_search_args_take_only_what_the_route_reads_the_same_way() -> None:
+    from tablequest.serve.fastsearch import DEFAULT_ENCODER, plain_search_args
+
+    assert plain_search_args(b"q=lake+depth") == ("lake depth", 5, "grep", DEFAULT_ENCODER, False)
+    assert plain_search_args(b"k=100&q=%C3%A9t%C3%A9&method=bm25&preview=true&encoder=e&x=1") == (
+        "été", 100, "bm25", "e", True
+    )  # fmt: skip
+    for declined in (b"", b"q=", b"q=+", b"q=a&q=b", b"q=a&k=0", b"q=a&k=101", b"q=a&k=05",
+                     b"q=a&k=x", b"q=a&method=dense", b"q=a&preview=yes",
+                     b"q=" + b"a" * 1001):  # fmt: skip
+        assert plain_search_args(declined) is None, declined
+
+
+def test_fast_search_defaults_are_the_routes() -> None:
+    from tablequest.serve.api import search
+    from tablequest.serve.fastsearch import DEFAULTS, NAMES
+
+    params = inspect.signature(search).parameters
+    assert set(NAMES) == set(params) - {"request"}
+    for name, default in DEFAULTS.items():
+        route_default = params[name].default
+        assert (str(route_default).lower() if name == "preview" else str(route_default)) == default
+
+
+def test_the_server_spaces_full_collections_and_keeps_young_ones() -> None:
+    from tablequest.serve.app import FULL_COLLECTION_EVERY, _space_full_collections
+
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        _space_full_collections()
+        assert gc.get_threshold() == (700, 10, FULL_COLLECTION_EVERY) and FULL_COLLECTION_EVERY > 10
+    finally:
+        gc.set_threshold(*before)

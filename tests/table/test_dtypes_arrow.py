@@ -105,3 +105,27 @@ def test_true_false_columns_are_booleans_and_yes_no_stays_text() -> None:
     assert [t for t, _ in _ours([list(r) for r in table.body])] == [
         "BOOLEAN", "BOOLEAN", "VARCHAR", "BIGINT"
     ]  # fmt: skip
+
+
+def test_fixed_array_equals_pa_array() -> None:
+    # typed values are built from numpy buffers (pa.array would import pandas): same arrays
+    import datetime as dt
+
+    import pyarrow as pa
+
+    from tablequest.table import arrow_range, fixed_array
+
+    cases = [
+        (pa.int64(), [3, None, -(2**63), 2**63 - 1]),
+        (pa.float64(), [0.1, None, -2.5e300]),
+        (pa.bool_(), [True, None, False, True, False, False, True, True, False]),
+        (pa.bool_(), [True, False]),
+        (pa.date32(), [dt.date(2024, 2, 29), None, dt.date(1900, 1, 1)]),
+        (pa.timestamp("us"), [dt.datetime(1969, 12, 31, 23, 59, 59, 5), None]),
+        (pa.int64(), []),
+    ]
+    for kind, values in cases:
+        got = fixed_array(values, kind)
+        assert got.equals(pa.array(values, type=kind)), (kind, values)
+        got.validate(full=True)
+    assert arrow_range(4).equals(pa.array(range(4), type=pa.int64()))

@@ -165,6 +165,33 @@ def test_prune_charts_keeps_the_folder_just_written(
     assert newest.exists() and not folders[3].exists()
 
 
+def test_given_settings_prune_whatever_the_environment_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from types import SimpleNamespace
+
+    from tablequest.methods import MethodContext, Result
+    from tablequest.methods.research.method import DTR
+    from tablequest.settings import Settings
+
+    monkeypatch.setenv("TABLEQUEST_TRACE_KEEP", "few")  # where it runs (e.g. a Ray worker)
+    monkeypatch.setenv("TABLEQUEST_CHARTS_KEEP", "0")
+    keep = {"TABLEQUEST_TRACE_KEEP": "2", "TABLEQUEST_CHARTS_KEEP": "1"}
+    settings = Settings.load(env=keep, cwd=tmp_path)  # what the run loaded
+    old = [_trace(tmp_path, age) for age in (3, 2, 1)]
+    Trace.for_query(tmp_path, traces=settings.traces).event("decision", stage="request")
+    assert [p.exists() for p in old] == [False, True, True]
+    charts = [_charts(t, age) for t, age in zip(old[1:], (2, 1), strict=True)]
+    dtr = DTR(context=MethodContext(settings=settings))
+    run = SimpleNamespace(
+        result=Result(answer="1", status="answered", trace_path=str(old[2])), figures=[b"p"]
+    )
+    monkeypatch.setattr(dtr, "research", lambda *a, **k: run)
+    result = dtr.answer("q", None)  # writes its chart into the newest folder, then prunes
+    assert result.details["charts"] == [str(charts[1] / "chart-1.png")]
+    assert [c.exists() for c in charts] == [False, True]
+
+
 def test_concurrent_pruners_in_two_processes(tmp_path: Path) -> None:
     traces = []
     for i in range(60):  # older names (no writer pid): this test's process is not their writer

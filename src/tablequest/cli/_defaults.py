@@ -17,6 +17,8 @@ CHECKS: Final = ("config", "model", "sandbox", "extras", "store")
 SQL_LIMIT: Final = 1000
 SQL_TIMEOUT: Final = 10.0
 HYBRID_ALPHA: Final = 0.7
+ENCODER: Final = "minilm-32"
+RETRIEVAL_METHOD: Final = "phrase-hybrid"
 EVAL_PROMPTS: Final = (
     "Rudimentary Analysis",
     "Summary Analysis",
@@ -32,6 +34,8 @@ SOURCES: Final = {
     "SQL_LIMIT": "tablequest.corpus.storage.sql:DEFAULT_LIMIT",
     "SQL_TIMEOUT": "tablequest.corpus.storage.sql:DEFAULT_TIMEOUT",
     "HYBRID_ALPHA": "tablequest.corpus.lexical.rank:HYBRID_ALPHA",
+    "ENCODER": "tablequest.corpus.retrieval.retrievers:DEFAULT_ENCODER",
+    "RETRIEVAL_METHOD": "tablequest.eval.retrieval:DEFAULT_METHOD",
     "EVAL_PROMPTS": "tablequest.eval.metrics.judge_prompts:EVAL_PROMPTS",
 }
 """copy → ``module:attribute`` it equals (a mapping's copy holds its keys, in order)."""

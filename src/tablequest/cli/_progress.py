@@ -27,7 +27,7 @@ from tablequest.trace import EventKind, Trace
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from tablequest.settings import Settings
+    from tablequest.settings import Settings, TracesSettings
 
 __all__ = ["IngestBar", "ProgressTrace", "ingest_bar", "progress_trace", "stderr_is_terminal"]
 
@@ -57,8 +57,14 @@ def stage_text(event: dict[str, Any]) -> str:
 class ProgressTrace(Trace):
     """A `Trace` whose events are also shown, one line each, by `show` as they happen."""
 
-    def __init__(self, path: Path | None, show: Callable[[str], None]) -> None:
-        super().__init__(path)
+    def __init__(
+        self,
+        path: Path | None,
+        show: Callable[[str], None],
+        *,
+        traces: TracesSettings | None = None,
+    ) -> None:
+        super().__init__(path, traces=traces)
         self._show = show
 
     def event(self, kind: EventKind, /, **payload: Any) -> dict[str, Any]:
@@ -87,7 +93,9 @@ def progress_trace(settings: Settings, *, enabled: bool) -> Trace | None:
     from tablequest.trace import default_trace_dir, new_trace_path
 
     return ProgressTrace(
-        new_trace_path(default_trace_dir(settings.traces)), _stage_line(err_console)
+        new_trace_path(default_trace_dir(settings.traces)),
+        _stage_line(err_console),
+        traces=settings.traces,
     )
 
 

@@ -12,9 +12,12 @@ if TYPE_CHECKING:
     from tablequest.settings import Settings
 
 
-def open_corpus(path: Path, ray: str | None, *, json_out: bool = False) -> Corpus:
+def open_corpus(
+    path: Path, ray: str | None, settings: Settings, *, json_out: bool = False
+) -> Corpus:
     """A store or sharded corpus, read-only; a sharded one ranks on shard actors when a Ray
-    address is given (flag or $TABLEQUEST_RAY_ADDRESS)."""
+    address is given (flag or $TABLEQUEST_RAY_ADDRESS). The command's `settings` give the
+    lock timeout, here and in every shard actor."""
     from tablequest.corpus import StoreError
     from tablequest.corpus import open_corpus as open_any
     from tablequest.errors import BadValue
@@ -22,14 +25,14 @@ def open_corpus(path: Path, ray: str | None, *, json_out: bool = False) -> Corpu
 
     address = ray_address(ray)
     try:
-        corpus = open_any(path)
+        corpus = open_any(path, lock_timeout=settings.store.lock_timeout)
     except StoreError as exc:
         fail_on(exc, json_out=json_out)
     if address is not None and corpus.manifest is not None:  # one actor per shard
         from tablequest.scale import attach
 
         try:
-            attach(corpus, address)
+            attach(corpus, address, lock_timeout=settings.store.lock_timeout)
         except (RayUnavailable, BadValue) as exc:  # Ray missing or unreachable, a bad address
             corpus.close()
             fail_on(exc, json_out=json_out)

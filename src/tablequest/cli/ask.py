@@ -149,7 +149,8 @@ def ask_command(
     corpus = None
     address = ray_address(settings.scale.ray_address)
     if address is not None and is_store_path(source):
-        corpus = open_corpus(source, address, json_out=json_out)  # a sharded one: on actors
+        # a sharded one ranks on actors
+        corpus = open_corpus(source, address, settings, json_out=json_out)
         if corpus.manifest is None:  # one store ranks here, opened by `ask` as a path
             corpus.close()
             corpus = None

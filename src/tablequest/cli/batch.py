@@ -16,6 +16,7 @@ from tablequest.cli._options import (
     ApiKeyOpt,
     ConfigFileOpt,
     ConfigOpt,
+    DeviceOpt,
     LLMUrlsOpt,
     MethodOpt,
     ModelOpt,
@@ -63,6 +64,7 @@ def batch_command(
         int, typer.Option(min=1, help="Questions in flight per LLM endpoint.")
     ] = 4,
     ray: RayOpt = None,
+    device: DeviceOpt = None,
     no_cache: NoCacheOpt = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
@@ -88,7 +90,8 @@ def batch_command(
     from tablequest.trace.runs import run_trace_dir
 
     flags = LLMFlags(model=model, api_key=api_key, no_cache=no_cache, config_file=config_file)
-    more = {"scale.llm_urls": llm_url or None, "scale.ray_address": ray}
+    more = {"scale.llm_urls": llm_url or None, "scale.ray_address": ray,
+            "embeddings.device": device}  # fmt: skip
     settings = settings_or_fail(flags, more, json_out=json_out)  # the command's one load
     try:
         chosen = read_questions(questions)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from tablequest.cli._defaults import ENCODER
 from tablequest.cli._exit import FAILED, USAGE
 from tablequest.cli._options import (
     ENCODER_NAMES,
@@ -336,7 +337,7 @@ def search_command(
     encoder: Annotated[
         str,
         typer.Option(help=f"Encoder of dense, hybrid, phrase-hybrid, rerank: {ENCODER_NAMES}."),
-    ] = "minilm",
+    ] = ENCODER,
     device: DeviceOpt = None,
     rerank_url: Annotated[
         str | None, typer.Option("--rerank-url", metavar="URL", help="rerank: a /v1/rerank server.")
@@ -381,7 +382,7 @@ def search_command(
         retriever = make_retriever(method, settings)
     except UsageError as exc:  # an unknown method or encoder, a missing extra
         fail_on(exc, json_out=json_out)
-    with open_corpus(store_path, ray, json_out=json_out) as st:
+    with open_corpus(store_path, ray, loaded, json_out=json_out) as st:
         try:
             with encoding_bar("encoding tables", not json_out):
                 hits = retriever.rank(st, question, k, rows=True)

@@ -22,6 +22,7 @@ from tablequest.cli._options import (
     ApiKeyOpt,
     ConfigFileOpt,
     DeadlineOpt,
+    DeviceOpt,
     LLMUrlOpt,
     ModelOpt,
     NoCacheOpt,
@@ -94,6 +95,7 @@ def reproduce_command(
     cache_dir: Annotated[
         Path | None, typer.Option("--cache-dir", help="Corpus cache (default OUT/corpora).")
     ] = None,
+    device: DeviceOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Run one paper table's configuration; report ours beside the paper's numbers."""
@@ -107,6 +109,7 @@ def reproduce_command(
     from tablequest.cli._llm import LLMFlags
     from tablequest.errors import TablequestError
     from tablequest.eval.reproduce import get_reproduction
+    from tablequest.eval.reproduce.execute import RunContext
 
     try:
         rep = get_reproduction(name)
@@ -114,7 +117,8 @@ def reproduce_command(
         flags = LLMFlags(
             llm_url, model, api_key, no_cache=no_cache, deadline=deadline, config_file=config_file
         )
-        llm_config, llm = flags.build()
+        settings = flags.settings({"embeddings.device": device})  # the command's one load
+        llm_config, llm = flags.build(settings)
     except KeyError as exc:
         fail(str(exc.args[0]), json_out=json_out)
     except TablequestError as exc:  # an unknown row, the model's flags (2); the model (1)
@@ -123,28 +127,24 @@ def reproduce_command(
     if not root.is_dir():
         fail(f"no benchmark folder at {root} (--data)", json_out=json_out)
     served = llm.describe().get("model", "") if llm is not None else ""
-    _run(rep, chosen, root, out, llm, llm_config, served, limit, concurrency, steps,
-         cache_dir, paper_model, json_out)  # fmt: skip
+    ctx = RunContext(
+        data_root=root, out_dir=out, llm=llm, llm_config=llm_config, model=served, limit=limit,
+        concurrency=concurrency, steps=steps, cache_dir=cache_dir, settings=settings,
+    )  # fmt: skip
+    _run(rep, chosen, ctx, paper_model, json_out)
 
 
-def _run(
-    rep: Any, chosen: list[Any], root: Path, out: Path, llm: Any, llm_config: Any, served: str,
-    limit: int | None, concurrency: int, steps: int | None, cache_dir: Path | None,
-    paper_model: str | None, json_out: bool,
-) -> None:  # fmt: skip
+def _run(rep: Any, chosen: list[Any], ctx: Any, paper_model: str | None, json_out: bool) -> None:
     from tablequest.cli._output import err_console
     from tablequest.errors import BadValue
-    from tablequest.eval.reproduce.execute import RunContext, run_reproduction
+    from tablequest.eval.reproduce.execute import run_reproduction
     from tablequest.eval.reproduce.report import comparison_model, write_report
 
+    out, served, limit = ctx.out_dir, ctx.model, ctx.limit
     try:
         against = comparison_model(rep, served, paper_model)
     except BadValue as exc:
         fail_on(exc, json_out=json_out)
-    ctx = RunContext(
-        data_root=root, out_dir=out, llm=llm, llm_config=llm_config, model=served, limit=limit,
-        concurrency=concurrency, steps=steps, cache_dir=cache_dir,
-    )  # fmt: skip
 
     def on_row(row: Any, outcome: Any) -> None:
         if not json_out:
@@ -152,8 +152,8 @@ def _run(
             err_console.print(f"{rep.name} · {row.key}: {what}", soft_wrap=True, markup=False)
 
     with contextlib.ExitStack() as stack:
-        if llm is not None:
-            stack.enter_context(llm)
+        if ctx.llm is not None:
+            stack.enter_context(ctx.llm)
         try:
             outcomes = run_reproduction(rep, ctx, rows=chosen, on_row=on_row)
             md_path, json_path = write_report(

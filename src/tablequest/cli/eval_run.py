@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
-from tablequest.cli._defaults import HYBRID_ALPHA
+from tablequest.cli._defaults import ENCODER, HYBRID_ALPHA, RETRIEVAL_METHOD
 from tablequest.cli._exit import FAILED
 from tablequest.cli._llm import LLMFlags, settings_or_fail
 from tablequest.cli._options import (
@@ -50,9 +50,11 @@ from tablequest.cli._options import (
 from tablequest.cli._output import fail, fail_on
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from rich.console import Console
 
-    from tablequest.eval.corpora import BuiltCorpus
+    from tablequest.eval.corpora import BuildWork, BuiltCorpus
     from tablequest.eval.datasets import Dataset
     from tablequest.eval.runner import RecordLog, RunSpec
 
@@ -159,22 +161,40 @@ def _progress(label: str, enabled: bool) -> Iterator[Callable[..., None]]:
 
 
 def _corpus(
-    dataset: Dataset, fmt: str, seed: int, cache_dir: Path | None, show: bool
+    dataset: Dataset, fmt: str, seed: int, cache_dir: Path | None, show: bool, work: Any = None
 ) -> BuiltCorpus:
     from tablequest.eval.corpora import build_corpus
 
     with _progress(f"building {dataset.name} {fmt} corpus", show) as update:
-        return build_corpus(dataset, fmt, seed=seed, cache_dir=cache_dir, progress=update)
+        return build_corpus(
+            dataset, fmt, seed=seed, cache_dir=cache_dir, progress=update, work=work
+        )
 
 
-def _dense(corpus: BuiltCorpus, encoder: Any, cache_dir: Path | None, show: bool) -> None:
+def _dense(
+    corpus: BuiltCorpus, encoder: Any, cache_dir: Path | None, show: bool, views: Any = ("table",)
+) -> None:
     """Encode the corpus once (vectors shared across the corpora of the cache folder)."""
     from tablequest.corpus import encoding_progress, with_rate
-    from tablequest.eval.corpora import ensure_dense
+    from tablequest.eval.corpus_vectors import ensure_dense
 
     label = f"encoding the {corpus.dataset} corpus with {encoder.name}"
     with _progress(label, show) as update, encoding_progress(with_rate(update)):
-        ensure_dense(corpus, encoder, cache_dir=cache_dir)
+        ensure_dense(corpus, encoder, cache_dir=cache_dir, views=views)
+
+
+def _cold_work(ranker: Any, questions: Sequence[str], sharded: bool) -> BuildWork:
+    """What a cold corpus build does for `ranker` (`eval.corpora.BuildWork`): its vectors
+    and the questions' encoded on a second thread while the indexes are built, its own
+    indexes built and kept with the corpus."""
+    from tablequest.corpus import View
+    from tablequest.eval.corpora import BuildWork
+
+    encoder = getattr(ranker, "encoder", None)
+    views: tuple[View, ...] = getattr(ranker, "views", ("table",))
+    indexes, prime = getattr(ranker, "build_indexes", None), getattr(ranker, "prime", None)
+    base = sharded or getattr(ranker, "base_indexes", True)
+    return BuildWork(encoder, views, indexes, prime, tuple(questions), base_indexes=base)
 
 
 def _sharded(corpus: BuiltCorpus, shards: int | None) -> BuiltCorpus:
@@ -189,7 +209,7 @@ def _sharded(corpus: BuiltCorpus, shards: int | None) -> BuiltCorpus:
 def retrieval_command(
     dataset: Annotated[str, typer.Argument(help="wtq | tabfact | tcrbench | …")],
     data: DataOpt,
-    method: Annotated[str, typer.Option("--method", "-m", help=RETRIEVER_NAMES)] = "bm25",
+    method: Annotated[str, typer.Option("--method", "-m", help=RETRIEVER_NAMES)] = RETRIEVAL_METHOD,
     questions: QuestionsOpt = None,
     split: SplitOpt = None,
     fmt: FormatOpt = "csv",
@@ -198,7 +218,7 @@ def retrieval_command(
     siblings: Annotated[
         int, typer.Option(help="Add N generated sibling hard negatives per question.")
     ] = 0,
-    encoder: Annotated[str, typer.Option(help=ENCODER_NAMES)] = "minilm",
+    encoder: Annotated[str, typer.Option(help=ENCODER_NAMES)] = ENCODER,
     device: DeviceOpt = None,
     fusion: Annotated[str, typer.Option(help="Hybrid fusion: score | rrf")] = "score",
     alpha: Annotated[float, typer.Option(help="Hybrid: weight of the dense score.")] = HYBRID_ALPHA,
@@ -230,14 +250,15 @@ def retrieval_command(
         if siblings:
             ds = with_siblings(ds, n=siblings, seed=seed, questions=chosen)
             chosen = ds.questions
-        corpus = _sharded(_corpus(ds, fmt, seed, cache_dir, not json_out), shards)
+        work = _cold_work(ranker, [q.question for q in chosen], shards is not None)
+        corpus = _sharded(_corpus(ds, fmt, seed, cache_dir, not json_out, work), shards)
     except TablequestError as exc:  # the benchmark, questions, corpus or retriever (2)
         _fail(exc, json_out)
     encoder_impl = getattr(ranker, "encoder", None)
     with corpus.store:
         try:
             if encoder_impl is not None:
-                _dense(corpus, encoder_impl, cache_dir, not json_out)
+                _dense(corpus, encoder_impl, cache_dir, not json_out, work.views)
             with _progress(f"{method} on {ds.name}", not json_out) as update:
                 result = evaluate_retrieval(corpus, chosen, ranker, progress=update)
         except TablequestError as exc:  # a question whose gold table is missing (2), …
@@ -285,6 +306,7 @@ def run_command(
     cache_dir: CacheOpt = None,
     shards: ShardsOpt = None,
     ray: RayOpt = None,
+    device: DeviceOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Answer a benchmark's questions with a method; append records to --out; write a report.
@@ -301,7 +323,8 @@ def run_command(
 
     flags = LLMFlags(llm_url[0] if llm_url else None, model, api_key, llm,
                      no_cache=no_cache, deadline=deadline, config_file=config_file)  # fmt: skip
-    more = {"scale.llm_urls": llm_url or None, "scale.ray_address": ray}
+    more = {"scale.llm_urls": llm_url or None, "scale.ray_address": ray,
+            "embeddings.device": device}  # fmt: skip
     settings = settings_or_fail(flags, more, json_out=json_out)  # the command's one load
     try:
         spec = get_method(method)

@@ -41,7 +41,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import sys
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -63,6 +62,7 @@ from tablequest.corpus import (
     table_row,
 )
 from tablequest.errors import UsageError
+from tablequest.eval.buildwork import BuildWork
 from tablequest.eval.datasets.common import Dataset, DatasetError
 from tablequest.eval.stale_builds import clean_stale_builds
 from tablequest.table import Format, Source, Table
@@ -70,13 +70,13 @@ from tablequest.table import Format, Source, Table
 __all__ = [
     "BASE_FORMATS",
     "CORPUS_FORMATS",
+    "BuildWork",
     "Corpus",
     "CorpusError",
     "build_corpus",
     "corpus_fingerprint",
     "corpus_table",
     "default_corpus_dir",
-    "ensure_dense",
     "mixed_format",
     "parse_format",
 ]
@@ -216,9 +216,35 @@ def _fill(
     base: str,
     seed: int,
     progress: Callable[[int, int], None] | None,
+    work: BuildWork | None = None,
 ) -> dict[str, str]:
+    if work is None:
+        formats = _store_tables(store, dataset, transposed, base, seed, progress, None)
+        ensure_indexes(store)  # grep and BM25, built now and persisted with the corpus
+        return formats
+    work.begin()
+    try:
+        formats = _store_tables(store, dataset, transposed, base, seed, progress, work)
+        work.finish(store)  # the indexes, then the vectors encoded meanwhile
+    except BaseException:
+        work.cancel()  # a failed or stopped build does not wait for the queued encodings
+        raise
+    return formats
+
+
+def _store_tables(
+    store: Store,
+    dataset: Dataset,
+    transposed: bool,
+    base: str,
+    seed: int,
+    progress: Callable[[int, int], None] | None,
+    work: BuildWork | None,
+) -> dict[str, str]:
+    """Store every table of `dataset` (each batch handed to `work` as it is read)."""
     formats: dict[str, str] = {}
     batch: list[tuple[str, Sequence[tuple[Any, ...]], bool]] = []
+    read: list[tuple[str, str, Table]] = []  # (content hash, plain text, table) for `work`
     total = len(dataset.table_refs)
     for done, (key, ref) in enumerate(dataset.table_refs.items(), start=1):
         fmt = _table_format(key, ref.meta, base, seed)
@@ -227,10 +253,13 @@ def _fill(
         except DatasetError as exc:
             raise CorpusError(f"{dataset.name}: cannot read table {key!r}: {exc}") from exc
         formats[key] = fmt
-        batch.append(
-            (key, [table_row(table, path=key, file_hash=table.content_hash, idx=0)], False)
-        )
+        row = table_row(table, path=key, file_hash=table.content_hash, idx=0)
+        batch.append((key, [row], False))
+        read.append((table.content_hash, row[12], table))  # row[12]: the plain text
         if len(batch) >= _BATCH or done == total:
+            if work is not None:
+                work.stored(read)  # encoded on the encoding thread while more are read
+            read = []
             failed = store.put_files(batch)
             if failed:
                 raise CorpusError(f"{dataset.name}: could not store tables {failed[:5]}")
@@ -243,7 +272,6 @@ def _fill(
     store.con.executemany(
         "INSERT INTO corpus_meta VALUES (?, ?)", [[k, v] for k, v in formats.items()]
     )
-    ensure_indexes(store)  # grep and BM25, built now and persisted with the corpus
     return formats
 
 
@@ -261,6 +289,7 @@ def build_corpus(
     in_memory: bool = False,
     read_only: bool = True,
     progress: Callable[[int, int], None] | None = None,
+    work: BuildWork | None = None,
 ) -> BuiltCorpus:
     """Build (or reuse from the cache) the corpus of all tables of `dataset` in `fmt`.
 
@@ -272,6 +301,8 @@ def build_corpus(
         in_memory: Build an in-memory store instead (nothing cached).
         read_only: Open the cached file read-only (several processes may share it).
         progress: Called with (tables stored, total) while building.
+        work: What a build does beside the tables and their grep and BM25 indexes
+            (`BuildWork`: vectors encoded meanwhile, more indexes); nothing on a cached corpus.
 
     Raises:
         CorpusError: unknown format, unreadable table, or an unusable cache file.
@@ -282,15 +313,18 @@ def build_corpus(
         raise CorpusError(f"{dataset.name}: the dataset has no tables")
     if in_memory:
         store = Store()
-        formats = _fill(store, dataset, transposed, base, seed, progress)
+        formats = _fill(store, dataset, transposed, base, seed, progress, work)
         return BuiltCorpus(dataset.name, name, None, store, list(formats), formats)
     directory = Path(cache_dir) if cache_dir is not None else default_corpus_dir()
     fingerprint = corpus_fingerprint(dataset, name, seed=seed)[:16]
     path = directory / f"{dataset.name}-{name}-{fingerprint}.duckdb"
     clean_stale_builds(directory, before=time.time())
-    if not path.is_file():
-        _build_file(path, dataset, transposed, base, seed, progress)
+    built = not path.is_file()
+    if built:
+        _build_file(path, dataset, transposed, base, seed, progress, work)
     store = _open(path, read_only=read_only)
+    if built and work is not None and work.encoder is not None:
+        _share(store, directory, work)
     try:
         formats = _read_formats(store)
     except duckdb.Error as exc:
@@ -299,9 +333,17 @@ def build_corpus(
             f"corpus file {str(path)!r} is not a tablequest corpus ({exc}); delete it to rebuild"
         ) from exc
     corpus = BuiltCorpus(dataset.name, name, path, store, list(formats), formats, read_only)
-    if missing_indexes(store):  # a corpus cached by an older version: add them once
-        _add_indexes(corpus)
+    if missing_indexes(store) and (work is None or work.base_indexes):
+        _add_indexes(corpus)  # a corpus cached by an older version (or built without them)
     return corpus
+
+
+def _share(store: Store, directory: Path, work: BuildWork) -> None:
+    """Add the vectors a build encoded to the shared cache of its directory."""
+    from tablequest.corpus import embedding_model
+    from tablequest.eval.shared_vectors import share_vectors
+
+    share_vectors(store, directory, [embedding_model(work.encoder.name, v) for v in work.views])
 
 
 def _add_indexes(corpus: BuiltCorpus) -> None:
@@ -332,12 +374,13 @@ def _build_file(
     base: str,
     seed: int,
     progress: Callable[[int, int], None] | None,
+    work: BuildWork | None = None,
 ) -> None:
     tmp = path.with_name(f".{path.stem}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp.duckdb")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with Store(tmp) as store:
-            _fill(store, dataset, transposed, base, seed, progress)
+            _fill(store, dataset, transposed, base, seed, progress, work)
             store.con.execute("CHECKPOINT")
         os.replace(tmp, path)
     except (OSError, StoreError, duckdb.Error) as exc:
@@ -350,113 +393,3 @@ def _build_file(
         for leftover in (tmp, tmp.with_name(tmp.name + ".wal")):
             with contextlib.suppress(OSError):
                 leftover.unlink()
-
-
-# -- dense vectors shared across the corpora of a cache directory ----------------------------
-_SHARED = "embeddings.duckdb"
-
-
-def _missing_hashes(store: Store, model: str) -> list[str]:
-    rows = store.con.execute(
-        "SELECT DISTINCT t.content_hash FROM tables t LEFT JOIN embeddings e "
-        "ON e.content_hash = t.content_hash AND e.model = ? WHERE e.vector IS NULL",
-        [model],
-    ).fetchall()
-    return [str(r[0]) for r in rows]
-
-
-def _shared_cache(directory: Path) -> duckdb.DuckDBPyConnection | None:
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        con = duckdb.connect(str(directory / _SHARED))
-        con.execute("SET enable_progress_bar = false")  # it would draw on stdout
-        con.execute(
-            "CREATE TABLE IF NOT EXISTS embeddings (content_hash TEXT NOT NULL, "
-            "model TEXT NOT NULL, vector FLOAT[] NOT NULL)"
-        )
-        return con
-    except (duckdb.Error, OSError):  # in use by another process: encode without sharing
-        return None
-
-
-def ensure_dense(corpus: BuiltCorpus, encoder: Any, *, cache_dir: str | Path | None = None) -> int:
-    """Make sure every table of the corpus has a vector of `encoder`; return how many were new.
-
-    Vectors already in the shared cache of `cache_dir` are copied; the rest are encoded
-    (`tablequest.corpus.dense.index.ensure_embeddings`) and added to the shared cache. A read-only
-    corpus is reopened for writing while this runs, then reopened read-only. A sharded
-    corpus gets its vectors shard by shard, from the same shared cache.
-    """
-    model = str(encoder.name)
-    missing = [h for shard in corpus.store.shards for h in _missing_hashes(shard, model)]
-    if not missing:
-        return 0
-    reopened = corpus.path is not None and corpus.read_only
-    if reopened and not _reopen_for_writing(corpus, encoder):
-        return len(missing)
-    try:
-        directory = Path(cache_dir) if cache_dir is not None else default_corpus_dir()
-        shared = None if corpus.path is None else _shared_cache(directory)
-        new = sum(_dense_store(shard, encoder, shared) for shard in corpus.store.shards)
-        if shared is not None:
-            shared.close()
-        return new
-    finally:
-        if reopened:
-            corpus.reopen(read_only=True)
-
-
-def _dense_store(store: Store, encoder: Any, shared: duckdb.DuckDBPyConnection | None) -> int:
-    """`ensure_dense` of one store (a corpus, or one shard of it): how many were new."""
-    from tablequest.corpus import ensure_embeddings
-
-    model = str(encoder.name)
-    missing = _missing_hashes(store, model)
-    if not missing:
-        return 0
-    if shared is not None:
-        rows = shared.execute(
-            "SELECT content_hash, vector FROM embeddings WHERE model = ? "
-            "AND list_contains(?, content_hash)",
-            [model, missing],
-        ).fetchall()
-        if rows:
-            store.con.executemany(
-                "INSERT INTO embeddings VALUES (?, ?, ?)", [(h, model, v) for h, v in rows]
-            )
-    still = set(_missing_hashes(store, model))
-    ensure_embeddings(store, encoder)
-    if shared is not None and still:
-        fresh = store.con.execute(
-            "SELECT content_hash, vector FROM embeddings WHERE model = ? "
-            "AND list_contains(?, content_hash)",
-            [model, sorted(still)],
-        ).fetchall()
-        shared.executemany(
-            "INSERT INTO embeddings VALUES (?, ?, ?)", [(h, model, v) for h, v in fresh]
-        )
-    store.con.execute("CHECKPOINT")
-    return len(still)
-
-
-def _reopen_for_writing(corpus: BuiltCorpus, encoder: Any) -> bool:
-    """Reopen a read-only corpus for writing; False when another process holds it, in
-    which case the vectors are encoded into memory for this run (with a note)."""
-    from tablequest.corpus import corpus_vectors
-
-    try:
-        corpus.reopen(read_only=False)
-        return True
-    except CorpusError as exc:
-        if not isinstance(exc.__cause__, StoreLocked):
-            raise
-        reason = str(exc)
-    corpus.reopen(read_only=True)
-    print(
-        f"tablequest: note: {reason}; the {encoder.name} vectors of the {corpus.dataset} corpus "
-        "are kept in memory for this run",
-        file=sys.stderr,
-    )
-    for shard in corpus.store.shards:
-        corpus_vectors(shard, encoder)
-    return False

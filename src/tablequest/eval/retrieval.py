@@ -26,7 +26,13 @@ from tablequest.eval.metrics.retrieval import (
     recall_at_k,
 )
 
-__all__ = ["KS", "Ranker", "RetrievalResult", "evaluate_retrieval", "make_ranker"]
+__all__ = ["DEFAULT_METHOD", "KS", "Ranker", "RetrievalResult", "evaluate_retrieval", "make_ranker"]
+
+DEFAULT_METHOD = "phrase-hybrid"
+"""``eval retrieval``'s method unless one is named: the best LLM-free retriever measured on
+WTQ training questions that, with the default encoder (`corpus.retrieval.retrievers.
+DEFAULT_ENCODER`), evaluates 1,000 WTQ questions cold in the issue-38 budget
+(docs/results.md; it was ``bm25``, the cheapest)."""
 
 KS: tuple[int, ...] = (1, 2, 3, 5, 10)
 Ranker = Callable[[Corpus, str, int], list[str]]
@@ -35,8 +41,10 @@ Ranker = Callable[[Corpus, str, int], list[str]]
 def make_ranker(method: str, settings: RetrieverSettings | None = None) -> Ranker:
     """A function (store, question, k) → ranked table ids, from the retriever registry.
 
-    The function carries the retriever's `prime` (batch question vectors) and its `encoder`
-    (for `eval.corpora.ensure_dense`, which encodes the corpus once) when it has them.
+    The function carries the retriever's `prime` (batch question vectors), its `encoder` and
+    `views` (for `eval.corpus_vectors.ensure_dense`, which encodes the corpus once) and its
+    `build_indexes` (indexes a cold build makes with the corpus, `eval.corpora.BuildWork`)
+    when it has them.
 
     Raises:
         BadValue: an unknown method or bad setting.
@@ -47,7 +55,7 @@ def make_ranker(method: str, settings: RetrieverSettings | None = None) -> Ranke
     def ranker(store: Corpus, question: str, k: int) -> list[str]:
         return [h.table_id for h in retriever.rank(store, question, k)]
 
-    for attr in ("prime", "encoder"):
+    for attr in ("prime", "encoder", "views", "build_indexes", "base_indexes"):
         value = getattr(retriever, attr, None)
         if value is not None:
             setattr(ranker, attr, value)

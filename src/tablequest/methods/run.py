@@ -58,7 +58,7 @@ from tablequest.methods.result import CandidateRecord, Result, failed
 from tablequest.sandbox import Sandbox
 from tablequest.settings import Settings
 from tablequest.table import ReadBudget, Table, UnreadableTable, read_tables
-from tablequest.trace import Trace, default_trace_dir, store_key
+from tablequest.trace import Trace, store_key
 
 __all__ = ["OpenSource", "SourceError", "ask", "open_source", "resolve_options"]
 
@@ -304,9 +304,9 @@ def ask(
         trace: Trace to record into (default: a new file in `trace_dir`).
         cache: Whether caches (embeddings) may be used.
         settings: What the entry point loaded (`Settings.load`): the config files of the
-            method's options, the trace folder, the cache folder, the reading budget of a
-            table file or folder, embeddings and sandbox isolation (None: the environment's
-            and the config files found here).
+            method's options, the trace folder and its retention limits, the cache folder,
+            the reading budget of a table file or folder, embeddings and sandbox isolation
+            (None: the environment's and the config files found here).
 
     Raises:
         UnknownMethod, OptionError: a bad method name or option.
@@ -323,8 +323,8 @@ def ask(
         raise BadValue(f"--steps must be >= 1, got {steps}")
     budget = StepBudget(steps if steps is not None else opts.default_steps(), reserve=0)
     if trace is None:
-        traces = settings.traces if settings is not None else None
-        trace = Trace.for_query(trace_dir or default_trace_dir(traces))
+        traces = settings.traces if settings is not None else None  # also its retention
+        trace = Trace.for_query(trace_dir, traces=traces)
     if cache_dir is None and settings is not None:
         cache_dir = settings.store.cache_dir
     context = MethodContext(

@@ -11,9 +11,17 @@ Choices (ours; no paper fixes them):
 - the default total is half the machine's physical memory (`SC_PHYS_PAGES` × `SC_PAGE_SIZE`):
   the host process, its tables and the model client need the other half. It is never below
   one default child (2048 + 256 MB), so a small machine still runs one sandbox at a time;
-- `TABLEQUEST_SANDBOX_MEMORY_BUDGET` (MB) replaces the default; it is read once, when the first
-  `Sandbox` of the process asks for the shared budget. `Sandbox(memory_budget=MemoryBudget(..))`
+- the size is the ``sandbox.memory_budget_mb`` setting (`tablequest.settings`; its variable is
+  `TABLEQUEST_SANDBOX_MEMORY_BUDGET`), taken from the `SandboxSettings` the entry point loaded
+  and passed down (`Sandbox.from_settings`; a Ray worker gets them in its job), so a worker
+  never takes it from its own environment. Only a `Sandbox()` built without settings (a
+  library call) reads the environment (`from_env`). `Sandbox(memory_budget=MemoryBudget(..))`
   gives a sandbox a budget of its own instead;
+- one shared budget per size and process (`shared_budget`): a process serves one load of
+  settings (the CLI's, the server's, a Ray job's workers), so in practice one; a library caller
+  mixing sizes gets one pool per size, each bounded by its own size;
+- failing closed: no setting means the default above, never "no budget"; a value that is not a
+  positive number of MB is an `InvalidArgument` (a `SandboxError`) and no child starts;
 - waiting is not first-come-first-served: a release wakes every waiter and those that fit go.
   Children of one size (the usual case) cannot starve each other for long;
 - a reservation is released exactly once (`Reservation.release` is idempotent), from the
@@ -25,12 +33,17 @@ from __future__ import annotations
 import os
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from tablequest.waits import waiting
 
 from ._types import InvalidArgument, SandboxBusy
 
+if TYPE_CHECKING:
+    from tablequest.settings import SandboxSettings
+
 ENV_VAR = "TABLEQUEST_SANDBOX_MEMORY_BUDGET"
+SETTING = "sandbox.memory_budget_mb"
 
 #: one default child: memory_mb 2048 plus a 256 MB tmpfs (the floor of the default budget)
 ONE_DEFAULT_CHILD_MB = 2048 + 256
@@ -154,17 +167,7 @@ def physical_memory_mb() -> int | None:
     return pages * size >> 20 if pages > 0 and size > 0 else None
 
 
-def default_total_mb() -> tuple[int, str]:
-    """The shared budget's size and where it came from (the `sandbox.memory_budget_mb`
-    setting's variable, else half the RAM)."""
-    from tablequest.settings import SandboxSettings, SettingsError, from_env
-
-    try:
-        value = from_env(SandboxSettings).memory_budget_mb
-    except SettingsError as exc:
-        raise InvalidArgument(str(exc)) from None
-    if value is not None:
-        return value, f"{ENV_VAR}={value}"
+def _half_the_memory() -> tuple[int, str]:
     physical = physical_memory_mb()
     if physical is None:
         return 4 * ONE_DEFAULT_CHILD_MB, "default: four default children (physical memory unknown)"
@@ -172,15 +175,41 @@ def default_total_mb() -> tuple[int, str]:
     return half, f"default: half of {physical} MB of physical memory"
 
 
-_shared: MemoryBudget | None = None
+def default_total_mb(settings: SandboxSettings | None = None, where: str = "") -> tuple[int, str]:
+    """The shared budget's size and where it came from: `settings.memory_budget_mb` (the
+    loaded setting; `where`: its source, ``Settings.source``), else half the RAM. Without
+    `settings` (a library call that loaded none): the setting's variable, else half the RAM.
+
+    Raises:
+        InvalidArgument: the size is not a positive number of MB (never a budget of none).
+    """
+    from tablequest.settings import SandboxSettings, SettingsError, from_env
+
+    if settings is None:
+        try:
+            settings = from_env(SandboxSettings)
+        except SettingsError as exc:
+            raise InvalidArgument(str(exc)) from None
+        where = "$" + ENV_VAR
+    value = settings.memory_budget_mb
+    if value is None:
+        return _half_the_memory()
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise InvalidArgument(f"{SETTING} must be a positive number of MB, got {value!r}")
+    if where == "$" + ENV_VAR:
+        return value, f"{ENV_VAR}={value}"
+    return value, f"{SETTING}={value}" + (f" ({where})" if where else "")
+
+
+_shared: dict[int, MemoryBudget] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_budget() -> MemoryBudget:
-    """The process-wide budget every `Sandbox` uses unless given its own."""
-    global _shared
+def shared_budget(settings: SandboxSettings | None = None, where: str = "") -> MemoryBudget:
+    """The process-wide budget of the size `settings` say (`default_total_mb`; None: the
+    environment's, for a `Sandbox()` built without settings). One per size and process."""
+    total, source = default_total_mb(settings, where)
     with _shared_lock:
-        if _shared is None:
-            total, source = default_total_mb()
-            _shared = MemoryBudget(total, source=source)
-        return _shared
+        if total not in _shared:
+            _shared[total] = MemoryBudget(total, source=source)
+        return _shared[total]

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, ParamSpec, TypeVar
 from tablequest.waits import waiting
 
 from . import _frames, _launch, _policy, _protocol
+from ._budget import SETTING as BUDGET_SETTING
 from ._budget import MemoryBudget, shared_budget
 from ._layers import build_layers
 from ._process import Child, LimitExceeded, Limits, session_on_tmpfs
@@ -110,19 +111,24 @@ class Sandbox:
         max_figure_side: widest/tallest figure returned, in pixels.
         memory_budget: the budget this sandbox's children reserve `memory_mb` (+ `disk_mb`
             on a tmpfs) from (default: the process-wide one, TABLEQUEST_SANDBOX_MEMORY_BUDGET
-            MB or half the physical memory).
+            MB or half the physical memory; `from_settings` passes the loaded setting's).
         budget_timeout: seconds a new child waits for room in the budget before
             `SandboxBusy` is raised.
     """
 
     @classmethod
     def from_settings(cls, settings: Settings | None) -> Sandbox:
-        """A sandbox with the loaded ``[sandbox] isolation`` and where it came from (None:
-        its own resolution, as `Sandbox()`): what the methods and MCP's ``run_pandas`` use."""
+        """A sandbox with the loaded ``[sandbox]`` section: its isolation (and where it came
+        from) and the process-wide memory budget of its ``memory_budget_mb`` (`_budget`),
+        never the environment's (None: its own resolution, as `Sandbox()`). What the methods
+        and MCP's ``run_pandas`` use; on a Ray worker, the settings are the job's."""
         if settings is None:
             return cls()
         source = settings.source("sandbox.isolation").removeprefix("$")
-        return cls(isolation=settings.sandbox.isolation, isolation_source=source)
+        budget = shared_budget(settings.sandbox, settings.source(BUDGET_SETTING))
+        return cls(
+            isolation=settings.sandbox.isolation, isolation_source=source, memory_budget=budget
+        )
 
     @_api
     def __init__(

@@ -34,8 +34,8 @@ class ShardUnavailable(RunError, RuntimeError):
 class ShardActor:
     """The body of a shard actor: `ShardIndexes` of one shard file, plus its process facts."""
 
-    def __init__(self, path: str) -> None:
-        self.indexes = ShardIndexes.open(path, read_only=True)
+    def __init__(self, path: str, lock_timeout: float | None = None) -> None:
+        self.indexes = ShardIndexes.open(path, read_only=True, lock_timeout=lock_timeout)
 
     def call(self, method: str, *args: Any) -> Any:
         return getattr(self.indexes, method)(*args)
@@ -59,6 +59,9 @@ class RayShards:
             (a second `RayShards` with the same name attaches to the running actors).
         owner: `close` stops the actors (False: it only forgets them, for a worker that
             shares the driver's named actors).
+        lock_timeout: Seconds an actor waits for a shard file another process holds: the
+            driver's `store.lock_timeout`, sent to the actors (None: each actor's own
+            settings, which on another node are that node's).
     """
 
     def __init__(
@@ -68,9 +71,11 @@ class RayShards:
         num_cpus: float = 0.0,
         name: str | None = None,
         owner: bool = True,
+        lock_timeout: float | None = None,
     ) -> None:
         self.ray = import_ray()
         self.paths = [str(p) for p in shard_paths]
+        self.lock_timeout = lock_timeout
         self.num_cpus = num_cpus
         self.name = name
         self.owner = owner
@@ -86,7 +91,7 @@ class RayShards:
         }
         if self.name is not None:  # shared: other processes of the job find the same actors
             options.update(name=f"{self.name}-{shard}", get_if_exists=True)
-        return self._remote.options(**options).remote(self.paths[shard])
+        return self._remote.options(**options).remote(self.paths[shard], self.lock_timeout)
 
     def call(self, method: str, args: Sequence[tuple[Any, ...]]) -> list[Any]:
         """`method(*args[i])` on every shard's actor; a dead actor is restarted, the call
@@ -137,8 +142,10 @@ def attach(
     num_cpus: float = 0.0,
     name: str | None = None,
     owner: bool = True,
+    lock_timeout: float | None = None,
 ) -> RayShards:
-    """Connect to Ray at `address` and rank `store` on one actor per shard from now on.
+    """Connect to Ray at `address` and rank `store` on one actor per shard from now on
+    (`lock_timeout`: as `RayShards`).
 
     Raises:
         RayUnavailable: Ray is missing or unreachable.
@@ -146,7 +153,7 @@ def attach(
     """
     connect(address)
     paths = shard_files(store)
-    backend = RayShards(paths, num_cpus=num_cpus, name=name, owner=owner)
+    backend = RayShards(paths, num_cpus=num_cpus, name=name, owner=owner, lock_timeout=lock_timeout)
     if store.backend is not None:
         store.backend.close()
     store.backend = backend

@@ -95,7 +95,8 @@ def _open(path: str, job: BatchJob) -> str | Corpus:
     corpus = open_corpus(p, lock_timeout=job.settings.store.lock_timeout)
     if corpus.manifest is not None and job.shards_name is not None:  # the run's actors
         name = shards_name(job.shards_name, str(p.resolve()))
-        attach(corpus, "auto", name=name, owner=False)
+        attach(corpus, "auto", name=name, owner=False,
+               lock_timeout=job.settings.store.lock_timeout)  # fmt: skip
     _OPEN[path] = corpus
     return corpus
 
@@ -257,5 +258,6 @@ def _start_shards(pending: Sequence[BatchQuestion], job: BatchJob, run: str) -> 
         with open_corpus(path, lock_timeout=job.settings.store.lock_timeout) as corpus:
             paths = shard_files(corpus) if corpus.manifest is not None else []
         if paths:  # one actor per shard of a sharded corpus
-            owned.append(RayShards(paths, name=shards_name(run, str(path.resolve()))))
+            owned.append(RayShards(paths, name=shards_name(run, str(path.resolve())),
+                                   lock_timeout=job.settings.store.lock_timeout))  # fmt: skip
     return owned

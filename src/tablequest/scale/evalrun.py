@@ -105,7 +105,8 @@ def _corpus(job: EvalJob) -> BuiltCorpus:
     if key not in _WORKER:
         store: Corpus = open_corpus(job.store_path, lock_timeout=job.settings.store.lock_timeout)
         if job.sharded and job.shards_name is not None:  # the run's shard actors
-            attach(store, "auto", name=job.shards_name, owner=False)
+            attach(store, "auto", name=job.shards_name, owner=False,
+                   lock_timeout=job.settings.store.lock_timeout)  # fmt: skip
         _WORKER[key] = dataclasses.replace(job.corpus, store=store, read_only=True)
     corpus: BuiltCorpus = _WORKER[key]
     return corpus
@@ -179,7 +180,8 @@ def run_eval_ray(
     if job.sharded:
         name = shards_name(f"{log.path.resolve()}:{time.time_ns()}", job.store_path)
         with open_corpus(job.store_path, lock_timeout=job.settings.store.lock_timeout) as store:
-            owned = RayShards(shard_files(store), name=name)
+            owned = RayShards(shard_files(store), name=name,
+                              lock_timeout=job.settings.store.lock_timeout)  # fmt: skip
         job = dataclasses.replace(job, shards_name=name)
     job = dataclasses.replace(job, pool=tuple(e.url for e in endpoints))
     folder = str(cache_folder(job.cache_dir, job.settings))

@@ -12,7 +12,10 @@ stored with the same content hash and finishes. With retries exhausted, the repo
 the shard, and running the same ingest again finishes the job.
 
 Choice (ours): parallelism is one task per shard, so use at least as many shards as CPUs
-you want busy; reading inside a task is in-process (no nested worker pool).
+you want busy; reading inside a task is in-process (no nested worker pool). The reading
+budget and the store's lock timeout are settled on the driver (the caller's, else the
+settings of the driver's environment) and sent to every task as arguments: a task never
+takes them from its worker's environment.
 """
 
 from __future__ import annotations
@@ -41,10 +44,14 @@ __all__ = ["ingest_ray", "ingest_shard"]
 
 
 def ingest_shard(
-    shard_path: str, files: list[str], budget: ReadBudget | None = None
+    shard_path: str,
+    files: list[str],
+    budget: ReadBudget | None = None,
+    lock_timeout: float | None = None,
 ) -> dict[str, Any]:
     """Ingest `files` into the shard file `shard_path` (the body of one Ray task), within
-    `budget` (pickled to the task; None: `ReadBudget.from_env()` on the worker).
+    `budget`, waiting up to `lock_timeout` seconds for the shard (both sent by `ingest_ray`;
+    None, for a direct call: the settings of this process's environment).
 
     Returns the shard's `IngestReport.to_json()` plus ``timing``: seconds spent reading and
     writing, seconds building the grep index, and the worker's peak memory (MB).
@@ -52,7 +59,7 @@ def ingest_shard(
     from tablequest.corpus import grep_index
 
     start = time.perf_counter()
-    with Store(shard_path) as store:
+    with Store(shard_path, lock_timeout=lock_timeout) as store:
         report = ingest(store, files, workers=1, index=False, budget=budget)
         written = time.perf_counter()
         if report.tables_stored:
@@ -77,6 +84,7 @@ def ingest_ray(
     cpus_per_task: float = 1.0,
     timings: list[dict[str, Any]] | None = None,
     budget: ReadBudget | None = None,
+    lock_timeout: float | None = None,
 ) -> IngestReport:
     """Ingest every table under `paths` into the sharded corpus `manifest` on Ray.
 
@@ -88,8 +96,10 @@ def ingest_ray(
         max_retries: Times Ray reruns a shard's task whose worker died.
         cpus_per_task: CPUs each shard's task reserves.
         timings: Gets each shard's ``timing`` (see `ingest_shard`).
-        budget: The reading budget of each shard's ingest, sent to its task (None: each
-            worker's `ReadBudget.from_env()`).
+        budget: The reading budget of each shard's ingest, sent to its task (None: the
+            ``[reading]`` settings of this process's environment, `ReadBudget.from_env()`).
+        lock_timeout: Seconds a task waits for its shard, sent likewise (None: the
+            ``store.lock_timeout`` setting of this process's environment).
 
     Raises:
         StoreError: the manifest cannot be created or read.
@@ -102,13 +112,14 @@ def ingest_ray(
         if corpus.manifest is None:
             raise StoreError(f"{str(manifest)!r} is not a sharded corpus")
         shard_paths = [str(s.path) for s in corpus.shards]
+    budget, lock_timeout = _settled(budget, lock_timeout)
     ray = connect(address)
     report, groups = plan_ingest(paths, len(shard_paths))
     task = ray.remote(ingest_shard).options(
         max_retries=max_retries, retry_exceptions=False, num_cpus=cpus_per_task
     )
     refs = {
-        shard: task.remote(shard_paths[shard], [str(f) for f in files], budget)
+        shard: task.remote(shard_paths[shard], [str(f) for f in files], budget, lock_timeout)
         for shard, files in sorted(groups.items())
     }
     rayx = ray.exceptions
@@ -124,3 +135,20 @@ def ingest_ray(
             report.files_failed += [FileFailure(str(f), reason) for f in groups[shard]]
     refresh_manifest(Path(manifest))
     return report
+
+
+def _settled(budget: ReadBudget | None, lock_timeout: float | None) -> tuple[ReadBudget, float]:
+    """The budget and lock timeout the tasks get: the given ones, else this (the driver's)
+    process's settings — resolved here, so that no worker reads its own environment.
+
+    Raises:
+        StoreError: a ``TABLEQUEST_READ_*`` or ``TABLEQUEST_LOCK_TIMEOUT`` value is bad.
+    """
+    from tablequest.settings import SettingsError, StoreSettings, from_env
+
+    try:
+        if lock_timeout is None:
+            lock_timeout = from_env(StoreSettings).lock_timeout
+        return (budget if budget is not None else ReadBudget.from_env()), lock_timeout
+    except (SettingsError, ValueError) as exc:
+        raise StoreError(str(exc)) from None

@@ -10,6 +10,7 @@ without a token refuses to start. Pages name the token file without the server's
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import os
 import secrets
@@ -175,8 +176,10 @@ class ServeConfig:
         object.__setattr__(self, "allow_origins", origins)  # frozen: spelled once, here
 
 
+@functools.lru_cache(maxsize=64)
 def is_loopback(host: str) -> bool:
-    """Whether `host` is a loopback address or ``localhost``."""
+    """Whether `host` is a loopback address or ``localhost`` (cached: the guard asks it of
+    every request's Host header, and parsing an address took a few microseconds)."""
     if host.lower() == "localhost":
         return True
     try:

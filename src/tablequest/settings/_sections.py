@@ -158,7 +158,7 @@ class SandboxSettings:
     )  # fmt: skip
     memory_budget_mb: int | None = setting(
         None, "MB all sandbox children of a process may reserve at once.", megabytes,
-        env="TABLEQUEST_SANDBOX_MEMORY_BUDGET", toml=False,
+        env="TABLEQUEST_SANDBOX_MEMORY_BUDGET", flag="Sandbox(memory_budget=)", toml=False,
         default_text="half the physical memory",
     )  # fmt: skip
 

@@ -19,7 +19,7 @@ from tablequest.table.display import (
     source_name,
     window,
 )
-from tablequest.table.dtypes_arrow import type_string_columns
+from tablequest.table.dtypes_arrow import arrow_range, fixed_array, type_string_columns
 from tablequest.table.errors import UnreadableTable
 from tablequest.table.indexcap import INDEX_CELL_CHARS, index_cell, index_cells
 from tablequest.table.merges import span_map
@@ -97,6 +97,7 @@ __all__ = [
     "Source",
     "Table",
     "UnreadableTable",
+    "arrow_range",
     "bounded",
     "cell_text",
     "clip",
@@ -104,6 +105,7 @@ __all__ = [
     "cut",
     "detect_format",
     "esc",
+    "fixed_array",
     "fold_text",
     "format_for_extension",
     "grid_html",

@@ -9,8 +9,10 @@ encode are written as their ``repr``.
 Retention (`tablequest.trace.retention`): before a trace named by `new_trace_path` creates its
 file, the folder's older traces beyond the limits are removed (a trace named otherwise, e.g.
 by the eval runner, prunes nothing); the traces of live `Trace` objects of this process are
-never removed (they may still be written). A bad retention setting is reported once on stderr
-and nothing is removed — tracing never breaks a query.
+never removed (they may still be written). The limits are the ``[traces]`` settings the trace
+was given (a run's loaded `Settings`, also on a Ray worker), else the environment's (a
+library caller that gives none). A bad retention setting is reported once on stderr and
+nothing is removed — tracing never breaks a query.
 """
 
 from __future__ import annotations
@@ -26,13 +28,14 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from tablequest.errors import UsageError
+from tablequest.settings import TracesSettings
 from tablequest.trace.latest import (
     TRACE_DIR_ENV,
     default_trace_dir,
     new_trace_path,
     parse_file_name,
 )
-from tablequest.trace.retention import RetentionError, prune_traces
+from tablequest.trace.retention import RetentionError, prune_traces, trace_retention
 
 EventKind = Literal[
     "llm_call",
@@ -83,11 +86,12 @@ def live_trace_paths() -> set[Path]:
         return {t.path for t in list(_LIVE) if t.path is not None}
 
 
-def _prune_before(path: Path) -> None:
+def _prune_before(path: Path, traces: TracesSettings | None) -> None:
     if parse_file_name(path.name) is None:  # a folder of named traces (eval, --out): not ours
         return
     try:
-        prune_traces(path.parent, protect=live_trace_paths())
+        limits = trace_retention(traces=traces)  # None: the environment's
+        prune_traces(path.parent, limits=limits, protect=live_trace_paths())
     except RetentionError as exc:
         if str(exc) not in _warned:  # once per process and setting
             _warned.add(str(exc))
@@ -101,10 +105,13 @@ class Trace:
 
     Args:
         path: JSONL file to append to, or None to keep events in memory only.
+        traces: The ``[traces]`` settings whose retention limits prune the folder before
+            the file is created (None: the environment's, `trace_retention`).
     """
 
-    def __init__(self, path: str | Path | None = None):
+    def __init__(self, path: str | Path | None = None, *, traces: TracesSettings | None = None):
         self.path = Path(path) if path is not None else None
+        self.traces = traces
         self._events: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._start = time.monotonic()
@@ -120,9 +127,13 @@ class Trace:
         return cls(None)
 
     @classmethod
-    def for_query(cls, directory: str | Path | None = None) -> Trace:
-        """A trace writing to a new file in `directory` (default: `default_trace_dir()`)."""
-        return cls(new_trace_path(directory))
+    def for_query(
+        cls, directory: str | Path | None = None, *, traces: TracesSettings | None = None
+    ) -> Trace:
+        """A trace writing to a new file in `directory` (default: `traces.dir`, else
+        `default_trace_dir()`), pruned by the retention limits of `traces` (None: the
+        environment's)."""
+        return cls(new_trace_path(directory or default_trace_dir(traces)), traces=traces)
 
     @property
     def events(self) -> list[dict[str, Any]]:
@@ -161,7 +172,7 @@ class Trace:
             return
         if not self._started:
             self._started = True
-            _prune_before(self.path)
+            _prune_before(self.path, self.traces)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with self.path.open("a", encoding="utf-8") as fh:

@@ -1,7 +1,9 @@
 """Retention: keep the trace folder (traces, and the charts written next to them) within limits.
 
 Limits (ours; the `[traces]` settings, `tablequest.settings.TracesSettings`, set by
-environment variables; 0 means no limit):
+environment variables; 0 means no limit). A run prunes by the settings it loaded, passed
+explicitly (`Trace(traces=...)`, `chart_retention(traces=...)`: on a Ray worker, the
+driver's); only a caller that gives none reads the environment where it runs:
 
 =========================  ================================  ==========
 what                       variable                          default

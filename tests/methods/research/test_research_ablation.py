@@ -3,6 +3,7 @@ changes what the model sees, how many calls run and what the trace records."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -171,14 +172,18 @@ def test_prompt_strategy_of_table_4(
 
 
 def test_multi_stage_reflection_checks_each_operation_and_may_correct_it(
-    script: Any, sandbox: Sandbox, sales: Table, tmp_path: Path
+    script: Any, sandbox: Sandbox, sales: Table, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     steps = {**good(script), "AGG": script.code("result = 'about four thousand'")}
     inner = script.replies(script.mod("aggregation", ["SELECT", "FILTER", "AGG"]), steps)
+    discarded: list[str] = []
+    monkeypatch.setattr(Scripted, "discard", lambda self, reply: discarded.append(reply.text))
 
     def reply(messages: list[dict[str, str]], params: dict[str, Any]) -> str:
         prompt = messages[-1]["content"]
         if "Reflect on this output" in prompt:
+            if re.search(r"^2\. FILTER\S*  ← now", prompt, re.M):
+                return "Looks fine to me."  # neither [OK] nor code: unusable
             fix = "3. AGG  ← now" in prompt
             return f"[CODE]\n```python\n{AGG}\n```" if fix else "[OK]"
         return str(inner(messages, params))
@@ -191,6 +196,8 @@ def test_multi_stage_reflection_checks_each_operation_and_may_correct_it(
     assert [(e["op"], e["revised"]) for e in checks] == [
         ("SELECT", False), ("FILTER:raw", False), ("AGG", True)
     ]  # fmt: skip
+    assert [e.get("unusable", False) for e in checks] == [False, True, False]
+    assert discarded == ["Looks fine to me."]  # the LLM cache forgets only that reply
     assert len(llm.calls) == 1 + 3 + 3  # MOD, three steps, three checks
     execs = [e for e in trace.events if e["kind"] == "exec"]
     assert execs[-1]["code"] == AGG and execs[-1]["ok"]

@@ -2,13 +2,16 @@
 cache key with the CPU's (the agreement check).
 
 Device (`requested_device`, `resolve_device`): ``auto`` (default), ``cpu``, ``cuda`` or
-``cuda:N``, from `EncoderSettings.device` or else the environment variable
-``TABLEQUEST_DEVICE``; anything else is refused with a message naming the source and the
-accepted forms. ``auto`` is resolved once per process: CUDA when torch sees a GPU, else the
-CPU. Only ``minilm`` and ``minilm-st`` (and ``auto`` when it picks one of them) have a device;
-``minilm-static``, ``hash`` and ``api`` run where they run (numpy, a server): an explicit
-non-CPU device given to them in `EncoderSettings` is refused, and ``TABLEQUEST_DEVICE`` (a
-process-wide preference) does not concern them. ``minilm-int8`` is a CPU quantization: it
+``cuda:N``: the ``embeddings.device`` setting (`tablequest.settings`; ``--device``, or the
+variable ``TABLEQUEST_DEVICE``). A flag's value is a demand (`EncoderSettings.device`); a
+value from elsewhere is a preference (`EncoderSettings.preferred_device`). Both are carried by
+the loaded settings — a Ray worker uses its job's, never its own environment; only encoder
+settings built without loaded settings (a library call) fall back to the variable. Anything
+else is refused with a message naming the source and the accepted forms. ``auto`` is resolved
+once per process: CUDA when torch sees a GPU, else the CPU. Only ``minilm`` and ``minilm-st``
+(and ``auto`` when it picks one of them) have a device; ``minilm-static``, ``hash`` and
+``api`` run where they run (numpy, a server): a demanded non-CPU device is refused by them,
+and a preference does not concern them. ``minilm-int8`` is a CPU quantization: it
 stays on the CPU under ``auto`` and refuses an explicit CUDA device.
 
 Agreement (`DeviceEncoder`): an encoder's name is part of every embedding cache key, so
@@ -115,11 +118,14 @@ def parse_device(spec: str, *, source: str = "device") -> str:
     return value
 
 
-def requested_device(spec: str | None) -> str:
-    """The device asked for: `spec`, else the `embeddings.device` setting's variable
-    (``$TABLEQUEST_DEVICE``, a preference), else ``auto`` (checked)."""
+def requested_device(spec: str | None, preference: str | None = None) -> str:
+    """The device asked for (checked): `spec` (a demand), else `preference` (the loaded
+    setting, carried to workers), else — for a caller that loaded no settings — the
+    `embeddings.device` setting's variable (``$TABLEQUEST_DEVICE``), else ``auto``."""
     if spec is not None:
         return parse_device(spec)
+    if preference is not None:
+        return parse_device(preference, source="embeddings.device")
     from tablequest.settings import EmbeddingsSettings, SettingsError, from_env
 
     try:
@@ -152,14 +158,14 @@ def _auto_device() -> str:
     return "cuda:0" if cuda is not None and cuda.is_available() else "cpu"
 
 
-def resolve_device(spec: str | None) -> str:
-    """The device the MiniLM encoders run on: ``cpu`` or ``cuda:N``.
+def resolve_device(spec: str | None, preference: str | None = None) -> str:
+    """The device the MiniLM encoders run on: ``cpu`` or ``cuda:N`` (`requested_device`).
 
     Raises:
         BadValue: an invalid device (see `parse_device`).
         EncoderUnavailable: CUDA asked for but torch sees no such GPU.
     """
-    device = requested_device(spec)
+    device = requested_device(spec, preference)
     if device == "auto":
         return _auto_device()
     if device == "cpu":
@@ -169,7 +175,7 @@ def resolve_device(spec: str | None) -> str:
     if seen:
         raise EncoderUnavailable(
             f"device {device!r} asked for, but {seen}; use device cpu or auto "
-            f"(EncoderSettings.device, or {DEVICE_ENV})"
+            f"(--device, or {DEVICE_ENV})"
         )
     return f"cuda:{index}"
 
@@ -185,11 +191,11 @@ def _cuda_seen(index: int) -> str:
     return "" if index < count else f"torch sees {count} CUDA GPU(s)"
 
 
-def describe_device(spec: str | None = None) -> str:
+def describe_device(spec: str | None = None, preference: str | None = None) -> str:
     """One line for `tablequest doctor`: the device the MiniLM encoders would use, and why."""
     try:
-        asked = requested_device(spec)
-        device = resolve_device(spec)
+        asked = requested_device(spec, preference)
+        device = resolve_device(spec, preference)
     except (BadValue, EncoderUnavailable) as exc:
         return f"no usable device ({exc})"
     if device.startswith("cuda"):

@@ -7,8 +7,9 @@ inputs cut at `MINILM_TOKENS` tokens, nothing downloaded:
 
 - ``minilm``: ONNX Runtime, exported once from the shipped weights into the user cache dir
   (`tablequest.corpus.dense.onnx_minilm`); vectors equal sentence-transformers' (cosine > 0.9999);
-- ``minilm-32``: the same, inputs cut at 32 tokens (~4× less table encoding; the fast
-  partner of ``phrase-hybrid``, docs/results.md);
+- ``minilm-32``: the same, inputs cut at 32 tokens (~4× less table encoding), the retrievers'
+  default (`corpus.retrieval.retrievers.DEFAULT_ENCODER`: with ``phrase-hybrid`` it keeps
+  WTQ training R@1 above ``hybrid`` with ``minilm`` within a 25-s cold evaluation);
 - ``minilm-int8``: the same, int8-quantized (faster; cosine ≈ 0.98–1.0);
 - ``minilm-static``: a model2vec static model distilled from the same weights, numpy only at
   encoding time (`tablequest.corpus.dense.static_minilm`; ~100× faster, weaker on whole tables);
@@ -23,7 +24,8 @@ inputs cut at `MINILM_TOKENS` tokens, nothing downloaded:
   table, where the static model keeps MiniLM's cell recall at ~100× its speed
   (docs/results.md).
 
-Devices (`EncoderSettings.device`, env ``TABLEQUEST_DEVICE``: auto | cpu | cuda | cuda:N;
+Devices (the ``embeddings.device`` setting, ``--device`` or ``TABLEQUEST_DEVICE``, carried in
+`EncoderSettings` as a demand or a preference: auto | cpu | cuda | cuda:N;
 `tablequest.corpus.dense.device`): ``minilm`` and ``minilm-st`` run on the CPU as above, and on
 a CUDA device both take the lean torch path (`tablequest.corpus.dense.torch_minilm`: fp16,
 length-sorted batches under a token budget) under the CPU encoder's name only where its
@@ -239,14 +241,19 @@ class EncoderSettings:
         url: The OpenAI-compatible ``/v1`` URL (default for both: the LLM server's).
         model: The embedding model name (``auto``: the first model the server lists).
         api_key: Its key.
-        device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N`` for ``minilm`` and ``minilm-st``
-            (None: ``$TABLEQUEST_DEVICE``, else ``auto``; `tablequest.corpus.dense.device`).
+        device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N`` for ``minilm`` and ``minilm-st``,
+            demanded (encoders without a device refuse a non-CPU one); None: the preference.
+        preferred_device: The loaded ``embeddings.device`` no flag demanded (encoders without
+            a device ignore it), carried with the settings to workers; None (a caller that
+            loaded no settings): ``$TABLEQUEST_DEVICE``, else ``auto``
+            (`tablequest.corpus.dense.device`).
     """
 
     url: str | None = None
     model: str | None = None
     api_key: str | None = None
     device: str | None = None
+    preferred_device: str | None = None
 
     @classmethod
     def from_settings(
@@ -260,11 +267,12 @@ class EncoderSettings:
         """The loaded ``[embeddings]`` as encoder settings, the one place that turns them into
         these: the URL (`url`, a method's ``embed_url``; else ``[embeddings] url``; else the
         model server's, `llm` or ``[llm]``: `EmbeddingsSettings.endpoint`), `model` or
-        ``[embeddings] model``, the model server's key, and the device when a flag demanded
-        one (the environment's is a preference the encoders read themselves)."""
+        ``[embeddings] model``, the model server's key, and the device: demanded when a flag
+        set it, else the loaded preference (never the environment of the process encoding)."""
         embeddings = settings.embeddings
         endpoint, key = embeddings.endpoint(llm if llm is not None else settings.llm, url)
-        return cls(endpoint, model or embeddings.model, key, settings.demanded_device())
+        preferred = embeddings.device or "auto"
+        return cls(endpoint, model or embeddings.model, key, settings.demanded_device(), preferred)
 
 
 EncoderFactory = Callable[[EncoderSettings], "Encoder | None"]
@@ -358,7 +366,8 @@ def _auto(settings: EncoderSettings) -> Encoder | None:
         return None
     from tablequest.corpus.dense.device import requested_device
 
-    if requested_device(settings.device).startswith("cuda") or not static_installed():
+    asked = requested_device(settings.device, settings.preferred_device)
+    if asked.startswith("cuda") or not static_installed():
         return _onnx(settings)  # a GPU asked for by name: the full model, on it
     return _static(settings)
 
@@ -373,7 +382,7 @@ def static_installed() -> bool:
 def _no_device(settings: EncoderSettings, name: str) -> None:
     """Refuse a non-CPU device given explicitly to an encoder that has none."""
     if settings.device is None:
-        return  # $TABLEQUEST_DEVICE is the MiniLM encoders' preference, not theirs
+        return  # a preference (preferred_device) is the MiniLM encoders', not theirs
     from tablequest.corpus.dense.device import parse_device
 
     if parse_device(settings.device) not in ("auto", "cpu"):
@@ -388,7 +397,7 @@ def _on_device(settings: EncoderSettings, cpu: Encoder, tokens: int = MINILM_TOK
     (inputs cut at the same `tokens`)."""
     from tablequest.corpus.dense.device import DeviceEncoder, resolve_device
 
-    device = resolve_device(settings.device)
+    device = resolve_device(settings.device, settings.preferred_device)
     if device == "cpu":
         return cpu
     from tablequest.corpus.dense.torch_minilm import TorchMiniLM
@@ -399,7 +408,8 @@ def _on_device(settings: EncoderSettings, cpu: Encoder, tokens: int = MINILM_TOK
 SHORT_TOKENS = 32
 """``minilm-32``'s cut: a quarter of MiniLM's training length (docs/results.md, "Phrase
 hybrid": chosen as the cut whose training R@1 with ``phrase-hybrid`` stays above ``hybrid``'s
-while its table encoding fits the 25-second cold evaluation)."""
+while its table encoding fits the 25-second cold evaluation: 0.4765 on the first 2,000 WTQ
+training questions, against 0.4845 at 48 tokens and 0.490 at 128; issue 38)."""
 
 
 def _need_dense(name: str) -> None:
@@ -424,7 +434,7 @@ def _onnx(settings: EncoderSettings, *, int8: bool = False) -> Encoder:
     _need_dense("minilm-int8" if int8 else "minilm")
     if not int8:
         return _on_device(settings, ONNXMiniLMEncoder())
-    if requested_device(settings.device).startswith("cuda"):
+    if requested_device(settings.device, settings.preferred_device).startswith("cuda"):
         raise BadValue(
             "minilm-int8 is a CPU quantization; on a CUDA device use encoder minilm "
             "(fp16 there), or device cpu"

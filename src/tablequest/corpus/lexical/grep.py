@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import functools
 import io
+import re
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -79,16 +80,41 @@ __all__ = [
 class Plan:
     """How to evaluate one pattern against the index (see `GrepIndex.matching`)."""
 
-    regex: BoundedPattern
+    pattern: str
     word: str | None  # the pattern is `\bword\b` with a token-safe word: a token lookup
     literal: bool  # the pattern is one literal string: a folded substring test decides
-    alternatives: list[list[str]] | None  # literals (with MARK at `\b` edges); None = any
+    alternatives: Sequence[Sequence[str]] | None  # literals (MARK at `\b` edges); None = any
     single_line: bool
+
+    @functools.cached_property
+    def regex(self) -> BoundedPattern:
+        """The bounded matcher, made on first use: a word lookup that is exact never needs
+        it, and making one (parsing and compiling the regex) cost more than the lookup."""
+        return bounded(self.pattern)
+
+
+_PLAIN_WORD = re.compile(r"\\b(\w+)\\b")
+"""``\\b`` + word characters + ``\\b``: the commonest pattern (`question_patterns` makes it)."""
 
 
 @functools.lru_cache(maxsize=4096)
 def plan(pattern: str) -> Plan:
-    """Parse the effective pattern (invalid regexes are literals) into a `Plan`."""
+    """Parse the effective pattern (invalid regexes are literals) into a `Plan`.
+
+    ``\\bword\\b`` of a token-safe word is planned without parsing it: the parse would give
+    the same plan (one literal bounded by MARK on both sides, one line; tests/corpus check
+    it), and parsing and compiling a new pattern cost more than the search it serves. Its
+    literals are tuples, which the garbage collector stops tracking (a server keeps 4,096
+    plans; their lists were a fifth of what its full collections walked)."""
+    plain = _PLAIN_WORD.fullmatch(pattern)
+    if plain is not None and token_safe(plain[1]):
+        word = plain[1]
+        return Plan(pattern, word, False, ((MARK + word + MARK,),), True)  # tuples: see below
+    return _parsed_plan(pattern)
+
+
+def _parsed_plan(pattern: str) -> Plan:
+    """`plan` from the parse tree of the pattern's bounded matcher."""
     matcher = bounded(pattern)
     items = matcher.items
     req = seq_requirement(items)
@@ -106,7 +132,7 @@ def plan(pattern: str) -> Plan:
             and sum(1 for op, _ in items if op is sre_c.AT) == 2
         ):
             word = bare
-    return Plan(matcher, word, literal, req, single_line(items))
+    return Plan(pattern, word, literal, req, single_line(items))
 
 
 # -- the index -------------------------------------------------------------------------
@@ -183,12 +209,12 @@ class GrepIndex:
         return found
 
     def _match(self, p: Plan, budget: PatternBudget) -> IntArray:
-        rx, texts = p.regex, self.texts
         if p.word is not None:
             tables, exact = self.tokens.lookup(p.word)
             if exact:
-                return tables
-            return self._confirm(tables, rx, fold_text(p.word), p.single_line, budget)
+                return tables  # no regex needed (`Plan.regex` is made on first use)
+            return self._confirm(tables, p.regex, fold_text(p.word), p.single_line, budget)
+        rx, texts = p.regex, self.texts
         if p.literal and p.alternatives is not None:
             fast = self._literal_from_index(p.alternatives[0][0], rx, budget)
             if fast is not None:

@@ -23,6 +23,23 @@ Retrievers with an encoder expose `prime(questions)` (encode many questions in o
 `prepare(store)` (encode the corpus once, before the first question).
 Plugins add retrievers under the entry-point group ``tablequest.retrievers`` (a hook that
 calls `register_retriever`; `tablequest.plugins`).
+
+Defaults (issue 38), chosen on the first 2,000 WTQ *training* questions only: the encoder is
+`DEFAULT_ENCODER` = ``minilm-32`` (MiniLM, inputs cut at 32 tokens) and ``eval retrieval``'s
+method is ``phrase-hybrid`` (`tablequest.eval.retrieval.DEFAULT_METHOD`). The goal was a cold
+WTQ evaluation (corpus built, every table encoded, 1,000 questions) within 25 s on 2 cores at
+an R@1 no lower than ``hybrid`` with the 128-token ``minilm`` (0.454 on training).
+``phrase-hybrid`` R@1 on training: 0.490 with ``minilm`` (≈ 55 s cold), 0.4845 with a
+48-token cut, 0.4765 with ``minilm-32`` — the one cut whose table encoding (~4× less than 128
+tokens) fits the budget. The encoder default is one name for every retriever and surface (the
+vectors a store caches are then the same whichever command made them), so ``dense``,
+``hybrid`` and ``rerank`` get ``minilm-32`` too, which costs ``hybrid`` 1.7 points of training
+R@1 (0.454 → 0.437; ``dense`` alone loses more, docs/results.md "token frontier"): name
+``--encoder minilm`` (``-o encoder minilm``) for them where encoding time does not matter.
+``search`` keeps ``grep`` as its method on every surface: it ranks a user's store opened
+read-only, where a dense default would encode the whole store in each process and need the
+[dense] extra. TableRAG (``auto``) and the retrieve-then-QA baselines keep their own encoder
+options.
 """
 
 from __future__ import annotations
@@ -64,6 +81,7 @@ from tablequest.errors import BadValue
 from tablequest.plugins import RETRIEVERS_GROUP, PluginRegistry, Plugins
 
 __all__ = [
+    "DEFAULT_ENCODER",
     "RETRIEVERS",
     "Retriever",
     "RetrieverSettings",
@@ -82,6 +100,12 @@ class Retriever(Protocol):
     def rank(self, store: Corpus, question: str, k: int, *, rows: bool = False) -> list[Hit]: ...
 
 
+DEFAULT_ENCODER = "minilm-32"
+"""The encoder of ``dense``, ``hybrid``, ``phrase-hybrid`` and ``rerank`` unless one is named
+(every surface: `search`, ``eval retrieval``, the HTTP API, the web app, MCP; see the module
+doc for why the 32-token cut and what it costs the other retrievers)."""
+
+
 @dataclass(frozen=True)
 class RetrieverSettings:
     """Every retriever's knobs (each reads its own).
@@ -97,7 +121,7 @@ class RetrieverSettings:
         api_key: Key of the rerank server.
     """
 
-    encoder: str = "minilm"
+    encoder: str = DEFAULT_ENCODER
     embeddings: EncoderSettings = field(default_factory=EncoderSettings)
     fusion: Literal["score", "rrf"] = "score"
     alpha: float = HYBRID_ALPHA
@@ -143,6 +167,10 @@ class DenseRetriever:
     """Cosine similarity between the question's vector and each table's."""
 
     name = "dense"
+    views: tuple[str, ...] = ("table",)
+    """The vectors of a table it ranks with (`corpus.dense.index.View`)."""
+    base_indexes = False
+    """Whether it reads the grep or plain BM25 index (a cold evaluation builds them then)."""
 
     def __init__(self, encoder: Encoder) -> None:
         self.encoder = QueryEncoder(encoder)
@@ -178,6 +206,7 @@ class HybridRetriever(DenseRetriever):
     """BM25 and dense scores fused (see `corpus.rank.hybrid_rank`)."""
 
     name = "hybrid"
+    base_indexes = True
 
     def __init__(self, encoder: Encoder, fusion: Literal["score", "rrf"], alpha: float) -> None:
         super().__init__(encoder)
@@ -254,6 +283,18 @@ class PhraseHybridRetriever(DenseRetriever):
     """
 
     name = "phrase-hybrid"
+    views: tuple[str, ...] = ("table", "header")
+
+    def build_indexes(self, store: Store) -> None:
+        """Build its phrase and cell indexes (persisted where the store is writable: a cold
+        evaluation builds them with the corpus while the vectors are encoded,
+        `eval.buildwork.BuildWork`)."""
+        from tablequest.corpus.lexical.cellmatch import cell_index
+        from tablequest.corpus.lexical.phrase import PHRASE_BM25
+        from tablequest.corpus.lexical.rank import bm25_index
+
+        bm25_index(store, kind=PHRASE_BM25)
+        cell_index(store)
 
     def prepare(self, store: Corpus) -> None:
         """Encode the tables' texts and header rows that have no vector yet."""

@@ -116,9 +116,12 @@ class ShardIndexes:
         return value
 
     @classmethod
-    def open(cls, path: str, *, read_only: bool = True) -> ShardIndexes:
-        """The indexes of the shard file `path` (used by shard actors)."""
-        return cls(Store(path, read_only=read_only))
+    def open(
+        cls, path: str, *, read_only: bool = True, lock_timeout: float | None = None
+    ) -> ShardIndexes:
+        """The indexes of the shard file `path` (used by shard actors); `lock_timeout` is the
+        run's `store.lock_timeout` (None: this process's settings)."""
+        return cls(Store(path, read_only=read_only, lock_timeout=lock_timeout))
 
     def close(self) -> None:
         self.store.close()

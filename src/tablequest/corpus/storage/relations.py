@@ -45,7 +45,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
@@ -302,23 +302,27 @@ def drop_relations(con: duckdb.DuckDBPyConnection, table_ids: Sequence[str]) -> 
     rows = con.execute(
         "SELECT sql_name FROM relations WHERE list_contains(?, table_id)", [list(table_ids)]
     ).fetchall()
-    views = {r[0] for r in con.execute(_VIEWS, [[n for (n,) in rows]]).fetchall()}
+    found = views(con, [n for (n,) in rows])
     for (name,) in rows:
-        con.execute(f"DROP {'VIEW' if name in views else 'TABLE'} IF EXISTS {quote(name)}")
+        con.execute(f"DROP {'VIEW' if name in found else 'TABLE'} IF EXISTS {quote(name)}")
     con.execute("DELETE FROM tq_small WHERE list_contains(?, table_id)", [list(table_ids)])
     con.execute("DELETE FROM relations WHERE list_contains(?, table_id)", [list(table_ids)])
 
 
-_VIEWS = (
-    "SELECT view_name FROM duckdb_views() WHERE schema_name = 'main' "
-    "AND database_name = current_database() AND list_contains(?, view_name)"
-)
+def views(con: duckdb.DuckDBPyConnection, names: Sequence[str]) -> set[str]:
+    """Which of the relation `names` are views (a small table's, over `tq_small`)."""
+    found = con.execute(
+        "SELECT view_name FROM duckdb_views() WHERE schema_name = 'main' "
+        "AND database_name = current_database() AND list_contains(?, view_name)",
+        [list(names)],
+    ).fetchall()
+    return {r[0] for r in found}
 
 
-def _drop_raw(con: duckdb.DuckDBPyConnection, table_ids: Sequence[str]) -> None:
-    """Drop a streamed table's raw text (corpus/storage/streaming.py): the view
-    `tq_raw."<id>"` and the table `tq_raw."<id>~text"` (a store written before the view was
-    made keeps a table `tq_raw."<id>"`)."""
+def raw_objects(con: duckdb.DuckDBPyConnection, table_ids: Sequence[str]) -> dict[str, str]:
+    """The streamed tables' text objects of `table_ids` (streaming.py): name → `VIEW` or
+    `TABLE`, for the view `tq_raw."<id>"` and the table `tq_raw."<id>~text"` (a store
+    written before the view was made keeps a table `tq_raw."<id>"`)."""
     names = [n for t in table_ids for n in (t, t + RAW_SUFFIX)]
     found = con.execute(
         "SELECT view_name, 'VIEW' FROM duckdb_views() WHERE schema_name = 'tq_raw' "
@@ -327,8 +331,38 @@ def _drop_raw(con: duckdb.DuckDBPyConnection, table_ids: Sequence[str]) -> None:
         "AND database_name = current_database() AND list_contains(?, table_name)",
         [names, names],
     ).fetchall()
-    for name, kind in found:
+    return {str(name): str(kind) for name, kind in found}
+
+
+def _drop_raw(con: duckdb.DuckDBPyConnection, table_ids: Sequence[str]) -> None:
+    """Drop a streamed table's text objects (`raw_objects`)."""
+    for name, kind in raw_objects(con, table_ids).items():
         con.execute(f"DROP {kind} tq_raw.{quote(name)}")
+
+
+def create_raw_view(
+    con: duckdb.DuckDBPyConnection,
+    table_id: str,
+    sql_name: str,
+    columns: Sequence[Column],
+    kept: Collection[str],
+) -> None:
+    """`tq_raw."<table id>"`, a streamed table's text as read (`streaming.py`): column `cJ`
+    from `tq_raw."<table id>~text"` when it is `kept` there, else from the relation: a text
+    column as it is, a typed one cast back to text (checked at ingest to give the cells)."""
+    picks = []
+    for j, column in enumerate(columns):
+        if f"c{j}" in kept:
+            picks.append(f"r.c{j}")
+        else:
+            cast = "" if column.type == "VARCHAR" else "::VARCHAR"
+            picks.append(f"t.{quote(column.name)}{cast} AS c{j}")
+    joined = f"main.{quote(sql_name)} t"
+    if kept:
+        joined += f" JOIN tq_raw.{quote(table_id + RAW_SUFFIX)} r ON r._row = t._row"
+    con.execute(
+        f"CREATE VIEW tq_raw.{quote(table_id)} AS SELECT t._row, {', '.join(picks)} FROM {joined}"
+    )
 
 
 def write_relations(
@@ -357,7 +391,7 @@ def write_relations(
             arrow, columns = relation_arrow(Table.from_dict(json.loads(data)))
         if arrow.num_rows * len(columns) <= SMALL_CELLS:
             small.append((table_id, _json_rows(arrow)))
-            _create_view(con, name, table_id, columns)
+            create_view(con, name, table_id, columns)
         else:
             _create_table(con, name, arrow)
         metadata.append((table_id, name, _payload(columns)))
@@ -378,7 +412,7 @@ def _json_rows(arrow: pa.Table) -> str:
     return json.dumps(arrow.to_pylist(), ensure_ascii=False, default=str)
 
 
-def _create_view(
+def create_view(
     con: duckdb.DuckDBPyConnection, name: str, table_id: str, columns: list[Column]
 ) -> None:
     """The relation of a small table: a view reading its typed rows from `tq_small`."""
@@ -392,11 +426,7 @@ def _create_view(
 
 
 def _insert_small(con: duckdb.DuckDBPyConnection, rows: list[tuple[str, str]]) -> None:
-    if rows:
-        import pyarrow as pa
-
-        small = pa.table({"table_id": [r[0] for r in rows], "rows": [r[1] for r in rows]})
-        con.from_arrow(small).insert_into("tq_small")
+    insert_lists(con, "tq_small", rows, 2)
 
 
 def _payload(columns: list[Column]) -> str:
@@ -404,10 +434,17 @@ def _payload(columns: list[Column]) -> str:
 
 
 def _insert_metadata(con: duckdb.DuckDBPyConnection, rows: list[tuple[str, str, str]]) -> None:
-    if rows:
-        import pyarrow as pa
+    insert_lists(con, "relations", rows, 3)
 
-        metadata = pa.table(
-            {k: [r[i] for r in rows] for i, k in enumerate(("table_id", "sql_name", "columns"))}
+
+def insert_lists(
+    con: duckdb.DuckDBPyConnection, table: str, rows: Sequence[tuple[str, ...]], width: int
+) -> None:
+    """Insert `rows` in one statement, each column passed as one list and unnested (not an
+    Arrow table of Python values: `pa.array` imports pandas, `table.dtypes_arrow` says why;
+    not `executemany`: a statement per row)."""
+    if rows:
+        unnest = ", ".join(f"unnest(${i + 1})" for i in range(width))
+        con.execute(
+            f"INSERT INTO {table} SELECT {unnest}", [[r[i] for r in rows] for i in range(width)]
         )
-        con.from_arrow(metadata).insert_into("relations")

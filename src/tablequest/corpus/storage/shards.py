@@ -37,7 +37,6 @@ from tablequest.corpus.storage.ingest import FileFailure, FileWarning, IngestRep
 from tablequest.corpus.storage.interface import ShardBackend as ShardBackend
 from tablequest.corpus.storage.relations import Relation
 from tablequest.corpus.storage.store import (
-    ROW_COLUMNS,
     Store,
     StoreError,
     subset_store,
@@ -445,15 +444,22 @@ def refresh_manifest(manifest: Path) -> None:
 
 def copy_into_shards(store: Store, manifest: Path, n: int) -> None:
     """Write every table of `store` into a new sharded corpus `manifest` of `n` shards, each
-    shard with its grep index; built under a temporary name and moved into place."""
+    table copied whole to its file's home shard (`tablecopy.copy_tables`: its relation under
+    the same `sql_name`, a streamed table's text), each shard with its grep index; built
+    under a temporary name and moved into place."""
     from tablequest.corpus.lexical.rank import grep_index
+    from tablequest.corpus.storage.tablecopy import copy_tables
 
     tmp = manifest.with_name(f".{manifest.name}.building")
     with ShardedStore(tmp, shards=n) as target:
         cursor = store.con.cursor()
-        cursor.execute(f"SELECT {ROW_COLUMNS} FROM tables ORDER BY table_id")
+        cursor.execute("SELECT table_id, path FROM tables ORDER BY table_id")
         while batch := cursor.fetchmany(2048):
-            target.put_files([(str(row[1]), [row], False) for row in batch])
+            groups: dict[int, list[str]] = {}
+            for table_id, path in batch:
+                groups.setdefault(home_shard(str(path), n), []).append(str(table_id))
+            for home, ids in sorted(groups.items()):
+                copy_tables(store, target.stores[home], ids)
         cursor.close()
         for shard in target.stores:
             grep_index(shard)

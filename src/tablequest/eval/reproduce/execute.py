@@ -7,7 +7,11 @@ row writes ``OUT/<row key>.retrieval.json`` and is reused when it covers the sam
 
 Choices (ours):
 - A row's options are the paper's configuration alone: defaults < the row's options. The
-  user's tablequest.toml is not read (a reproduction must not depend on the current folder).
+  user's tablequest.toml is not read for them (a reproduction must not depend on the current
+  folder): the run's `Settings` (the command's one load: sandbox, embeddings, device, cache
+  and trace folders) reach the methods without their config files (`row_settings`), so no
+  method, ``auto``'s stages included, reads ``[methods.NAME]``. Retrieval rows take only the
+  device from them (`RetrieverSettings(**options)` names no embeddings server).
 - The corpus of each (dataset, split, format) is built once into ``OUT/corpora`` (or
   `cache_dir`) and shared by the rows, as `eval run --cache-dir` does.
 - A row with an ``llm_eval`` cell is judged after it ran (LLM-EVAL, RealHiTBench's protocol,
@@ -25,12 +29,13 @@ import math
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tablequest.errors import RunError
-from tablequest.eval.corpora import BuiltCorpus, CorpusError, build_corpus, ensure_dense
+from tablequest.eval.corpora import BuiltCorpus, CorpusError, build_corpus
+from tablequest.eval.corpus_vectors import ensure_dense
 from tablequest.eval.datasets import DATASETS, Dataset, DatasetError, Question, load
 from tablequest.eval.pipeline import answer_questions, prepared_answer
 from tablequest.eval.report import all_failed, summarize, write_report
@@ -40,6 +45,9 @@ from tablequest.eval.runner import RecordLog, RunnerError, RunSpec, select_quest
 from tablequest.eval.siblings import with_siblings
 from tablequest.llm import LLM, LLMConfig, LLMError
 from tablequest.methods import get_method
+
+if TYPE_CHECKING:
+    from tablequest.settings import Settings
 
 __all__ = ["ReproduceError", "RowOutcome", "RunContext", "metric_value", "run_reproduction"]
 
@@ -62,10 +70,16 @@ class RunContext:
     concurrency: int = 1
     steps: int | None = None
     cache_dir: Path | None = None
+    settings: Settings | None = None
+    """The run's settings (the entry point's one load; None: the environment's)."""
 
     @property
     def corpora(self) -> Path:
         return self.cache_dir or self.out_dir / "corpora"
+
+    def row_settings(self) -> Settings | None:
+        """`settings` without their config files: a row's method options are its own."""
+        return replace(self.settings, files=()) if self.settings is not None else None
 
 
 @dataclass
@@ -190,6 +204,7 @@ def _answer_row(
     answering = prepared_answer(  # built once the store is open, closed before it
         spec, options, ctx.llm, corpus, path, llm_config=ctx.llm_config, steps=ctx.steps,
         questions=questions, on_encoder=lambda enc: _dense(corpus, enc, ctx),
+        settings=ctx.row_settings(),
     )  # fmt: skip
     with corpus.store, answering as answer, RecordLog(path, run_spec) as log:
         ran = answer_questions(
@@ -258,14 +273,21 @@ def _dense(corpus: BuiltCorpus, encoder: Any, ctx: RunContext) -> None:
 def _retrieval_row(
     row: Row, ctx: RunContext, dataset: Dataset, questions: list[Question]
 ) -> RowOutcome:
-    from tablequest.corpus import RetrieverSettings
+    from tablequest.corpus import EncoderSettings, RetrieverSettings
 
     path = ctx.out_dir / f"{row.key}.retrieval.json"
     ids = [q.id for q in questions]
     payload = _saved_retrieval(path, ids)
     ran = 0
     if payload is None:
-        ranker = make_ranker(row.method, RetrieverSettings(**dict(row.options)))  # type: ignore[arg-type]
+        options: dict[str, Any] = dict(row.options)
+        if ctx.settings is not None:  # the device only: a row names no embeddings server
+            loaded = EncoderSettings.from_settings(ctx.settings)
+            options.setdefault(
+                "embeddings",
+                EncoderSettings(device=loaded.device, preferred_device=loaded.preferred_device),
+            )
+        ranker = make_ranker(row.method, RetrieverSettings(**options))
         corpus = _corpus(row, ctx, dataset)
         with corpus.store:
             encoder = getattr(ranker, "encoder", None)

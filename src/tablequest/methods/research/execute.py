@@ -362,7 +362,8 @@ def _reflect(
 ) -> float:
     """Table 4's multi-stage reflection: one more call checks the operation's output and may
     give corrected code, which replaces the step's (ours: one check per operation, no
-    repair request; no step left or an unusable reply keeps the step as it ran)."""
+    repair request; no step left or an unusable reply keeps the step as it ran, and an
+    unusable reply leaves the LLM cache: `LLM.discard`, issue 39)."""
     if not ctx.budget.can_spend("step"):
         return 0.0
     messages = reflect_messages(
@@ -371,12 +372,15 @@ def _reflect(
     )  # fmt: skip
     ctx.budget.spend("step")
     try:
-        code = parse_reflection(ctx.llm.chat(messages, temperature=ctx.temperature,
-                                             max_tokens=ctx.max_tokens)[0].text)  # fmt: skip
+        reply = ctx.llm.chat(messages, temperature=ctx.temperature, max_tokens=ctx.max_tokens)[0]
     except LLMError as exc:
         out.stopped = f"{type(exc).__name__}: {exc}"
         return 0.0
-    ctx.trace.event("decision", stage="reflection", op=record.op, index=i, revised=bool(code))
+    code = parse_reflection(reply.text)
+    if code is None:  # neither [OK] nor code: the step stands, the cache forgets the reply
+        ctx.llm.discard(reply)
+    ctx.trace.event("decision", stage="reflection", op=record.op, index=i, revised=bool(code),
+                    **({"unusable": True} if code is None else {}))  # fmt: skip
     if not code or code == record.code:
         return 0.0
     record.code = code

@@ -63,9 +63,10 @@ from tablequest.methods.research.state import (
 )
 from tablequest.methods.result import Result
 from tablequest.sandbox import Sandbox, SandboxError
+from tablequest.settings import TracesSettings
 from tablequest.table import Table, serialize
 from tablequest.trace import Trace
-from tablequest.trace.retention import RetentionError, prune_charts
+from tablequest.trace.retention import RetentionError, chart_retention, prune_charts
 
 __all__ = ["ANSWER_SEPARATORS", "DEFAULT_OPS", "DTR", "Comprehension", "Research"]
 
@@ -181,7 +182,8 @@ class DTR:
             paths = write_charts(run.figures, directory, stem="chart")
             result.details["charts"] = [str(p) for p in paths]
             if not self.options.charts_dir:  # one folder per run next to its trace: bound them
-                prune_chart_folders(directory)
+                settings = self.context.settings
+                prune_chart_folders(directory, settings.traces if settings is not None else None)
         elif run.figures:
             result.details["charts_unsaved"] = len(run.figures)
         return result
@@ -472,12 +474,14 @@ def ablation_details(run: QuestionRun, opts: ResearchOptions) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def prune_chart_folders(written: Path) -> None:
-    """Keep the chart folders next to the traces within their retention limits
-    (`tablequest.trace.retention`), never removing `written`; a bad setting is reported on
-    stderr and nothing is removed (charts never break an answer)."""
+def prune_chart_folders(written: Path, traces: TracesSettings | None = None) -> None:
+    """Keep the chart folders next to the traces within the retention limits of `traces`
+    (the run's loaded settings; None: the environment's, `tablequest.trace.retention`), never
+    removing `written`; a bad setting is reported on stderr and nothing is removed (charts
+    never break an answer)."""
     try:
-        prune_charts(written.parent, protect=[written])
+        limits = chart_retention(traces=traces)
+        prune_charts(written.parent, limits=limits, protect=[written])
     except RetentionError as exc:
         print(f"tablequest: {exc}; old charts are not removed", file=sys.stderr)
     except OSError:

@@ -309,6 +309,7 @@ def step_messages(
 _CODE_FENCE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)(?:```|\Z)", re.S | re.I)
 _CODE_FLAG = re.compile(r"\[CODE\]", re.I)
 _THINK_FLAG = re.compile(r"\[THINK\]", re.I)
+_OK_FLAG = re.compile(r"\[OK\]", re.I)
 
 
 def parse_step(text: str) -> Step:
@@ -458,9 +459,13 @@ def reflect_messages(
     return [{"role": "system", "content": REFLECT_SYSTEM}, {"role": "user", "content": user}]
 
 
-def parse_reflection(text: str) -> str:
-    """The corrected code of a reflection reply; "" for [OK] or a reply without code."""
+def parse_reflection(text: str) -> str | None:
+    """The corrected code of a reflection reply; "" for [OK]; None for a reply that is
+    neither (no [OK] and no fenced code: not the format asked for, which the caller keeps
+    out of the LLM cache)."""
     body = strip_think(text)
     flag = _CODE_FLAG.search(body)
     fence = _CODE_FENCE.search(body[flag.end() :] if flag else body)
-    return fence.group(1).strip() if fence else ""
+    if fence:
+        return fence.group(1).strip()
+    return "" if _OK_FLAG.search(body) else None
