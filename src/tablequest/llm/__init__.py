@@ -5,75 +5,162 @@ Backends: `OpenAICompatible` (any OpenAI-compatible server), `LlamaCppLocal` (GG
 HTTP server for tests. Wrappers: `CachedLLM`, `Instrumented`. See docs/llm.md.
 
 This module is the package's public surface: code outside `tablequest.llm` imports from here,
-never from its modules (tests/test_layers.py).
-"""
+never from its modules (tests/test_layers.py). Names are imported on first use
+(`tablequest.lazy`), so ``from tablequest.llm import ParseError`` loads no HTTP client:
+an `eval retrieval` spent 0.6-0.8 s importing openai for names it never called."""
 
-from tablequest.llm.backends import BackendOptions
-from tablequest.llm.base import (
-    LLM,
-    Completion,
-    DeadlineExceeded,
-    LLMBadResponse,
-    LLMError,
-    LLMRequestRejected,
-    LLMTimeout,
-    LLMUnavailable,
-    Message,
-    ModelRequestsDisallowed,
-    ModelUnreachable,
-    Usage,
-    estimate_tokens,
-)
-from tablequest.llm.cache import (
-    CachedLLM,
-    CacheError,
-    CacheFile,
-    cache_clear,
-    cache_key,
-    cache_path,
-    cache_stats,
-    default_cache_dir,
-)
-from tablequest.llm.config import (
-    NOT_CONFIGURED_HINT,
-    OPENAI_URL,
-    ConfigError,
-    LLMConfig,
-    build_llm,
-    register_llm_backend,
-    register_llm_spec,
-    resolve_config,
-)
-from tablequest.llm.deadline import DEFAULT_DEADLINE, Deadline, call_scope, current_scope
-from tablequest.llm.guard import check_model_request, model_requests_allowed
-from tablequest.llm.instrument import Instrumented
-from tablequest.llm.local import LlamaCppLocal
-from tablequest.llm.modelserver import ModelServer, ModelServerError, server_root
-from tablequest.llm.openai_compat import OpenAICompatible
-from tablequest.llm.parse import (
-    NO_ANSWER_IN_FORMAT,
-    BadCall,
-    BadReAct,
-    NoAnswer,
-    NoJSONFound,
-    ParseError,
-    ReactStep,
-    TruncatedOutput,
-    WrongJSONType,
-    extract_answer,
-    is_chatter,
-    is_non_answer,
-    parse_f_col,
-    parse_f_row,
-    parse_react,
-    reply_start,
-    strip_think,
-)
-from tablequest.llm.parse_json import extract_json
-from tablequest.llm.repair import DEFAULT_REPAIR_PROMPT, Asked, ask_json, ask_with_repair
-from tablequest.llm.scripted import Scripted, ScriptedCall, ScriptExhausted
-from tablequest.llm.stub import Fault, StubServer
-from tablequest.llm.usage import QA, BudgetExhausted, StepBudget, UsageMeter, UsageTotals
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tablequest.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from tablequest.llm.backends import BackendOptions
+    from tablequest.llm.base import (
+        LLM,
+        Completion,
+        DeadlineExceeded,
+        LLMBadResponse,
+        LLMError,
+        LLMRequestRejected,
+        LLMTimeout,
+        LLMUnavailable,
+        Message,
+        ModelRequestsDisallowed,
+        ModelUnreachable,
+        Usage,
+        estimate_tokens,
+    )
+    from tablequest.llm.cache import (
+        CachedLLM,
+        CacheError,
+        CacheFile,
+        cache_clear,
+        cache_key,
+        cache_path,
+        cache_stats,
+        default_cache_dir,
+    )
+    from tablequest.llm.config import (
+        NOT_CONFIGURED_HINT,
+        OPENAI_URL,
+        ConfigError,
+        LLMConfig,
+        build_llm,
+        register_llm_backend,
+        register_llm_spec,
+        resolve_config,
+    )
+    from tablequest.llm.deadline import DEFAULT_DEADLINE, Deadline, call_scope, current_scope
+    from tablequest.llm.guard import check_model_request, model_requests_allowed
+    from tablequest.llm.instrument import Instrumented
+    from tablequest.llm.local import LlamaCppLocal
+    from tablequest.llm.modelserver import ModelServer, ModelServerError, server_root
+    from tablequest.llm.openai_compat import OpenAICompatible
+    from tablequest.llm.parse import (
+        NO_ANSWER_IN_FORMAT,
+        BadCall,
+        BadReAct,
+        NoAnswer,
+        NoJSONFound,
+        ParseError,
+        ReactStep,
+        TruncatedOutput,
+        WrongJSONType,
+        extract_answer,
+        is_chatter,
+        is_non_answer,
+        parse_f_col,
+        parse_f_row,
+        parse_react,
+        reply_start,
+        strip_think,
+    )
+    from tablequest.llm.parse_json import extract_json
+    from tablequest.llm.repair import DEFAULT_REPAIR_PROMPT, Asked, ask_json, ask_with_repair
+    from tablequest.llm.scripted import Scripted, ScriptedCall, ScriptExhausted
+    from tablequest.llm.stub import Fault, StubServer
+    from tablequest.llm.usage import QA, BudgetExhausted, StepBudget, UsageMeter, UsageTotals
+
+_LAZY = {
+    "BackendOptions": "tablequest.llm.backends",
+    "LLM": "tablequest.llm.base",
+    "Completion": "tablequest.llm.base",
+    "DeadlineExceeded": "tablequest.llm.base",
+    "LLMBadResponse": "tablequest.llm.base",
+    "LLMError": "tablequest.llm.base",
+    "LLMRequestRejected": "tablequest.llm.base",
+    "LLMTimeout": "tablequest.llm.base",
+    "LLMUnavailable": "tablequest.llm.base",
+    "Message": "tablequest.llm.base",
+    "ModelRequestsDisallowed": "tablequest.llm.base",
+    "ModelUnreachable": "tablequest.llm.base",
+    "Usage": "tablequest.llm.base",
+    "estimate_tokens": "tablequest.llm.base",
+    "CachedLLM": "tablequest.llm.cache",
+    "CacheError": "tablequest.llm.cache",
+    "CacheFile": "tablequest.llm.cache",
+    "cache_clear": "tablequest.llm.cache",
+    "cache_key": "tablequest.llm.cache",
+    "cache_path": "tablequest.llm.cache",
+    "cache_stats": "tablequest.llm.cache",
+    "default_cache_dir": "tablequest.llm.cache",
+    "NOT_CONFIGURED_HINT": "tablequest.llm.config",
+    "OPENAI_URL": "tablequest.llm.config",
+    "ConfigError": "tablequest.llm.config",
+    "LLMConfig": "tablequest.llm.config",
+    "build_llm": "tablequest.llm.config",
+    "register_llm_backend": "tablequest.llm.config",
+    "register_llm_spec": "tablequest.llm.config",
+    "resolve_config": "tablequest.llm.config",
+    "DEFAULT_DEADLINE": "tablequest.llm.deadline",
+    "Deadline": "tablequest.llm.deadline",
+    "call_scope": "tablequest.llm.deadline",
+    "current_scope": "tablequest.llm.deadline",
+    "check_model_request": "tablequest.llm.guard",
+    "model_requests_allowed": "tablequest.llm.guard",
+    "Instrumented": "tablequest.llm.instrument",
+    "LlamaCppLocal": "tablequest.llm.local",
+    "ModelServer": "tablequest.llm.modelserver",
+    "ModelServerError": "tablequest.llm.modelserver",
+    "server_root": "tablequest.llm.modelserver",
+    "OpenAICompatible": "tablequest.llm.openai_compat",
+    "NO_ANSWER_IN_FORMAT": "tablequest.llm.parse",
+    "BadCall": "tablequest.llm.parse",
+    "BadReAct": "tablequest.llm.parse",
+    "NoAnswer": "tablequest.llm.parse",
+    "NoJSONFound": "tablequest.llm.parse",
+    "ParseError": "tablequest.llm.parse",
+    "ReactStep": "tablequest.llm.parse",
+    "TruncatedOutput": "tablequest.llm.parse",
+    "WrongJSONType": "tablequest.llm.parse",
+    "extract_answer": "tablequest.llm.parse",
+    "is_chatter": "tablequest.llm.parse",
+    "is_non_answer": "tablequest.llm.parse",
+    "parse_f_col": "tablequest.llm.parse",
+    "parse_f_row": "tablequest.llm.parse",
+    "parse_react": "tablequest.llm.parse",
+    "reply_start": "tablequest.llm.parse",
+    "strip_think": "tablequest.llm.parse",
+    "extract_json": "tablequest.llm.parse_json",
+    "DEFAULT_REPAIR_PROMPT": "tablequest.llm.repair",
+    "Asked": "tablequest.llm.repair",
+    "ask_json": "tablequest.llm.repair",
+    "ask_with_repair": "tablequest.llm.repair",
+    "Scripted": "tablequest.llm.scripted",
+    "ScriptedCall": "tablequest.llm.scripted",
+    "ScriptExhausted": "tablequest.llm.scripted",
+    "Fault": "tablequest.llm.stub",
+    "StubServer": "tablequest.llm.stub",
+    "QA": "tablequest.llm.usage",
+    "BudgetExhausted": "tablequest.llm.usage",
+    "StepBudget": "tablequest.llm.usage",
+    "UsageMeter": "tablequest.llm.usage",
+    "UsageTotals": "tablequest.llm.usage",
+}
+
+__getattr__, __dir__ = lazy_exports(globals(), _LAZY)
 
 __all__ = [
     "DEFAULT_DEADLINE",
