@@ -386,3 +386,11 @@ def test_reply_start_keeps_200_characters() -> None:
     assert reply_start("short") == "short" and reply_start(None) == ""
     assert reply_start("x" * 300) == "x" * 200 + "…"
     assert NO_ANSWER_IN_FORMAT == "the model's reply had no answer in the expected format"
+
+
+def test_backticks_inside_json_strings_open_no_fence() -> None:
+    # found by the property test above: the key's "```" was read as a fence holding `{}`
+    assert extract_json('\n{"```": {}}\nThanks!', dict) == {"```": {}}
+    assert extract_json('note ```x``` then\n{"a": "```json {}"}', dict) == {"a": "```json {}"}
+    assert extract_json('Sure:\n```json\n{"a": 1}\n```\n{"b": 2}', dict) == {"a": 1}  # fenced first
+    assert extract_json('Sure! ```json {"a": 1}```', dict) == {"a": 1}  # a fence mid-line: read

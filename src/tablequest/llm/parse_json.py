@@ -20,8 +20,11 @@ from tablequest.llm.parse import NoJSONFound, TruncatedOutput, WrongJSONType, st
 
 __all__ = ["extract_json"]
 
+# a fence opens at the start of a line: "```" inside a JSON string (a key or value that holds
+# backticks) is not one; a fence opened mid-line is still read, as part of the whole text
 _FENCE = re.compile(
-    r"```[ \t]*(?:json5?|javascript|js|python|py)?[ \t]*\n?(.*?)(?:```|\Z)", re.S | re.I
+    r"^[ \t]*```[ \t]*(?:json5?|javascript|js|python|py)?[ \t]*\n?(.*?)(?:```|\Z)",
+    re.S | re.I | re.M,
 )
 _CLOSER = {"{": "}", "[": "]"}
 _WORDS = {"true": "true", "false": "false", "null": "null", "True": "true", "False": "false"}
