@@ -41,18 +41,17 @@ def share_vectors(store: Store, directory: Path, models: Sequence[str]) -> None:
         return
     try:
         for model in models:
-            have = shared.execute(
-                "SELECT content_hash FROM embeddings WHERE model = ?", [model]
-            ).fetchall()
-            known = {r[0] for r in have}
-            rows = store.con.execute(
-                "SELECT content_hash FROM embeddings WHERE model = ?", [model]
-            ).fetchall()
-            fresh = sorted({r[0] for r in rows} - known)
+            fresh = sorted(_hashes(store.con, model) - _hashes(shared, model))
             if fresh:
                 copy_vectors(store.con, shared, model, fresh)
     finally:
         shared.close()
+
+
+def _hashes(con: duckdb.DuckDBPyConnection, model: str) -> set[str]:
+    """The content hashes that have a `model` vector in `con`'s ``embeddings``."""
+    rows = con.execute("SELECT content_hash FROM embeddings WHERE model = ?", [model]).fetchall()
+    return {str(r[0]) for r in rows}
 
 
 def shared_cache(directory: Path) -> duckdb.DuckDBPyConnection | None:
