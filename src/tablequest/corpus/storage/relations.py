@@ -394,7 +394,7 @@ def write_relations(
             create_view(con, name, table_id, columns)
         else:
             _create_table(con, name, arrow)
-        metadata.append((table_id, name, _payload(columns)))
+        metadata.append((table_id, name, columns_json(columns)))
     _insert_metadata(con, metadata)
     _insert_small(con, small)
 
@@ -429,7 +429,8 @@ def _insert_small(con: duckdb.DuckDBPyConnection, rows: list[tuple[str, str]]) -
     insert_lists(con, "tq_small", rows, 2)
 
 
-def _payload(columns: list[Column]) -> str:
+def columns_json(columns: Sequence[Column]) -> str:
+    """The `relations.columns` value of a relation's columns."""
     return json.dumps([c.to_json() for c in columns], ensure_ascii=False)
 
 

@@ -15,7 +15,6 @@ for (a store of format 1) gets one from its `data`, as the ingest would.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -65,7 +64,7 @@ def copy_tables(source: Store, target: Store, table_ids: Sequence[str]) -> None:
                 _copy_data(source.con, con, f"main.{name}", name)
             _copy_raw(source.con, con, relation, raw)
         rel.insert_lists(con, "tq_small", small, 2)
-        metadata = [(r.table_id, r.sql_name, _columns(r)) for r in found.values()]
+        metadata = [(r.table_id, r.sql_name, rel.columns_json(r.columns)) for r in found.values()]
         rel.insert_lists(con, "relations", metadata, 3)
         rel.write_relations(con, [row for row in rows if row[0] not in found], {})
 
@@ -79,10 +78,6 @@ def _relations(store: Store, table_ids: list[str]) -> dict[str, rel.Relation]:
         [table_ids],
     ).fetchall()
     return {str(row[0]): rel.Relation.from_row(*row) for row in found}
-
-
-def _columns(relation: rel.Relation) -> str:
-    return json.dumps([c.to_json() for c in relation.columns], ensure_ascii=False)
 
 
 def _copy_data(
