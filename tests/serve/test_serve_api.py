@@ -153,7 +153,8 @@ def test_search_preview_and_rerank_needs_a_server(server: Any) -> None:
 
 def test_fast_search_answers_what_the_route_answers(server: Any, monkeypatch: Any) -> None:
     """`serve.fastsearch` takes plain searches; its bytes are the route's (k=05 and
-    preview=False go to the route: it reads them, the short way declines them)."""
+    preview=False go to the route: it reads them, the short way declines them). With the
+    index loaded and the tables in memory it searches on the event loop, no thread."""
     from tablequest.errors import BadValue
     from tablequest.serve import fastsearch
 
@@ -165,13 +166,19 @@ def test_fast_search_answers_what_the_route_answers(server: Any, monkeypatch: An
             raise BadValue("refused here; the route answers")
         return real(*args)
 
-    real = fastsearch.run_search
-    monkeypatch.setattr(fastsearch, "run_search", counted)
+    def on_a_thread(*args: Any) -> Any:
+        raise AssertionError("the short way ran a search on a thread")
+
+    server.state.stores.warm(("grep", "bm25"))
+    real = fastsearch.search_in_memory
+    monkeypatch.setattr(fastsearch, "search_in_memory", counted)
+    monkeypatch.setattr(fastsearch, "run_search", on_a_thread)
     with server.client() as client:
         for fast, route in (
             ({"q": "depth of lake Quillsee", "k": "5"}, {"q": "depth of lake Quillsee", "k": "05"}),
             ({"q": "Quillsee", "preview": "false", "method": "bm25"},
              {"q": "Quillsee", "preview": "False", "method": "bm25"}),
+            ({"q": "Quillsee", "preview": "true"}, {"q": "Quillsee", "preview": "True"}),
         ):  # fmt: skip
             a, b = client.get("/v1/search", params=fast), client.get("/v1/search", params=route)
             assert a.status_code == b.status_code == 200
@@ -180,7 +187,7 @@ def test_fast_search_answers_what_the_route_answers(server: Any, monkeypatch: An
                 k: v for k, v in b.headers.items() if k != "date"
             }
         failed = client.get("/v1/search", params={"q": "fails"})
-    assert taken == ["depth of lake Quillsee", "Quillsee", "fails"]
+    assert taken == ["depth of lake Quillsee", "Quillsee", "Quillsee", "fails"]
     assert failed.status_code == 200 and failed.json()["question"] == "fails"
 
 

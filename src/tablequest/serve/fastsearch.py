@@ -11,15 +11,17 @@ application's own layers 0.36 → 0.20 ms per request, the search stubbed).
 token, Host check, request count, security headers and access line are theirs, unchanged. It
 answers a search whose query string the route would read the same way — `q` of 1 to 1,000
 characters not all blank, `k` 1 to 100 in plain digits, a lexical `method` (grep or bm25),
-`preview` ``true`` or ``false``, none of them given twice — by calling `run_search` on the
-route's worker threads under the route's limiter and sending the route's `JSONResponse`, so
-the bytes are the route's. Everything else goes to the route, which stays the API's
-definition (OpenAPI, validation messages, error bodies): another method, a value the route
-would refuse or parse its own way, and a search that raised a `TablequestError` (the route
-then runs it again and answers the error as every route does; only lexical methods, cheap
-and with no model to load, come this way, so that second run costs little). A bug (any
-other exception) propagates as it does from the route: the server's last handler logs it and
-answers 500.
+`preview` ``true`` or ``false``, none of them given twice — and sends the route's
+`JSONResponse`, so the bytes are the route's. The search runs on the event loop itself when
+all it reads is in memory and small (`service.search_in_memory`; why, and the bounds:
+`tablequest.service.inmemory`), and otherwise as the route runs it: `run_search` on the
+route's worker threads under the route's limiter. Everything else goes to the route, which
+stays the API's definition (OpenAPI, validation messages, error bodies): another method, a
+value the route would refuse or parse its own way, and a search that raised a
+`TablequestError` (the route then runs it again and answers the error as every route does;
+only lexical methods, cheap and with no model to load, come this way, so that second run
+costs little). A bug (any other exception) propagates as it does from the route: the
+server's last handler logs it and answers 500.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import anyio
 from fastapi.responses import JSONResponse
 
 from tablequest.errors import TablequestError
-from tablequest.service import DEFAULT_ENCODER, ServerState, run_search
+from tablequest.service import DEFAULT_ENCODER, ServerState, run_search, search_in_memory
 
 __all__ = ["FAST_METHODS", "SEARCH_PATH", "SearchFastPath", "plain_search_args"]
 
@@ -94,9 +96,11 @@ class SearchFastPath:
         ):
             state = self.state
             try:
-                body = await anyio.to_thread.run_sync(
-                    run_search, state, *args, limiter=state.search_limiter
-                )
+                body = search_in_memory(state, *args)
+                if body is None:  # it reads DuckDB or a big table: not on the event loop
+                    body = await anyio.to_thread.run_sync(
+                        run_search, state, *args, limiter=state.search_limiter
+                    )
             except TablequestError:
                 pass  # the route runs it again and answers the error (module doc)
             else:

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     )
     from tablequest.service.names import short_name
     from tablequest.service.public import Scrubber
-    from tablequest.service.search import matched_rows_fast, run_search
+    from tablequest.service.search import matched_rows_fast, run_search, search_in_memory
     from tablequest.service.security import COOKIE, CSP, Guard, token_matches
     from tablequest.service.snapshot import ReadStore, TableInfo, public_sources
     from tablequest.service.state import AskSpec, CostlyOption, ServerOnlyOption, ServerState
@@ -78,6 +78,7 @@ _LAZY: dict[str, str] = {
     "short_name": "tablequest.service.names",
     "Scrubber": "tablequest.service.public",
     "matched_rows_fast": "tablequest.service.search",
+    "search_in_memory": "tablequest.service.search",
     "run_search": "tablequest.service.search",
     "COOKIE": "tablequest.service.security",
     "CSP": "tablequest.service.security",
@@ -131,6 +132,7 @@ __all__ = [
     "normalize_origin",
     "public_sources",
     "run_search",
+    "search_in_memory",
     "short_name",
     "shown_token_file",
     "token_matches",

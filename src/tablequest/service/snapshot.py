@@ -34,7 +34,7 @@ from typing import Any, Generic, TypeVar
 
 import duckdb
 
-from tablequest.corpus import Store, has_ingest_time
+from tablequest.corpus import Store, TableLines, has_ingest_time, table_lines
 from tablequest.table import Source, Table
 
 __all__ = ["LRU", "ReadStore", "Snapshot", "TableInfo", "public_sources"]
@@ -50,6 +50,11 @@ class LRU(Generic[K, V]):
         self.capacity = capacity
         self._data: OrderedDict[K, V] = OrderedDict()
         self._lock = threading.Lock()
+
+    def peek(self, key: K) -> V | None:
+        """The cached value of `key`, or None (nothing is made)."""
+        with self._lock:
+            return self._data.get(key)
 
     def get_or(self, key: K, make: Callable[[], V]) -> V:
         """The cached value of `key`, or `make()` stored under it."""
@@ -157,6 +162,8 @@ class Snapshot:
         shown, self.roots = public_sources({str(r[1]) for r in rows}, uploads)
         self.info: dict[str, TableInfo] = {r[0]: _info(r, shown[str(r[1])]) for r in rows}
         self.ids = sorted(self.info)
+        self.cells = sum(i.n_rows * i.n_cols for i in self.info.values())
+        """Cells of all its tables."""
         try:  # each table's relation (a store of format 1 has none: `tablequest migrate`)
             self.sql_names: dict[str, str] = dict(
                 con.execute("SELECT table_id, sql_name FROM relations").fetchall()
@@ -207,10 +214,22 @@ class ReadStore(Store):
         return self.snapshot.tables.get_or(table_id, lambda: self._load(table_id))
 
     def _load(self, table_id: str) -> Table:
+        return self._table(table_id, self._data(table_id), None)
+
+    def _data(self, table_id: str) -> dict[str, Any]:
         raw = self.snapshot.raw
         if raw is not None and table_id in raw:
-            return self._table(table_id, json.loads(raw[table_id]), None)
-        return super().get(table_id)
+            data: dict[str, Any] = json.loads(raw[table_id])
+            return data
+        return super()._data(table_id)
+
+    def lines(self, table_id: str) -> TableLines:
+        """The row lines ranking matches rows in (`corpus.table_lines` of `index_table`, as
+        `corpus.matched_rows` reads them), made once per generation."""
+        made: TableLines = self.snapshot.extras.get_or(
+            ("lines", table_id), lambda: table_lines(self.index_table(table_id))
+        )
+        return made
 
     def source(self, table_id: str) -> Source:
         info = self.snapshot.info.get(table_id)

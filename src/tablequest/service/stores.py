@@ -57,6 +57,7 @@ from tablequest.corpus import (
     remove_tables,
 )
 from tablequest.service.copies import copy_name, remove_stale_copies
+from tablequest.service.inmemory import INLINE_CORPUS_CELLS, MemoryReader
 from tablequest.service.snapshot import ReadStore, Snapshot
 
 __all__ = ["Generation", "StoreManager", "settle"]
@@ -202,6 +203,16 @@ class StoreManager:
             yield store
         finally:
             gen.checkin(store)
+
+    def memory_reader(self) -> MemoryReader | None:
+        """A reader of the current generation that answers from memory only (a search on the
+        event loop: `tablequest.service.inmemory`), or None for a corpus over
+        `INLINE_CORPUS_CELLS` cells."""
+        with self._lock:
+            snapshot = self._current.snapshot
+        if snapshot.cells > INLINE_CORPUS_CELLS:
+            return None
+        return MemoryReader(self.path, snapshot)
 
     @contextmanager
     def sql_runner(self) -> Iterator[SqlRunner]:
