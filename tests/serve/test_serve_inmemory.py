@@ -76,10 +76,12 @@ def test_in_memory_refuses_duckdb_big_tables_and_big_corpora(
     answer = run_search(state, q, 5, "grep", ENCODER, False)  # makes the lines it reads
     assert search_in_memory(state, q, 5, "grep", ENCODER, False) == answer
 
-    # a table over the bound whose lines are not made yet: refused, made on a thread, then not
-    monkeypatch.setattr(inmemory, "INLINE_TABLE_CELLS", 1)
+    # a hit table over the bound (orbits.csv: 2 rows, 2 columns), its lines made or not
+    monkeypatch.setattr(inmemory, "INLINE_TABLE_CELLS", 3)
     assert search_in_memory(state, "Halvorsen", 5, "grep", ENCODER, False) is None
     run_search(state, "Halvorsen", 5, "grep", ENCODER, False)
+    assert search_in_memory(state, "Halvorsen", 5, "grep", ENCODER, False) is None
+    monkeypatch.setattr(inmemory, "INLINE_TABLE_CELLS", 4)
     assert search_in_memory(state, "Halvorsen", 5, "grep", ENCODER, False) is not None
 
     # a corpus over the bound: no memory reader at all
