@@ -76,13 +76,15 @@ def test_in_memory_refuses_duckdb_big_tables_and_big_corpora(
     answer = run_search(state, q, 5, "grep", ENCODER, False)  # makes the lines it reads
     assert search_in_memory(state, q, 5, "grep", ENCODER, False) == answer
 
-    # a hit table over the bound (orbits.csv: 2 rows, 2 columns), its lines made or not
-    monkeypatch.setattr(inmemory, "INLINE_TABLE_CELLS", 3)
-    assert search_in_memory(state, "Halvorsen", 5, "grep", ENCODER, False) is None
-    run_search(state, "Halvorsen", 5, "grep", ENCODER, False)
-    assert search_in_memory(state, "Halvorsen", 5, "grep", ENCODER, False) is None
-    monkeypatch.setattr(inmemory, "INLINE_TABLE_CELLS", 4)
+    # hit tables over the bound together, their lines made or not: lakes.csv has 3 rows and
+    # 2 columns, orbits.csv 2 and 2; "Quillsee" is in both
+    monkeypatch.setattr(inmemory, "INLINE_SEARCH_CELLS", 9)
     assert search_in_memory(state, "Halvorsen", 5, "grep", ENCODER, False) is not None
+    assert search_in_memory(state, "Quillsee", 5, "grep", ENCODER, False) is None
+    run_search(state, "Quillsee", 5, "grep", ENCODER, False)
+    assert search_in_memory(state, "Quillsee", 5, "grep", ENCODER, False) is None
+    monkeypatch.setattr(inmemory, "INLINE_SEARCH_CELLS", 10)
+    assert search_in_memory(state, "Quillsee", 5, "grep", ENCODER, False) is not None
 
     # a corpus over the bound: no memory reader at all
     monkeypatch.setattr(stores, "INLINE_CORPUS_CELLS", 10)
