@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tablequest.corpus.lexical.rank import question_patterns
-from tablequest.corpus.lexical.rowmatch import rows_matching, table_lines
+from tablequest.corpus.lexical.rowmatch import TableLines, rows_matching, table_lines
 from tablequest.table import Table
 from tablequest.table.patterns import PatternDropped, matching_lines
 
@@ -95,3 +98,38 @@ def test_known_rows_and_limit() -> None:
 def test_case_folding_traps(word: str) -> None:
     patterns = question_patterns(word)
     assert rows_matching(table_lines(TABLES[0]), patterns) == naive(TABLES[0], patterns)
+
+
+class _HeldLines(list[str]):
+    """Row lines whose iteration waits for `go`: a table whose lines take long to make."""
+
+    def __init__(self, lines: list[str], started: threading.Event, go: threading.Event) -> None:
+        super().__init__(lines)
+        self.started, self.go = started, go
+
+    def __iter__(self) -> Iterator[str]:
+        self.started.set()
+        assert self.go.wait(30)
+        return super().__iter__()
+
+
+def test_making_one_tables_lines_never_waits_for_anothers() -> None:
+    """`functools.cached_property` on Python 3.11 computes under one lock for every instance
+    of a class: a search on the server's event loop waited for a thread making a big table's
+    lines (`corpus.lexical.lazyattr`)."""
+    started, go = threading.Event(), threading.Event()
+    held = TableLines(_HeldLines(["a big table"], started, go), (0,))
+    small = table_lines(TABLES[1])
+    worker = threading.Thread(target=lambda: held.word_rows("big", r"\bbig\b"))
+    worker.start()
+    try:
+        assert started.wait(30)
+        done = threading.Thread(target=lambda: small.word_rows("quillsee", r"\bquillsee\b"))
+        done.start()
+        done.join(10)
+        assert not done.is_alive(), "the small table waited for the big one"
+        assert list(small.word_rows("quillsee", r"\bquillsee\b")) == [0, 1, 2]
+    finally:
+        go.set()
+        worker.join(30)
+    assert list(held.word_rows("big", r"\bbig\b")) == [0]

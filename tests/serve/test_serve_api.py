@@ -178,7 +178,6 @@ def test_fast_search_answers_what_the_route_answers(server: Any, monkeypatch: An
             ({"q": "depth of lake Quillsee", "k": "5"}, {"q": "depth of lake Quillsee", "k": "05"}),
             ({"q": "Quillsee", "preview": "false", "method": "bm25"},
              {"q": "Quillsee", "preview": "False", "method": "bm25"}),
-            ({"q": "Quillsee", "preview": "true"}, {"q": "Quillsee", "preview": "True"}),
         ):  # fmt: skip
             a, b = client.get("/v1/search", params=fast), client.get("/v1/search", params=route)
             assert a.status_code == b.status_code == 200
@@ -187,7 +186,7 @@ def test_fast_search_answers_what_the_route_answers(server: Any, monkeypatch: An
                 k: v for k, v in b.headers.items() if k != "date"
             }
         failed = client.get("/v1/search", params={"q": "fails"})
-    assert taken == ["depth of lake Quillsee", "Quillsee", "Quillsee", "fails"]
+    assert taken == ["depth of lake Quillsee", "Quillsee", "fails"]
     assert failed.status_code == 200 and failed.json()["question"] == "fails"
 
 

@@ -24,6 +24,9 @@ largest 3,832, stay well inside them):
   parse it and make its lines), and a search may ask for 100 tables. WTQ's 3,000 test
   questions with k = 5 read at most 8,203 cells (median 648).
 
+`search_in_memory` adds two bounds of its own: no preview (it runs each word's regex over
+every row of the hit tables, uncached) and at most `INLINE_PATTERNS` question words.
+
 The reader records that it refused (`refused`) as well as raising, so a caller never trusts
 an answer some layer might have made after catching the error.
 """
@@ -39,10 +42,18 @@ from tablequest.corpus import TableLines
 from tablequest.errors import RunError
 from tablequest.service.snapshot import ReadStore, Snapshot
 
-__all__ = ["INLINE_CORPUS_CELLS", "INLINE_SEARCH_CELLS", "MemoryReader", "NotInMemory"]
+__all__ = [
+    "INLINE_CORPUS_CELLS",
+    "INLINE_PATTERNS",
+    "INLINE_SEARCH_CELLS",
+    "MemoryReader",
+    "NotInMemory",
+]
 
 INLINE_CORPUS_CELLS = 2_000_000
 """The largest corpus (cells of all its tables) whose searches may run on the event loop."""
+INLINE_PATTERNS = 32
+"""The most question words a search on the event loop may have (WTQ: median 4, at most 29)."""
 INLINE_SEARCH_CELLS = 20_000
 """The most cells a search on the event loop may match rows in (its hit tables together)."""
 

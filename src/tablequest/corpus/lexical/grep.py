@@ -35,6 +35,7 @@ Tie-break (ours, the paper is silent): higher score first, then the shorter seri
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
 import re
@@ -45,6 +46,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from tablequest.corpus.lexical.lazyattr import lazy_attribute
 from tablequest.corpus.lexical.literals import (
     MARK,
     required_literals,
@@ -86,7 +88,7 @@ class Plan:
     alternatives: Sequence[Sequence[str]] | None  # literals (MARK at `\b` edges); None = any
     single_line: bool
 
-    @functools.cached_property
+    @lazy_attribute
     def regex(self) -> BoundedPattern:
         """The bounded matcher, made on first use: a word lookup that is exact never needs
         it, and making one (parsing and compiling the regex) cost more than the lookup."""
@@ -192,7 +194,8 @@ class GrepIndex:
         """
         hit = self._cache.get(pattern)
         if hit is not None:
-            self._cache.move_to_end(pattern)
+            with contextlib.suppress(KeyError):  # another thread may have dropped it just now
+                self._cache.move_to_end(pattern)
             if isinstance(hit, DroppedPattern):
                 raise PatternDropped(hit.pattern, hit.reason)
             return hit

@@ -28,8 +28,8 @@ import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
 
+from tablequest.corpus.lexical.lazyattr import lazy_attribute
 from tablequest.corpus.lexical.tokens import WORD, token_safe
 from tablequest.table import (
     PatternDropped,
@@ -57,7 +57,7 @@ class TableLines:
     lines: list[str]
     row_ids: tuple[int, ...]
 
-    @cached_property
+    @lazy_attribute
     def _folds(self) -> tuple[str, list[int]]:
         """The rows' case folds joined by newlines, and where each row starts in it."""
         folds = [fold_text(line) for line in self.lines]
@@ -82,7 +82,7 @@ class TableLines:
             at = folded.find(needle, max(nxt, at + 1))
         return found
 
-    @cached_property
+    @lazy_attribute
     def _tokens(self) -> tuple[str, tuple[int, ...], frozenset[str]]:
         """Each row's folded word tokens as `` tok tok … `` (one space around each), the rows
         joined by newlines; where each row starts in it; the folds that changed a token's
@@ -111,7 +111,7 @@ class TableLines:
             pos += len(row) + 1
         return "\n".join(rows), tuple(starts), frozenset(inexact) if inexact else _NO_WORDS
 
-    @cached_property
+    @lazy_attribute
     def _word_rows(self) -> dict[str, tuple[int, ...]]:
         """Rows found per folded word so far (`word_rows`)."""
         return {}
