@@ -88,3 +88,24 @@ def test_a_query_past_its_time_limit_is_a_timeout_of_its_own(runner: SqlRunner) 
             runner.run(query, timeout=0.2)
         assert timed_out.value.code == "sql_timeout" and http_status(timed_out.value) == 422
         assert isinstance(timed_out.value, SqlError)  # `except SqlError` still catches it
+
+
+def test_integer_sums_stay_integers_with_every_digit(runner: SqlRunner) -> None:
+    """``sum`` of an integer column is a HUGEINT, which comes through Arrow as DECIMAL(38,0):
+    JSON, CSV and xlsx gave 10.0 and 1.2345678901234568e+22 (a review found it)."""
+    import io
+
+    import openpyxl
+
+    from tablequest.corpus.storage.browse import encode
+
+    big = "12345678901234567890123"
+    result = runner.run(
+        f"SELECT sum(units) AS s, {big}::HUGEINT AS h, 12.50::DECIMAL(10,2) AS d FROM sales"
+    )
+    assert [t for _, t in result.columns] == ["HUGEINT", "HUGEINT", "DECIMAL(10,2)"]
+    assert result.to_json()["rows"] == [[10, int(big), 12.5]]
+    assert encode(result.arrow, "csv").decode() == f"s,h,d\n10,{big},12.5\n"
+    sheet = openpyxl.load_workbook(io.BytesIO(encode(result.arrow, "xlsx"))).active
+    assert sheet is not None
+    assert [c.value for c in sheet[2]] == [10, big, 12.5]  # past 2**53 a number would round

@@ -307,6 +307,23 @@ def _csv_value(value: Any) -> str:
     return str(shown)
 
 
+def _xlsx_value(value: Any) -> Any:
+    """A value as an xlsx cell: control characters xlsx cannot hold become U+FFFD; an integer
+    decimal (HUGEINT) past 2**53, which a spreadsheet's number would round, is written as its
+    digits."""
+    import decimal
+
+    from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
+
+    if isinstance(value, str):
+        return ILLEGAL_CHARACTERS_RE.sub("\ufffd", value)
+    if isinstance(value, decimal.Decimal) and abs(value) > 2**53:
+        exponent = value.as_tuple().exponent
+        if isinstance(exponent, int) and exponent >= 0:
+            return str(value)
+    return value
+
+
 def encode(arrow: Any, fmt: str) -> bytes:
     """A pyarrow Table as a file in `fmt` (one of EXPORT_FORMATS)."""
     out = io.BytesIO()
@@ -334,17 +351,9 @@ def encode(arrow: Any, fmt: str) -> bytes:
         from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 
         frame = arrow.to_pandas()
-        for name in frame.columns:  # control characters xlsx cannot hold become U+FFFD
+        for name in frame.columns:
             if frame[name].dtype.kind not in "biufmM":
-                frame[name] = (
-                    frame[name]
-                    .astype(object)
-                    .map(
-                        lambda v: (
-                            ILLEGAL_CHARACTERS_RE.sub("\ufffd", v) if isinstance(v, str) else v
-                        )
-                    )
-                )
+                frame[name] = frame[name].astype(object).map(_xlsx_value)
         frame.columns = [ILLEGAL_CHARACTERS_RE.sub("\ufffd", str(c)) for c in frame.columns]
         frame.to_excel(out, index=False, engine="openpyxl")
     return out.getvalue()

@@ -110,12 +110,19 @@ class SqlResult:
 
 
 def json_value(value: Any) -> Any:
-    """A result value as JSON can hold it (dates as ISO text, decimals as numbers)."""
+    """A result value as JSON can hold it (dates as ISO text, decimals as numbers).
+
+    A decimal without a fractional part in its type (DuckDB gives HUGEINT, what ``sum`` of
+    an integer column returns, as DECIMAL(38,0)) is an integer, every digit kept; one with
+    a fractional part is a float (DECIMAL(10,2) 12.50 → 12.5)."""
     if isinstance(value, float) and not math.isfinite(value):
         return None if math.isnan(value) else str(value)
     if isinstance(value, (dt.date, dt.datetime, dt.time)):
         return value.isoformat()
     if isinstance(value, decimal.Decimal):
+        exponent = value.as_tuple().exponent
+        if isinstance(exponent, int) and exponent >= 0:
+            return int(value)
         return float(value)
     if isinstance(value, (bytes, bytearray)):
         return value.hex()
