@@ -1,10 +1,12 @@
 """Test data shared by several test packages: a vocabulary for generated corpora (shards,
 Ray, ranking tests: common words of table headers and cells, so generated tables share words
 and rankings have ties), an HTML table with a two-level header and merged cells, and the stub
-model's replies for it; a minimal xlsx workbook builder for the reading-budget tests."""
+model's replies for it; a minimal xlsx workbook builder for the reading-budget tests; a free
+loopback port for commands that bind theirs before they start."""
 
 import io
 import json
+import socket
 import zipfile
 from typing import Any
 
@@ -113,3 +115,12 @@ def workbook(
                 "xl/sharedStrings.xml", f'<sst xmlns="{MAIN}">'.encode() + strings + b"</sst>"
             )
     return buf.getvalue()
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on now: `serve` and ``mcp --http`` bind their port
+    before they start (`service.claims`), also in tests that stop them there, and tests run
+    in parallel, so no fixed port."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

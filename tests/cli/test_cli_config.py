@@ -123,7 +123,7 @@ def test_show_renders_the_effective_settings_and_their_sources(
     assert settings["llm.timeout"] == {"value": 9.0, "source": str(tmp_path / "tablequest.toml")}
     assert settings["llm.url"] == {"value": None, "source": "default"}  # untrusted: ignored
     assert settings["llm.api_key"] == {"value": "***", "source": "$TABLEQUEST_LLM_KEY"}
-    assert settings["embeddings.device"]["source"] == "default"
+    assert settings["embeddings.device"] == {"value": "auto", "source": "default, computed"}
     text = runner.invoke(app, ["config", "show"])
     assert "reading.max_cells = 5  ($TABLEQUEST_READ_MAX_CELLS)" in text.stdout
     assert "sk-secret" not in text.stdout + result.stdout

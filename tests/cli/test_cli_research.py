@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -98,11 +99,33 @@ def test_research_without_a_model_writes_the_comprehension(tmp_path: Path) -> No
     result = CliRunner().invoke(
         app(), ["research", str(xlsx), "Total employed?", "--out", str(out)]
     )
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 4, result.output  # as `ask` without a model: the LLM-free part ran
+    assert "(failed: no LLM configured)" in result.stdout
     data = json.loads((out / "result.json").read_text())
     assert data["status"] == "failed" and data["reason"] == "no LLM configured"
     assert data["details"]["comprehension"]["units"]["table"] == "thousands"
     assert "**No answer** (failed): no LLM configured" in (out / "report.md").read_text()
+    as_json = CliRunner().invoke(
+        app(), ["research", str(xlsx), "Total employed?", "--out", str(out), "--json"]
+    )
+    assert as_json.exit_code == 4 and json.loads(as_json.stdout)["status"] == "failed"
+
+
+def test_research_with_an_unreachable_model_exits_1_as_ask_does(tmp_path: Path) -> None:
+    xlsx = sheet(tmp_path / "employment.xlsx")
+    out = tmp_path / "out"
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"  # closed: connection refused
+    result = CliRunner().invoke(
+        app(),
+        ["research", str(xlsx), "Total employed?", "--out", str(out), "--llm-url", url,
+         "--model", "m", "--no-cache", "--json"],
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    payload = json.loads(result.stdout)  # the result is printed first
+    assert payload["status"] == "failed" and "connection refused" in payload["reason"]
+    assert json.loads((out / "result.json").read_text())["status"] == "failed"
 
 
 def test_research_rejects_bad_options_and_files(tmp_path: Path) -> None:

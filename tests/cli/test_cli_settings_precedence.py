@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.testdata import free_port
 from typer.testing import CliRunner
 
 from tablequest import configfile
@@ -69,6 +70,8 @@ def _serve_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *flags: str) 
     monkeypatch.setattr(tablequest.serve, "run_server", lambda config: seen.update(c=config))
     store = tmp_path / "s.duckdb"
     args = ["serve", "--store", str(store), "--create", "--token-file", str(tmp_path / "tok")]
+    if "--port" not in flags:
+        args += ["--port", str(free_port())]
     result = runner.invoke(app, [*args, *flags])
     assert result.exit_code == 0, result.output
     return seen["c"]

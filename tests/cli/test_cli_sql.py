@@ -1,7 +1,8 @@
 """`tablequest sql` and `tablequest migrate` through the CLI runner: readable, csv, json and
 parquet results, `--json`, the row limit's note, refused statements that leave the store as
-it was, errors that name line and column, a sharded corpus and a store of format 1 (refused
-with the library's message), and `migrate` bringing such a store to format 2."""
+it was, errors that name line and column, a sharded corpus (bad input, exit 2) and a store of
+format 1 (exit 1), refused with the library's message, and `migrate` bringing such a store to
+format 2."""
 
 from __future__ import annotations
 
@@ -132,9 +133,10 @@ def test_a_missing_store_and_a_sharded_corpus(tmp_path: Path) -> None:
     done = runner.invoke(app, ["ingest", str(folder), "-s", str(manifest), "--shards", "2"])
     assert done.exit_code == 0, done.output
     sharded = sql(manifest, "SELECT * FROM a", "--json")
-    assert sharded.exit_code == 1
-    message = json.loads(sharded.stdout)["error"]["message"]
-    assert "sharded corpus" in message and "-s SHARD.duckdb" in message
+    assert sharded.exit_code == 2  # bad input: the fix is a shard file
+    error = json.loads(sharded.stdout)["error"]
+    assert error["code"] == "not_a_store"
+    assert "sharded corpus" in error["message"] and "-s SHARD.duckdb" in error["message"]
 
 
 def test_a_store_of_format_1_is_refused_then_migrated(tmp_path: Path) -> None:

@@ -466,7 +466,6 @@ def test_cli_run_json_resume_and_report(evalrun_wtq: Path, tmp_path: Path) -> No
             ["--model", "m", "--llm-url", "http://127.0.0.1:9/v1", "--format", "xml"],
             "unknown corpus format",
         ),
-        (["--llm-url", "http://127.0.0.1:9/v1"], "no model"),
     ],
 )
 def test_cli_run_errors(evalrun_wtq: Path, tmp_path: Path, args: list[str], message: str) -> None:
@@ -486,6 +485,19 @@ def test_cli_run_errors(evalrun_wtq: Path, tmp_path: Path, args: list[str], mess
     )
     assert result.exit_code == 2, result.output
     assert message.lower() in " ".join(result.stderr.split()).lower()
+
+
+def test_cli_run_without_model_and_an_unreachable_server_fails(
+    evalrun_wtq: Path, tmp_path: Path
+) -> None:
+    """No --model and the server's models cannot be listed: a run failure (1), not bad input."""
+    result = runner.invoke(
+        cli(),
+        ["run", "wtq", "--data", str(evalrun_wtq), "--out", str(tmp_path / "o.jsonl"),
+         "--cache-dir", str(tmp_path / "c"), "--llm-url", "http://127.0.0.1:9/v1"],
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert "no model given" in " ".join(result.stderr.split()).lower()
 
 
 def test_cli_run_refuses_another_runs_file(evalrun_wtq: Path, tmp_path: Path) -> None:

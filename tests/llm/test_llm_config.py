@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import sys
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from tablequest.llm import (
     Instrumented,
     LLMConfig,
     LLMUnavailable,
+    ModelUnreachable,
     OpenAICompatible,
     StubServer,
     UsageMeter,
@@ -161,8 +163,12 @@ def test_model_without_url(tmp_path: Path) -> None:
 
 
 def test_url_without_model(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="--model NAME"):
-        build_llm(resolve_config(url="http://127.0.0.1:8000/v1", cwd=tmp_path))
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"  # closed: connection refused
+    # the server cannot be reached: a run failure (exit 1), as with a model named
+    with pytest.raises(ModelUnreachable, match=r"cannot be listed .*connection refused"):
+        build_llm(resolve_config(url=url, cwd=tmp_path))
 
 
 def test_gguf_spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,6 +15,7 @@ import httpx
 import pytest
 from tests.mcpserver.conftest import TOKEN, Bed, running_http
 from tests.serve.test_serve_connections import closed_within, room_for_sockets, wait_for
+from tests.testdata import free_port
 from typer.testing import CliRunner
 
 from tablequest.cli.app import app
@@ -163,7 +164,7 @@ def test_the_command_passes_allowed_origins_and_refuses_bad_ones(
         service.close()
 
     monkeypatch.setattr(mcp_pkg, "run_http", run_http)
-    base = ["mcp", str(bed.store), "--http", "127.0.0.1:8766", "--token-file",
+    base = ["mcp", str(bed.store), "--http", f"127.0.0.1:{free_port()}", "--token-file",
             str(tmp_path / "token"), "--trace-dir", str(bed.traces)]  # fmt: skip
     runner = CliRunner()
     result = runner.invoke(app, [*base, "--allow-origin", "https://A.example",

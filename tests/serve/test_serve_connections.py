@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
+from tests.testdata import free_port
 from typer.testing import CliRunner
 
 from tablequest.cli.app import app as cli_app
@@ -232,7 +233,8 @@ def test_serve_options_reach_the_limits_and_bad_ones_are_named(
     seen: list[Any] = []
     monkeypatch.setattr(serve_pkg, "run_server", lambda config: seen.append(config))
     Store(tmp_path / "s.duckdb").close()
-    base = ["serve", "--token-file", str(tmp_path / "token"), "--store", str(tmp_path / "s.duckdb")]
+    base = ["serve", "--token-file", str(tmp_path / "token"), "--store", str(tmp_path / "s.duckdb"),
+            "--port", str(free_port())]  # fmt: skip
     options = ["--header-timeout", "3", "--body-timeout", "4", "--max-connections", "900",
                "--max-requests", "100", "--max-streams", "8",
                "--stream-idle-timeout", "20"]  # fmt: skip

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.testdata import free_port
 from typer.testing import CliRunner
 
 from tablequest.cli import app
@@ -324,8 +325,9 @@ def test_serve_command_prints_a_new_token_once_and_builds_the_config(
     monkeypatch.setattr(serve_pkg, "run_server", lambda config: seen.append(config))
     token_file = tmp_path / "token"
     Store(tmp_path / "s.duckdb").close()
+    port = free_port()
     args = ["serve", "--token-file", str(token_file), "--store", str(tmp_path / "s.duckdb"),
-            "--port", "9999", "--llm-url", "http://127.0.0.1:1/v1", "--model", "m",
+            "--port", str(port), "--llm-url", "http://127.0.0.1:1/v1", "--model", "m",
             "--max-asks", "3", "--no-cache"]  # fmt: skip
     first = runner.invoke(app, args)
     assert first.exit_code == 0, first.output
@@ -336,7 +338,7 @@ def test_serve_command_prints_a_new_token_once_and_builds_the_config(
     for run in (first, second):  # the token file's path on every start
         assert f"Token file: {token_file}" in run.output
     config = seen[-1]
-    assert config.port == 9999 and config.token == token and config.limits.max_asks == 3  # type: ignore[attr-defined]
+    assert config.port == port and config.token == token and config.limits.max_asks == 3  # type: ignore[attr-defined]
     assert config.llm_config.cache is False and config.host == "127.0.0.1"  # type: ignore[attr-defined]
     assert config.token_file == token_file  # type: ignore[attr-defined]
     public = runner.invoke(app, [*args, "--host", "0.0.0.0"])
@@ -351,7 +353,8 @@ def test_serve_command_refuses_a_missing_store_unless_create(
     seen: list[object] = []
     monkeypatch.setattr(serve_pkg, "run_server", lambda config: seen.append(config))
     missing = tmp_path / "missing.duckdb"
-    base = ["serve", "--token-file", str(tmp_path / "token"), "--store", str(missing)]
+    base = ["serve", "--token-file", str(tmp_path / "token"), "--store", str(missing),
+            "--port", str(free_port())]  # fmt: skip
     refused = runner.invoke(app, base)
     assert refused.exit_code == 2 and seen == [] and not missing.exists()
     assert "no store at" in refused.output and "--create" in refused.output

@@ -100,8 +100,10 @@ def test_cli_show_renders_and_json(tmp_path: Path) -> None:
 
 
 def test_cli_show_latest(isolated_env: Path) -> None:
-    result = runner.invoke(app, ["show", "latest"])
-    assert result.exit_code == 1 and "no finished trace files" in result.output
+    result = runner.invoke(app, ["show", "latest"])  # no latest trace: bad input, as a missing file
+    assert result.exit_code == 2 and "no finished trace files" in result.output
+    missing = runner.invoke(app, ["show", str(isolated_env / "nope.jsonl")])
+    assert missing.exit_code == 2 and "not found" in missing.output
     older = Trace(isolated_env / "traces" / "20200101-000000-aaaaaaaa.jsonl")
     older.event("qa", answer="old")
     newer = Trace(isolated_env / "traces" / "20300101-000000-bbbbbbbb.jsonl")

@@ -30,7 +30,6 @@ from typer.core import TyperCommand
 
 from tablequest.cli._exit import USAGE
 from tablequest.cli._output import fail
-from tablequest.cli.config import use_config_file
 
 if TYPE_CHECKING:
     from tablequest.methods import Task
@@ -188,6 +187,22 @@ ConfigOpt = Annotated[
     str | None,
     typer.Option("--config", "-c", help="A named paper configuration, e.g. 10step-5s1-small."),
 ]
+
+
+def use_config_file(ctx: typer.Context, value: Path | None) -> Path | None:
+    """The ``--config-file`` callback: the file must exist (the command passes it to
+    `tablequest.cli._settings.load_settings`, never through the environment); without it,
+    the untrusted-file warning."""
+    if value is not None and not value.expanduser().is_file():
+        raise typer.BadParameter(f"no file at {str(value)!r}", param_hint="--config-file")
+    from tablequest.cli._output import err_console
+    from tablequest.methods import untrusted_notes
+
+    for note in untrusted_notes(named=value):
+        err_console.print(note, markup=False, highlight=False, soft_wrap=True)
+    return value
+
+
 ConfigFileOpt = Annotated[
     Path | None,
     typer.Option(

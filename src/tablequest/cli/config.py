@@ -10,8 +10,9 @@ naming the known keys or the allowed values.
 A ``tablequest.toml`` in the working directory that is neither named (``--config-file``,
 ``$TABLEQUEST_CONFIG``) nor trusted cannot set the keys that choose where data and the key go
 or that weaken the sandbox (`tablequest.configfile`). Every command that reads the config
-declares ``--config-file`` (`tablequest.cli._options.ConfigFileOpt`); its callback names the
-file for the command and prints `untrusted_notes` once on stderr.
+declares ``--config-file`` (`tablequest.cli._options.ConfigFileOpt`); its callback
+(`tablequest.cli._options.use_config_file`) names the file for the command and prints
+`untrusted_notes` once on stderr.
 """
 
 from __future__ import annotations
@@ -38,20 +39,6 @@ PathArg = Annotated[
     Path,
     typer.Argument(metavar="PATH", help=f"The config file (default: ./{CONFIG_FILE})."),
 ]
-
-
-def use_config_file(ctx: typer.Context, value: Path | None) -> Path | None:
-    """The ``--config-file`` callback: the file must exist (the command passes it to
-    `tablequest.cli._settings.load_settings`, never through the environment); without it,
-    the untrusted-file warning."""
-    if value is not None and not value.expanduser().is_file():
-        raise typer.BadParameter(f"no file at {str(value)!r}", param_hint="--config-file")
-    from tablequest.cli._output import err_console
-    from tablequest.methods import untrusted_notes
-
-    for note in untrusted_notes(named=value):
-        err_console.print(note, markup=False, highlight=False, soft_wrap=True)
-    return value
 
 
 @app.command("trust")
@@ -156,15 +143,14 @@ def get_command(
 ) -> None:
     """Print KEY's effective value (flags aside: environment, config files, default)."""
     from tablequest.configfile import ConfigFileError
-    from tablequest.settings import Settings, lookup_setting, shown_value
+    from tablequest.settings import Settings, lookup_setting
 
     try:
         lookup_setting(key)
         loaded = Settings.load()
-        value = shown_value(loaded, key)
+        value, source = shown(loaded, key.strip())
     except ConfigFileError as exc:  # SettingsError too: an unknown key, a bad file
         fail_on(exc, json_out=json_out)
-    source = loaded.source(key.strip())
     if json_out:
         typer.echo(json.dumps({"key": key, "value": value, "source": source}))
         return
@@ -214,13 +200,15 @@ def show_command(
     setting and where it came from (flag, $VARIABLE, a file, default; docs/config.md)."""
     from tablequest import configfile
     from tablequest.configfile import ConfigFileError
+    from tablequest.methods import OptionError, check_method_tables
     from tablequest.settings import Settings
 
     try:
         loaded = Settings.load()  # the command's one load
+        check_method_tables(loaded.files)
         files = [describe(f) for f in loaded.files]
         settings = effective(loaded)
-    except ConfigFileError as exc:
+    except (ConfigFileError, OptionError) as exc:
         fail_on(exc, json_out=json_out)
     if json_out:
         trust_list = str(configfile.trust_path())
@@ -249,16 +237,56 @@ def show_command(
 def effective(settings: Settings) -> dict[str, dict[str, Any]]:
     """``section.key`` → {"value" (JSON; a secret as ``***``), "source"} of every setting."""
     out: dict[str, dict[str, Any]] = {}
-    for name, value, spec in settings.items():
-        shown: Any = value
-        if isinstance(value, Path):
-            shown = str(value)
-        elif isinstance(value, tuple):
-            shown = list(value)
-        if spec.secret and value is not None:
-            shown = "***"
-        out[name] = {"value": shown, "source": settings.source(name)}
+    for name, _value, _spec in settings.items():
+        value, source = shown(settings, name)
+        out[name] = {"value": value, "source": source}
     return out
+
+
+COMPUTED = "default, computed"
+"""The source of a default that is computed where the setting is used (a path under the user
+directories, half the memory)."""
+
+
+def shown(settings: Settings, dotted: str) -> tuple[Any, str]:
+    """(the effective value of ``section.key`` as JSON shows it, where it came from): a
+    default computed where it is used is computed here too (source `COMPUTED`)."""
+    from tablequest.settings import shown_value
+
+    value, source = shown_value(settings, dotted), settings.source(dotted)
+    if value is None and source == "default":
+        computed = computed_default(settings, dotted)
+        if computed is not None:
+            return str(computed) if isinstance(computed, Path) else computed, COMPUTED
+    return value, source
+
+
+def computed_default(settings: Settings, dotted: str) -> Any:
+    """What the code that reads ``section.key`` uses when it is unset (None: nothing), by
+    calling the function that code calls, so that the two cannot differ."""
+    if dotted == "store.path":
+        from tablequest.cli._options import default_store_path
+
+        return default_store_path(settings.store)
+    if dotted == "store.cache_dir":
+        from tablequest.llm import default_cache_dir
+
+        return default_cache_dir(settings.store)
+    if dotted == "traces.dir":
+        from tablequest.trace import default_trace_dir
+
+        return default_trace_dir(settings.traces)
+    if dotted == "serve.token_file":
+        from tablequest.service import default_token_file
+
+        return default_token_file()
+    if dotted == "sandbox.memory_budget_mb":
+        from tablequest.sandbox import Sandbox
+
+        return Sandbox.from_settings(settings).budget.total_mb
+    if dotted == "embeddings.device":
+        return "auto"  # the encoders' `requested_device` when unset (not a corpus export)
+    return None
 
 
 def register(root: typer.Typer) -> None:

@@ -6,12 +6,15 @@ command prints only to stderr). ``--http HOST:PORT`` serves Streamable HTTP at `
 instead, with the token of ``tablequest serve`` (the same token file, created with mode 0600
 when missing) required on every request, on 127.0.0.1 unless told otherwise, and ``serve``'s
 connection bounds and timeouts (``[serve]`` settings); a browser page's ``Origin`` must be one
-``--allow-origin`` names (loopback ones on a loopback bind). The store is opened read-only; a
-missing store or a file that is not one is refused as by ``serve``.
+``--allow-origin`` names (loopback ones on a loopback bind). The port is bound before the
+token is made or printed: one in use is one ``error:`` line and exit 1. The store is opened
+read-only and not locked (``mcp`` never writes it: several may serve one store, beside a
+``serve``); a missing store or a file that is not one is refused as by ``serve``.
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
@@ -71,7 +74,7 @@ def mcp_command(
     """Serve a store to MCP clients: tools, one resource per table, a prompt (stdio or HTTP)."""
     try:
         from tablequest.mcpserver import open_service, parse_bind, run_http, run_stdio
-        from tablequest.service import Limits, ServeConfig, load_or_create_token
+        from tablequest.service import Limits, ServeConfig, claim, load_or_create_token
     except ImportError:
         fail(MCP_EXTRA_HINT)
     from tablequest.cli._llm import LLMFlags
@@ -83,38 +86,47 @@ def mcp_command(
     path = store_path(store)
     try:
         host, port = parse_bind(http) if http else ("127.0.0.1", 0)
-        token: str | None = None
-        created = False
-        token_path = (token_file or default_token_file()).expanduser()
-        if http:
-            token, created = load_or_create_token(token_path)
-        flags = LLMFlags(llm_url, model, api_key, llm, no_cache, config_file=config_file)
-        more = {"traces.dir": trace_dir, "serve.allow_origins": tuple(allow_origin or ()) or None}
-        settings = flags.settings(more)  # the server's one load
-        # [serve]'s connection bounds and timeouts; this command's own asks
-        limits = Limits.from_settings(settings.serve)
-        limits = replace(limits, max_asks=max_asks, ask_timeout=ask_timeout)
-        config = ServeConfig(
-            store=path, trace_dir=default_trace_dir(settings.traces), token=token,
-            token_file=token_path if http else None, host=host, port=port,
-            llm_config=flags.config(settings), llm_spec=llm, limits=limits, settings=settings,
-            allow_origins=settings.serve.allow_origins,
-        )  # fmt: skip
-        service = open_service(config)
-    except TablequestError as exc:  # a bad flag or token file (2), a store that cannot open
+        # the port before the token is made or printed; a reader: no writer lock
+        held = claim(None, host, port, hint="--http HOST:PORT") if http else None
+    except TablequestError as exc:
         fail_on(exc)
-    if not http:
-        run_stdio(service)
-        return
-    shown = f"[{host}]" if ":" in host else host
-    if created:
-        err_console.print(f"New token (shown once): {token}", soft_wrap=True, markup=False)
-    err_console.print(
-        f"MCP endpoint: http://{shown}:{port}/mcp (Authorization: Bearer TOKEN)\n"
-        f"Token file: {token_path}\nStore: {path}",
-        soft_wrap=True, markup=False, highlight=False,
-    )  # fmt: skip
-    run_http(service)
+    with held or contextlib.nullcontext():
+        try:
+            token: str | None = None
+            created = False
+            token_path = (token_file or default_token_file()).expanduser()
+            if http:
+                token, created = load_or_create_token(token_path)
+            flags = LLMFlags(llm_url, model, api_key, llm, no_cache, config_file=config_file)
+            more = {
+                "traces.dir": trace_dir,
+                "serve.allow_origins": tuple(allow_origin or ()) or None,
+            }
+            settings = flags.settings(more)  # the server's one load
+            # [serve]'s connection bounds and timeouts; this command's own asks
+            limits = Limits.from_settings(settings.serve)
+            limits = replace(limits, max_asks=max_asks, ask_timeout=ask_timeout)
+            config = ServeConfig(
+                store=path, trace_dir=default_trace_dir(settings.traces), token=token,
+                token_file=token_path if http else None, host=host, port=port,
+                llm_config=flags.config(settings), llm_spec=llm, limits=limits,
+                settings=settings, allow_origins=settings.serve.allow_origins, claim=held,
+            )  # fmt: skip
+            service = open_service(config)
+        except TablequestError as exc:  # a bad flag or token file (2), a store that cannot open
+            fail_on(exc)
+        if not http:
+            run_stdio(service)
+            return
+        shown = f"[{host}]" if ":" in host else host
+        if created:
+            err_console.print(f"New token (shown once): {token}", soft_wrap=True, markup=False)
+        err_console.print(
+            f"MCP endpoint: http://{shown}:{port}/mcp (Authorization: Bearer TOKEN)\n"
+            f"Token file: {token_path}\nStore: {path}",
+            soft_wrap=True, markup=False, highlight=False,
+        )  # fmt: skip
+        run_http(service)
 
 
 def store_path(store: Path) -> Path:

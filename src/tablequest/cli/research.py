@@ -32,9 +32,10 @@ from tablequest.cli._options import (
     option_pairs,
 )
 from tablequest.cli._output import fail, fail_on, print_json
+from tablequest.cli.ask import exit_status
 
 if TYPE_CHECKING:
-    from tablequest.methods.research import ExperienceMemory, ResearchOptions
+    from tablequest.methods.research import ExperienceMemory, ResearchOptions, ResearchRun
 
 __all__ = ["memory_app", "register"]
 
@@ -70,8 +71,12 @@ def research_command(
     no_cache: NoCacheOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Research a table: answer, a Markdown report and charts, written to --out."""
-    from tablequest.cli._output import console, err_console
+    """Research a table: answer, a Markdown report and charts, written to --out.
+
+    Exit status (as `ask`'s): 0 answered, 1 failed, 2 bad input, 3 insufficient evidence,
+    4 no model configured (the comprehension ran); the files are written in every case.
+    """
+    from tablequest.cli._output import err_console
     from tablequest.errors import UsageError
     from tablequest.llm import NOT_CONFIGURED_HINT, StepBudget
     from tablequest.methods.research import run_research
@@ -99,6 +104,14 @@ def research_command(
         fail_on(exc, json_out=json_out)
     except OSError as exc:  # the table file cannot be read, the output written
         fail(str(exc), json_out=json_out)
+    _print_run(run, json_out=json_out)
+    raise typer.Exit(exit_status(run.result))  # ask's statuses: 1 failed, 4 no model, …
+
+
+def _print_run(run: ResearchRun, *, json_out: bool) -> None:
+    """The result's JSON, or the answer and the files written."""
+    from tablequest.cli._output import console
+
     result = run.result
     if json_out:
         print_json(result.to_json())

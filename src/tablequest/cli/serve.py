@@ -1,8 +1,11 @@
 """`tablequest serve`: start the HTTP API and web app (one library call: `run_server`).
 
 A store that does not exist is refused (a typo must not serve an empty store) unless
-``--create`` asks for a new empty one; a file that is not a DuckDB store is refused. Every
-start prints where the token file is (the login page says it too).
+``--create`` asks for a new empty one; a file that is not a DuckDB store is refused. Before
+the token is made or printed, the store's writer lock and the port are taken
+(`tablequest.service.claims`): a store another ``serve`` writes, or a port in use, is one
+``error:`` line and exit 1. Every start prints where the token file is (the login page says
+it too).
 """
 
 from __future__ import annotations
@@ -105,7 +108,7 @@ def serve_command(
     [serve] / [llm] in tablequest.toml set it too (docs/config.md)."""
     try:
         from tablequest.serve import run_server
-        from tablequest.service import Limits, ServeConfig, ServeError
+        from tablequest.service import CannotListen, Limits, ServeConfig, ServeError, claim
     except ImportError:
         fail(SERVE_EXTRA_HINT)
     from tablequest.cli._llm import LLMFlags, settings_or_fail
@@ -135,27 +138,33 @@ def serve_command(
         fail_on(exc)
     store = check_store(default_store_path(settings.store), create=create)
     serve = settings.serve
-    try:
-        token_path, (token, created) = _token(serve.token_file)
-        config = ServeConfig(
-            store=store,
-            trace_dir=default_trace_dir(settings.traces),
-            token=token,
-            token_file=token_path,
-            host=serve.host,
-            port=serve.port,
-            llm_config=LLMConfig.from_settings(settings),  # the server builds the model
-            llm_spec=llm,
-            limits=Limits.from_settings(serve),
-            settings=settings,
-        )
-    except (ServeError, ConfigError) as exc:
+    try:  # the store's writer lock and the port, before the token is made or printed
+        held = claim(store, serve.host, serve.port)
+    except (StoreError, CannotListen) as exc:
         fail_on(exc)
-    _banner(config, token, created=created)
-    try:  # a store held by another process (an ingest, another serve): one line, exit 1
-        run_server(config)
-    except StoreError as exc:
-        fail_on(exc)
+    with held:
+        try:
+            token_path, (token, created) = _token(serve.token_file)
+            config = ServeConfig(
+                store=store,
+                trace_dir=default_trace_dir(settings.traces),
+                token=token,
+                token_file=token_path,
+                host=serve.host,
+                port=serve.port,
+                llm_config=LLMConfig.from_settings(settings),  # the server builds the model
+                llm_spec=llm,
+                limits=Limits.from_settings(serve),
+                settings=settings,
+                claim=held,
+            )
+        except (ServeError, ConfigError) as exc:
+            fail_on(exc)
+        _banner(config, token, created=created)
+        try:  # a store held by another process (an ingest): one line, exit 1
+            run_server(config)
+        except StoreError as exc:
+            fail_on(exc)
 
 
 def _token(token_file: Path | None) -> tuple[Path, tuple[str, bool]]:

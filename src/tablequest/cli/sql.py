@@ -9,8 +9,8 @@ line saying so; `csv`, `tsv` and `json` (records) go to stdout, `parquet` and `x
 `--output FILE` or a pipe (never a terminal); `--json` prints the result as the API
 answers it. A refused statement, a syntax error (with its line and column), an unknown name
 and a time limit end with one ``error:`` line and exit 2 (``--json``: codes ``sql_refused``,
-``sql`` and ``sql_timeout``); a missing store exits 2, a sharded corpus or a store of format 1
-(`tablequest migrate`) exits 1 with the library's message.
+``sql`` and ``sql_timeout``); a missing store and a sharded corpus's manifest (query a shard
+file) exit 2, a store of format 1 (`tablequest migrate`) exits 1, with the library's message.
 
 `migrate [STORE]` opens the store for writing, which rewrites a store of format 1 into the
 current format (every table kept, each gets its relation), and says which happened; a

@@ -3,8 +3,10 @@
 
 ``latest`` (when no file of that name exists) is `tablequest.trace.latest_trace`: the
 finished trace with the newest start stamp in its name, never one another running process
-is still writing (rule and reasons in `tablequest.trace.latest`). ``--out`` has the short
-flag ``-O`` (as wget's), because ``-o`` means ``--option`` in every command.
+is still writing (rule and reasons in `tablequest.trace.latest`). A FILE that does not exist
+or is not a trace, and ``latest`` with no finished trace, are bad input: exit 2, code
+``trace``. ``--out`` has the short flag ``-O`` (as wget's), because ``-o`` means ``--option``
+in every command.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ def trace() -> None:
 
 
 def _resolve(file: str, *, json_out: bool = False) -> Path:
-    """`file`, or the latest trace for ``latest`` (an error line when there is none)."""
+    """`file`, or the latest trace for ``latest``; one error line and exit 2 when `file`
+    does not exist or there is no latest trace (bad input, as a file that is not a trace)."""
     from tablequest.trace import default_trace_dir, latest_trace
 
     path = Path(file)
@@ -36,13 +39,9 @@ def _resolve(file: str, *, json_out: bool = False) -> Path:
     if file != "latest" or path.exists():
         return path
     latest = latest_trace()
-    if latest is None:
-        fail(
-            f"no finished trace files in {default_trace_dir()}",
-            json_out=json_out,
-            code="trace",
-            status=1,
-        )
+    if latest is None:  # bad input as a missing file is: there is no latest trace to name
+        fail(f"no finished trace files in {default_trace_dir()} (so no 'latest')",
+             json_out=json_out, code="trace")  # fmt: skip
     return latest
 
 

@@ -53,7 +53,7 @@ from tablequest.llm.backends import (
     SpecArgOptions,
     build_gguf,
 )
-from tablequest.llm.base import LLM
+from tablequest.llm.base import LLM, ModelUnreachable
 from tablequest.llm.cache import CachedLLM
 from tablequest.llm.deadline import DEFAULT_DEADLINE, Deadline
 from tablequest.llm.instrument import Instrumented
@@ -294,16 +294,14 @@ def with_scheme(url: str) -> str:
 
 def served_model(url: str, config: LLMConfig) -> str:
     """The model to use when a URL is given without one: the server's only model (with a
-    note). Raises ConfigError listing them when it serves several or none, or when they
-    cannot be listed (the fix is the same: --model)."""
+    note). Raises ConfigError listing them when it serves several or none, or when its answer
+    holds no list (the fix is the same: --model); `ModelUnreachable` when the server cannot
+    be reached or refuses (`_listing_error`)."""
     with ModelServer(url, api_key=config.api_key, timeout=config.timeout) as server:
         try:
             ids = server.model_ids(timeout=min(config.timeout, 10))
         except ModelServerError as exc:
-            raise ConfigError(
-                f"no model given and the models of {server.base_url} cannot be listed "
-                f"({exc.cause}): pass --model NAME"
-            ) from None
+            raise _listing_error(server.base_url, exc) from None
     if len(ids) == 1:
         _note(f"no model given: using {ids[0]!r}, the one {url} serves")
         return ids[0]
@@ -312,6 +310,21 @@ def served_model(url: str, config: LLMConfig) -> str:
         raise ConfigError(f"no model given and {where} lists none: pass --model NAME")
     listed = ", ".join(ids[:20]) + (" …" if len(ids) > 20 else "")
     raise ConfigError(f"no model given and {where} serves several: pass --model one of {listed}")
+
+
+def _listing_error(base_url: str, exc: ModelServerError) -> ConfigError | ModelUnreachable:
+    """The error of a model list that could not be had: a run failure (`ModelUnreachable`,
+    exit 1, as the same server with ``--model`` gives) when the server cannot be reached, does
+    not answer in time, refuses the key (401/403) or fails (408/409/429, 5xx); a
+    `ConfigError` (exit 2: pass ``--model``) when it answered without a usable list (a 404,
+    a body that is not one)."""
+    if exc.retryable or exc.status in (401, 403):
+        message = f"no model given and the models of {base_url} cannot be listed ({exc.cause})"
+        return ModelUnreachable(message, url=base_url)
+    return ConfigError(
+        f"no model given and the models of {base_url} cannot be listed ({exc.cause}): "
+        "pass --model NAME"
+    )
 
 
 def build_llm(
@@ -341,9 +354,11 @@ def build_llm(
 
     Raises:
         ConfigError: an unknown spec or backend option, a URL without a model whose server
-            serves several models (listed), none, or cannot list them, or a model without a
+            serves several models (listed), none, or answers no list, or a model without a
             URL or key.
-        LLMUnavailable: the local backend is requested but unusable (extra or file missing).
+        LLMUnavailable: the local backend is requested but unusable (extra or file missing);
+            `ModelUnreachable`: a URL without a model whose server cannot be reached or
+            refuses the listing (`_listing_error`).
     """
     base: LLM
     if llm_spec:

@@ -37,6 +37,7 @@ from tablequest.service import (
     Guard,
     ServeError,
     check_bind,
+    claim,
     is_loopback,
     normalize_origin,
     token_matches,
@@ -179,12 +180,29 @@ def uvicorn_config(service: McpService) -> uvicorn.Config:
 
 
 def run_http(service: McpService, *, sock: socket.socket | None = None) -> None:
-    """Serve over Streamable HTTP until interrupted; closes `service` at the end."""
+    """Serve over Streamable HTTP until interrupted; closes `service` at the end.
+
+    Listens on `sock`, else on the sockets of the config's claim (the CLI's, bound before the
+    token), else binds the config's address first (`claim`; uvicorn's own bind failure exited
+    with its status 3).
+
+    Raises:
+        CannotListen: the address is in use or cannot be bound.
+    """
     import uvicorn
 
+    config = service.state.config
+    own = None
     try:
-        uvicorn.Server(uvicorn_config(service)).run(sockets=[sock] if sock is not None else None)
+        if sock is not None:
+            sockets = [sock]
+        else:
+            held = config.claim or (own := claim(None, config.host, config.port))
+            sockets = list(held.sockets)
+        uvicorn.Server(uvicorn_config(service)).run(sockets=sockets)
     finally:
+        if own is not None:
+            own.close()
         service.close()
 
 

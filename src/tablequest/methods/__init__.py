@@ -39,6 +39,7 @@ from tablequest.methods.recompute import Verdict
 from tablequest.methods.registry import (
     MethodSpec,
     UnknownMethod,
+    check_method_tables,
     get_method,
     list_methods,
     plugin_errors,
@@ -114,6 +115,7 @@ __all__ = [
     "Verdict",
     "ask",
     "cell_json",
+    "check_method_tables",
     "describe_options",
     "evidence_of",
     "failed",

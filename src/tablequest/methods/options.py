@@ -40,6 +40,7 @@ __all__ = [
     "NoOptions",
     "OptionError",
     "OptionInfo",
+    "check_method_names",
     "describe_options",
     "merge_options",
     "option",
@@ -280,19 +281,39 @@ def untrusted_options(
     return {k: v for k, v in values.items() if k not in ignored}, ignored
 
 
+def check_method_names(file: ConfigFile, known: Iterable[str]) -> None:
+    """Every ``[methods.NAME]`` of `file` names one of the `known` methods (a typo, or a
+    plugin that is not installed, would otherwise be ignored without a word).
+
+    Raises:
+        OptionError: an unknown NAME (with the closest known one, and the known ones).
+    """
+    methods = file.data.get("methods", {})
+    names = sorted(known)
+    for name in methods if isinstance(methods, dict) else ():
+        if name not in names:
+            close = difflib.get_close_matches(name, names, n=1)
+            hint = f" (did you mean [methods.{close[0]}]?)" if close else ""
+            listed = ", ".join(names) or "none"
+            raise OptionError(f"{file.path}: no method {name!r} for [methods.{name}]{hint}; "
+                              f"registered: {listed}")  # fmt: skip
+
+
 def toml_options(
     method: str,
     files: Iterable[Path | ConfigFile] | None = None,
     options: type[MethodOptions] | None = None,
+    known: Iterable[str] | None = None,
 ) -> dict[str, Any]:
     """``[methods.METHOD]`` of the config files (highest precedence first), merged.
 
     `files` default: `tablequest.configfile.find()`. A `Path` is a file the caller named
     (trusted); a `ConfigFile` carries its own trust, and an untrusted one sets only the
-    request-settable options of `options` (`untrusted_options`).
+    request-settable options of `options` (`untrusted_options`). With `known` (the
+    registered methods), every ``[methods.NAME]`` must name one (`check_method_names`).
 
     Raises:
-        OptionError: a file is unreadable or the section is not a table.
+        OptionError: a file is unreadable, the section is not a table, or an unknown NAME.
     """
     merged: dict[str, Any] = {}
     try:
@@ -304,6 +325,8 @@ def toml_options(
             file = configfile.load(item, named=True) if isinstance(item, Path) else item
         except ConfigFileError as exc:
             raise OptionError(str(exc)) from exc
+        if known is not None:
+            check_method_names(file, known)
         values, _ignored = untrusted_options(method, file, options)
         merged.update(values)
     return merged

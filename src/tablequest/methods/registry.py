@@ -23,7 +23,7 @@ Hooks run once, on the first lookup; a plugin that fails to load is reported by
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,13 @@ from typing import Any
 from tablequest.configfile import ConfigFile
 from tablequest.errors import UsageError
 from tablequest.methods.base import Input, Method, MethodContext
-from tablequest.methods.options import MethodOptions, NoOptions, merge_options, toml_options
+from tablequest.methods.options import (
+    MethodOptions,
+    NoOptions,
+    check_method_names,
+    merge_options,
+    toml_options,
+)
 from tablequest.plugins import METHODS_GROUP, Plugins
 
 __all__ = [
@@ -40,6 +46,7 @@ __all__ = [
     "MethodFactory",
     "MethodSpec",
     "UnknownMethod",
+    "check_method_tables",
     "get_method",
     "list_methods",
     "plugin_errors",
@@ -111,7 +118,7 @@ class MethodSpec:
             OptionError: unknown option, bad value, or unknown config name.
         """
         files = None if config_paths is None else list(config_paths)
-        from_files = toml_options(self.name, files, self.options)
+        from_files = toml_options(self.name, files, self.options, registered())
         named = self.options.from_config(config) if config else None
         return self.make_options(from_files, named, options)
 
@@ -191,6 +198,25 @@ def list_methods() -> list[MethodSpec]:
     _load()
     with _LOCK:
         return [_REGISTRY[n] for n in sorted(_REGISTRY)]
+
+
+def registered() -> list[str]:
+    """The names of every registered method (built-in and plugins)."""
+    _load()
+    with _LOCK:
+        return sorted(_REGISTRY)
+
+
+def check_method_tables(files: Iterable[ConfigFile]) -> None:
+    """Every ``[methods.NAME]`` of `files` names a registered method.
+
+    Raises:
+        OptionError: an unknown NAME (`tablequest.methods.options.check_method_names`).
+    """
+    files = [f for f in files if f.data.get("methods")]
+    names = registered() if files else []  # loads every method: only when there are tables
+    for file in files:
+        check_method_names(file, names)
 
 
 def plugin_errors() -> dict[str, str]:

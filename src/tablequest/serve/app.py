@@ -14,6 +14,7 @@ paths).
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 import secrets
@@ -42,6 +43,7 @@ from tablequest.service import (
     Guard,
     ServeConfig,
     ServerState,
+    claim,
     uvicorn_options,
     validation_text,
 )
@@ -153,6 +155,11 @@ def create_app(config: ServeConfig, *, llm: LLM | None = None) -> FastAPI:
         try:
             yield
         finally:
+            # a daemon thread still inside DuckDB when the interpreter exits aborts the
+            # process (SIGABRT, "exception not rethrown"): let the warm-up finish first
+            if warm.is_alive():
+                log.info("waiting for the store's indexes to finish loading")
+                await asyncio.to_thread(warm.join)
             state.close()
 
     app = FastAPI(
@@ -180,9 +187,29 @@ def create_app(config: ServeConfig, *, llm: LLM | None = None) -> FastAPI:
 
 
 def run_server(config: ServeConfig, *, log_level: str = "info") -> None:
-    """Serve `config` with uvicorn until interrupted (access lines without query strings)."""
+    """Serve `config` with uvicorn until interrupted (access lines without query strings).
+
+    Listens on the sockets of ``config.claim`` (the CLI's, taken before the token), else
+    takes its own claim first: the store's writer lock and the port (`claim`).
+
+    Raises:
+        StoreLocked: another server writes the store.
+        CannotListen: the address is in use or cannot be bound.
+    """
     import uvicorn
 
+    held = config.claim or claim(config.store, config.host, config.port)
+    try:
+        _set_up_logging(log_level)
+        options = uvicorn_options(config)
+        server = uvicorn.Server(uvicorn.Config(create_app(config), log_level=log_level, **options))
+        server.run(sockets=list(held.sockets))
+    finally:
+        if config.claim is None:
+            held.close()
+
+
+def _set_up_logging(log_level: str) -> None:
     logging.basicConfig(
         level=getattr(logging, log_level.upper(), logging.INFO), format="%(message)s"
     )
@@ -190,7 +217,6 @@ def run_server(config: ServeConfig, *, log_level: str = "info") -> None:
     logging.getLogger("httpx").setLevel(logging.WARNING)
     _space_full_collections()
     _lighter_log_records()
-    uvicorn.run(create_app(config), log_level=log_level, **uvicorn_options(config))
 
 
 def _lighter_log_records() -> None:

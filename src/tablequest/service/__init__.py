@@ -18,6 +18,7 @@ from tablequest.lazy import lazy_exports
 if TYPE_CHECKING:
     from tablequest.service.admission import Admission
     from tablequest.service.asks import AskCancelled, AskJob, AskManager, Busy, CpuTurns
+    from tablequest.service.claims import CannotListen, Claim, claim
     from tablequest.service.config import (
         Limits,
         ServeConfig,
@@ -54,12 +55,15 @@ _LAZY: dict[str, str] = {
     "Admission": "tablequest.service.admission",
     "AskCancelled": "tablequest.service.asks",
     "AskJob": "tablequest.service.asks",
+    "CannotListen": "tablequest.service.claims",
+    "Claim": "tablequest.service.claims",
     "AskManager": "tablequest.service.asks",
     "Busy": "tablequest.service.asks",
     "CpuTurns": "tablequest.service.asks",
     "Limits": "tablequest.service.config",
     "ServeConfig": "tablequest.service.config",
     "ServeError": "tablequest.service.config",
+    "claim": "tablequest.service.claims",
     "check_bind": "tablequest.service.config",
     "default_token_file": "tablequest.service.config",
     "is_loopback": "tablequest.service.config",
@@ -109,6 +113,8 @@ __all__ = [
     "AskManager",
     "AskSpec",
     "Busy",
+    "CannotListen",
+    "Claim",
     "ConnectionBudget",
     "CostlyOption",
     "CpuTurns",
@@ -123,6 +129,7 @@ __all__ = [
     "StoreManager",
     "TableInfo",
     "check_bind",
+    "claim",
     "conversation_detail",
     "conversation_info",
     "default_token_file",

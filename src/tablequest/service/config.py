@@ -17,6 +17,7 @@ import secrets
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import platformdirs
@@ -24,6 +25,9 @@ import platformdirs
 from tablequest.errors import UsageError
 from tablequest.llm import LLMConfig
 from tablequest.settings import ServeSettings, Settings
+
+if TYPE_CHECKING:
+    from tablequest.service.claims import Claim
 
 __all__ = [
     "Limits",
@@ -156,6 +160,8 @@ class ServeConfig:
             config files of method options, caches (None: the server loads them at start).
         allow_origins: Web origins (``scheme://host[:port]``) whose pages may call the MCP
             HTTP endpoint besides loopback ones on a loopback bind (`normalize_origin`).
+        claim: The sockets (and the store's writer lock) the CLI took before the token
+            (`tablequest.service.claims`); None: `run_server` / `run_http` take them.
     """
 
     store: Path
@@ -169,6 +175,7 @@ class ServeConfig:
     limits: Limits = field(default_factory=Limits)
     settings: Settings | None = None
     allow_origins: tuple[str, ...] = ()
+    claim: Claim | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         check_bind(self.host, self.token)

@@ -11,7 +11,7 @@ from typing import Any
 
 from tablequest.configfile import COST_BOUNDS
 from tablequest.settings._sections import SECTIONS
-from tablequest.settings._spec import SPEC, Setting
+from tablequest.settings._spec import SPEC, Number, Setting
 
 HEADER = """\
 # Configuration
@@ -63,7 +63,10 @@ def _row(section: str, name: str, kind: str, default: Any, spec: Setting) -> str
         where = f"`{name}`, guarded: {spec.guarded}"
     else:
         where = f"`{name}`"
-    cells = [f"`{section}.{name}`", f"`{kind}`", _default(default, spec), env, flag, where]
+    kind = f"`{kind}`"
+    if isinstance(spec.parse, Number) and (spec.parse.least or spec.parse.most) is not None:
+        kind += f", {spec.parse.range()}"
+    cells = [f"`{section}.{name}`", kind, _default(default, spec), env, flag, where]
     cells.append(spec.help)
     return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 

@@ -12,6 +12,7 @@ library functions called without settings, which read just the environment befor
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -76,6 +77,30 @@ def _from_files(
             values[key] = _parse(spec_of(section, key), key, raw, where)
             sources[key] = str(file.path)
     return ignored
+
+
+OTHER_TABLES = ("methods", "prices")
+"""Top-level tables read outside `SECTIONS`: ``[methods.NAME]`` (`tablequest.methods`, which
+checks NAME against its registry) and ``[prices]`` (`tablequest.llm`)."""
+
+
+def check_tables(files: list[ConfigFile]) -> None:
+    """Every top-level table of `files` is one some reader reads (a typo such as ``[lm]``
+    would otherwise be ignored without a word).
+
+    Raises:
+        SettingsError: an unknown table or top-level key, naming the file and the known ones.
+    """
+    known = [*SECTIONS, *OTHER_TABLES]
+    listed = ", ".join(f"[{name}]" for name in known)
+    for file in files:
+        for name, value in file.data.items():
+            if name in known:
+                continue
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f" (did you mean [{close[0]}]?)" if close else ""
+            what = f"section [{name}]" if isinstance(value, dict) else f"top-level key {name!r}"
+            raise SettingsError(f"{file.path}: unknown {what}{hint}; known: {listed}")
 
 
 def _from_env(
@@ -173,11 +198,13 @@ class Settings:
             config_path: The one file to read, trusted (as ``--config-file``).
 
         Raises:
-            SettingsError: a value of the wrong type, or an unknown key in a section.
+            SettingsError: a value of the wrong type or out of range, an unknown key in a
+                section, or an unknown section.
             ConfigFileError: a named file is missing, or a file is unreadable or not TOML.
         """
         environ = os.environ if env is None else env
         files = configfile.find(cwd, env=environ, named=config_path)
+        check_tables(files)
         by_section: dict[str, dict[str, Any]] = {name: {} for name in SECTIONS}
         for dotted, value in (flags or {}).items():
             name, _, key = dotted.partition(".")

@@ -67,7 +67,7 @@ class LLMSettings:
         3, "Retries of a failed call.", number(int, zero=True), guarded=COSTS
     )
     max_concurrency: int = setting(
-        4, "Calls in flight at once.", number(int), flag="--llm-concurrency (serve)"
+        4, "Calls in flight at once.", number(int, least=1), flag="--llm-concurrency (serve)"
     )
     cache: bool = setting(True, "Cache temperature-0 calls on disk.", boolean, flag="--no-cache")
     deadline: float = setting(
@@ -228,8 +228,10 @@ class ScaleSettings:
 EXPOSES = "binds the server where others can reach the store"
 
 
-def _serve(default: int | float, help: str, flag: str, fractional: bool = False) -> Any:
-    return setting(default, help, number(float if fractional else int), flag=flag)
+def _serve(default: int | float, help: str, flag: str, least: float) -> Any:
+    # `least` is also the flag's min (tests/test_settings.py checks they agree)
+    kind = int if isinstance(default, int) else float
+    return setting(default, help, number(kind, least=least), flag=flag)
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,34 +245,34 @@ class ServeSettings:
         "127.0.0.1", "The address to bind (anything but loopback needs a token).", text,
         flag="--host", guarded=EXPOSES,
     )  # fmt: skip
-    port: int = setting(8765, "The port.", number(int), flag="--port")
+    port: int = setting(8765, "The port.", number(int, least=1, most=65535), flag="--port")
     token_file: Path | None = setting(  # noqa: RUF009
         None, "The file holding the bearer token (created with mode 0600 when missing).",
         filepath, flag="--token-file", guarded="chooses the secret that opens the server",
         default_text="serve-token in the user config directory",
     )  # fmt: skip
-    max_asks: int = _serve(16, "Asks running at once (then 429).", "--max-asks")
-    ask_timeout: float = _serve(600.0, "Seconds an ask may run.", "--ask-timeout", True)
+    max_asks: int = _serve(16, "Asks running at once (then 429).", "--max-asks", 1)
+    ask_timeout: float = _serve(600.0, "Seconds an ask may run.", "--ask-timeout", 1)
     max_upload_mb: int = _serve(
         32, "MiB of one uploaded file (an upload request: twice that, at least 64).",
-        "--max-upload-mb",
+        "--max-upload-mb", 1,
     )  # fmt: skip
     header_timeout: float = _serve(
-        10.0, "Seconds to send a complete request head (then closed).", "--header-timeout", True
+        10.0, "Seconds to send a complete request head (then closed).", "--header-timeout", 0.1
     )
     body_timeout: float = _serve(
-        30.0, "Seconds to send the next part of a body (then 408).", "--body-timeout", True
+        30.0, "Seconds to send the next part of a body (then 408).", "--body-timeout", 0.1
     )
     max_connections: int = _serve(
-        4096, "Open sockets; beyond, the longest-waiting one is closed.", "--max-connections"
+        4096, "Open sockets; beyond, the longest-waiting one is closed.", "--max-connections", 2
     )
     max_requests: int = _serve(
-        512, "Requests handled at once, event streams aside (then 503).", "--max-requests"
+        512, "Requests handled at once, event streams aside (then 503).", "--max-requests", 1
     )
-    max_streams: int = _serve(64, "Event streams open at once (then 429).", "--max-streams")
+    max_streams: int = _serve(64, "Event streams open at once (then 429).", "--max-streams", 1)
     stream_idle_timeout: float = _serve(
         60.0, "Seconds an event stream waits for its client to read.", "--stream-idle-timeout",
-        True,
+        0.1,
     )  # fmt: skip
     pandas_workers: int = setting(
         4, "MCP `run_pandas` calls running at once; the rest wait, within their timeout.",

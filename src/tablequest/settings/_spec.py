@@ -94,23 +94,53 @@ def boolean(raw: Any, _where: str) -> bool:
     return raw
 
 
-def number(kind: type[int] | type[float], *, zero: bool = False) -> Parser:
-    """A finite number of `kind`, positive (or also 0 with `zero`)."""
+@dataclass(frozen=True)
+class Number:
+    """A finite number of `kind`, positive (or also 0 with `zero`), within `least`..`most`
+    when given: the one range of a setting and of its flag (tests/test_settings.py checks
+    that the flags' ``min``/``max`` equal these)."""
 
-    def parse(raw: Any, _where: str) -> int | float:
+    kind: type[int] | type[float]
+    zero: bool = False
+    least: float | None = None
+    most: float | None = None
+
+    def __call__(self, raw: Any, _where: str) -> int | float:
         if isinstance(raw, bool):
             raise Invalid("expected a number")
+        if self.kind is int and isinstance(raw, float) and not raw.is_integer():
+            raise Invalid("expected a whole number")  # int() would truncate 8765.9 to 8765
         try:
-            value = kind(raw.strip() if isinstance(raw, str) else raw)
-        except (TypeError, ValueError):
-            raise Invalid("expected a number") from None
+            value = self.kind(raw.strip() if isinstance(raw, str) else raw)
+        except (TypeError, ValueError, OverflowError):
+            raise Invalid(f"expected a {'whole ' if self.kind is int else ''}number") from None
         if not math.isfinite(value):
             raise Invalid("must be a finite number")
-        if value < 0 or (value == 0 and not zero):
-            raise Invalid("must be >= 0" if zero else "must be positive")
+        if value < 0 or (value == 0 and not self.zero):
+            raise Invalid("must be >= 0" if self.zero else "must be positive")
+        if not (self.least is None or value >= self.least) or not (
+            self.most is None or value <= self.most
+        ):
+            raise Invalid(f"must be {self.range()}")
         return value
 
-    return parse
+    def range(self) -> str:
+        """The allowed values in words: ``between 1 and 65535``, ``at least 0.1``."""
+        least = self.least if self.least is not None else (0 if self.zero else None)
+        if self.most is not None:
+            return f"between {least if least is not None else 0:g} and {self.most:g}"
+        return f"at least {least:g}" if least is not None else "positive"
+
+
+def number(
+    kind: type[int] | type[float],
+    *,
+    zero: bool = False,
+    least: float | None = None,
+    most: float | None = None,
+) -> Number:
+    """A finite number of `kind`, positive (or also 0 with `zero`), within `least`..`most`."""
+    return Number(kind, zero, least, most)
 
 
 def seconds(raw: Any, where: str) -> float:

@@ -44,7 +44,7 @@ from typing import Any
 import duckdb
 
 from tablequest.corpus.storage.relations import INTERNAL_TABLES, Relation
-from tablequest.corpus.storage.storefile import StoreError, sql_literal
+from tablequest.corpus.storage.storefile import NotAStore, StoreError, sql_literal
 from tablequest.errors import UsageError
 
 __all__ = ["SqlError", "SqlRefused", "SqlResult", "SqlRunner", "SqlTimeout", "json_value"]
@@ -164,8 +164,8 @@ class SqlRunner:
         from tablequest.corpus.storage.shards import is_manifest
         from tablequest.corpus.storage.store import Store
 
-        if is_manifest(self.path):
-            raise StoreError(
+        if is_manifest(self.path):  # bad input: the fix is -s SHARD.duckdb
+            raise NotAStore(
                 f"{str(self.path)!r} is a sharded corpus: `sql` runs on one store file, and "
                 "each shard is one (its relations named in its own `tables --json`); query "
                 "a shard file with -s SHARD.duckdb"
