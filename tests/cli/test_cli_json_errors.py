@@ -13,6 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from tests.testdata import free_port
 from typer.testing import CliRunner
 
 from tablequest.cli import app
@@ -63,7 +64,11 @@ def test_a_held_store_is_named_by_ask_search_and_serve(
         assert f"PID {holder.pid}" in message
         _error(["search", "--store", str(store), "gold", "--json"], "store_locked", 1)
         token = tmp_path / "token"
-        served = runner.invoke(app, ["serve", "--store", str(store), "--token-file", str(token)])
+        served = runner.invoke(
+            app,
+            ["serve", "--store", str(store), "--token-file", str(token),
+             "--port", str(free_port())],
+        )  # fmt: skip
         assert isinstance(served.exception, SystemExit), served.exception  # no traceback
         assert served.exit_code == 1 and f"PID {holder.pid}" in served.stderr
         assert "error:" in served.stderr and "Traceback" not in served.output

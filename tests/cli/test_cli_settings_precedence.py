@@ -70,8 +70,6 @@ def _serve_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *flags: str) 
     monkeypatch.setattr(tablequest.serve, "run_server", lambda config: seen.update(c=config))
     store = tmp_path / "s.duckdb"
     args = ["serve", "--store", str(store), "--create", "--token-file", str(tmp_path / "tok")]
-    if "--port" not in flags:
-        args += ["--port", str(free_port())]
     result = runner.invoke(app, [*args, *flags])
     assert result.exit_code == 0, result.output
     return seen["c"]
@@ -83,13 +81,14 @@ def test_serve_takes_its_settings_by_the_same_rule(
     pytest.importorskip("fastapi")
     monkeypatch.chdir(tmp_path)
     path = tmp_path / "tablequest.toml"
+    port = free_port()  # serve binds it before it starts (tests run in parallel)
     path.write_text(
         '[llm]\nurl = "http://toml/v1"\nmodel = "m"\n'
-        '[serve]\nport = 9001\nmax_asks = 3\nhost = "0.0.0.0"\n'
+        f'[serve]\nport = {port}\nmax_asks = 3\nhost = "0.0.0.0"\n'
     )
     config = _serve_config(monkeypatch, tmp_path)  # untrusted: guarded keys ignored
-    assert (config.host, config.port, config.limits.max_asks) == ("127.0.0.1", 9001, 3)
-    assert config.llm_config.url is None and config.settings.serve.port == 9001
+    assert (config.host, config.port, config.limits.max_asks) == ("127.0.0.1", port, 3)
+    assert config.llm_config.url is None and config.settings.serve.port == port
     configfile.trust(path)
     config = _serve_config(monkeypatch, tmp_path, "--host", "127.0.0.1")
     assert config.llm_config.url == "http://toml/v1" and config.host == "127.0.0.1"

@@ -311,8 +311,10 @@ def test_serve_command_refuses_an_unsafe_token_file(tmp_path: Path) -> None:
     token.write_text("a-long-enough-token-0123456789\n")
     os.chmod(token, 0o644)
     result = runner.invoke(
-        app, ["serve", "--token-file", str(token), "--store", str(tmp_path / "s"), "--create"]
-    )
+        app,
+        ["serve", "--token-file", str(token), "--store", str(tmp_path / "s"), "--create",
+         "--port", str(free_port())],
+    )  # fmt: skip
     assert result.exit_code == 2 and "chmod 600" in result.output
 
 
