@@ -322,7 +322,8 @@ def _varna_reply(request: dict[str, object]) -> str:
         return json.dumps({"action": "select", "selected_tables": ["Table_0"]})
     if "grep patterns" in prompt:
         return json.dumps({"patterns": ["Varna", "river"]})
-    return json.dumps({"status": "answered", "answer": "412", "evidence": []})
+    cited = [{"table": "Table_0", "column": "Length (km)", "value": "412"}]  # a folder's rivers
+    return json.dumps({"status": "answered", "answer": "412", "evidence": cited})
 
 
 @pytest.fixture

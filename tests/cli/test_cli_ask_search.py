@@ -221,7 +221,8 @@ def test_ask_errors_are_one_line(store: Path, tmp_path: Path) -> None:
 def test_ask_on_a_table_file_and_direct_method(tmp_path: Path) -> None:
     table = tmp_path / "t.csv"
     table.write_text("Nation,Gold\nNorway,16\nGermany,12\n")
-    with StubServer(['{"answer": "Norway", "evidence": []}'] * 2) as server:
+    cited = '[{"table": "Table_0", "column": "Nation", "value": "Norway"}]'
+    with StubServer([f'{{"answer": "Norway", "evidence": {cited}}}'] * 2) as server:
         result = runner.invoke(
             app,
             [

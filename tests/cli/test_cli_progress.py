@@ -5,6 +5,7 @@ size and rows, not "1/1". The terminal is forced through `_progress.stderr_is_te
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,8 @@ def test_ask_on_a_terminal_shows_each_stage_as_it_happens(
 
     def reply(messages: Any, params: Any) -> str:
         before_the_model.append(shown(stderr_console))
-        return "205"
+        cited = [{"table": "Table_0", "column": "Q3", "value": "205"}]
+        return json.dumps({"status": "answered", "answer": "205", "evidence": cited})
 
     out = ask(monkeypatch, tmp_path, reply)
     assert out.exit_code == 0, out.output

@@ -106,8 +106,8 @@ def test_select_on_first_round(store: Store) -> None:
     assert result.tables_consulted == [store.ids_for_path("/secret/dir/league.csv")[0]]
     assert result.final_table == result.tables_consulted[0]
     assert llm_calls(trace) == len(llm.calls) == 3
-    # evidence located in the table: the cell "2004"
-    assert [e.value for e in result.evidence] == ["2004"]
+    # the reply cites no cell: no evidence, never a search of the table it read for "2004"
+    assert result.evidence == [] and result.verified == "unverified"
 
 
 def test_regenerate_then_select(store: Store) -> None:

@@ -10,16 +10,19 @@ How each evidence cell is found (`CellRef.how`, docs/methods.md "Evidence"):
   QA checks its citations, `methods.seek.qa`); one that does not is dropped and recorded in
   the trace.
 - ``matched``: the answer's value found by value equality, only among the cells the method
-  read (the retrieved cells, the sub-table, the rows its code read), never the whole table;
-  ``ambiguous`` when several cells hold it (all listed, none certain).
+  selected (the retrieved cells, the localized sub-table, the rows its code read), never a
+  whole table it was shown; ``ambiguous`` when several cells hold it (all listed, none
+  certain). A matched cell is support, never a check: it was found because it equals the
+  answer, so it cannot verify it.
 - ``untracked``: cells the code read before its value left pandas (``.values``, loops).
 
 `verify` (`tablequest.methods.recompute`) re-runs the lineage recipe over the table's own
 cells and compares the result with the answer: ``verified`` when it equals it (a
 number within the answer's own rounding), ``contradicted`` when it gives another value,
-``unverified`` when there is nothing to re-run (no evidence, ambiguous or untracked cells,
-an opaque computation). A lookup or a matched cell verifies when the answer equals the
-cell; cited cells verify a list answer when the answer's items are their values.
+``unverified`` when there is nothing to re-run (no evidence, matched, ambiguous or untracked
+cells, an opaque computation). A lookup verifies when the answer equals the cell its code
+read or the model cited (and we found); cited cells verify a list answer when the answer's
+items are their values.
 
 Reading a run's lineage is `tablequest.methods.lineage`; re-running it,
 `tablequest.methods.recompute`. This module picks an answer's evidence and verdict from them.
@@ -78,9 +81,12 @@ def verify_cells(answer: str, evidence: Sequence[CellRef]) -> Verdict:
     """The verdict of cited or matched evidence (no computation to re-run)."""
     if not evidence:
         return Verdict("unverified", "no evidence")
-    if any(c.how in ("ambiguous", "untracked") for c in evidence):
-        kind = "ambiguous" if any(c.how == "ambiguous" for c in evidence) else "untracked"
-        return Verdict("unverified", f"the evidence is {kind}")
+    if all(c.how == "matched" for c in evidence):
+        why = "its cells were found by the answer's value among the cells the method read"
+        return Verdict("unverified", why)
+    if any(c.how in ("ambiguous", "untracked", "matched") for c in evidence):
+        kinds = sorted({c.how for c in evidence} & {"ambiguous", "untracked", "matched"})
+        return Verdict("unverified", f"the evidence is {' and '.join(kinds)}")
     values = [c.value for c in evidence]
     if len(values) == 1 and same_value(answer, as_number(values[0]) or values[0]):
         return Verdict("verified", f"{answer[:60]} equals its cell")

@@ -14,11 +14,10 @@ shows no evidence, docs/methods.md "Evidence").
 
 from __future__ import annotations
 
-from tablequest.methods.evidence import code_evidence, mark_matches
+from tablequest.methods.evidence import code_evidence
 from tablequest.methods.lineage import Binding
 from tablequest.methods.recompute import Verdict
 from tablequest.methods.research.execute import PathOutcome
-from tablequest.methods.research.feedback import locate
 from tablequest.methods.research.state import QuestionRun
 from tablequest.table import CellRef
 
@@ -29,8 +28,8 @@ def research_evidence(
     run: QuestionRun, answer: str, winner: PathOutcome | None
 ) -> tuple[list[CellRef], Verdict | None]:
     """The answer's cells and verdict (None: `Query.finish` checks the matched cells)."""
-    if winner is None:
-        return mark_matches(locate(run.table, run.table_id, answer), answer), None
+    if winner is None:  # no code path answered: the model's answer has no cells it used
+        return [], None
     table = run.table
     columns = {
         name: table.col_ids[pos]

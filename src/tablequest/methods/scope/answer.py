@@ -13,11 +13,13 @@ reply's start in the trace (issue 36; the paper, App. C.3, gives the ``<answer>`
 not what happens without it); a refusal or tool syntax given as the answer
 (`llm.parse.is_non_answer`) fails too. A reply without the tags leaves the LLM cache
 (`ScopeRun.discard`, issue 39), even when its answer line is then taken. A
-list answer keeps the model's separators. Evidence (the cells the answer used):
-cells of the table the model read (the sub-table on the localized path, the table on the full
-path) equal to an answer item (`locate_evidence`), ``matched``, or ``ambiguous`` when several
-hold the same item (`evidence.mark_matches`); when none match (counts, sums) on the localized
-path, the sub-table's cells (at most 50) are the evidence, ``untracked`` (read, use unknown). A
+list answer keeps the model's separators. Evidence (the cells the answer used): on the
+localized path, cells of the sub-table equal to an answer item (`locate_evidence`),
+``matched``, or ``ambiguous`` when several hold the same item (`evidence.mark_matches`), and
+when none match (counts, sums) the sub-table's cells (at most 50), ``untracked`` (read, use
+unknown); none on the full path, where a cell equal to the answer would be a search of the
+whole table, not what the model used (a review found a count of 3 "verified" by an
+unrelated cell of 3). Matched cells never verify the answer (`evidence.verify_cells`). A
 table that does not fit the model's context is never sent or cut: the status is "failed" with
 the token counts as the reason.
 """
@@ -149,7 +151,10 @@ def answer(run: ScopeRun, qa_table: Table, *, local: bool) -> Answer:
     value, why, unparsed = _checked(run, value, last)
     if value is None:
         return Answer(None, why, details=details)
-    evidence = mark_matches(locate_evidence(qa_table, run.table_id, value), value)
+    # matched only in a localized sub-table (what the method selected), never in the whole
+    # table it was shown: that would be a search of the table for the answer's value
+    found = locate_evidence(qa_table, run.table_id, value) if local else []
+    evidence = mark_matches(found, value)
     source = "answer_cells" if evidence else "none"
     if not evidence and local:  # a computed answer: the cells read, not which ones it used
         evidence, source = subtable_evidence(qa_table, run.table_id), "subtable"

@@ -6,12 +6,16 @@ table is shown only through the rows its patterns match, without its head.
 
 Parsing (ours): the reply is one JSON object {status, answer, evidence}; evidence cells are
 named by table, column and value and are checked against the table: a citation held by one cell
-is ``cited``, by several ``ambiguous``, by none dropped (a ``fallback`` trace event lists it);
-when the model cites nothing valid, cells equal to the answer are located in the table the
-model read, ``matched`` or ``ambiguous`` (`evidence.mark_matches`). A reply that is not JSON is
-read as plain text (`llm.parse.extract_answer`: its ``<answer>`` tag or ``Answer:`` line, else
-the whole text) and taken as the answer when short (recorded via the "unparsed" flag); a
-missing reply (the call failed) is a failure. A reply with no answer in this format — empty,
+is ``cited``, by several ``ambiguous``, by none dropped (a ``fallback`` trace event lists it).
+When the model cites nothing valid the answer has no evidence (unverified): the model read the
+whole table, and a cell found there by the answer's value would be a search of the table, not
+what the model used (a review found a sum, 22, "verified" by another row's total of 22). A reply
+that is not JSON is read as plain text (`llm.parse.extract_answer`: its ``<answer>`` tag or
+``Answer:`` line, else the whole text) and taken as the answer when short, with a ``fallback``
+trace event saying so (`unparsed`); a JSON reply whose status is "answered" but that holds no
+answer (cut off, malformed) is a failure with the reason `NO_ANSWER_IN_FORMAT`, never
+"insufficient" (which says the tables lack the evidence); a missing reply (the call failed)
+is a failure. A reply with no answer in this format — empty,
 long prose without an answer marker, or a greeting (`llm.parse.is_chatter`) — is a failure with
 the reason `NO_ANSWER_IN_FORMAT` and the reply's start kept for the trace (issue 36; the paper
 does not say, ours). `read_qa` parses a reply and reports such a reply to the model
@@ -35,8 +39,6 @@ from tablequest.llm import (
     is_non_answer,
     reply_start,
 )
-from tablequest.methods.evidence import mark_matches
-from tablequest.methods.locate import locate_evidence
 from tablequest.table import CellRef, EvidenceHow, Table, preview, serialize
 from tablequest.trace import Trace
 
@@ -112,9 +114,15 @@ def parse_qa(raw: str | None, tables: Mapping[str, tuple[str, Table]], *, task: 
             return QAOutcome("failed", final_table=first, unparsed=True,
                              reason=NO_ANSWER_IN_FORMAT, reply=reply_start(raw))  # fmt: skip
         data = {"status": _plain_status(text), "answer": text}
+        unparsed = True
+    else:
+        unparsed = False
     status = str(data.get("status", "answered")).strip().lower()
     if status not in ("answered", "insufficient", "mismatch"):
         status = "answered"
+    if status == "answered" and data.get("answer") is None:  # cut off or malformed
+        return QAOutcome("failed", final_table=first,
+                         reason=NO_ANSWER_IN_FORMAT, reply=reply_start(raw))  # fmt: skip
     answer = _answer_text(data.get("answer"))
     if task == "fact_verification" and status == "answered":
         answer = _verdict(answer)
@@ -124,12 +132,10 @@ def parse_qa(raw: str | None, tables: Mapping[str, tuple[str, Table]], *, task: 
     if status == "answered" and (not answer or is_non_answer(answer)):
         status = "insufficient"  # a refusal or tool syntax is never an answer
     evidence, final, dropped = _evidence(data.get("evidence"), tables)
-    final = final or first
-    if status == "answered" and not evidence and answer and final:
-        table = next(t for tid, t in tables.values() if tid == final)
-        evidence = mark_matches(locate_evidence(table, final, answer), answer)
     answered = answer if status == "answered" else None
-    return QAOutcome(status, answered, evidence, final, dropped=dropped)
+    shown = reply_start(raw) if unparsed else None
+    return QAOutcome(status, answered, evidence, final or first, unparsed, reply=shown,
+                     dropped=dropped)  # fmt: skip
 
 
 def read_qa(
@@ -151,6 +157,9 @@ def record_no_answer(trace: Trace, outcome: QAOutcome) -> None:
     """A "fallback" trace event with the start of a reply that had no answer (if it had none)."""
     if outcome.reason is not None:
         trace.event("fallback", stage="qa", reason=outcome.reason, reply=outcome.reply)
+    elif outcome.unparsed and outcome.answer is not None:
+        why = "the reply was not JSON: its answer line (or whole text) was taken"
+        trace.event("fallback", stage="qa", reason=why, reply=outcome.reply)
     if outcome.dropped:
         trace.event("fallback", stage="evidence", reason="cited cells not in the table",
                     dropped=outcome.dropped[:20])  # fmt: skip
