@@ -184,6 +184,11 @@ def test_table_id_errors_name_the_fix(store: Path) -> None:
         ask(QUESTION, store, method="seek", table_ids=["nope"])
     with pytest.raises(SourceError, match="without tables"):
         ask(QUESTION, store, method="no-table", table_ids=["nope"])
+    # the library's words reach the API and MCP too: they name `table_ids` and `list_tables`
+    with pytest.raises(
+        SourceError, match=r"pass --table-id ID \(`table_ids` in the API and MCP;.*list_tables"
+    ):
+        ask(QUESTION, store, method="scope")
 
 
 @pytest.mark.parametrize("question", ["", "  ", "\n\t"])

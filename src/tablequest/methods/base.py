@@ -50,6 +50,12 @@ from tablequest.methods.result import Result
 from tablequest.table import Table
 from tablequest.trace import Trace
 
+LIST_IDS = (
+    "`table_ids` in the API and MCP; `tablequest tables --store STORE`, GET /v1/tables and "
+    "MCP `list_tables` list the ids"
+)
+"""How a caller of any surface names tables (the library's messages reach all of them)."""
+
 if TYPE_CHECKING:
     from tablequest.corpus import Corpus, EncoderSettings, Store
     from tablequest.llm import LLMConfig
@@ -102,7 +108,7 @@ class TableSet:
         if len(self.tables) != 1:
             raise BadValue(
                 f"method {method} answers from one table, got {len(self.tables)}: "
-                "pass --table-id ID (`tablequest tables --store STORE` lists the ids)"
+                f"pass --table-id ID ({LIST_IDS})"
             )
         return self.tables[0]
 

@@ -50,7 +50,15 @@ from tablequest.corpus import (
 )
 from tablequest.errors import BadValue, UsageError, trace_note
 from tablequest.llm import LLM, LLMConfig, StepBudget, UsageMeter
-from tablequest.methods.base import Input, Method, MethodContext, Previewing, TableSet, Task
+from tablequest.methods.base import (
+    LIST_IDS,
+    Input,
+    Method,
+    MethodContext,
+    Previewing,
+    TableSet,
+    Task,
+)
 from tablequest.methods.conversation import Conversation, FollowUp
 from tablequest.methods.options import MethodOptions
 from tablequest.methods.registry import MethodSpec, get_method
@@ -63,7 +71,6 @@ from tablequest.trace import Trace, store_key
 __all__ = ["OpenSource", "SourceError", "ask", "open_source", "resolve_options"]
 
 NO_LLM = "no LLM configured"
-LIST_IDS = "`tablequest tables --store STORE` lists the ids"
 
 
 class SourceError(UsageError):
@@ -148,7 +155,8 @@ def _pick_from_file(
                 for i, t in enumerate(tables)
             )
             raise _ManyTables(
-                f"{str(path)!r} holds {len(tables)} tables; pass --table-id with one of {choices}"
+                f"{str(path)!r} holds {len(tables)} tables; pass --table-id (`table_ids` in the "
+                f"API and MCP) with one of {choices}"
             )
         wanted = ["0"]
     chosen: list[tuple[str, Table]] = []
@@ -210,7 +218,9 @@ def open_source(
         SourceError: a missing or unreadable source, an unknown or ambiguous table id.
     """
     if input == "table" and len(table_ids) > 1:
-        raise SourceError("this method answers from one table: pass --table-id once")
+        raise SourceError(
+            "this method answers from one table: pass --table-id once (one id in `table_ids`)"
+        )
     if isinstance(source, TableSet):
         return OpenSource(source, store=source.store)
     if isinstance(source, Table):

@@ -189,6 +189,13 @@ def test_a_short_tagless_answer_is_still_taken() -> None:
     assert result.details["answer_unparsed"] is True
 
 
+def test_an_answer_given_in_json_is_its_answer_not_the_json() -> None:
+    for reply in ('{"answer": "2004"}', '```json\n{"answer": 2004}\n```'):
+        result, _, _ = ask(Bot(answer=reply))
+        assert result.status == "answered" and result.answer == "2004", reply
+        assert result.details["answer_unparsed"] is True
+
+
 def test_answer_server_error_fails_with_a_reason() -> None:
     result, _, _ = ask(Bot(answer=LLMUnavailable("HTTP 429 on every attempt")))
     assert result.status == "failed"

@@ -34,6 +34,7 @@ from tablequest.llm import (
     Message,
     ParseError,
     extract_answer,
+    extract_json,
     is_chatter,
     is_non_answer,
     reply_start,
@@ -75,11 +76,28 @@ def subtable_evidence(table: Table, table_id: str, limit: int = MAX_EVIDENCE) ->
 
 
 def _lenient(text: str) -> str | None:
+    """The answer of a reply without tags: a JSON object's ``answer`` (a model that answered
+    in JSON; its text as the answer was a review's finding), else its answer line."""
+    found = _json_answer(text)
+    if found is None:
+        try:
+            found = extract_answer(text)
+        except ParseError:
+            return None
+    return None if len(found) > MAX_PLAIN_ANSWER or is_chatter(found) else found
+
+
+def _json_answer(text: str) -> str | None:
+    if not text.strip().startswith(("{", "```")):
+        return None
     try:
-        found = extract_answer(text)
+        data = extract_json(text)
     except ParseError:
         return None
-    return None if len(found) > MAX_PLAIN_ANSWER or is_chatter(found) else found
+    value = data.get("answer") if isinstance(data, dict) else None
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) or None
+    return str(value).strip() or None if isinstance(value, (str, int, float)) else None
 
 
 def _ask(run: ScopeRun, messages: list[Message], max_tokens: int) -> tuple[str | None, str | None]:
