@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -164,3 +165,30 @@ def test_web_pages_name_no_server_folder(served: Served) -> None:
     )  # fmt: skip
     page = served.clean(served.client.get(f"/tables/{table_id}").text)
     assert "Halvorsen" in page
+
+
+def test_answer_card_and_trace_page_name_no_server_folder(served: Served) -> None:
+    """With a table id, corpus methods put the table's stored (absolute) path in the result's
+    sources: the answer card showed it, and the trace page showed the trace's paths, where
+    the API's JSON had them cut (a review found both)."""
+    client = served.client
+    tid = client.get("/v1/tables", params={"q": "lakes"}).json()["tables"][0]["table_id"]
+    job = client.post(
+        "/v1/asks", json={"question": LAKES_Q, "method": "seek", "table_ids": [tid]}
+    ).json()
+    state = client.get(job["result"]).json()
+    for _ in range(600):
+        if state["done"]:
+            break
+        time.sleep(0.05)
+        state = client.get(job["result"]).json()
+    assert state["done"] and state["result"]["answer"] == "61", state
+    card = served.clean(client.get(f"/asks/{job['id']}/result").text)
+    assert "lakes.html" in card
+    trace_id = state["result"]["trace"].removeprefix("/v1/traces/")
+    store = served.tmp / "store.duckdb"  # an event naming the store, as DTR's memory writes
+    event = {"t": 0.2, "kind": "fallback", "stage": "memory", "where": f"store {store}"}
+    with (served.tmp / "traces" / f"{trace_id}.jsonl").open("a") as fh:
+        fh.write(json.dumps(event) + "\n")
+    page = client.get(f"/traces/{trace_id}")
+    assert page.status_code == 200 and "store store.duckdb" in served.clean(page.text)

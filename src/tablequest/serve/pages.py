@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path as FilePath
 from typing import Annotated, Any
@@ -493,8 +493,11 @@ def _evidence_views(state: ServerState, result: Result) -> list[tuple[str, Table
 def ask_result(
     request: Request, ask_id: Annotated[str, Path(pattern=r"^[0-9a-f]{32}$")]
 ) -> HTMLResponse:
-    state, question, result = _result(request, ask_id)
-    data = result.to_json()
+    state, question, raw = _result(request, ask_id)
+    scrub = state.scrubber()  # the page names no server folder, as the API's JSON (issue 40)
+    sources = {tid: scrub.text(source) for tid, source in raw.sources.items()}
+    result = replace(raw, sources=sources)
+    data = scrub.result(result.to_json())
     report = result.typed_details.get("report")
     charts = result.typed_details.get("charts") or []
     return render(
@@ -554,5 +557,6 @@ def trace_page(request: Request, trace_id: Annotated[str, Path(max_length=128)])
         events = read_trace(path)
     except UnreadableTrace as exc:
         raise HTTPException(422, f"trace {trace_id!r} is unreadable: {exc.reason}") from None
-    context = trace_context(events, trace_id, state.table_name)
+    scrubbed = state.scrubber().value(events)  # as GET /v1/traces/{id} sends them (issue 40)
+    context = trace_context(scrubbed, trace_id, state.table_name)
     return render("trace.html", page="traces", **context)
