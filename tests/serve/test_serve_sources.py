@@ -192,3 +192,16 @@ def test_answer_card_and_trace_page_name_no_server_folder(served: Served) -> Non
         fh.write(json.dumps(event) + "\n")
     page = client.get(f"/traces/{trace_id}")
     assert page.status_code == 200 and "store store.duckdb" in served.clean(page.text)
+
+
+def test_the_corpus_page_tells_an_empty_store_from_an_empty_filter_or_page(
+    served: Served,
+) -> None:
+    """`/?q=zzzz` and `/?offset=100` said "No tables yet: upload some" over a store of
+    tables (a review found it)."""
+    stored = len(served.client.get("/v1/tables").json()["tables"])  # earlier tests upload
+    none = served.client.get("/", params={"q": "zzzz"}).text
+    assert f"holds “zzzz” ({stored} tables in the store)" in none
+    past = served.client.get("/", params={"offset": "100"}).text
+    assert f"Nothing past table {stored}" in past
+    assert "No tables yet" not in none + past

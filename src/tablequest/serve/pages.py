@@ -153,6 +153,7 @@ def corpus(
     state = state_of(request)
     with state.stores.reader() as store:
         infos = list(store.snapshot.info.values())
+    stored = len(infos)
     if q:
         needle = q.lower()
         infos = [i for i in infos if needle in i.name.lower() or needle in (i.title or "").lower()]
@@ -161,6 +162,7 @@ def corpus(
         page="corpus",
         tables=_listed(state, infos[offset : offset + PAGE_SIZE]),
         total=len(infos),
+        stored=stored,
         offset=offset,
         page_size=PAGE_SIZE,
         q=q or "",
