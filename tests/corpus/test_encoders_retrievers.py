@@ -149,3 +149,17 @@ def test_api_encoder_and_reranker_failures_are_encoder_unavailable() -> None:
         enc.APIEncoder("https://api.example.invalid/v1", "e")
     with pytest.raises(ModelRequestsDisallowed):
         APIReranker("https://api.example.invalid/v1", "r")
+
+
+def test_the_api_encoder_names_what_it_lacks() -> None:
+    """With the model server's URL but no embeddings model, the message named the URL flag
+    that was already given (a review found it on the search page)."""
+    from tablequest.corpus.dense.encoders import EncoderSettings, make_encoder
+    from tablequest.errors import BadValue
+
+    with pytest.raises(
+        BadValue, match=r"needs an embeddings model for http://x/v1: -o embed_model"
+    ):
+        make_encoder("api", EncoderSettings(url="http://x/v1"))
+    with pytest.raises(BadValue, match="needs an embeddings URL and model"):
+        make_encoder("api", EncoderSettings(model="m"))

@@ -87,7 +87,9 @@ class EmbeddingsSettings:
         guarded=WHERE_DATA_GOES, default_text="the LLM server's URL",
     )  # fmt: skip
     model: str | None = setting(
-        None, "The embedding model (none: the first the server lists).", text,
+        None,
+        "The embedding model (none: encoder auto takes the first the server lists; api needs one).",
+        text,
         env="TABLEQUEST_EMBED_MODEL", flag="--embed-model (doctor), -o embed_model",
         guarded=WHERE_DATA_GOES,
     )  # fmt: skip

@@ -301,10 +301,16 @@ def make_encoder(name: str, settings: EncoderSettings | None = None) -> Encoder 
 
 def _api(settings: EncoderSettings) -> Encoder:
     _no_device(settings, "api")
-    if not settings.url or not settings.model:
+    if not settings.url:
         raise BadValue(
             "encoder 'api' needs an embeddings URL and model (-o embed_url URL "
-            "-o embed_model NAME, or --llm-url)"
+            "-o embed_model NAME, or --llm-url and [embeddings] model)"
+        )
+    if not settings.model:  # the URL may be the model server's: say what is missing
+        raise BadValue(
+            f"encoder 'api' needs an embeddings model for {settings.url}: -o embed_model NAME, "
+            "[embeddings] model or $TABLEQUEST_EMBED_MODEL (encoder 'auto' takes the first "
+            "model the server lists)"
         )
     return APIEncoder(settings.url, settings.model, api_key=settings.api_key)
 
