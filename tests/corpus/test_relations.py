@@ -302,3 +302,19 @@ def test_small_tables_are_views_with_the_same_typed_rows(
         assert store.put_files(batch) == []
         assert store.con.execute("SELECT a FROM t299").fetchall() == [(299,)]
     assert path.stat().st_size < 1_000_000  # 0.4 MB; as DuckDB tables 5.4 MB
+
+
+def test_a_value_with_spaces_at_its_ends_filters_as_written_in_json(tmp_path: Path) -> None:
+    """A facet of " padded " linked to ``col =  padded `` and found no row: the filter trims
+    its value (a review found it); a value in JSON quotes is that exact string."""
+    from tablequest.serve.rows import facet_filter
+
+    (tmp_path / "p.csv").write_text('name,n\n" padded ",1\npadded,2\n"""q""",3\n')
+    with Store(tmp_path / "s.duckdb") as store:
+        ingest(store, [tmp_path / "p.csv"], index=False)
+        (tid,) = store.table_ids()
+        for value, row in ((" padded ", 0), ("padded", 1), ('"q"', 2)):
+            link = facet_filter("name", value)
+            assert browse.page(store, tid, where=[browse.parse_filter(link)]).row_ids == [row]
+    assert browse.parse_filter('name = " x "').value == " x "
+    assert browse.parse_filter('name = "x').value == '"x'  # not a JSON string: as written

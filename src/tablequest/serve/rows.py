@@ -73,7 +73,7 @@ def facet_filter(column: str, value: Any) -> str:
     shown = json_value(value)
     if isinstance(shown, bool):
         shown = str(shown).lower()
-    return f"{column} = {shown}"
+    return f"{column} = {browse.quoted_value(str(shown))}"
 
 
 def attachment(name: str) -> str:

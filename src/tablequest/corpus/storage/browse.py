@@ -22,8 +22,10 @@ and TSV exactly as the table serializer writes them, header rows included).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
     from tablequest.corpus.storage.store import Store
 
 __all__ = ["EXPORT_FORMATS", "Filter", "Page", "export", "facets", "page"]
-__all__ += ["encode", "parse_filter"]
+__all__ += ["encode", "parse_filter", "quoted_value"]
 
 EXPORT_FORMATS = ("csv", "tsv", "json", "parquet", "xlsx")
 MAX_LIMIT = 10_000
@@ -59,7 +61,10 @@ class Filter:
 
 
 def parse_filter(text: str) -> Filter:
-    """`"price > 3"` → Filter("price", ">", "3"); BadValue saying the form when malformed."""
+    """`"price > 3"` → Filter("price", ">", "3"); BadValue saying the form when malformed.
+
+    The value is trimmed; one written as a JSON string (``name = " padded "``) is that string,
+    spaces at its ends kept (a facet's link writes such a value so)."""
     match = _NULL.match(text)
     if match:
         return Filter(match.group(1), match.group(2).lower())
@@ -69,7 +74,23 @@ def parse_filter(text: str) -> Filter:
             f"cannot read the filter {text!r}: write COLUMN OP VALUE with OP one of "
             f"{' '.join(_OPS)}, or COLUMN null / COLUMN notnull"
         )
-    return Filter(match.group(1), match.group(2), match.group(3))
+    return Filter(match.group(1), match.group(2), _value(match.group(3)))
+
+
+def _value(text: str) -> str:
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        with contextlib.suppress(ValueError):
+            value = json.loads(text)
+            if isinstance(value, str):
+                return value
+    return text
+
+
+def quoted_value(value: str) -> str:
+    """`value` as a filter writes it so that `parse_filter` reads it back exactly."""
+    if value != value.strip() or value.startswith('"'):
+        return json.dumps(value, ensure_ascii=False)
+    return value
 
 
 @dataclass
@@ -291,8 +312,6 @@ def _csv_values(array: Any) -> list[Any]:
 
 def _csv_value(value: Any) -> str:
     """One value as CSV text (`show`, `sql` and the API write the same)."""
-    import json
-
     from tablequest.corpus.storage.sql import json_value
 
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
@@ -341,8 +360,6 @@ def encode(arrow: Any, fmt: str) -> bytes:
 
         pq.write_table(arrow, out)
     elif fmt == "json":
-        import json
-
         from tablequest.corpus.storage.sql import json_value
 
         records = [{k: json_value(v) for k, v in r.items()} for r in arrow.to_pylist()]
