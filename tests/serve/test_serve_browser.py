@@ -385,6 +385,11 @@ def test_no_page_scrolls_sideways_on_a_phone(phone: Any, server: Any) -> None:
     for path in ("/", f"/tables/{tid}", "/search?q=depth+of+Quillsee", "/traces", "/tables/nope"):
         phone.goto(server.url + path)
         check(path)
+    with server.client() as client:
+        wide = client.get("/v1/tables", params={"q": "wide"}).json()["tables"][0]["table_id"]
+    for table in (tid, wide):  # the filter box shrank to 37 px beside long column names
+        phone.goto(f"{server.url}/tables/{table}")
+        assert phone.locator("#where-new").bounding_box()["width"] >= 150, table
     phone.goto(f"{server.url}/ask")
     assert phone.locator("#method").bounding_box()["width"] <= 390
     ask(phone, "How deep is Quillsee?", "seek")
