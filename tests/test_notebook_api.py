@@ -136,14 +136,14 @@ def test_repr_html_escapes_untrusted_text() -> None:
     result = Result(
         answer=evil,
         status="answered",
-        evidence=[CellRef("t1", 0, 0, evil)],
+        evidence=[CellRef("t1", 0, 0, evil, "cited")],
         tables={"t1": table},
         sources={"t1": "<b>notes.csv</b>"},
         method="auto",
     )
     card = result._repr_html_()
     assert "<script>" not in card and "<b>notes" not in card
-    assert card.count('class="tq-evidence tq-evidence-matched"') == 1
+    assert card.count('class="tq-evidence tq-evidence-cited"') == 1
     assert "&lt;script&gt;" in card and "&lt;b&gt;notes.csv" in card
     assert evil in result._repr_markdown_()  # markdown is text: the frontend escapes it
 
@@ -212,9 +212,9 @@ def test_repr_keeps_merged_headers_and_cuts_long_tables() -> None:
         tables={"t": table},
     )
     card = result._repr_html_()
-    assert (
-        '<td class="tq-evidence tq-evidence-matched" title="matched" '
-        'style="background:#fff3a3;font-weight:600">78</td>'
+    assert (  # a matched cell (found by the answer's value) is outlined, never highlighted
+        'title="matched: not certain" '
+        'style="outline:1px dashed #9a6700;outline-offset:-2px">78</td>'
     ) in card
     assert "r39" in card and "r0<" not in card  # the evidence row, not the first rows
     assert "| Sales / 2023 |" in table._repr_markdown_()

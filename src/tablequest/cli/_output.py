@@ -122,7 +122,7 @@ MAX_EVIDENCE_LINES = 10
 _CERTAIN_STYLE = "bold black on yellow"
 _UNCERTAIN_STYLE = "italic underline"
 """Evidence cells in the terminal table: certain ones (computed, cited, matched) highlighted,
-ambiguous and untracked ones only underlined (`tablequest.table.display.is_certain`)."""
+ambiguous, untracked and matched ones only underlined (`tablequest.table.display.is_certain`)."""
 
 
 def fail(

@@ -33,7 +33,7 @@ __all__ = [
 Status = Literal["answered", "insufficient", "failed"]
 Verified = Literal["verified", "unverified", "contradicted"]
 """Whether an answered result recomputes from its evidence, LLM-free (`methods.recompute.verify`):
-``verified`` (it does), ``unverified`` (no evidence, or only ambiguous or untracked cells),
+``verified`` (it does), ``unverified`` (no evidence, or only matched, ambiguous or untracked cells),
 ``contradicted`` (the evidence gives another value). None on a result that is not answered."""
 
 

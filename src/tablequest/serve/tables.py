@@ -6,7 +6,7 @@ the header/body boundary is cut at it, as the HTML serializer does), row ids in 
 classes for evidence cells, matched rows, the question's words, numbers (``num``: a body
 cell that is one number, right-aligned) and prose (``long``: `LONG_TEXT`). An evidence cell
 is ``evidence`` and, when how it was found is given, ``evidence-HOW`` (`CellRef.how`); an
-ambiguous or untracked one is not certain evidence (`tablequest.table.display.is_certain`):
+ambiguous, untracked or matched one is not certain evidence (`tablequest.table.display.is_certain`):
 ``evidence-HOW evidence-uncertain``, without ``evidence``, so it is outlined rather than
 highlighted. Templates render it; every
 text goes through Jinja's escaping. A view is bounded: at most `MAX_COLS` columns and

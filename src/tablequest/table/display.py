@@ -17,9 +17,10 @@ Choices (ours; no paper covers display):
   with the others). A table's HTML is thus under 100 KB, a 300k × 300 table's included.
 - Evidence cells carry ``class="tq-evidence"`` and an inline yellow background, so the
   highlight survives notebook sanitizers that drop ``<style>``; given how each was found
-  (`tablequest.table.model.EvidenceHow`), a certain cell (computed, cited, matched) adds
-  ``tq-evidence-HOW`` and a ``title``, and an uncertain one (`UNCERTAIN`: ambiguous, untracked)
-  is not highlighted as evidence: ``class="tq-evidence-HOW"`` and a dashed outline only.
+  (`tablequest.table.model.EvidenceHow`), a certain cell (computed, cited) adds
+  ``tq-evidence-HOW`` and a ``title``, and an uncertain one (`UNCERTAIN`: ambiguous,
+  untracked, matched) is not highlighted as evidence: ``class="tq-evidence-HOW"`` and a
+  dashed outline only.
 - This module does not import `tablequest.table.model` (the model imports it for its
   reprs): tables are typed by the `Grid` protocol.
 """
@@ -44,9 +45,11 @@ GRID_CHARS = 80_000
 """A grid's HTML (or Markdown) stops before the row that would take it past this length."""
 HIGHLIGHT = "background:#fff3a3;font-weight:600"
 UNCERTAIN_STYLE = "outline:1px dashed #9a6700;outline-offset:-2px"
-UNCERTAIN = frozenset({"ambiguous", "untracked"})
+UNCERTAIN = frozenset({"ambiguous", "untracked", "matched"})
 """Ways of finding evidence that do not make a cell certain support of the answer: one of
-several cells holding the answer's value, or a cell read by code that could not be traced."""
+several cells holding the answer's value, a cell read by code that could not be traced, or a
+cell found by the answer's value among those the method read (it may only coincide, so it
+never verifies the answer either: `methods.evidence.verify_cells`)."""
 
 
 def is_certain(how: str) -> bool:
