@@ -51,11 +51,6 @@ class LRU(Generic[K, V]):
         self._data: OrderedDict[K, V] = OrderedDict()
         self._lock = threading.Lock()
 
-    def peek(self, key: K) -> V | None:
-        """The cached value of `key`, or None (nothing is made)."""
-        with self._lock:
-            return self._data.get(key)
-
     def get_or(self, key: K, make: Callable[[], V]) -> V:
         """The cached value of `key`, or `make()` stored under it."""
         with self._lock:
@@ -214,7 +209,7 @@ class ReadStore(Store):
         return self.snapshot.tables.get_or(table_id, lambda: self._load(table_id))
 
     def _load(self, table_id: str) -> Table:
-        return self._table(table_id, self._data(table_id), None)
+        return super().get(table_id)  # through `_data`: the generation's JSON when it has it
 
     def _data(self, table_id: str) -> dict[str, Any]:
         raw = self.snapshot.raw

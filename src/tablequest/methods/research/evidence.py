@@ -6,10 +6,11 @@ the answer renders, `methods.evidence.evidence_of`) and verified by re-running t
 recipe over the table. The execution frame's columns map to the table's columns through
 `ExecFrame.grid_cols` (row-header, section and ``_aggregate`` columns are not cells of the
 grid and are dropped); its index is the table's row ids. When no operation's value states the
-answer, the fallback is value matching among the cells those operations read; for the
-non-code fallback (the model read the table as Markdown, `conclude.direct_answer`) it is value
-matching in the table it was shown, each cell ``matched`` or ``ambiguous`` (ours; the paper
-shows no evidence, docs/methods.md "Evidence").
+answer, the fallback is value matching among the cells those operations read, each cell
+``matched`` or ``ambiguous``; the non-code fallback (the model read the table as Markdown,
+`conclude.direct_answer`) has no evidence: a cell found in the whole table by the answer's
+value is no sign the model used it (ours; the paper shows no evidence, docs/methods.md
+"Evidence").
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ __all__ = ["research_evidence"]
 def research_evidence(
     run: QuestionRun, answer: str, winner: PathOutcome | None
 ) -> tuple[list[CellRef], Verdict | None]:
-    """The answer's cells and verdict (None: `Query.finish` checks the matched cells)."""
+    """The answer's cells and verdict (None: `Query.finish` gives it, "no evidence")."""
     if winner is None:  # no code path answered: the model's answer has no cells it used
         return [], None
     table = run.table

@@ -27,16 +27,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tablequest.methods.research.markers import clean_label, parse_number
-from tablequest.table import CellRef, Table
-
 __all__ = [
     "QUERY_TYPES",
     "Feedback",
     "Probe",
     "QueryType",
     "guess_query_type",
-    "locate",
     "parse_probe",
     "render_answer",
     "reward",
@@ -231,26 +227,3 @@ def guess_query_type(question: str, task: str = "tableqa") -> QueryType:
         if rx.search(question):
             return query_type
     return "lookup"
-
-
-def locate(table: Table, table_id: str, answer: str, *, limit: int = 20) -> list[CellRef]:
-    """Body cells showing an item of the answer: numbers compared as numbers ("4,200" = 4200),
-    text case- and space-insensitively (ours: DTR answers are computed, so this is the cells
-    that state them, when the table does)."""
-    items = [x.strip() for x in re.split(r",\s+|;\s*|\|", answer) if x.strip()]
-    numbers = [n for n in (parse_number(x) for x in items) if n is not None]
-    texts = {clean_label(x).lower() for x in items if parse_number(x) is None}
-    found: list[CellRef] = []
-    for r, row in enumerate(table.body):
-        for c, value in enumerate(row):
-            if not value.strip():
-                continue
-            number = parse_number(value)
-            hit = (
-                number is not None and any(math.isclose(number, n, rel_tol=1e-9) for n in numbers)
-            ) or (clean_label(value).lower() in texts)
-            if hit:
-                found.append(CellRef(table_id, table.row_ids[r], table.col_ids[c], value))
-                if len(found) >= limit:
-                    return found
-    return found
